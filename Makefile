@@ -1,0 +1,139 @@
+# tprof: top-level build.
+#
+#   make               module (for KVER), library, tprofctl, test programs
+#   make deps          install every Debian package the project needs
+#   make check         the one test command: unit, KUnit, integration (6.1, 6.12)
+#   make demo          boot a Debian 6.1 guest and show what tprof does
+#   make bench         benchmarks in a guest (ratios against a same-boot baseline)
+#   make module KVER=6.12.117+deb12-amd64   the module for one kernel
+#   make install [PREFIX=/usr/local DESTDIR=]  tools, library, headers, pkg-config
+#   make dkms-install  register the module with DKMS
+#
+# Everything is built under build/. Warnings are errors everywhere.
+
+KVER ?= $(shell tools/vm/find-kernel default 2>/dev/null || uname -r)
+VERSION := 0.1.0
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+CC := gcc
+CXX := g++
+AR := ar
+B := build
+
+CPPFLAGS := -Iuapi -Ilibtprofctl/include -Ikmod
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
+CXXFLAGS := -std=c++20 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -MMD -MP
+CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -MMD -MP
+SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all
+GTEST_LIBS := -lgtest -lgtest_main -pthread
+
+LIB_SRCS := $(wildcard libtprofctl/src/*.cc)
+TPROFCTL_SRCS := $(wildcard tools/tprofctl/*.cc)
+CORE_SRCS := $(wildcard kmod/core/*.c)
+UNIT_TEST_SRCS := $(wildcard tests/unit/*.cc)
+INTEGRATION_TEST_SRCS := $(wildcard tests/integration/*.cc)
+KMOD_SRCS := kmod/Kbuild kmod/Makefile $(wildcard kmod/*.[ch] kmod/core/*.[ch]) uapi/linux/tprof.h
+
+obj = $(patsubst %.cc,$(B)/obj/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B)/obj/%.o,$(filter %.c,$(1)))
+asan_obj = $(patsubst %.cc,$(B)/asan/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B)/asan/%.o,$(filter %.c,$(1)))
+
+LIB := $(B)/lib/libtprofctl.a
+LIB_ASAN := $(B)/lib/libtprofctl-asan.a
+TPROFCTL := $(B)/bin/tprofctl
+INTEGRATION_TESTS := $(B)/bin/tprof_integration_tests
+UNIT_TESTS := $(B)/tests/tprof_unit_tests
+MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
+
+.PHONY: all module lib tools unit-tests guest-programs vm-inputs deps check demo \
+	bench install dkms-install clean
+.DELETE_ON_ERROR:
+
+all: module lib tools unit-tests guest-programs
+
+lib: $(LIB)
+tools: $(TPROFCTL)
+unit-tests: $(UNIT_TESTS)
+guest-programs: $(TPROFCTL) $(INTEGRATION_TESTS)
+# What tools/tprof-vm packs into a guest for kernel $(KVER).
+vm-inputs: module guest-programs
+
+# The module is built in a copy of kmod/ and uapi/ per kernel release, so
+# builds for several kernels do not trample each other's objects.
+module: $(MODULE)
+$(B)/kmod/%/kmod/tprof.ko: $(KMOD_SRCS)
+	rm -rf $(B)/kmod/$*
+	mkdir -p $(B)/kmod/$*
+	cp -r kmod uapi $(B)/kmod/$*/
+	$(MAKE) -C $(B)/kmod/$*/kmod KVER=$*
+
+$(B)/obj/%.o: %.cc
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+$(B)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+$(B)/asan/%.o: %.cc
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(SANITIZE) -c $< -o $@
+$(B)/asan/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SANITIZE) -c $< -o $@
+
+$(LIB): $(call obj,$(LIB_SRCS))
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+$(LIB_ASAN): $(call asan_obj,$(LIB_SRCS))
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(TPROFCTL): $(call obj,$(TPROFCTL_SRCS)) $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $^
+
+# Host unit tests: library and kernel core logic under ASan/UBSan.
+$(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS)) $(LIB_ASAN)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(SANITIZE) -o $@ $^ $(GTEST_LIBS)
+
+# Integration tests run inside the guest against the real module.
+$(INTEGRATION_TESTS): $(call obj,$(INTEGRATION_TEST_SRCS)) $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(GTEST_LIBS)
+
+-include $(shell find $(B)/obj $(B)/asan -name '*.d' 2>/dev/null)
+
+deps:
+	tools/deps.sh
+
+check:
+	tests/check.sh
+
+demo: deps
+	$(MAKE) vm-inputs KVER=$$(tools/vm/find-kernel --image 6.1)
+	TPROF_VM_NO_BUILD=1 tools/tprof-vm --kernel 6.1 --add tools/demo/demo.sh -- sh demo.sh
+
+bench: deps
+	bench/run.sh
+
+install: $(LIB) $(TPROFCTL)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include/tprof $(DESTDIR)$(PREFIX)/include/linux
+	install -m 755 $(TPROFCTL) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 libtprofctl/include/tprof/*.h $(DESTDIR)$(PREFIX)/include/tprof/
+	install -m 644 uapi/linux/tprof.h $(DESTDIR)$(PREFIX)/include/linux/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' libtprofctl/tprofctl.pc.in \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/tprofctl.pc
+
+# DKMS builds from a copy of the sources in /usr/src/tprof-$(VERSION).
+dkms-install:
+	rm -rf $(DESTDIR)/usr/src/tprof-$(VERSION)
+	install -d $(DESTDIR)/usr/src/tprof-$(VERSION)
+	cp -r dkms.conf kmod uapi $(DESTDIR)/usr/src/tprof-$(VERSION)/
+	dkms add -m tprof -v $(VERSION) || true
+	dkms build -m tprof -v $(VERSION) -k $(KVER)
+	dkms install -m tprof -v $(VERSION) -k $(KVER)
+
+clean:
+	rm -rf $(B)

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Kernel-version differences, in one place. Targets: Debian 12's 6.1 and
+ * 6.12 kernels; later kernels are handled where the difference is known.
+ */
+#ifndef TPROF_COMPAT_H
+#define TPROF_COMPAT_H
+
+#include <linux/version.h>
+
+/* sched_process_exit gained a group_dead argument in 6.16. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+#define TPROF_SCHED_PROCESS_EXIT_PROTO struct task_struct *p, bool group_dead
+#else
+#define TPROF_SCHED_PROCESS_EXIT_PROTO struct task_struct *p
+#endif
+
+#endif /* TPROF_COMPAT_H */

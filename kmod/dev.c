@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/tprof: the misc device and its ioctls. Everything from userspace is
+ * checked here: ioctl type, number and size, reserved fields, pointers.
+ * Structs are zeroed before they are filled so no uninitialized kernel
+ * bytes reach userspace.
+ */
+#include <linux/cpumask.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/uaccess.h>
+#include "tprof.h"
+#include "core/counters.h"
+
+static long tprof_ioctl_get_info(struct tprof_info __user *uinfo)
+{
+	struct tprof_cpu_stats __user *ustats;
+	struct tprof_cpu_stats stats;
+	struct tprof_info info;
+	u32 cpu, count;
+	int ret;
+
+	if (copy_from_user(&info, uinfo, sizeof(info)))
+		return -EFAULT;
+	ret = tprof_info_check_input(&info);
+	if (ret)
+		return ret;
+
+	ustats = u64_to_user_ptr(info.cpu_stats);
+	count = tprof_info_cpu_stats_count(info.cpu_stats_count, nr_cpu_ids);
+	for (cpu = 0; cpu < count; cpu++) {
+		memset(&stats, 0, sizeof(stats));
+		stats.cpu = cpu;
+		if (cpu_possible(cpu)) {
+			stats.online = cpu_online(cpu);
+			tprof_stats_read_cpu(cpu, &stats.counters);
+		}
+		if (copy_to_user(&ustats[cpu], &stats, sizeof(stats)))
+			return -EFAULT;
+	}
+
+	memset(&info, 0, sizeof(info));
+	info.abi_major = TPROF_ABI_MAJOR;
+	info.abi_minor = TPROF_ABI_MINOR;
+	info.module_version = TPROF_MODULE_VERSION;
+	info.state = TPROF_STATE_IDLE;
+	info.nr_cpu_ids = nr_cpu_ids;
+	info.nr_online_cpus = num_online_cpus();
+	info.features = TPROF_FEAT_SCHED_COUNTERS;
+	tprof_stats_read_total(&info.total);
+	info.cpu_stats = (u64)(uintptr_t)ustats;
+	info.cpu_stats_count = count;
+	if (copy_to_user(uinfo, &info, sizeof(info)))
+		return -EFAULT;
+	return 0;
+}
+
+static long tprof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	void __user *uarg = (void __user *)arg;
+
+	if (_IOC_TYPE(cmd) != TPROF_IOC_MAGIC)
+		return -ENOTTY;
+
+	/* Known number, but a size or direction this module does not know. */
+	switch (_IOC_NR(cmd)) {
+	case _IOC_NR(TPROF_IOC_GET_INFO):
+		if (cmd != TPROF_IOC_GET_INFO)
+			return -EINVAL;
+		return tprof_ioctl_get_info(uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations tprof_fops = {
+	.owner = THIS_MODULE,
+	.unlocked_ioctl = tprof_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice tprof_miscdev = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "tprof",
+	.fops = &tprof_fops,
+	/* Anyone may open it; each ioctl checks its own permissions. */
+	.mode = 0666,
+};
+
+int tprof_dev_init(void)
+{
+	int ret = misc_register(&tprof_miscdev);
+
+	if (ret)
+		pr_err("cannot register /dev/tprof: %d\n", ret);
+	return ret;
+}
+
+void tprof_dev_exit(void)
+{
+	misc_deregister(&tprof_miscdev);
+}

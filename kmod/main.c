@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tprof.ko: module entry points. Hooks first, then the device, so the
+ * device never reports on hooks that are not there; the reverse on unload.
+ */
+#include <linux/module.h>
+#include "tprof.h"
+
+static int __init tprof_init(void)
+{
+	int ret;
+
+	ret = tprof_hooks_init();
+	if (ret)
+		return ret;
+	ret = tprof_dev_init();
+	if (ret)
+		goto err_hooks;
+	pr_info("loaded, version %s, ABI %d.%d\n", TPROF_MODULE_VERSION_STR,
+		TPROF_ABI_MAJOR, TPROF_ABI_MINOR);
+	return 0;
+
+err_hooks:
+	tprof_hooks_exit();
+	return ret;
+}
+
+static void __exit tprof_exit(void)
+{
+	tprof_dev_exit();
+	tprof_hooks_exit();
+	pr_info("unloaded\n");
+}
+
+module_init(tprof_init);
+module_exit(tprof_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("tprof: whole-machine profiler and per-thread metrics");
+MODULE_VERSION(TPROF_MODULE_VERSION_STR);

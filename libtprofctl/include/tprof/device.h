@@ -1,0 +1,60 @@
+// The control device /dev/tprof: open it, ask it what it is and what it has
+// counted. A thin layer over the ioctls of uapi/linux/tprof.h.
+#ifndef TPROF_DEVICE_H_
+#define TPROF_DEVICE_H_
+
+#include <linux/tprof.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tprof/expected.h"
+#include "tprof/scoped_fd.h"
+
+namespace tprof {
+
+struct CpuStats {
+  uint32_t cpu = 0;
+  bool online = false;
+  tprof_counters counters{};
+};
+
+// What TPROF_IOC_GET_INFO reports, in library types.
+struct Info {
+  uint32_t abi_major = 0;
+  uint32_t abi_minor = 0;
+  uint32_t module_version = 0;  // packed, see ModuleVersionString()
+  uint32_t state = 0;           // enum tprof_state
+  uint32_t nr_cpu_ids = 0;
+  uint32_t nr_online_cpus = 0;
+  uint64_t features = 0;
+  tprof_counters total{};
+  std::vector<CpuStats> cpus;  // one entry per possible CPU id
+
+  std::string ModuleVersionString() const;  // "0.1.0"
+  std::string AbiVersionString() const;     // "1.0"
+  std::string StateName() const;            // "idle"
+  std::vector<std::string> FeatureNames() const;
+};
+
+class Device {
+ public:
+  // Opens the device (O_RDWR | O_CLOEXEC). The error message says how to
+  // load the module when the device node is missing.
+  static Expected<Device> Open(const std::string& path = TPROF_DEVICE_PATH);
+
+  // GET_INFO, with every CPU's counters. Fails with EPROTO if the module
+  // speaks another ABI major version than this library.
+  Expected<Info> GetInfo() const;
+
+  int fd() const { return fd_.get(); }
+
+ private:
+  explicit Device(ScopedFd fd) : fd_(std::move(fd)) {}
+  ScopedFd fd_;
+};
+
+}  // namespace tprof
+
+#endif  // TPROF_DEVICE_H_

@@ -1,0 +1,52 @@
+// tprofctl as a user runs it in the guest.
+#include <sys/utsname.h>
+
+#include <gtest/gtest.h>
+
+#include "../common/json_value.h"
+#include "guest_env.h"
+
+namespace tprof::test {
+namespace {
+
+TEST(TprofctlStatus, JsonHoldsVersionsCpusAndCounters) {
+  std::string out;
+  ASSERT_EQ(RunCommand("tprofctl status --json", &out), 0) << out;
+  std::string error;
+  auto doc = JsonParser::Parse(out, &error);
+  ASSERT_TRUE(doc) << error << "\n" << out;
+  const JsonValue& v = *doc;
+  for (const char* key : {"abi_version", "module_version", "kernel_release", "ncpus", "state",
+                          "total", "cpus"})
+    ASSERT_TRUE(v.Has(key)) << "missing key " << key << " in " << out;
+  EXPECT_EQ(v["abi_version"].string,
+            std::to_string(TPROF_ABI_MAJOR) + "." + std::to_string(TPROF_ABI_MINOR));
+  EXPECT_EQ(v["module_version"].string, "0.1.0");
+  utsname u{};
+  ASSERT_EQ(::uname(&u), 0);
+  EXPECT_EQ(v["kernel_release"].string, u.release);
+  EXPECT_EQ(v["state"].string, "idle");
+  EXPECT_GT(v["total"]["context_switches"].number, 0);
+  for (const char* key : {"forks", "execs", "exits"})
+    EXPECT_TRUE(v["total"].Has(key)) << key;
+  ASSERT_EQ(v["cpus"].array.size(), size_t(v["ncpus"].number));
+  for (const JsonValue& cpu : v["cpus"].array)
+    for (const char* key : {"cpu", "online", "context_switches", "forks", "execs", "exits"})
+      EXPECT_TRUE(cpu.Has(key)) << key;
+}
+
+TEST(TprofctlStatus, TextNamesTheStateAndTotals) {
+  std::string out;
+  ASSERT_EQ(RunCommand("tprofctl status", &out), 0) << out;
+  EXPECT_NE(out.find("state:    idle"), std::string::npos) << out;
+  EXPECT_NE(out.find("total"), std::string::npos) << out;
+}
+
+TEST(Tprofctl, UnknownCommandOrOptionIsAUsageError) {
+  std::string out;
+  EXPECT_EQ(RunCommand("tprofctl frobnicate 2>&1", &out), 2) << out;
+  EXPECT_EQ(RunCommand("tprofctl status --bogus 2>&1", &out), 2) << out;
+}
+
+}  // namespace
+}  // namespace tprof::test

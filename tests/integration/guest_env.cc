@@ -1,0 +1,71 @@
+#include "guest_env.h"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+namespace tprof::test {
+
+Device OpenDeviceOrFail() {
+  auto dev = Device::Open();
+  if (!dev) {
+    ADD_FAILURE() << "cannot open /dev/tprof: " << dev.error().message();
+    std::exit(1);  // every integration test needs the device
+  }
+  return std::move(dev).value();
+}
+
+Info GetInfoOrFail(const Device& dev) {
+  auto info = dev.GetInfo();
+  EXPECT_TRUE(info) << (info ? "" : info.error().message());
+  return info ? *info : Info{};
+}
+
+int RunCommand(const std::string& command, std::string* out) {
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0)
+    if (out) out->append(buf, n);
+  int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void ForkExecTrue() {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl("/bin/true", "true", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+}
+
+std::string ModulePath() {
+  const char* p = std::getenv("TPROF_MODULE_PATH");
+  return p ? p : "/lib/tprof/tprof.ko";
+}
+
+int UnloadModule() {
+  return ::syscall(SYS_delete_module, "tprof", O_NONBLOCK) == 0 ? 0 : errno;
+}
+
+int LoadModule(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  int ret = ::syscall(SYS_finit_module, fd, "", 0) == 0 ? 0 : errno;
+  ::close(fd);
+  return ret;
+}
+
+}  // namespace tprof::test

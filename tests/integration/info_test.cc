@@ -1,0 +1,67 @@
+// GET_INFO against the real module: versions, CPUs, and counters that move
+// when the guest switches, forks and execs.
+#include <linux/tprof.h>
+#include <sys/sysinfo.h>
+
+#include <gtest/gtest.h>
+
+#include "guest_env.h"
+
+namespace tprof::test {
+namespace {
+
+TEST(GetInfo, ReportsTheAbiAndModuleVersionOfThisTree) {
+  Device dev = OpenDeviceOrFail();
+  Info info = GetInfoOrFail(dev);
+  EXPECT_EQ(info.abi_major, unsigned(TPROF_ABI_MAJOR));
+  EXPECT_EQ(info.abi_minor, unsigned(TPROF_ABI_MINOR));
+  EXPECT_EQ(info.ModuleVersionString(), "0.1.0");
+  EXPECT_EQ(info.state, unsigned(TPROF_STATE_IDLE));
+  EXPECT_TRUE(info.features & TPROF_FEAT_SCHED_COUNTERS);
+}
+
+TEST(GetInfo, CpuCountsMatchWhatTheKernelShowsUserspace) {
+  Device dev = OpenDeviceOrFail();
+  Info info = GetInfoOrFail(dev);
+  EXPECT_EQ(info.nr_online_cpus, unsigned(get_nprocs()));
+  EXPECT_GE(info.nr_cpu_ids, info.nr_online_cpus);
+  ASSERT_EQ(info.cpus.size(), info.nr_cpu_ids);
+  unsigned online = 0;
+  for (size_t i = 0; i < info.cpus.size(); ++i) {
+    EXPECT_EQ(info.cpus[i].cpu, i);
+    online += info.cpus[i].online;
+  }
+  EXPECT_EQ(online, info.nr_online_cpus);
+}
+
+TEST(GetInfo, EveryOnlineCpuHasSwitchedAndTotalIsTheSumOfCpus) {
+  Device dev = OpenDeviceOrFail();
+  Info info = GetInfoOrFail(dev);
+  tprof_counters sum{};
+  for (const CpuStats& cpu : info.cpus) {
+    if (cpu.online) {
+      EXPECT_GT(cpu.counters.context_switches, 0u) << "cpu " << cpu.cpu;
+    }
+    sum.context_switches += cpu.counters.context_switches;
+    sum.forks += cpu.counters.forks;
+  }
+  // The per-CPU array is read after the total, so it can only be ahead.
+  EXPECT_GT(info.total.context_switches, 0u);
+  EXPECT_GE(sum.context_switches, info.total.context_switches);
+  EXPECT_GE(sum.forks, info.total.forks);
+}
+
+TEST(GetInfo, ForkExecAndExitAreCounted) {
+  Device dev = OpenDeviceOrFail();
+  Info before = GetInfoOrFail(dev);
+  constexpr int kChildren = 5;
+  for (int i = 0; i < kChildren; ++i) ForkExecTrue();
+  Info after = GetInfoOrFail(dev);
+  EXPECT_GE(after.total.forks - before.total.forks, uint64_t(kChildren));
+  EXPECT_GE(after.total.execs - before.total.execs, uint64_t(kChildren));
+  EXPECT_GE(after.total.exits - before.total.exits, uint64_t(kChildren));
+  EXPECT_GT(after.total.context_switches, before.total.context_switches);
+}
+
+}  // namespace
+}  // namespace tprof::test

@@ -1,0 +1,42 @@
+// Library behaviour that needs no module: error codes and messages.
+#include "tprof/device.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+
+#include <cerrno>
+
+namespace {
+
+TEST(Device, MissingDeviceSaysHowToLoadTheModule) {
+  auto dev = tprof::Device::Open("/nonexistent/tprof");
+  ASSERT_FALSE(dev);
+  EXPECT_EQ(dev.error().code().value(), ENOENT);
+  EXPECT_NE(dev.error().message().find("insmod"), std::string::npos)
+      << dev.error().message();
+}
+
+TEST(Device, NonTprofDeviceReportsEnotty) {
+  auto dev = tprof::Device::Open("/dev/null");
+  ASSERT_TRUE(dev) << dev.error().message();
+  auto info = dev->GetInfo();
+  ASSERT_FALSE(info);
+  EXPECT_EQ(info.error().code(), std::errc::inappropriate_io_control_operation);
+  EXPECT_NE(info.error().message().find("not a tprof device"), std::string::npos);
+}
+
+TEST(ScopedFd, ClosesOnceAndMovesOwnership) {
+  int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  {
+    tprof::ScopedFd a(fd);
+    tprof::ScopedFd b(std::move(a));
+    EXPECT_FALSE(a.valid());
+    EXPECT_EQ(b.get(), fd);
+  }
+  EXPECT_EQ(::fcntl(fd, F_GETFD), -1) << "fd should be closed by ScopedFd";
+  EXPECT_EQ(errno, EBADF);
+}
+
+}  // namespace

@@ -1,0 +1,17 @@
+// tprofctl subcommands. Each takes the arguments after its name and returns
+// the process exit status: 0 success, 1 failure, 2 usage error.
+#ifndef TPROF_TOOLS_TPROFCTL_COMMANDS_H_
+#define TPROF_TOOLS_TPROFCTL_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+namespace tprof::cli {
+
+using Args = std::vector<std::string>;
+
+int RunStatus(const Args& args);
+
+}  // namespace tprof::cli
+
+#endif  // TPROF_TOOLS_TPROFCTL_COMMANDS_H_

@@ -1,0 +1,45 @@
+// tprofctl: the command-line front end of tprof.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(const tprof::cli::Args&);
+  const char* summary;
+};
+
+constexpr Command kCommands[] = {
+    {"status", tprof::cli::RunStatus,
+     "show the module's version, state and event counters [--json]"},
+};
+
+void Usage(FILE* out) {
+  std::fprintf(out, "usage: tprofctl COMMAND [OPTIONS]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n`tprofctl COMMAND --help` describes a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    Usage(stderr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "-h" || name == "--help" || name == "help") {
+    Usage(stdout);
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (name == c.name) return c.run(tprof::cli::Args(argv + 2, argv + argc));
+  }
+  std::fprintf(stderr, "tprofctl: unknown command '%s'\n\n", name.c_str());
+  Usage(stderr);
+  return 2;
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# make check: the one test command.
+#   1. dependencies (make deps) and a warnings-as-errors build of everything,
+#      the module for both target kernels
+#   2. host unit tests (GoogleTest, under ASan/UBSan)
+#   3. self-tests of the VM bench (tools/tprof-vm, tools/vm/scan-kernel-log)
+#   4. KUnit suites (ktests/) in a KUnit-enabled 6.1 kernel, under QEMU
+#   5. integration tests (GoogleTest) inside Debian's 6.1 and 6.12 kernels
+# Ends with "N passed, M failed" and exits nonzero on any failure. A stage
+# that cannot run (build failure, guest that does not boot) counts as failed.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 1
+LOG_DIR=$ROOT/build/check
+mkdir -p "$LOG_DIR"
+
+passed=0
+failed=0
+failures=()
+
+pass() { passed=$((passed + ${2:-1})); echo "PASS: $1"; }
+fail() { failed=$((failed + ${2:-1})); failures+=("$1"); echo "FAIL: $1"; }
+stage() { echo; echo "=== $* ==="; }
+
+# Adds a GoogleTest run's counts from its output (log file $2) under name $1.
+# A run that printed no summary (crashed, never started) counts as a failure.
+count_gtest() {
+	local name=$1 log=$2 rc=$3 np nf
+	np=$(tr -d '\r' <"$log" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -n 1)
+	nf=$(tr -d '\r' <"$log" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | tail -n 1)
+	[ -n "$np" ] && passed=$((passed + np))
+	if [ -n "$nf" ] && [ "$nf" -gt 0 ]; then
+		failed=$((failed + nf))
+		while read -r t; do failures+=("$name: $t"); done < <(tr -d '\r' <"$log" | sed -n 's/^\[  FAILED  \] \([A-Za-z].*\)/\1/p' | sort -u)
+	fi
+	if [ -z "$np" ] && [ -z "$nf" ]; then
+		fail "$name: no test summary (exit $rc), see $log"
+	elif [ "$rc" != 0 ] && { [ -z "$nf" ] || [ "$nf" = 0 ]; }; then
+		fail "$name: exited $rc after its tests (kernel report or crash?), see $log"
+	else
+		echo "$name: ${np:-0} passed, ${nf:-0} failed"
+	fi
+}
+
+stage "dependencies"
+if make -s deps; then pass "make deps"; else fail "make deps"; fi
+
+stage "build (warnings are errors)"
+K61=$(tools/vm/find-kernel --image 6.1)
+K612=$(tools/vm/find-kernel --image 6.12)
+echo "kernels: $K61, $K612"
+build_ok=1
+if make -j"$(nproc)" all KVER="$K61" >"$LOG_DIR/build.log" 2>&1 &&
+	make module KVER="$K612" >>"$LOG_DIR/build.log" 2>&1; then
+	pass "build: module for $K61 and $K612, library, tprofctl, tests"
+else
+	tail -n 40 "$LOG_DIR/build.log"
+	fail "build (see $LOG_DIR/build.log)"
+	build_ok=0
+fi
+
+if [ "$build_ok" = 1 ]; then
+	stage "unit tests (host, ASan/UBSan)"
+	build/tests/tprof_unit_tests --gtest_color=no >"$LOG_DIR/unit.log" 2>&1
+	rc=$?
+	grep -E '^\[  FAILED  \]|Failure|ERROR' "$LOG_DIR/unit.log" | head -n 40
+	count_gtest "unit" "$LOG_DIR/unit.log" "$rc"
+
+	stage "VM bench self-tests"
+	tests/vm_selftest.sh >"$LOG_DIR/vm_selftest.log" 2>&1
+	rc=$?
+	cat "$LOG_DIR/vm_selftest.log" | grep -E '^(PASS|FAIL)'
+	np=$(grep -c '^PASS' "$LOG_DIR/vm_selftest.log")
+	nf=$(grep -c '^FAIL' "$LOG_DIR/vm_selftest.log")
+	passed=$((passed + np))
+	if [ "$nf" -gt 0 ] || [ "$rc" != 0 ]; then
+		fail "VM bench self-tests ($nf failed, exit $rc), see $LOG_DIR/vm_selftest.log" "$((nf > 0 ? nf : 1))"
+	fi
+
+	stage "KUnit (ktests/, KUnit-enabled 6.1 kernel)"
+	ktests/run.sh >"$LOG_DIR/kunit.log" 2>&1
+	rc=$?
+	grep -E '^(KUNIT|PASS|FAIL)' "$LOG_DIR/kunit.log" | head -n 60
+	np=$(grep -c '^PASS' "$LOG_DIR/kunit.log")
+	nf=$(grep -c '^FAIL' "$LOG_DIR/kunit.log")
+	passed=$((passed + np))
+	failed=$((failed + nf))
+	if [ "$nf" -gt 0 ]; then
+		while read -r t; do failures+=("kunit: $t"); done < <(sed -n 's/^FAIL: //p' "$LOG_DIR/kunit.log")
+	fi
+	if [ "$rc" != 0 ] && [ "$nf" = 0 ]; then
+		tail -n 30 "$LOG_DIR/kunit.log"
+		fail "kunit: run failed (exit $rc), see $LOG_DIR/kunit.log"
+	fi
+
+	for k in 6.1 6.12; do
+		stage "integration tests in Debian's $k kernel"
+		TPROF_VM_NO_BUILD=1 tools/tprof-vm --kernel "$k" -- \
+			tprof_integration_tests --gtest_color=no >"$LOG_DIR/integration-$k.log" 2>&1
+		rc=$?
+		grep -E '^\[  FAILED  \]|Failure|^tprof-vm:|^kernel log:' "$LOG_DIR/integration-$k.log" | head -n 60
+		count_gtest "integration $k" "$LOG_DIR/integration-$k.log" "$rc"
+	done
+fi
+
+echo
+if [ ${#failures[@]} -gt 0 ]; then
+	echo "Failures:"
+	printf '  %s\n' "${failures[@]}"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Self-tests of the VM bench: the things `make check` relies on to be honest.
+# Prints PASS:/FAIL: lines; tests/check.sh counts them.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 1
+export TPROF_VM_NO_BUILD=1
+VM=tools/tprof-vm
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() {
+	local name=$1
+	shift
+	if "$@"; then echo "PASS: $name"; else echo "FAIL: $name"; fi
+}
+
+# --- the kernel log scanner ------------------------------------------------
+printf '[    0.1] RETBleed: WARNING: Spectre v2 mitigation leaves CPU vulnerable\n[    0.2] tprof: loaded\n' >"$tmp/clean.log"
+check "scan-kernel-log passes a clean log" tools/vm/scan-kernel-log "$tmp/clean.log"
+for report in 'WARNING: CPU: 1 PID: 9 at kmod/hooks.c:10 x+0x1' 'BUG: sleeping function called from invalid context' \
+	'Oops: 0002 [#1] PREEMPT SMP' 'WARNING: possible circular locking dependency detected' \
+	'BUG: KASAN: use-after-free in tprof_ioctl' 'UBSAN: shift-out-of-bounds in kmod/dev.c:3'; do
+	printf '[    0.1] ok\n[    1.5] %s\n' "$report" >"$tmp/bad.log"
+	check "scan-kernel-log flags '${report%% in *}'" bash -c "! tools/vm/scan-kernel-log '$tmp/bad.log' >/dev/null"
+done
+
+# --- tprof-vm ----------------------------------------------------------------
+$VM -- false >"$tmp/out" 2>&1
+rc=$?
+check "tprof-vm -- false exits nonzero" test "$rc" != 0
+
+echo "hello from the host" >"$tmp/added.txt"
+out=$($VM --add "$tmp/added.txt" -- sh -c 'cat added.txt; exit 7' 2>&1)
+rc=$?
+check "tprof-vm passes CMD's exit status through (7, got $rc)" test "$rc" = 7
+check "tprof-vm --add puts files in the guest's working directory" grep -q 'hello from the host' <<<"$out"
+
+$VM --kernel 6.12 -- tprofctl status --json >"$tmp/status.json" 2>"$tmp/status.err"
+rc=$?
+check "tprof-vm --kernel 6.12 -- tprofctl status --json exits 0" test "$rc" = 0
+check "status --json on 6.12 is valid JSON with context switches" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["kernel_release"].startswith("6.12."), d["kernel_release"]
+assert d["total"]["context_switches"] > 0, d["total"]
+assert len(d["cpus"]) == d["ncpus"] >= 2
+' "$tmp/status.json"
+
+$VM -- sh -c 'echo "WARNING: CPU: 0 PID: 1 at selftest.c:1 injected+0x0" >/dev/kmsg' >"$tmp/warn.out" 2>&1
+rc=$?
+check "a WARNING in the guest kernel log fails the run (exit 3, got $rc)" test "$rc" = 3
+
+$VM --no-module -- tprof_integration_tests --gtest_color=no >"$tmp/nomod.out" 2>&1
+rc=$?
+check "integration tests fail (not skip) without /dev/tprof (exit $rc)" test "$rc" != 0
+check "... and say the device is missing" grep -q 'cannot open /dev/tprof' "$tmp/nomod.out"
+
+printf 'not a module' >"$tmp/bogus.ko"
+$VM --module "$tmp/bogus.ko" -- true >"$tmp/bogus.out" 2>&1
+rc=$?
+check "a module that does not load fails the run (exit 98, got $rc)" test "$rc" = 98
+exit 0

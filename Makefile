@@ -33,6 +33,7 @@ TPROFCTL_SRCS := $(wildcard tools/tprofctl/*.cc)
 CORE_SRCS := $(wildcard kmod/core/*.c)
 UNIT_TEST_SRCS := $(wildcard tests/unit/*.cc)
 INTEGRATION_TEST_SRCS := $(wildcard tests/integration/*.cc)
+BENCH_SRCS := $(wildcard bench/*.cc)
 KMOD_SRCS := kmod/Kbuild kmod/Makefile $(wildcard kmod/*.[ch] kmod/core/*.[ch]) uapi/linux/tprof.h
 
 obj = $(patsubst %.cc,$(B)/obj/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B)/obj/%.o,$(filter %.c,$(1)))
@@ -46,10 +47,10 @@ UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
 
 .PHONY: all module lib tools unit-tests guest-programs vm-inputs deps check demo \
-	bench install dkms-install clean
+	bench bench-programs install dkms-install clean
 .DELETE_ON_ERROR:
 
-all: module lib tools unit-tests guest-programs
+all: module lib tools unit-tests guest-programs bench-programs
 
 lib: $(LIB)
 tools: $(TPROFCTL)
@@ -100,6 +101,12 @@ $(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS)) $(LIB_ASAN)
 $(INTEGRATION_TESTS): $(call obj,$(INTEGRATION_TEST_SRCS)) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(GTEST_LIBS)
+
+# Benchmarks run in the guest too (bench/run.sh adds them with --add).
+bench-programs: $(B)/bench/tprof_hooks_bench
+$(B)/bench/tprof_hooks_bench: $(call obj,bench/hooks_bench.cc)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $^
 
 -include $(shell find $(B)/obj $(B)/asan -name '*.d' 2>/dev/null)
 

@@ -119,8 +119,9 @@ verify_config() {
         fi
     done <"$fragment"
     if (( ${#bad[@]} )); then
+        cp "$cfg" "$cache_root/kunit-kernel-$key.failed.config"
         log "error: options of $fragment did not survive 'make olddefconfig'"
-        log "       (unmet dependencies?  see $work/.config):"
+        log "       (unmet dependencies? resulting config: $cache_root/kunit-kernel-$key.failed.config):"
         printf 'build-kunit-kernel:   %s\n' "${bad[@]}" >&2
         return 1
     fi
@@ -162,5 +163,10 @@ find "$work" -name '*.o' -type f ! -path "$work/scripts/*" ! -path "$work/tools/
 touch "$work/.complete"
 mv -T "$work" "$dest"
 work=
+rm -f "$cache_root/kunit-kernel-$key.failed.config"
 log "done in $((SECONDS - start)) s: $dest"
+for old in "$cache_root"/kunit-kernel-*/; do
+    old=${old%/}
+    [[ $old == "$dest" ]] || log "note: older build $old can be deleted (with its .lock/.log)"
+done
 printf '%s\n' "$dest"

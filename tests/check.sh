@@ -5,7 +5,8 @@
 #   2. host unit tests (GoogleTest, under ASan/UBSan)
 #   3. self-tests of the VM bench (tools/tprof-vm, tools/vm/scan-kernel-log)
 #   4. KUnit suites (ktests/) in a KUnit-enabled 6.1 kernel, under QEMU
-#   5. integration tests (GoogleTest) inside Debian's 6.1 and 6.12 kernels
+#   5. integration tests (GoogleTest) inside the KUnit kernel (which has
+#      lockdep and atomic-sleep checks on) and Debian's 6.1 and 6.12 kernels
 # Ends with "N passed, M failed" and exits nonzero on any failure. A stage
 # that cannot run (build failure, guest that does not boot) counts as failed.
 set -uo pipefail
@@ -92,6 +93,24 @@ if [ "$build_ok" = 1 ]; then
 	if [ "$rc" != 0 ] && [ "$nf" = 0 ]; then
 		tail -n 30 "$LOG_DIR/kunit.log"
 		fail "kunit: run failed (exit $rc), see $LOG_DIR/kunit.log"
+	fi
+
+	# The KUnit kernel is also a debug kernel (lockdep, sleep-in-atomic
+	# checks): the integration suite runs there too, against tprof.ko built
+	# for that tree.
+	stage "integration tests in the KUnit debug kernel (lockdep, atomic-sleep checks)"
+	if tree=$(ktests/build-kunit-kernel.sh 2>>"$LOG_DIR/kunit.log") &&
+		kv=kunit-$(basename "$tree") &&
+		make -s module KVER="$kv" KDIR="$tree" >"$LOG_DIR/debug-module.log" 2>&1; then
+		TPROF_VM_NO_BUILD=1 tools/tprof-vm --vmlinuz "$tree/arch/x86/boot/bzImage" \
+			--module "build/kmod/$kv/kmod/tprof.ko" -- \
+			tprof_integration_tests --gtest_color=no >"$LOG_DIR/integration-debug.log" 2>&1
+		rc=$?
+		grep -E '^\[  FAILED  \]|Failure|^tprof-vm:|^kernel log:' "$LOG_DIR/integration-debug.log" | head -n 60
+		count_gtest "integration debug" "$LOG_DIR/integration-debug.log" "$rc"
+	else
+		tail -n 20 "$LOG_DIR/debug-module.log"
+		fail "integration debug: cannot build tprof.ko for the KUnit kernel"
 	fi
 
 	for k in 6.1 6.12; do

@@ -47,7 +47,7 @@ static long tprof_ioctl_get_info(struct tprof_info __user *uinfo)
 	info.state = TPROF_STATE_IDLE;
 	info.nr_cpu_ids = nr_cpu_ids;
 	info.nr_online_cpus = num_online_cpus();
-	info.features = TPROF_FEAT_SCHED_COUNTERS;
+	info.features = TPROF_FEAT_SCHED_COUNTERS | TPROF_FEAT_THREAD_METRICS;
 	tprof_stats_read_total(&info.total);
 	info.cpu_stats = (u64)(uintptr_t)ustats;
 	info.cpu_stats_count = count;
@@ -63,12 +63,23 @@ static long tprof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	if (_IOC_TYPE(cmd) != TPROF_IOC_MAGIC)
 		return -ENOTTY;
 
-	/* Known number, but a size or direction this module does not know. */
+	/*
+	 * Dispatch on the number; a known number with a size or direction this
+	 * module does not know is EINVAL.
+	 */
+#define TPROF_IOCTL(ioc, call)				\
+	case _IOC_NR(ioc):				\
+		if (cmd != (ioc))			\
+			return -EINVAL;			\
+		return call
 	switch (_IOC_NR(cmd)) {
-	case _IOC_NR(TPROF_IOC_GET_INFO):
-		if (cmd != TPROF_IOC_GET_INFO)
-			return -EINVAL;
-		return tprof_ioctl_get_info(uarg);
+	TPROF_IOCTL(TPROF_IOC_GET_INFO, tprof_ioctl_get_info(uarg));
+	TPROF_IOCTL(TPROF_IOC_METRICS_ENABLE, tprof_ioctl_metrics_enable(uarg));
+	TPROF_IOCTL(TPROF_IOC_METRICS_DISABLE, tprof_ioctl_metrics_disable());
+	TPROF_IOCTL(TPROF_IOC_METRICS_STATUS, tprof_ioctl_metrics_status(uarg));
+	TPROF_IOCTL(TPROF_IOC_THREAD_READ, tprof_ioctl_thread_read(uarg));
+	TPROF_IOCTL(TPROF_IOC_DRAIN, tprof_ioctl_drain(uarg));
+#undef TPROF_IOCTL
 	default:
 		return -ENOTTY;
 	}

@@ -5,8 +5,8 @@
  * tracepoint_probe_register().
  *
  * Probes run with preemption off; sched_switch also with IRQs off and the
- * runqueue lock held. They only bump this CPU's counters: no allocation,
- * no sleeping, no wake-ups, no printk.
+ * runqueue lock held. They bump this CPU's counters and feed the per-thread
+ * metrics (metrics.c): no allocation, no sleeping, no wake-ups, no printk.
  */
 #include <linux/kernel.h>
 #include <linux/sched.h>
@@ -22,6 +22,7 @@ static void tprof_probe_sched_switch(void *data, bool preempt,
 				     unsigned int prev_state)
 {
 	this_cpu_inc(tprof_cpu_counters.context_switches);
+	tprof_metrics_sched_switch(prev);
 }
 
 static void tprof_probe_sched_process_fork(void *data,
@@ -29,6 +30,7 @@ static void tprof_probe_sched_process_fork(void *data,
 					   struct task_struct *child)
 {
 	this_cpu_inc(tprof_cpu_counters.forks);
+	tprof_metrics_fork(child);
 }
 
 static void tprof_probe_sched_process_exec(void *data, struct task_struct *p,
@@ -36,6 +38,7 @@ static void tprof_probe_sched_process_exec(void *data, struct task_struct *p,
 					   struct linux_binprm *bprm)
 {
 	this_cpu_inc(tprof_cpu_counters.execs);
+	tprof_metrics_exec(p);
 }
 
 static void tprof_probe_sched_process_exit(void *data,
@@ -47,6 +50,7 @@ static void tprof_probe_sched_process_exit(void *data,
 static void tprof_probe_sched_process_free(void *data, struct task_struct *p)
 {
 	this_cpu_inc(tprof_cpu_counters.frees);
+	tprof_metrics_free(p);
 }
 
 /* Compile-time checks that each probe matches its tracepoint's prototype. */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * tprof.ko: module entry points. Hooks first, then the device, so the
- * device never reports on hooks that are not there; the reverse on unload.
+ * tprof.ko: module entry points. Hooks first, then per-thread metrics (on
+ * at load if the metrics= parameter says so), then the device, so the device
+ * never reports on hooks that are not there; the reverse on unload.
  */
 #include <linux/module.h>
 #include "tprof.h"
@@ -13,13 +14,18 @@ static int __init tprof_init(void)
 	ret = tprof_hooks_init();
 	if (ret)
 		return ret;
-	ret = tprof_dev_init();
+	ret = tprof_metrics_init();
 	if (ret)
 		goto err_hooks;
+	ret = tprof_dev_init();
+	if (ret)
+		goto err_metrics;
 	pr_info("loaded, version %s, ABI %d.%d\n", TPROF_MODULE_VERSION_STR,
 		TPROF_ABI_MAJOR, TPROF_ABI_MINOR);
 	return 0;
 
+err_metrics:
+	tprof_metrics_exit();
 err_hooks:
 	tprof_hooks_exit();
 	return ret;
@@ -28,6 +34,7 @@ err_hooks:
 static void __exit tprof_exit(void)
 {
 	tprof_dev_exit();
+	tprof_metrics_exit();
 	tprof_hooks_exit();
 	pr_info("unloaded\n");
 }

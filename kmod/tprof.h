@@ -18,6 +18,23 @@ void tprof_stats_read_total(struct tprof_counters *out);
 int tprof_hooks_init(void);
 void tprof_hooks_exit(void);
 
+/* metrics.c: per-thread metrics (hooks, ioctls, load/unload). */
+struct task_struct;
+void tprof_metrics_sched_switch(struct task_struct *prev);
+void tprof_metrics_fork(struct task_struct *child);
+void tprof_metrics_exec(struct task_struct *p);
+void tprof_metrics_free(struct task_struct *p);
+long tprof_ioctl_metrics_enable(struct tprof_metrics_config __user *uarg);
+long tprof_ioctl_metrics_disable(void);
+long tprof_ioctl_metrics_status(struct tprof_metrics_status __user *uarg);
+long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg);
+long tprof_ioctl_drain(struct tprof_drain __user *uarg);
+int tprof_metrics_init(void);
+void tprof_metrics_exit(void);
+
+/* perm.c: who may read whose data. */
+bool tprof_may_read_task(struct task_struct *task);
+
 /* dev.c: /dev/tprof. */
 int tprof_dev_init(void);
 void tprof_dev_exit(void);

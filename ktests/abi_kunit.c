@@ -13,6 +13,12 @@ static void tprof_abi_struct_sizes_are_pinned(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_counters), (size_t)64);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_cpu_stats), (size_t)72);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_info), (size_t)176);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_metric), (size_t)16);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_metrics_config), (size_t)168);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_metrics_status), (size_t)192);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_thread_metrics), (size_t)104);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_thread_read), (size_t)128);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_drain), (size_t)64);
 }
 
 static void tprof_abi_offsets_match_userspace(struct kunit *test)
@@ -24,6 +30,11 @@ static void tprof_abi_offsets_match_userspace(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_info, resv), (size_t)112);
 	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_cpu_stats, counters), (size_t)8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_counters, resv), (size_t)40);
+	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_thread_metrics, identity), (size_t)8);
+	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_thread_metrics, values), (size_t)40);
+	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_thread_read, thread), (size_t)8);
+	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_drain, count), (size_t)16);
+	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_drain, untracked_threads), (size_t)24);
 }
 
 static void tprof_abi_ioctl_encodes_struct_size(struct kunit *test)

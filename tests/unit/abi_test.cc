@@ -12,6 +12,30 @@ TEST(Abi, StructSizesArePinned) {
   EXPECT_EQ(sizeof(tprof_counters), 64u);
   EXPECT_EQ(sizeof(tprof_cpu_stats), 72u);
   EXPECT_EQ(sizeof(tprof_info), 176u);
+  EXPECT_EQ(sizeof(tprof_metric), 16u);
+  EXPECT_EQ(sizeof(tprof_metrics_config), 168u);
+  EXPECT_EQ(sizeof(tprof_metrics_status), 192u);
+  EXPECT_EQ(sizeof(tprof_thread_metrics), 104u);
+  EXPECT_EQ(sizeof(tprof_thread_read), 128u);
+  EXPECT_EQ(sizeof(tprof_drain), 64u);
+}
+
+TEST(Abi, ThreadMetricsOffsetsArePinned) {
+  EXPECT_EQ(offsetof(tprof_thread_metrics, identity), 8u);
+  EXPECT_EQ(offsetof(tprof_thread_metrics, comm), 24u);
+  EXPECT_EQ(offsetof(tprof_thread_metrics, values), 40u);
+  EXPECT_EQ(offsetof(tprof_thread_read, thread), 8u);
+  EXPECT_EQ(offsetof(tprof_drain, count), 16u);
+  EXPECT_EQ(offsetof(tprof_drain, untracked_threads), 24u);
+  EXPECT_EQ(offsetof(tprof_metrics_status, table_capacity), 136u);
+}
+
+TEST(Abi, MetricIoctlsHaveDistinctNumbersAndEncodeSizes) {
+  EXPECT_EQ(_IOC_SIZE(TPROF_IOC_METRICS_ENABLE), sizeof(tprof_metrics_config));
+  EXPECT_EQ(_IOC_SIZE(TPROF_IOC_METRICS_STATUS), sizeof(tprof_metrics_status));
+  EXPECT_EQ(_IOC_SIZE(TPROF_IOC_THREAD_READ), sizeof(tprof_thread_read));
+  EXPECT_EQ(_IOC_SIZE(TPROF_IOC_DRAIN), sizeof(tprof_drain));
+  EXPECT_EQ(_IOC_DIR(TPROF_IOC_METRICS_DISABLE), unsigned(_IOC_NONE));
 }
 
 TEST(Abi, FieldsAreNaturallyAlignedWithExplicitPadding) {

@@ -32,6 +32,42 @@
  *     the module version, the number of CPUs, feature bits, the current
  *     state and event counters since the module was loaded, in total and
  *     (if the caller passes an array) per CPU.
+ *
+ *   Per-thread metrics (ABI 1.1; design: US8117599). Per CPU the module
+ *   keeps PCum(M) (the CPU's cumulative value of metric M: its clock, its
+ *   dispatch count, a pinned per-CPU perf counter) and PLastCum(M); on every
+ *   context switch Delta = PCum - PLastCum, PLastCum = PCum and TCum(M) of
+ *   the outgoing thread += Delta. Threads whose TCum became nonzero are on a
+ *   list, so a drain costs time in proportion to the threads that ran.
+ *
+ *   TPROF_IOC_METRICS_ENABLE (struct tprof_metrics_config, write)
+ *     CAP_PERFMON or CAP_SYS_ADMIN, else EPERM. Starts (or restarts, with all
+ *     accumulators zeroed) accounting of up to TPROF_MAX_METRICS metrics
+ *     for every thread of the system, including threads that already exist.
+ *     EINVAL: no metric, too many, unknown type, duplicate, nonzero reserved.
+ *     EOPNOTSUPP: a hardware metric on a machine without a usable PMU.
+ *     ENOMEM: the thread table (module parameter max_threads) cannot be
+ *     allocated.
+ *   TPROF_IOC_METRICS_DISABLE (no argument)
+ *     CAP_PERFMON or CAP_SYS_ADMIN. Stops accounting and frees the table.
+ *   TPROF_IOC_METRICS_STATUS (struct tprof_metrics_status, read)
+ *     Anyone. Whether accounting is on, its metrics, the table's size and use,
+ *     and the number of threads it could not track (table full).
+ *   TPROF_IOC_THREAD_READ (struct tprof_thread_read, read/write)
+ *     Read-and-zero of one thread's TCum. tid 0 is the calling thread, and
+ *     then the value includes the current time slice. Another process's
+ *     thread needs CAP_PERFMON/CAP_SYS_ADMIN or the same real and effective
+ *     uid as its owner with the target dumpable (ptrace-read rules without
+ *     LSM hooks): else EACCES. ESRCH: no such thread, or not tracked.
+ *     ENODATA: accounting is off.
+ *   TPROF_IOC_DRAIN (struct tprof_drain, read/write)
+ *     Copies out every listed thread of the selected process(es) with its
+ *     TCum and zeroes what was copied (a delta that arrives meanwhile stays
+ *     for the next drain: nothing is lost, also when the buffer is too small
+ *     or faults). A thread that exited is reported once more with
+ *     TPROF_THREAD_EXITED and then forgotten. pid 0 is the caller's process;
+ *     TPROF_PID_ALL needs CAP_PERFMON/CAP_SYS_ADMIN (else EPERM); another pid
+ *     needs the TPROF_IOC_THREAD_READ rights over it (else EACCES).
  */
 #ifndef _UAPI_LINUX_TPROF_H
 #define _UAPI_LINUX_TPROF_H
@@ -40,7 +76,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 0
+#define TPROF_ABI_MINOR 1
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -55,6 +91,7 @@
 
 /* tprof_info.features: what this module can do. */
 #define TPROF_FEAT_SCHED_COUNTERS (1ULL << 0) /* switch/fork/exec/exit counters */
+#define TPROF_FEAT_THREAD_METRICS (1ULL << 1) /* per-thread metrics, drain */
 
 /* tprof_info.state */
 enum tprof_state {
@@ -114,6 +151,83 @@ struct tprof_info {
 
 #define TPROF_IOC_GET_INFO _IOWR(TPROF_IOC_MAGIC, 0x00, struct tprof_info)
 
+/* ---- Per-thread metrics (ABI 1.1) ---------------------------------------- */
+
+#define TPROF_MAX_METRICS 8
+
+enum tprof_metric_type {
+	TPROF_METRIC_NONE = 0,
+	TPROF_METRIC_TIME = 1,       /* on-CPU time in ns (always available) */
+	TPROF_METRIC_DISPATCHES = 2, /* times the thread was switched out */
+	TPROF_METRIC_SOFTWARE = 3,   /* perf software event, config PERF_COUNT_SW_* */
+	TPROF_METRIC_HARDWARE = 4,   /* perf hardware event, config PERF_COUNT_HW_* */
+	TPROF_METRIC_RAW = 5,        /* raw PMU event code in config */
+};
+
+struct tprof_metric {
+	__u32 type;   /* enum tprof_metric_type */
+	__u32 __pad;
+	__u64 config; /* event for SOFTWARE/HARDWARE/RAW, else 0 */
+};
+
+struct tprof_metrics_config {
+	__u32 nr_metrics; /* 1..TPROF_MAX_METRICS */
+	__u32 flags;      /* 0 */
+	struct tprof_metric metrics[TPROF_MAX_METRICS];
+	__u64 resv[4];
+};
+
+struct tprof_metrics_status {
+	__u32 enabled;            /* 1 while accounting is on */
+	__u32 nr_metrics;
+	struct tprof_metric metrics[TPROF_MAX_METRICS];
+	__u32 table_capacity;     /* threads the table can hold (max_threads) */
+	__u32 table_used;         /* threads tracked now, exited-undrained included */
+	__u64 untracked_threads;  /* threads not tracked: table full, since enable */
+	__u32 listed;             /* threads on the nonzero list now */
+	__u32 __pad;
+	__u64 resv[4];
+};
+
+/* tprof_thread_metrics.flags */
+#define TPROF_THREAD_EXITED (1U << 0) /* final report of a thread that exited */
+
+/* One thread's metric values, in the order of the configured metrics. */
+struct tprof_thread_metrics {
+	__u32 pid;        /* thread group id */
+	__u32 tid;
+	__u64 identity;   /* unique per thread; differs when a tid is reused */
+	__u32 flags;      /* TPROF_THREAD_* */
+	__u32 nr_metrics;
+	__u64 comm[2];    /* the thread's name: 16 bytes, NUL-padded */
+	__u64 values[TPROF_MAX_METRICS];
+};
+
+struct tprof_thread_read {
+	__u32 tid;     /* in: thread id (global pid namespace), 0 = caller */
+	__u32 flags;   /* in: 0 */
+	struct tprof_thread_metrics thread; /* out */
+	__u64 resv[2];
+};
+
+#define TPROF_PID_ALL 0xffffffffU
+
+struct tprof_drain {
+	__u64 records;   /* in: pointer to struct tprof_thread_metrics[capacity] */
+	__u32 capacity;  /* in: entries at records */
+	__u32 pid;       /* in: 0 = caller's process, TPROF_PID_ALL, or a pid */
+	__u32 count;     /* out: entries written */
+	__u32 remaining; /* out: listed threads left for a next call */
+	__u64 untracked_threads; /* out: as in tprof_metrics_status */
+	__u64 resv[4];
+};
+
+#define TPROF_IOC_METRICS_ENABLE _IOW(TPROF_IOC_MAGIC, 0x10, struct tprof_metrics_config)
+#define TPROF_IOC_METRICS_DISABLE _IO(TPROF_IOC_MAGIC, 0x11)
+#define TPROF_IOC_METRICS_STATUS _IOR(TPROF_IOC_MAGIC, 0x12, struct tprof_metrics_status)
+#define TPROF_IOC_THREAD_READ _IOWR(TPROF_IOC_MAGIC, 0x13, struct tprof_thread_read)
+#define TPROF_IOC_DRAIN _IOWR(TPROF_IOC_MAGIC, 0x14, struct tprof_drain)
+
 /* Size checks: a change here is an ABI change. */
 #ifdef __cplusplus
 #define TPROF_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
@@ -123,5 +237,11 @@ struct tprof_info {
 TPROF_STATIC_ASSERT(sizeof(struct tprof_counters) == 64, "tprof_counters size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_cpu_stats) == 72, "tprof_cpu_stats size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_info) == 176, "tprof_info size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_metric) == 16, "tprof_metric size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_metrics_config) == 168, "tprof_metrics_config size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_metrics_status) == 192, "tprof_metrics_status size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_thread_metrics) == 104, "tprof_thread_metrics size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_thread_read) == 128, "tprof_thread_read size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_drain) == 64, "tprof_drain size");
 
 #endif /* _UAPI_LINUX_TPROF_H */

@@ -1,0 +1,618 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-thread metrics (US8117599). Per CPU: PCum(M) is read from the CPU's
+ * clock, its dispatch count or a pinned per-CPU perf counter, PLastCum(M)
+ * is kept here; on every context switch Delta = PCum - PLastCum,
+ * PLastCum = PCum and TCum(M, outgoing thread) += Delta in the thread
+ * table (core/thread_table.c), which lists threads whose TCum is nonzero.
+ *
+ * Locking: tprof_metrics_lock (raw spinlock, IRQs off) guards the table and
+ * the per-CPU state; the scheduler hook takes it with IRQs already off and
+ * never allocates, sleeps or wakes anyone. tprof_metrics_mutex serialises
+ * enable/disable/read/drain, so a consumer's slot and the table outlive the
+ * copy to userspace, done outside the spinlock.
+ */
+#include <linux/cpumask.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/perf_event.h>
+#include <linux/pid.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/uaccess.h>
+#include "tprof.h"
+#include "core/metrics_config.h"
+#include "core/thread_table.h"
+
+struct tprof_metrics_cpu {
+	u64 last[TPROF_MAX_METRICS];	/* PLastCum */
+	u64 dispatches;			/* PCum of TPROF_METRIC_DISPATCHES */
+	bool primed;			/* last[] holds real readings */
+	struct perf_event *events[TPROF_MAX_METRICS];
+};
+
+static DEFINE_PER_CPU(struct tprof_metrics_cpu, tprof_metrics_cpu);
+static DEFINE_RAW_SPINLOCK(tprof_metrics_lock);
+static DEFINE_MUTEX(tprof_metrics_mutex);
+
+/* Read locklessly by the hooks first, then again under the lock. */
+static bool tprof_metrics_active;
+static struct tprof_metrics_config tprof_metrics_config;
+static struct tprof_thread_table tprof_table;
+static void *tprof_table_mem;
+
+static unsigned int max_threads = 16384;
+module_param(max_threads, uint, 0444);
+MODULE_PARM_DESC(max_threads, "threads the per-thread metrics table can hold");
+
+static char *metrics;
+module_param(metrics, charp, 0444);
+MODULE_PARM_DESC(metrics,
+		 "turn per-thread metrics on at load, e.g. time,dispatches,page-faults");
+
+/* PCum(M) of this CPU; IRQs off. An event not counting gives no delta. */
+static u64 tprof_metric_read(struct tprof_metrics_cpu *cs, u32 m)
+{
+	struct perf_event *ev;
+
+	switch (tprof_metrics_config.metrics[m].type) {
+	case TPROF_METRIC_TIME:
+		return local_clock();
+	case TPROF_METRIC_DISPATCHES:
+		return cs->dispatches;
+	default:
+		ev = cs->events[m];
+		if (!ev || ev->state != PERF_EVENT_STATE_ACTIVE ||
+		    ev->oncpu != smp_processor_id())
+			return cs->last[m];
+		ev->pmu->read(ev);
+		return local64_read(&ev->count);
+	}
+}
+
+/* Charges this CPU's deltas since the last switch to @task. Lock held. */
+static void tprof_metrics_charge(struct task_struct *task)
+{
+	struct tprof_metrics_cpu *cs = this_cpu_ptr(&tprof_metrics_cpu);
+	u32 n = tprof_metrics_config.nr_metrics;
+	u64 delta[TPROF_MAX_METRICS] = {};
+	struct tprof_thread_slot *slot;
+	u32 m;
+
+	for (m = 0; m < n; m++) {
+		u64 now = tprof_metric_read(cs, m);
+
+		delta[m] = now - cs->last[m];
+		cs->last[m] = now;
+	}
+	if (!cs->primed) {
+		cs->primed = true;
+		return;
+	}
+	if (is_idle_task(task))
+		return;
+	slot = tprof_thread_table_lookup(&tprof_table, (u64)(uintptr_t)task);
+	if (slot)
+		tprof_thread_table_account(&tprof_table, slot, delta);
+}
+
+/* sched_switch: IRQs off, runqueue lock held. */
+void tprof_metrics_sched_switch(struct task_struct *prev)
+{
+	if (!READ_ONCE(tprof_metrics_active))
+		return;
+	raw_spin_lock(&tprof_metrics_lock);
+	if (tprof_metrics_active) {
+		this_cpu_inc(tprof_metrics_cpu.dispatches);
+		tprof_metrics_charge(prev);
+	}
+	raw_spin_unlock(&tprof_metrics_lock);
+}
+
+/* Inserting may fail (table full: counted as untracked). */
+static void tprof_metrics_track_locked(struct task_struct *p)
+{
+	struct tprof_thread_slot *slot;
+
+	slot = tprof_thread_table_insert(&tprof_table, (u64)(uintptr_t)p,
+					 p->pid, p->tgid, p->comm);
+	if (slot)
+		slot->task = p;
+}
+
+void tprof_metrics_fork(struct task_struct *child)
+{
+	unsigned long flags;
+
+	if (!READ_ONCE(tprof_metrics_active))
+		return;
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	if (tprof_metrics_active)
+		tprof_metrics_track_locked(child);
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+}
+
+/* exec: new name, and a thread that execs becomes the leader (new tid). */
+void tprof_metrics_exec(struct task_struct *p)
+{
+	struct tprof_thread_slot *slot;
+	unsigned long flags;
+
+	if (!READ_ONCE(tprof_metrics_active))
+		return;
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	if (tprof_metrics_active) {
+		slot = tprof_thread_table_lookup(&tprof_table, (u64)(uintptr_t)p);
+		if (slot) {
+			slot->tid = p->pid;
+			slot->pid = p->tgid;
+			tprof_thread_table_set_comm(slot, p->comm);
+		}
+	}
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+}
+
+/* sched_process_free: after the task's last switch; from an RCU callback. */
+void tprof_metrics_free(struct task_struct *p)
+{
+	struct tprof_thread_slot *slot;
+	unsigned long flags;
+
+	if (!READ_ONCE(tprof_metrics_active))
+		return;
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	if (tprof_metrics_active) {
+		slot = tprof_thread_table_lookup(&tprof_table, (u64)(uintptr_t)p);
+		if (slot) {
+			/* Keep the last name for the final report. */
+			tprof_thread_table_set_comm(slot, p->comm);
+			tprof_thread_table_exit(&tprof_table, slot);
+		}
+	}
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+}
+
+/* IPI: start this CPU's PLastCum from its current readings. */
+static void tprof_metrics_prime_cpu(void *unused)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	if (tprof_metrics_active) {
+		struct tprof_metrics_cpu *cs = this_cpu_ptr(&tprof_metrics_cpu);
+		u32 m;
+
+		for (m = 0; m < tprof_metrics_config.nr_metrics; m++)
+			cs->last[m] = tprof_metric_read(cs, m);
+		cs->primed = true;
+	}
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+}
+
+static void tprof_metrics_release_events(void)
+{
+	unsigned int cpu;
+	u32 m;
+
+	for_each_possible_cpu(cpu) {
+		struct tprof_metrics_cpu *cs = per_cpu_ptr(&tprof_metrics_cpu, cpu);
+
+		for (m = 0; m < TPROF_MAX_METRICS; m++) {
+			if (cs->events[m])
+				perf_event_release_kernel(cs->events[m]);
+			cs->events[m] = NULL;
+		}
+	}
+}
+
+static int tprof_metrics_create_events(const struct tprof_metrics_config *c)
+{
+	unsigned int cpu;
+	u32 m;
+
+	for (m = 0; m < c->nr_metrics; m++) {
+		struct perf_event_attr attr = {
+			.size = sizeof(attr),
+			.config = c->metrics[m].config,
+			.pinned = 1,
+		};
+
+		switch (c->metrics[m].type) {
+		case TPROF_METRIC_SOFTWARE:
+			attr.type = PERF_TYPE_SOFTWARE;
+			break;
+		case TPROF_METRIC_HARDWARE:
+			attr.type = PERF_TYPE_HARDWARE;
+			break;
+		case TPROF_METRIC_RAW:
+			attr.type = PERF_TYPE_RAW;
+			break;
+		default:
+			continue;
+		}
+		for_each_online_cpu(cpu) {
+			struct perf_event *ev;
+
+			ev = perf_event_create_kernel_counter(&attr, cpu, NULL,
+							      NULL, NULL);
+			if (IS_ERR(ev)) {
+				int err = PTR_ERR(ev);
+
+				/* No PMU (e.g. a VM): "not available", not zero. */
+				if (attr.type != PERF_TYPE_SOFTWARE &&
+				    (err == -ENOENT || err == -ENODEV ||
+				     err == -EOPNOTSUPP))
+					err = -EOPNOTSUPP;
+				return err;
+			}
+			per_cpu_ptr(&tprof_metrics_cpu, cpu)->events[m] = ev;
+		}
+	}
+	return 0;
+}
+
+static void tprof_metrics_disable_locked(void)
+{
+	unsigned long flags;
+
+	lockdep_assert_held(&tprof_metrics_mutex);
+	if (!tprof_metrics_active)
+		return;
+	/* After this no hook touches the table or the per-CPU state. */
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	WRITE_ONCE(tprof_metrics_active, false);
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+	tprof_metrics_release_events();
+	kvfree(tprof_table_mem);
+	tprof_table_mem = NULL;
+}
+
+static int tprof_metrics_enable_locked(const struct tprof_metrics_config *c)
+{
+	u32 capacity = max_threads ? max_threads : 1;
+	u32 hash_size = tprof_thread_table_hash_size(capacity);
+	struct tprof_thread_slot *slots;
+	struct task_struct *g, *p;
+	unsigned long flags;
+	unsigned int cpu;
+	size_t slots_bytes;
+	void *mem;
+	int ret;
+
+	lockdep_assert_held(&tprof_metrics_mutex);
+	tprof_metrics_disable_locked();
+
+	slots_bytes = ALIGN(sizeof(*slots) * capacity, sizeof(u64));
+	mem = kvzalloc(slots_bytes + hash_size * (sizeof(u64) + sizeof(u32)),
+		       GFP_KERNEL);
+	if (!mem)
+		return -ENOMEM;
+
+	/*
+	 * Counters for the CPUs online now. CPU hotplug during accounting is not
+	 * handled yet: a CPU that comes online later has no counter and charges
+	 * no deltas for those metrics.
+	 */
+	ret = tprof_metrics_create_events(c);
+	if (ret) {
+		tprof_metrics_release_events();
+		kvfree(mem);
+		return ret;
+	}
+
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	tprof_metrics_config = *c;
+	slots = mem;
+	tprof_thread_table_init(&tprof_table, slots, capacity,
+				mem + slots_bytes,
+				mem + slots_bytes + hash_size * sizeof(u64),
+				hash_size, c->nr_metrics);
+	tprof_table_mem = mem;
+	for_each_possible_cpu(cpu) {
+		struct tprof_metrics_cpu *cs = per_cpu_ptr(&tprof_metrics_cpu, cpu);
+
+		memset(cs->last, 0, sizeof(cs->last));
+		cs->primed = false;
+	}
+	WRITE_ONCE(tprof_metrics_active, true);
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+
+	/* Threads that already exist; new ones come through the fork hook. */
+	rcu_read_lock();
+	for_each_process_thread(g, p) {
+		raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+		tprof_metrics_track_locked(p);
+		raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+	}
+	rcu_read_unlock();
+
+	on_each_cpu(tprof_metrics_prime_cpu, NULL, 1);
+	return 0;
+}
+
+/* ---- ioctls ------------------------------------------------------------ */
+
+long tprof_ioctl_metrics_enable(struct tprof_metrics_config __user *uarg)
+{
+	struct tprof_metrics_config c;
+	int ret;
+
+	if (!perfmon_capable())
+		return -EPERM;
+	if (copy_from_user(&c, uarg, sizeof(c)))
+		return -EFAULT;
+	ret = tprof_metrics_config_check(&c);
+	if (ret)
+		return ret;
+	mutex_lock(&tprof_metrics_mutex);
+	ret = tprof_metrics_enable_locked(&c);
+	mutex_unlock(&tprof_metrics_mutex);
+	return ret;
+}
+
+long tprof_ioctl_metrics_disable(void)
+{
+	if (!perfmon_capable())
+		return -EPERM;
+	mutex_lock(&tprof_metrics_mutex);
+	tprof_metrics_disable_locked();
+	mutex_unlock(&tprof_metrics_mutex);
+	return 0;
+}
+
+long tprof_ioctl_metrics_status(struct tprof_metrics_status __user *uarg)
+{
+	struct tprof_metrics_status st;
+	unsigned long flags;
+
+	memset(&st, 0, sizeof(st));
+	mutex_lock(&tprof_metrics_mutex);
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	if (tprof_metrics_active) {
+		st.enabled = 1;
+		st.nr_metrics = tprof_metrics_config.nr_metrics;
+		memcpy(st.metrics, tprof_metrics_config.metrics, sizeof(st.metrics));
+		st.table_capacity = tprof_table.capacity;
+		st.table_used = tprof_table.used;
+		st.untracked_threads = tprof_table.untracked;
+		st.listed = tprof_table.listed;
+	}
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+	mutex_unlock(&tprof_metrics_mutex);
+	if (copy_to_user(uarg, &st, sizeof(st)))
+		return -EFAULT;
+	return 0;
+}
+
+/* Names change (prctl, exec): take the live one while the thread exists. */
+static void tprof_fill_record(const struct tprof_thread_slot *slot,
+			      struct tprof_thread_metrics *rec)
+{
+	tprof_thread_table_fill(&tprof_table, slot, rec);
+	if (slot->task) {
+		const struct task_struct *t = slot->task;
+
+		memcpy(rec->comm, t->comm, sizeof(rec->comm));
+		((char *)rec->comm)[sizeof(rec->comm) - 1] = '\0';
+	}
+}
+
+long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
+{
+	struct tprof_thread_slot *slot;
+	struct tprof_thread_read req;
+	struct task_struct *task;
+	unsigned long flags;
+	long ret = 0;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || req.resv[0] || req.resv[1])
+		return -EINVAL;
+
+	if (req.tid == 0) {
+		task = current;
+		get_task_struct(task);
+	} else {
+		rcu_read_lock();
+		task = pid_task(find_vpid(req.tid), PIDTYPE_PID);
+		if (task)
+			get_task_struct(task);
+		rcu_read_unlock();
+		if (!task)
+			return -ESRCH;
+		if (!tprof_may_read_task(task)) {
+			put_task_struct(task);
+			return -EACCES;
+		}
+	}
+
+	memset(&req.thread, 0, sizeof(req.thread));
+	mutex_lock(&tprof_metrics_mutex);
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	if (!tprof_metrics_active) {
+		ret = -ENODATA;
+	} else {
+		/* The caller's own current slice counts too. */
+		if (task == current)
+			tprof_metrics_charge(current);
+		slot = tprof_thread_table_lookup(&tprof_table, (u64)(uintptr_t)task);
+		if (slot)
+			tprof_fill_record(slot, &req.thread);
+		else
+			ret = -ESRCH;
+	}
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+
+	if (!ret && copy_to_user(&uarg->thread, &req.thread, sizeof(req.thread)))
+		ret = -EFAULT;
+	if (!ret) {
+		/* Zero what was handed out; later deltas stay. */
+		raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+		slot = tprof_thread_table_lookup(&tprof_table, (u64)(uintptr_t)task);
+		if (slot && slot->identity == req.thread.identity)
+			tprof_thread_table_consume(&tprof_table, slot,
+						   req.thread.values);
+		raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+	}
+	mutex_unlock(&tprof_metrics_mutex);
+	put_task_struct(task);
+	return ret;
+}
+
+#define TPROF_DRAIN_CHUNK 64
+
+static bool tprof_drain_match(const struct tprof_thread_slot *s, u32 pid, u32 gen)
+{
+	return s->seen_gen != gen && (pid == TPROF_PID_ALL || s->pid == pid);
+}
+
+long tprof_ioctl_drain(struct tprof_drain __user *uarg)
+{
+	struct tprof_thread_metrics __user *urecs;
+	struct tprof_thread_metrics *buf;
+	u32 *idx, count = 0, remaining = 0, gen, pid, i, n;
+	struct tprof_drain req;
+	unsigned long flags;
+	long ret = 0;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	for (i = 0; i < ARRAY_SIZE(req.resv); i++)
+		if (req.resv[i])
+			return -EINVAL;
+	if (!req.records != !req.capacity)
+		return -EINVAL;
+
+	pid = req.pid;
+	if (pid == 0 || pid == task_tgid_nr(current)) {
+		pid = task_tgid_nr(current);
+	} else if (pid == TPROF_PID_ALL) {
+		if (!perfmon_capable())
+			return -EPERM;
+	} else {
+		struct task_struct *task;
+		bool ok;
+
+		rcu_read_lock();
+		task = pid_task(find_vpid(pid), PIDTYPE_TGID);
+		if (task)
+			get_task_struct(task);
+		rcu_read_unlock();
+		if (!task)
+			return -ESRCH;
+		ok = tprof_may_read_task(task);
+		put_task_struct(task);
+		if (!ok)
+			return -EACCES;
+	}
+
+	buf = kmalloc_array(TPROF_DRAIN_CHUNK, sizeof(*buf) + sizeof(*idx),
+			    GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	idx = (u32 *)(buf + TPROF_DRAIN_CHUNK);
+	urecs = u64_to_user_ptr(req.records);
+
+	mutex_lock(&tprof_metrics_mutex);
+	if (!READ_ONCE(tprof_metrics_active)) {
+		ret = -ENODATA;
+		goto out_unlock;
+	}
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	gen = ++tprof_table.drain_gen;
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+
+	while (count < req.capacity) {
+		u32 s;
+
+		/* Snapshot a chunk; each thread at most once per drain. */
+		n = 0;
+		raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+		for (s = tprof_table.list_head;
+		     s != TPROF_TT_NONE && n < TPROF_DRAIN_CHUNK &&
+		     count + n < req.capacity;
+		     s = tprof_table.slots[s].list_next) {
+			struct tprof_thread_slot *slot = &tprof_table.slots[s];
+
+			if (!tprof_drain_match(slot, pid, gen))
+				continue;
+			slot->seen_gen = gen;
+			tprof_fill_record(slot, &buf[n]);
+			idx[n++] = s;
+		}
+		raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+		if (!n)
+			break;
+
+		if (copy_to_user(urecs + count, buf, n * sizeof(*buf))) {
+			/*
+			 * Nothing of this chunk is consumed: nothing lost. Records
+			 * already delivered are reported as a short drain.
+			 */
+			if (!count)
+				ret = -EFAULT;
+			break;
+		}
+		raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+		for (i = 0; i < n; i++)
+			tprof_thread_table_consume(&tprof_table,
+						   &tprof_table.slots[idx[i]],
+						   buf[i].values);
+		raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+		count += n;
+	}
+
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	for (i = tprof_table.list_head; i != TPROF_TT_NONE;
+	     i = tprof_table.slots[i].list_next)
+		if (tprof_drain_match(&tprof_table.slots[i], pid, gen))
+			remaining++;
+	req.untracked_threads = tprof_table.untracked;
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+
+	if (!ret) {
+		req.count = count;
+		req.remaining = remaining;
+		if (copy_to_user(uarg, &req, sizeof(req)))
+			ret = -EFAULT;
+	}
+out_unlock:
+	mutex_unlock(&tprof_metrics_mutex);
+	kfree(buf);
+	return ret;
+}
+
+/* ---- load / unload ------------------------------------------------------ */
+
+int tprof_metrics_init(void)
+{
+	struct tprof_metrics_config c;
+	int ret;
+
+	if (!metrics || !*metrics)
+		return 0;
+	ret = tprof_metrics_parse_list(metrics, &c);
+	if (ret) {
+		pr_err("metrics=%s: unknown or invalid metric list\n", metrics);
+		return ret;
+	}
+	mutex_lock(&tprof_metrics_mutex);
+	ret = tprof_metrics_enable_locked(&c);
+	mutex_unlock(&tprof_metrics_mutex);
+	if (ret)
+		pr_err("metrics=%s: cannot enable: %d\n", metrics, ret);
+	return ret;
+}
+
+void tprof_metrics_exit(void)
+{
+	mutex_lock(&tprof_metrics_mutex);
+	tprof_metrics_disable_locked();
+	mutex_unlock(&tprof_metrics_mutex);
+}

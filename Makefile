@@ -34,6 +34,7 @@ CORE_SRCS := $(wildcard kmod/core/*.c)
 UNIT_TEST_SRCS := $(wildcard tests/unit/*.cc)
 INTEGRATION_TEST_SRCS := $(wildcard tests/integration/*.cc)
 BENCH_SRCS := $(wildcard bench/*.cc)
+RUNTIME_EXAMPLE_SRCS := $(wildcard tools/runtime-example/*.cc)
 KMOD_SRCS := kmod/Kbuild kmod/Makefile $(wildcard kmod/*.[ch] kmod/core/*.[ch]) uapi/linux/tprof.h
 
 obj = $(patsubst %.cc,$(B)/obj/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B)/obj/%.o,$(filter %.c,$(1)))
@@ -43,6 +44,7 @@ LIB := $(B)/lib/libtprofctl.a
 LIB_ASAN := $(B)/lib/libtprofctl-asan.a
 TPROFCTL := $(B)/bin/tprofctl
 INTEGRATION_TESTS := $(B)/bin/tprof_integration_tests
+RUNTIME_EXAMPLE := $(B)/bin/tprof-runtime-example
 UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
 
@@ -55,7 +57,7 @@ all: module lib tools unit-tests guest-programs bench-programs
 lib: $(LIB)
 tools: $(TPROFCTL)
 unit-tests: $(UNIT_TESTS)
-guest-programs: $(TPROFCTL) $(INTEGRATION_TESTS)
+guest-programs: $(TPROFCTL) $(INTEGRATION_TESTS) $(RUNTIME_EXAMPLE)
 # What tools/tprof-vm packs into a guest for kernel $(KVER).
 vm-inputs: module guest-programs
 
@@ -91,6 +93,11 @@ $(LIB_ASAN): $(call asan_obj,$(LIB_SRCS))
 $(TPROFCTL): $(call obj,$(TPROFCTL_SRCS)) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $^
+
+# An example "language runtime" embedding tprof::RuntimeProfiler.
+$(RUNTIME_EXAMPLE): $(call obj,$(RUNTIME_EXAMPLE_SRCS)) $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $^ -pthread
 
 # Host unit tests: library and kernel core logic under ASan/UBSan.
 $(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS)) $(LIB_ASAN)

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <unordered_map>
 
 namespace tprof {
 
@@ -31,6 +32,23 @@ Error OpenError(const std::string& path, int err) {
 }
 
 Error IoctlError(const char* what, int err) {
+  if (err == EPERM)
+    return Error::FromErrno(err, std::string(what) +
+                                     ": permission denied: needs CAP_PERFMON or CAP_SYS_ADMIN "
+                                     "(run as root)");
+  if (err == EACCES)
+    return Error::FromErrno(err, std::string(what) +
+                                     ": permission denied: another user's process needs "
+                                     "CAP_PERFMON or CAP_SYS_ADMIN");
+  if (err == ENODATA)
+    return Error::FromErrno(err, std::string(what) +
+                                     ": per-thread metrics are off: turn them on with "
+                                     "`tprofctl metrics on` (or load with metrics=...)");
+  if (err == EOPNOTSUPP)
+    return Error::FromErrno(err, std::string(what) +
+                                     ": a hardware metric is not available on this machine "
+                                     "(no usable PMU, e.g. in a VM); use time, dispatches or "
+                                     "software events");
   if (err == ENOTTY)
     return Error::FromErrno(err, std::string(what) +
                                      ": not a tprof device, or a module too old for this "
@@ -62,6 +80,7 @@ std::string Info::StateName() const {
 std::vector<std::string> Info::FeatureNames() const {
   std::vector<std::string> names;
   if (features & TPROF_FEAT_SCHED_COUNTERS) names.push_back("sched_counters");
+  if (features & TPROF_FEAT_THREAD_METRICS) names.push_back("thread_metrics");
   return names;
 }
 
@@ -103,6 +122,92 @@ Expected<Info> Device::GetInfo() const {
   for (uint32_t i = 0; i < raw.cpu_stats_count && i < stats.size(); ++i)
     info.cpus.push_back(CpuStats{stats[i].cpu, stats[i].online != 0, stats[i].counters});
   return info;
+}
+
+Status Device::EnableMetrics(const std::vector<MetricSpec>& metrics) const {
+  if (metrics.empty() || metrics.size() > TPROF_MAX_METRICS)
+    return Error::FromErrno(EINVAL, "between 1 and " + std::to_string(TPROF_MAX_METRICS) +
+                                        " metrics can be enabled");
+  tprof_metrics_config config{};
+  config.nr_metrics = static_cast<uint32_t>(metrics.size());
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    config.metrics[i].type = metrics[i].type;
+    config.metrics[i].config = metrics[i].config;
+  }
+  if (::ioctl(fd_.get(), TPROF_IOC_METRICS_ENABLE, &config) != 0)
+    return IoctlError("enabling per-thread metrics", errno);
+  return OkStatus();
+}
+
+Status Device::DisableMetrics() const {
+  if (::ioctl(fd_.get(), TPROF_IOC_METRICS_DISABLE) != 0)
+    return IoctlError("disabling per-thread metrics", errno);
+  return OkStatus();
+}
+
+Expected<MetricsStatus> Device::GetMetricsStatus() const {
+  tprof_metrics_status raw{};
+  if (::ioctl(fd_.get(), TPROF_IOC_METRICS_STATUS, &raw) != 0)
+    return IoctlError("TPROF_IOC_METRICS_STATUS", errno);
+  MetricsStatus st;
+  st.enabled = raw.enabled != 0;
+  for (uint32_t i = 0; i < raw.nr_metrics && i < TPROF_MAX_METRICS; ++i)
+    st.metrics.push_back(MetricSpec{raw.metrics[i].type, raw.metrics[i].config});
+  st.table_capacity = raw.table_capacity;
+  st.table_used = raw.table_used;
+  st.untracked_threads = raw.untracked_threads;
+  st.listed = raw.listed;
+  return st;
+}
+
+Expected<ThreadMetrics> Device::ReadThread(uint32_t tid) const {
+  tprof_thread_read req{};
+  req.tid = tid;
+  if (::ioctl(fd_.get(), TPROF_IOC_THREAD_READ, &req) != 0)
+    return IoctlError(("reading thread " + std::to_string(tid)).c_str(), errno);
+  return ThreadMetricsFromRecord(req.thread);
+}
+
+Expected<DrainResult> Device::Drain(uint32_t pid, uint32_t capacity) const {
+  std::vector<tprof_thread_metrics> records(capacity);
+  tprof_drain req{};
+  req.records = reinterpret_cast<uintptr_t>(records.data());
+  req.capacity = capacity;
+  req.pid = pid;
+  if (::ioctl(fd_.get(), TPROF_IOC_DRAIN, &req) != 0) return IoctlError("TPROF_IOC_DRAIN", errno);
+  DrainResult result;
+  result.remaining = req.remaining;
+  result.untracked_threads = req.untracked_threads;
+  result.threads.reserve(req.count);
+  for (uint32_t i = 0; i < req.count && i < capacity; ++i)
+    result.threads.push_back(ThreadMetricsFromRecord(records[i]));
+  return result;
+}
+
+Expected<DrainResult> Device::DrainAll(uint32_t pid) const {
+  DrainResult all;
+  std::unordered_map<uint64_t, size_t> by_identity;  // one entry per thread
+  // Each call returns every listed thread at most once; a few rounds catch
+  // what arrives meanwhile without looping forever on a busy machine.
+  for (int round = 0; round < 16; ++round) {
+    auto part = Drain(pid, 4096);
+    if (!part) return part.error();
+    all.untracked_threads = part->untracked_threads;
+    all.remaining = part->remaining;
+    for (ThreadMetrics& t : part->threads) {
+      auto [it, inserted] = by_identity.emplace(t.identity, all.threads.size());
+      if (inserted) {
+        all.threads.push_back(std::move(t));
+        continue;
+      }
+      ThreadMetrics& seen = all.threads[it->second];
+      for (size_t i = 0; i < seen.values.size() && i < t.values.size(); ++i)
+        seen.values[i] += t.values[i];
+      seen.exited |= t.exited;
+    }
+    if (part->remaining == 0) break;
+  }
+  return all;
 }
 
 }  // namespace tprof

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tprof/expected.h"
+#include "tprof/metrics.h"
 #include "tprof/scoped_fd.h"
 
 namespace tprof {
@@ -47,6 +48,23 @@ class Device {
   // GET_INFO, with every CPU's counters. Fails with EPROTO if the module
   // speaks another ABI major version than this library.
   Expected<Info> GetInfo() const;
+
+  // Per-thread metrics. Enable/Disable need CAP_PERFMON or CAP_SYS_ADMIN.
+  // Enabling while enabled restarts accounting with the new metric set.
+  Status EnableMetrics(const std::vector<MetricSpec>& metrics) const;
+  Status DisableMetrics() const;
+  Expected<MetricsStatus> GetMetricsStatus() const;
+
+  // Read-and-zero of one thread's accumulated metrics; tid 0 is the calling
+  // thread (and then includes its current time slice).
+  Expected<ThreadMetrics> ReadThread(uint32_t tid = 0) const;
+
+  // One drain call: at most `capacity` threads of process `pid` (0: the
+  // caller's, TPROF_PID_ALL: every process) whose accumulators are nonzero,
+  // each zeroed as it is returned. `remaining` says how many are left.
+  Expected<DrainResult> Drain(uint32_t pid = 0, uint32_t capacity = 1024) const;
+  // Drains until nothing is left (bounded number of calls).
+  Expected<DrainResult> DrainAll(uint32_t pid = 0) const;
 
   int fd() const { return fd_.get(); }
 

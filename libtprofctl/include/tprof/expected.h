@@ -52,6 +52,10 @@ class Expected {
   std::variant<T, Error> v_;
 };
 
+// For operations that return nothing but can fail.
+using Status = Expected<std::monostate>;
+inline Status OkStatus() { return std::monostate{}; }
+
 }  // namespace tprof
 
 #endif  // TPROF_EXPECTED_H_

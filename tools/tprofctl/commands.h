@@ -11,6 +11,8 @@ namespace tprof::cli {
 using Args = std::vector<std::string>;
 
 int RunStatus(const Args& args);
+int RunMetrics(const Args& args);
+int RunThreads(const Args& args);
 
 }  // namespace tprof::cli
 

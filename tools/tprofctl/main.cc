@@ -16,6 +16,10 @@ struct Command {
 constexpr Command kCommands[] = {
     {"status", tprof::cli::RunStatus,
      "show the module's version, state and event counters [--json]"},
+    {"metrics", tprof::cli::RunMetrics,
+     "turn per-thread metrics on/off, show their state [on --metrics LIST|off|status]"},
+    {"threads", tprof::cli::RunThreads,
+     "drain and print per-thread metric deltas [--pid PID] [--interval MS --count N] [--json]"},
 };
 
 void Usage(FILE* out) {

@@ -1,0 +1,105 @@
+// tprofctl metrics: turn per-thread metrics accounting on and off.
+#include <cstdio>
+#include <string>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "tprof/json_writer.h"
+
+namespace tprof::cli {
+
+namespace {
+
+constexpr const char* kDefaultMetrics = "time,dispatches";
+
+void Usage(FILE* out) {
+  std::string known;
+  for (const std::string& n : KnownMetricNames()) known += (known.empty() ? "" : ", ") + n;
+  std::fprintf(out,
+               "usage: tprofctl metrics on [--metrics LIST]\n"
+               "       tprofctl metrics off\n"
+               "       tprofctl metrics [status] [--json]\n\n"
+               "Per-thread metrics: the module accounts, for every thread, the metrics\n"
+               "in LIST (default %s) at each context switch; read them with\n"
+               "`tprofctl threads`. `on` and `off` need CAP_PERFMON or CAP_SYS_ADMIN;\n"
+               "`on` while on restarts with zeroed accumulators.\n"
+               "  LIST: up to %d of %s, raw:CODE\n",
+               kDefaultMetrics, TPROF_MAX_METRICS, known.c_str());
+}
+
+int Status(const Device& dev, bool json) {
+  auto st = dev.GetMetricsStatus();
+  if (!st) return ReportError(st.error());
+  if (json) {
+    JsonWriter w;
+    w.BeginObject().Field("enabled", st->enabled);
+    w.Key("metrics").BeginArray();
+    for (const MetricSpec& m : st->metrics) w.String(MetricName(m));
+    w.EndArray()
+        .Field("table_capacity", st->table_capacity)
+        .Field("table_used", st->table_used)
+        .Field("untracked_threads", st->untracked_threads)
+        .Field("listed", st->listed)
+        .EndObject();
+    std::printf("%s\n", w.str().c_str());
+    return 0;
+  }
+  if (!st->enabled) {
+    std::printf("per-thread metrics: off (turn on with `tprofctl metrics on`)\n");
+    return 0;
+  }
+  std::string names;
+  for (const MetricSpec& m : st->metrics) names += (names.empty() ? "" : ",") + MetricName(m);
+  std::printf("per-thread metrics: on (%s)\n", names.c_str());
+  std::printf("threads tracked:    %u of %u\n", st->table_used, st->table_capacity);
+  std::printf("nonzero, to drain:  %u\n", st->listed);
+  std::printf("untracked (table full): %llu%s\n",
+              static_cast<unsigned long long>(st->untracked_threads),
+              st->untracked_threads ? " (raise the module parameter max_threads)" : "");
+  return 0;
+}
+
+}  // namespace
+
+int RunMetrics(const Args& args) {
+  std::string action = "status";
+  std::string list = kDefaultMetrics;
+  bool json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      Usage(stdout);
+      return 0;
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--metrics" && i + 1 < args.size()) {
+      list = args[++i];
+    } else if (i == 0 && (a == "on" || a == "off" || a == "status")) {
+      action = a;
+    } else {
+      std::fprintf(stderr, "tprofctl metrics: unexpected '%s'\n\n", a.c_str());
+      Usage(stderr);
+      return 2;
+    }
+  }
+  auto specs = ParseMetricList(list);
+  if (!specs) {
+    std::fprintf(stderr, "tprofctl metrics: %s\n", specs.error().message().c_str());
+    return 2;
+  }
+  auto dev = OpenDeviceOrReport();
+  if (!dev) return 1;
+  if (action == "on") {
+    if (auto st = dev->EnableMetrics(*specs); !st) return ReportError(st.error());
+    std::printf("per-thread metrics on: %s\n", list.c_str());
+    return 0;
+  }
+  if (action == "off") {
+    if (auto st = dev->DisableMetrics(); !st) return ReportError(st.error());
+    std::printf("per-thread metrics off\n");
+    return 0;
+  }
+  return Status(*dev, json);
+}
+
+}  // namespace tprof::cli

@@ -60,10 +60,10 @@ int UnloadModule() {
   return ::syscall(SYS_delete_module, "tprof", O_NONBLOCK) == 0 ? 0 : errno;
 }
 
-int LoadModule(const std::string& path) {
+int LoadModule(const std::string& path, const std::string& params) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno;
-  int ret = ::syscall(SYS_finit_module, fd, "", 0) == 0 ? 0 : errno;
+  int ret = ::syscall(SYS_finit_module, fd, params.c_str(), 0) == 0 ? 0 : errno;
   ::close(fd);
   return ret;
 }

@@ -27,7 +27,7 @@ std::string ModulePath();
 
 // Unloads / loads tprof.ko with the raw syscalls; 0 or errno.
 int UnloadModule();
-int LoadModule(const std::string& path);
+int LoadModule(const std::string& path, const std::string& params = "");
 
 }  // namespace tprof::test
 

@@ -1,0 +1,416 @@
+// Per-thread metrics against the real module: accounting that matches the
+// scheduler's own numbers, read-and-zero, the nonzero drain, exited threads,
+// tid reuse, permissions and buffers too small to hold a drain.
+#include <fcntl.h>
+#include <linux/tprof.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "../common/json_value.h"
+#include "guest_env.h"
+
+namespace tprof::test {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr uint64_t kTickNs = 4'000'000;  // HZ=250 on Debian's kernels
+
+uint32_t Gettid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
+
+// CPU time of this thread from the kernel's clock, for burning loops.
+uint64_t ThreadCpuNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
+}
+
+void BurnCpu(milliseconds ms) {
+  uint64_t end = ThreadCpuNs() + uint64_t(ms.count()) * 1'000'000;
+  volatile uint64_t sink = 0;
+  while (ThreadCpuNs() < end)
+    for (int i = 0; i < 1000; ++i) sink = sink + i;
+}
+
+// sum_exec_runtime of a thread, in ns (first field of schedstat).
+uint64_t SchedstatNs(uint32_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/schedstat");
+  uint64_t ns = 0;
+  in >> ns;
+  return ns;
+}
+
+// A thread that does some work, then parks until released.
+class ParkedThread {
+ public:
+  explicit ParkedThread(milliseconds burn) {
+    thread_ = std::thread([this, burn] {
+      tid_ = Gettid();
+      BurnCpu(burn);
+      std::unique_lock<std::mutex> lock(mu_);
+      parked_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [this] { return released_; });
+    });
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return parked_; });
+    // Let it reach its sleep in the futex: its last slice is then charged.
+    lock.unlock();
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ~ParkedThread() { Join(); }
+  void Join() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  uint32_t tid() const { return tid_; }
+
+ private:
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool parked_ = false, released_ = false;
+  std::atomic<uint32_t> tid_{0};
+};
+
+class ThreadMetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto specs = ParseMetricList("time,dispatches,page-faults");
+    ASSERT_TRUE(specs);
+    auto st = dev_.EnableMetrics(*specs);
+    ASSERT_TRUE(st) << st.error().message();
+  }
+  void TearDown() override { EXPECT_TRUE(dev_.DisableMetrics()); }
+
+  // Drains this process until a thread with `identity`/`tid` shows up.
+  std::vector<ThreadMetrics> DrainOwnUntil(const std::function<bool(const ThreadMetrics&)>& pred,
+                                           std::vector<ThreadMetrics>* all = nullptr) {
+    for (int i = 0; i < 100; ++i) {
+      auto r = dev_.DrainAll(0);
+      EXPECT_TRUE(r) << r.error().message();
+      if (!r) return {};
+      std::vector<ThreadMetrics> hits;
+      for (const ThreadMetrics& t : r->threads) {
+        if (all) all->push_back(t);
+        if (pred(t)) hits.push_back(t);
+      }
+      if (!hits.empty()) return hits;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return {};
+  }
+
+  Device dev_ = OpenDeviceOrFail();
+};
+
+TEST_F(ThreadMetricsTest, BusyThreadTimeMatchesSchedstat) {
+  ParkedThread t(milliseconds(300));
+  uint64_t schedstat = SchedstatNs(t.tid());
+  auto m = dev_.ReadThread(t.tid());
+  ASSERT_TRUE(m) << m.error().message();
+  ASSERT_EQ(m->values.size(), 3u);
+  uint64_t ours = m->values[0];
+  uint64_t diff = ours > schedstat ? ours - schedstat : schedstat - ours;
+  EXPECT_TRUE(diff <= schedstat / 50 || diff <= 2 * kTickNs)
+      << "tprof time_ns " << ours << " vs schedstat " << schedstat;
+  EXPECT_GE(ours, 290'000'000u);
+  EXPECT_GE(m->values[1], 1u) << "dispatches";
+  EXPECT_EQ(m->tid, t.tid());
+  EXPECT_EQ(m->pid, uint32_t(::getpid()));
+}
+
+TEST_F(ThreadMetricsTest, ReadSelfTwiceReturnsNearlyZeroTheSecondTime) {
+  BurnCpu(milliseconds(50));
+  auto first = dev_.ReadThread(0);
+  auto second = dev_.ReadThread(0);
+  ASSERT_TRUE(first && second);
+  EXPECT_GE(first->values[0], 45'000'000u) << "includes the current slice";
+  EXPECT_LT(second->values[0], 2'000'000u) << "read-and-zero must zero";
+  EXPECT_EQ(first->tid, Gettid());
+  EXPECT_EQ(first->identity, second->identity);
+}
+
+TEST_F(ThreadMetricsTest, IdleThreadsNeverAppearInADrain) {
+  ParkedThread idle(milliseconds(1));
+  ASSERT_TRUE(dev_.DrainAll(0));  // takes whatever it did while starting
+  std::this_thread::sleep_for(milliseconds(200));
+  auto r = dev_.DrainAll(TPROF_PID_ALL);
+  ASSERT_TRUE(r);
+  for (const ThreadMetrics& t : r->threads) EXPECT_NE(t.tid, idle.tid()) << "idle thread drained";
+  // Only threads that ran: far fewer than the threads that exist.
+  auto st = dev_.GetMetricsStatus();
+  ASSERT_TRUE(st);
+  EXPECT_LT(r->threads.size(), st->table_used);
+}
+
+TEST_F(ThreadMetricsTest, ExitedThreadIsReportedOnceThenForgotten) {
+  uint32_t tid = 0;
+  std::thread([&] {
+    tid = Gettid();
+    BurnCpu(milliseconds(20));
+  }).join();
+  // A drain between the thread's exit and the release of its task may take
+  // its last delta unflagged; the exited record follows in a later drain.
+  std::vector<ThreadMetrics> seen;
+  auto hits = DrainOwnUntil([&](const ThreadMetrics& t) { return t.tid == tid && t.exited; },
+                            &seen);
+  ASSERT_EQ(hits.size(), 1u) << "exited thread " << tid << " not reported exactly once";
+  uint64_t total = 0;
+  for (const ThreadMetrics& t : seen)
+    if (t.identity == hits[0].identity) total += t.values[0];
+  EXPECT_GE(total, 15'000'000u) << "the thread's time was lost";
+  std::this_thread::sleep_for(milliseconds(50));
+  auto again = dev_.DrainAll(0);
+  ASSERT_TRUE(again);
+  for (const ThreadMetrics& t : again->threads)
+    EXPECT_NE(t.identity, hits[0].identity) << "exited thread reported twice";
+  EXPECT_FALSE(dev_.ReadThread(tid)) << "an exited thread cannot be read";
+}
+
+TEST_F(ThreadMetricsTest, ReusedTidGetsANewIdentity) {
+  uint32_t old_tid = 0;
+  uint64_t old_identity = 0;
+  {
+    ParkedThread a(milliseconds(1));
+    old_tid = a.tid();
+    auto m = dev_.ReadThread(old_tid);
+    ASSERT_TRUE(m) << m.error().message();
+    old_identity = m->identity;
+  }
+  // Its exit must be processed (drained) before the tid can be handed out.
+  ASSERT_FALSE(DrainOwnUntil([&](const ThreadMetrics& t) { return t.tid == old_tid && t.exited; })
+                   .empty());
+  // The tid is freed when the exited thread is released, which can trail the
+  // join (and our exit record) on a slow debug kernel.
+  for (int i = 0; i < 200 && ::access(("/proc/self/task/" + std::to_string(old_tid)).c_str(), F_OK) == 0; ++i)
+    std::this_thread::sleep_for(milliseconds(10));
+  uint32_t new_tid = 0;
+  uint64_t new_identity = 0;
+  for (int attempt = 0; attempt < 20 && new_tid != old_tid; ++attempt) {
+    std::ofstream last_pid("/proc/sys/kernel/ns_last_pid");
+    ASSERT_TRUE(last_pid) << "/proc/sys/kernel/ns_last_pid not writable (kernel without PID_NS/CHECKPOINT_RESTORE?)";
+    last_pid << old_tid - 1 << std::flush;
+    ASSERT_TRUE(last_pid) << "write to /proc/sys/kernel/ns_last_pid failed";
+    last_pid.close();
+    ParkedThread b(milliseconds(1));
+    new_tid = b.tid();
+    auto m = dev_.ReadThread(new_tid);
+    ASSERT_TRUE(m) << m.error().message();
+    new_identity = m->identity;
+  }
+  ASSERT_EQ(new_tid, old_tid) << "could not get the tid reused (ns_last_pid)";
+  EXPECT_NE(new_identity, old_identity);
+}
+
+TEST_F(ThreadMetricsTest, TooSmallBufferLosesNothing) {
+  constexpr int kThreads = 20;
+  std::vector<std::unique_ptr<ParkedThread>> threads;
+  ASSERT_TRUE(dev_.DrainAll(0));
+  for (int i = 0; i < kThreads; ++i)
+    threads.push_back(std::make_unique<ParkedThread>(milliseconds(5)));
+  std::map<uint32_t, uint64_t> time_by_tid;
+  std::set<uint64_t> identities;
+  uint32_t last_remaining = UINT32_MAX;
+  for (int call = 0; call < 100; ++call) {
+    auto r = dev_.Drain(0, 3);
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_LE(r->threads.size(), 3u);
+    for (const ThreadMetrics& t : r->threads) {
+      EXPECT_TRUE(identities.insert(t.identity).second) << "thread " << t.tid << " twice";
+      time_by_tid[t.tid] += t.values[0];
+    }
+    if (r->remaining == 0) break;
+    EXPECT_LT(r->remaining, last_remaining);
+    last_remaining = r->remaining;
+  }
+  for (const auto& t : threads) {
+    ASSERT_TRUE(time_by_tid.count(t->tid())) << "thread " << t->tid() << " lost";
+    uint64_t sched = SchedstatNs(t->tid());
+    uint64_t ours = time_by_tid[t->tid()];
+    uint64_t diff = ours > sched ? ours - sched : sched - ours;
+    EXPECT_LE(diff, 2 * kTickNs) << "tid " << t->tid() << ": " << ours << " vs " << sched;
+  }
+}
+
+TEST_F(ThreadMetricsTest, FaultingBufferLosesNothing) {
+  ParkedThread t(milliseconds(10));
+  tprof_drain req{};
+  req.records = 16;  // unmapped
+  req.capacity = 4;
+  EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_DRAIN, &req), -1);
+  EXPECT_EQ(errno, EFAULT);
+  auto hits = DrainOwnUntil([&](const ThreadMetrics& m) { return m.tid == t.tid(); });
+  ASSERT_EQ(hits.size(), 1u) << "delta lost after EFAULT";
+  EXPECT_GE(hits[0].values[0], 9'000'000u);
+}
+
+TEST_F(ThreadMetricsTest, BadArgumentsAreRefused) {
+  tprof_drain req{};
+  req.capacity = 4;  // no pointer
+  EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_DRAIN, &req), -1);
+  EXPECT_EQ(errno, EINVAL);
+  req = tprof_drain{};
+  req.resv[0] = 1;
+  EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_DRAIN, &req), -1);
+  EXPECT_EQ(errno, EINVAL);
+  tprof_thread_read rd{};
+  rd.flags = 1;
+  EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_THREAD_READ, &rd), -1);
+  EXPECT_EQ(errno, EINVAL);
+  rd = tprof_thread_read{};
+  rd.tid = 0x3fffffff;  // no such thread
+  EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_THREAD_READ, &rd), -1);
+  EXPECT_EQ(errno, ESRCH);
+  tprof_metrics_config cfg{};
+  EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_METRICS_ENABLE, &cfg), -1) << "no metrics";
+  EXPECT_EQ(errno, EINVAL);
+  cfg.nr_metrics = 2;
+  cfg.metrics[0].type = cfg.metrics[1].type = TPROF_METRIC_TIME;
+  EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_METRICS_ENABLE, &cfg), -1) << "duplicate";
+  EXPECT_EQ(errno, EINVAL);
+  cfg = tprof_metrics_config{};
+  cfg.nr_metrics = 1;
+  cfg.metrics[0].type = 99;
+  EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_METRICS_ENABLE, &cfg), -1) << "unknown type";
+  EXPECT_EQ(errno, EINVAL);
+}
+
+TEST_F(ThreadMetricsTest, HardwareMetricIsRefusedWithoutAPmu) {
+  // QEMU TCG has no PMU: "not available", never silently zero.
+  auto specs = ParseMetricList("time,cycles");
+  ASSERT_TRUE(specs);
+  auto st = dev_.EnableMetrics(*specs);
+  ASSERT_FALSE(st) << "cycles enabled on a machine without PMU?";
+  EXPECT_EQ(st.error().code().value(), EOPNOTSUPP);
+  EXPECT_NE(st.error().message().find("not available"), std::string::npos);
+  auto status = dev_.GetMetricsStatus();
+  ASSERT_TRUE(status);
+  EXPECT_FALSE(status->enabled) << "a refused enable must leave accounting off";
+  ASSERT_TRUE(dev_.EnableMetrics(*ParseMetricList("time")));  // for TearDown
+}
+
+// Runs `body` in a child process with uid/gid 65534 and no capabilities;
+// returns the child's exit status (0 = all checks passed).
+int RunUnprivileged(const std::function<int()>& body) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::setresgid(65534, 65534, 65534) || ::setresuid(65534, 65534, 65534)) ::_exit(100);
+    ::_exit(body());
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
+}
+
+TEST_F(ThreadMetricsTest, UnprivilegedProcessReadsItselfOnly) {
+  const uint32_t root_tid = Gettid();
+  int rc = RunUnprivileged([root_tid]() -> int {
+    auto dev = Device::Open();
+    if (!dev) return 1;
+    BurnCpu(milliseconds(10));
+    auto self = dev->ReadThread(0);
+    if (!self || self->values[0] < 5'000'000) return 2;
+    auto own = dev->DrainAll(0);
+    if (!own) return 3;
+    for (const ThreadMetrics& t : own->threads)
+      if (t.pid != uint32_t(::getpid())) return 4;  // only its own threads
+    auto other = dev->ReadThread(root_tid);
+    if (other || other.error().code().value() != EACCES) return 5;
+    auto all = dev->Drain(TPROF_PID_ALL);
+    if (all || all.error().code().value() != EPERM) return 6;
+    auto root_proc = dev->Drain(uint32_t(::getppid()));
+    if (root_proc || root_proc.error().code().value() != EACCES) return 7;
+    auto off = dev->DisableMetrics();
+    if (off || off.error().code().value() != EPERM) return 8;
+    auto on = dev->EnableMetrics({MetricSpec{TPROF_METRIC_TIME, 0}});
+    if (on || on.error().code().value() != EPERM) return 9;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0) << "failed check #" << rc
+                   << " (1 open, 2 read self, 3 drain own, 4 foreign thread in own drain, "
+                      "5 read root thread, 6 drain all, 7 drain root process, 8 disable, 9 enable)";
+}
+
+TEST_F(ThreadMetricsTest, TprofctlThreadsJsonHasOnCpuTime) {
+  ParkedThread busy(milliseconds(30));
+  std::string out;
+  ASSERT_EQ(RunCommand("tprofctl threads --json", &out), 0) << out;
+  std::istringstream lines(out);
+  std::string line;
+  bool found = false;
+  while (std::getline(lines, line)) {
+    std::string error;
+    auto v = JsonParser::Parse(line, &error);
+    ASSERT_TRUE(v) << error << ": " << line;
+    for (const char* key : {"pid", "tid", "comm", "exited", "metrics"})
+      ASSERT_TRUE(v->Has(key)) << key << " missing: " << line;
+    ASSERT_TRUE((*v)["metrics"].Has("time_ns")) << line;
+    if (uint32_t((*v)["tid"].number) == busy.tid()) {
+      found = true;
+      EXPECT_GE((*v)["metrics"]["time_ns"].number, 25e6) << line;
+      EXPECT_FALSE((*v)["exited"].boolean);
+    }
+  }
+  EXPECT_TRUE(found) << "busy thread " << busy.tid() << " not in:\n" << out;
+}
+
+TEST(ThreadMetricsOff, ReadsSayAccountingIsOff) {
+  Device dev = OpenDeviceOrFail();
+  ASSERT_TRUE(dev.DisableMetrics());
+  auto m = dev.ReadThread(0);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().code().value(), ENODATA);
+  std::string out;
+  EXPECT_EQ(RunCommand("tprofctl threads 2>&1", &out), 1);
+  EXPECT_NE(out.find("tprofctl metrics on"), std::string::npos) << out;
+}
+
+TEST(ThreadMetricsModuleParam, MetricsParameterTurnsAccountingOnAtLoad) {
+  ASSERT_EQ(UnloadModule(), 0);
+  ASSERT_EQ(LoadModule(ModulePath(), "metrics=time,page-faults max_threads=4096"), 0);
+  Device dev = OpenDeviceOrFail();
+  auto st = dev.GetMetricsStatus();
+  ASSERT_TRUE(st);
+  EXPECT_TRUE(st->enabled);
+  ASSERT_EQ(st->metrics.size(), 2u);
+  EXPECT_EQ(MetricName(st->metrics[1]), "page-faults");
+  EXPECT_EQ(st->table_capacity, 4096u);
+  BurnCpu(milliseconds(10));
+  auto self = dev.ReadThread(0);
+  ASSERT_TRUE(self);
+  EXPECT_GT(self->values[0], 5'000'000u);
+  ASSERT_TRUE(dev.DisableMetrics());
+}
+
+TEST(ThreadMetricsModuleParam, BadMetricsParameterFailsTheLoad) {
+  ASSERT_EQ(UnloadModule(), 0);
+  EXPECT_EQ(LoadModule(ModulePath(), "metrics=time,bogus"), EINVAL);
+  ASSERT_EQ(LoadModule(ModulePath()), 0);
+}
+
+}  // namespace
+}  // namespace tprof::test

@@ -110,10 +110,11 @@ $(INTEGRATION_TESTS): $(call obj,$(INTEGRATION_TEST_SRCS)) $(LIB)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(GTEST_LIBS)
 
 # Benchmarks run in the guest too (bench/run.sh adds them with --add).
-bench-programs: $(B)/bench/tprof_hooks_bench
-$(B)/bench/tprof_hooks_bench: $(call obj,bench/hooks_bench.cc)
+BENCH_PROGRAMS := $(patsubst bench/%.cc,$(B)/bench/tprof_%,$(BENCH_SRCS))
+bench-programs: $(BENCH_PROGRAMS)
+$(B)/bench/tprof_%: $(B)/obj/bench/%.o
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) -o $@ $^
+	$(CXX) $(CXXFLAGS) -o $@ $^ -pthread
 
 -include $(shell find $(B)/obj $(B)/asan -name '*.d' 2>/dev/null)
 

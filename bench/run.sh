@@ -10,5 +10,7 @@ kernels=("$@")
 [ ${#kernels[@]} -gt 0 ] || kernels=(6.1)
 for k in "${kernels[@]}"; do
 	echo "== Debian $k kernel, $(nproc) host cores, QEMU TCG, -smp 2 =="
-	tools/tprof-vm --kernel "$k" --add build/bench/tprof_hooks_bench -- ./tprof_hooks_bench
+	tools/tprof-vm --kernel "$k" --mem 2048 \
+		--add build/bench/tprof_hooks_bench --add build/bench/tprof_metrics_bench -- \
+		sh -c './tprof_hooks_bench && ./tprof_metrics_bench'
 done

@@ -33,7 +33,7 @@ count_gtest() {
 	[ -n "$np" ] && passed=$((passed + np))
 	if [ -n "$nf" ] && [ "$nf" -gt 0 ]; then
 		failed=$((failed + nf))
-		while read -r t; do failures+=("$name: $t"); done < <(tr -d '\r' <"$log" | sed -n 's/^\[  FAILED  \] \([A-Za-z].*\)/\1/p' | sort -u)
+		while read -r t; do failures+=("$name: $t"); done < <(tr -d '\r' <"$log" | sed -n 's/^\[  FAILED  \] \([A-Za-z][^ ]*\).*/\1/p' | sort -u)
 	fi
 	if [ -z "$np" ] && [ -z "$nf" ]; then
 		fail "$name: no test summary (exit $rc), see $log"

@@ -15,4 +15,16 @@
 #define TPROF_SCHED_PROCESS_EXIT_PROTO struct task_struct *p
 #endif
 
+/* vm_flags became read-only behind helpers in 6.3. */
+#include <linux/mm.h>
+static inline void tprof_vm_flags_clear(struct vm_area_struct *vma,
+					unsigned long flags)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_clear(vma, flags);
+#else
+	vma->vm_flags &= ~flags;
+#endif
+}
+
 #endif /* TPROF_COMPAT_H */

@@ -44,10 +44,11 @@ static long tprof_ioctl_get_info(struct tprof_info __user *uinfo)
 	info.abi_major = TPROF_ABI_MAJOR;
 	info.abi_minor = TPROF_ABI_MINOR;
 	info.module_version = TPROF_MODULE_VERSION;
-	info.state = TPROF_STATE_IDLE;
+	info.state = tprof_sampling_state();
 	info.nr_cpu_ids = nr_cpu_ids;
 	info.nr_online_cpus = num_online_cpus();
-	info.features = TPROF_FEAT_SCHED_COUNTERS | TPROF_FEAT_THREAD_METRICS;
+	info.features = TPROF_FEAT_SCHED_COUNTERS | TPROF_FEAT_THREAD_METRICS |
+			 TPROF_FEAT_SAMPLING;
 	tprof_stats_read_total(&info.total);
 	info.cpu_stats = (u64)(uintptr_t)ustats;
 	info.cpu_stats_count = count;
@@ -79,14 +80,35 @@ static long tprof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	TPROF_IOCTL(TPROF_IOC_METRICS_STATUS, tprof_ioctl_metrics_status(uarg));
 	TPROF_IOCTL(TPROF_IOC_THREAD_READ, tprof_ioctl_thread_read(uarg));
 	TPROF_IOCTL(TPROF_IOC_DRAIN, tprof_ioctl_drain(uarg));
+	TPROF_IOCTL(TPROF_IOC_SAMPLING_START, tprof_ioctl_sampling_start(file, uarg));
+	TPROF_IOCTL(TPROF_IOC_SAMPLING_STOP, tprof_ioctl_sampling_stop(file));
+	TPROF_IOCTL(TPROF_IOC_SAMPLING_RELEASE, tprof_ioctl_sampling_release(file, uarg));
+	TPROF_IOCTL(TPROF_IOC_SAMPLING_STATUS, tprof_ioctl_sampling_status(uarg));
 #undef TPROF_IOCTL
 	default:
 		return -ENOTTY;
 	}
 }
 
+static int tprof_open(struct inode *inode, struct file *file)
+{
+	/* misc_open() left the miscdevice here; a sampling session goes here. */
+	file->private_data = NULL;
+	return 0;
+}
+
+static int tprof_release(struct inode *inode, struct file *file)
+{
+	tprof_sampling_file_release(file);
+	return 0;
+}
+
 static const struct file_operations tprof_fops = {
 	.owner = THIS_MODULE,
+	.open = tprof_open,
+	.release = tprof_release,
+	.mmap = tprof_sampling_mmap,
+	.poll = tprof_sampling_poll,
 	.unlocked_ioctl = tprof_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = noop_llseek,

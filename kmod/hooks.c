@@ -31,6 +31,7 @@ static void tprof_probe_sched_process_fork(void *data,
 {
 	this_cpu_inc(tprof_cpu_counters.forks);
 	tprof_metrics_fork(child);
+	tprof_sampling_on_fork(parent, child);
 }
 
 static void tprof_probe_sched_process_exec(void *data, struct task_struct *p,
@@ -39,12 +40,14 @@ static void tprof_probe_sched_process_exec(void *data, struct task_struct *p,
 {
 	this_cpu_inc(tprof_cpu_counters.execs);
 	tprof_metrics_exec(p);
+	tprof_sampling_on_exec(p);
 }
 
 static void tprof_probe_sched_process_exit(void *data,
 					   TPROF_SCHED_PROCESS_EXIT_PROTO)
 {
 	this_cpu_inc(tprof_cpu_counters.exits);
+	tprof_sampling_on_exit(p);
 }
 
 static void tprof_probe_sched_process_free(void *data, struct task_struct *p)

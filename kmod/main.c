@@ -17,13 +17,18 @@ static int __init tprof_init(void)
 	ret = tprof_metrics_init();
 	if (ret)
 		goto err_hooks;
-	ret = tprof_dev_init();
+	ret = tprof_sampling_init();
 	if (ret)
 		goto err_metrics;
+	ret = tprof_dev_init();
+	if (ret)
+		goto err_sampling;
 	pr_info("loaded, version %s, ABI %d.%d\n", TPROF_MODULE_VERSION_STR,
 		TPROF_ABI_MAJOR, TPROF_ABI_MINOR);
 	return 0;
 
+err_sampling:
+	tprof_sampling_exit();
 err_metrics:
 	tprof_metrics_exit();
 err_hooks:
@@ -34,6 +39,7 @@ err_hooks:
 static void __exit tprof_exit(void)
 {
 	tprof_dev_exit();
+	tprof_sampling_exit();
 	tprof_metrics_exit();
 	tprof_hooks_exit();
 	pr_info("unloaded\n");

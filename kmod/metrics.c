@@ -45,6 +45,8 @@ static bool tprof_metrics_active;
 static struct tprof_metrics_config tprof_metrics_config;
 static struct tprof_thread_table tprof_table;
 static void *tprof_table_mem;
+/* Bumped by every enable (under the lock): tells tables apart. */
+static u64 tprof_metrics_epoch;
 
 static unsigned int max_threads = 16384;
 module_param(max_threads, uint, 0444);
@@ -319,6 +321,7 @@ static int tprof_metrics_enable_locked(const struct tprof_metrics_config *c)
 		memset(cs->last, 0, sizeof(cs->last));
 		cs->primed = false;
 	}
+	tprof_metrics_epoch++;
 	WRITE_ONCE(tprof_metrics_active, true);
 	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
 
@@ -409,6 +412,7 @@ long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
 	struct task_struct *task;
 	unsigned long flags;
 	long ret = 0;
+	u64 epoch;
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
 		return -EFAULT;
@@ -432,9 +436,15 @@ long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
 		}
 	}
 
+	/*
+	 * One locked section reads and zeroes; the copy to userspace comes
+	 * after it (it may fault). If the copy fails, the values go back to the
+	 * same thread of the same accounting epoch, so nothing is lost. No
+	 * mutex: this is the hot path of runtimes that poll themselves.
+	 */
 	memset(&req.thread, 0, sizeof(req.thread));
-	mutex_lock(&tprof_metrics_mutex);
 	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	epoch = tprof_metrics_epoch;
 	if (!tprof_metrics_active) {
 		ret = -ENODATA;
 	} else {
@@ -442,25 +452,28 @@ long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
 		if (task == current)
 			tprof_metrics_charge(current);
 		slot = tprof_thread_table_lookup(&tprof_table, (u64)(uintptr_t)task);
-		if (slot)
+		if (slot) {
 			tprof_fill_record(slot, &req.thread);
-		else
+			tprof_thread_table_consume(&tprof_table, slot,
+						   req.thread.values);
+		} else {
 			ret = -ESRCH;
+		}
 	}
 	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
 
-	if (!ret && copy_to_user(&uarg->thread, &req.thread, sizeof(req.thread)))
+	if (!ret && copy_to_user(&uarg->thread, &req.thread, sizeof(req.thread))) {
 		ret = -EFAULT;
-	if (!ret) {
-		/* Zero what was handed out; later deltas stay. */
 		raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
-		slot = tprof_thread_table_lookup(&tprof_table, (u64)(uintptr_t)task);
-		if (slot && slot->identity == req.thread.identity)
-			tprof_thread_table_consume(&tprof_table, slot,
-						   req.thread.values);
+		if (tprof_metrics_active && tprof_metrics_epoch == epoch) {
+			slot = tprof_thread_table_lookup(&tprof_table,
+							 (u64)(uintptr_t)task);
+			if (slot && slot->identity == req.thread.identity)
+				tprof_thread_table_account(&tprof_table, slot,
+							   req.thread.values);
+		}
 		raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
 	}
-	mutex_unlock(&tprof_metrics_mutex);
 	put_task_struct(task);
 	return ret;
 }

@@ -32,6 +32,26 @@ long tprof_ioctl_drain(struct tprof_drain __user *uarg);
 int tprof_metrics_init(void);
 void tprof_metrics_exit(void);
 
+/* sampling.c: sampling sessions (hooks, ioctls, file operations). */
+struct file;
+struct vm_area_struct;
+struct poll_table_struct;
+void tprof_sampling_on_fork(struct task_struct *parent, struct task_struct *child);
+void tprof_sampling_on_exec(struct task_struct *p);
+void tprof_sampling_on_exit(struct task_struct *p);
+long tprof_ioctl_sampling_start(struct file *file,
+				struct tprof_sampling_config __user *uarg);
+long tprof_ioctl_sampling_stop(struct file *file);
+long tprof_ioctl_sampling_release(struct file *file,
+				  struct tprof_buffer_release __user *uarg);
+long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg);
+u32 tprof_sampling_state(void);
+int tprof_sampling_mmap(struct file *file, struct vm_area_struct *vma);
+__poll_t tprof_sampling_poll(struct file *file, struct poll_table_struct *wait);
+void tprof_sampling_file_release(struct file *file);
+int tprof_sampling_init(void);
+void tprof_sampling_exit(void);
+
 /* perm.c: who may read whose data. */
 bool tprof_may_read_task(struct task_struct *task);
 

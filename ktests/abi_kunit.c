@@ -19,6 +19,12 @@ static void tprof_abi_struct_sizes_are_pinned(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_thread_metrics), (size_t)104);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_thread_read), (size_t)128);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_drain), (size_t)64);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_sampling_config), (size_t)96);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_buffer_ctl), (size_t)64);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_buffer_release), (size_t)16);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_sampling_status), (size_t)80);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_sample), (size_t)56);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_map), (size_t)56);
 }
 
 static void tprof_abi_offsets_match_userspace(struct kunit *test)

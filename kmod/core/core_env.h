@@ -13,6 +13,8 @@
 #include <linux/errno.h>
 #include <linux/kernel.h>
 #include <linux/string.h>
+#include <linux/compiler.h>
+#include <asm/barrier.h>
 #include <uapi/linux/perf_event.h>
 #else
 #include <linux/perf_event.h>
@@ -32,6 +34,11 @@ typedef __s64 s64;
 #ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #endif
+/* Memory-ordering primitives with the kernel's meaning. */
+#define smp_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define smp_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #endif
 
 #include <linux/tprof.h>

@@ -68,6 +68,49 @@
  *     TPROF_THREAD_EXITED and then forgotten. pid 0 is the caller's process;
  *     TPROF_PID_ALL needs CAP_PERFMON/CAP_SYS_ADMIN (else EPERM); another pid
  *     needs the TPROF_IOC_THREAD_READ rights over it (else EACCES).
+ *
+ *   Sampling (ABI 1.2; design: US5355487, the Instruction Address Sampler).
+ *   One session at a time, owned by the file descriptor that started it;
+ *   closing that descriptor ends it. Per CPU a buffer in two halves of
+ *   half_bytes each, mapped read-only into the owner with mmap() (length
+ *   tprof_sampling_config.map_bytes, offset 0):
+ *
+ *     [ control area: struct tprof_buffer_ctl[nr_cpu_ids], ctl_bytes ]
+ *     [ CPU 0: half 0 | half 1 ][ CPU 1: half 0 | half 1 ] ...
+ *
+ *   CPU c's half h starts at ctl_bytes + (2 * c + h) * half_bytes. The
+ *   kernel fills one half with records (struct tprof_rec_header first,
+ *   8-byte aligned, size includes the header). When a record does not fit
+ *   it publishes the half: used[h] = bytes written, seq[h] = a per-CPU
+ *   sequence number, then full[h] = 1 (store-release; read it with
+ *   load-acquire), wakes poll() and continues in the other half if that
+ *   one has been handed back. If both are full, records are counted as
+ *   lost (lost_samples, lost_records) and the next half written starts
+ *   with a TPROF_REC_LOST record, so for every CPU
+ *       samples delivered + lost_samples == samples_taken, exactly.
+ *   The reader hands a half back with TPROF_IOC_SAMPLING_RELEASE.
+ *   poll() reports POLLIN when some half is full, POLLHUP once the session
+ *   is stopped and every half has been handed back.
+ *
+ *   TPROF_IOC_SAMPLING_START (struct tprof_sampling_config, read/write)
+ *     pid TPROF_PID_ALL (system-wide) needs CAP_PERFMON/CAP_SYS_ADMIN, else
+ *     EPERM; one process needs the TPROF_IOC_THREAD_READ rights over it,
+ *     else EACCES (ESRCH: no such process). Without CAP_PERFMON, samples in
+ *     the kernel carry ip = caller = 0. EBUSY: a session is running.
+ *     EINVAL: bad flags, frequency, buffer size or event, nonzero reserved.
+ *     EOPNOTSUPP: a hardware event on a machine without a usable PMU.
+ *     At start, one TPROF_REC_COMM (TPROF_COMM_EXISTING) per existing
+ *     process is written (into the starting CPU's buffer).
+ *   TPROF_IOC_SAMPLING_STOP (no argument)
+ *     The owner only (another descriptor: EPERM). Stops the
+ *     sampling on every CPU and publishes every partial half, then POLLHUP
+ *     once all are handed back. The mapping stays valid until the
+ *     descriptor is closed. ENODATA: no session on this descriptor.
+ *   TPROF_IOC_SAMPLING_RELEASE (struct tprof_buffer_release, write)
+ *     Hands CPU cpu's half back to the kernel. EINVAL: cpu or half out of
+ *     range, or that half is not full. ENODATA: no session.
+ *   TPROF_IOC_SAMPLING_STATUS (struct tprof_sampling_status, read)
+ *     Anyone. Whether a session runs, its settings and totals.
  */
 #ifndef _UAPI_LINUX_TPROF_H
 #define _UAPI_LINUX_TPROF_H
@@ -76,7 +119,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 1
+#define TPROF_ABI_MINOR 2
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -92,10 +135,12 @@
 /* tprof_info.features: what this module can do. */
 #define TPROF_FEAT_SCHED_COUNTERS (1ULL << 0) /* switch/fork/exec/exit counters */
 #define TPROF_FEAT_THREAD_METRICS (1ULL << 1) /* per-thread metrics, drain */
+#define TPROF_FEAT_SAMPLING (1ULL << 2)       /* sampling into mmap'd double buffers */
 
 /* tprof_info.state */
 enum tprof_state {
-	TPROF_STATE_IDLE = 0, /* loaded, hooks counting, nothing recording */
+	TPROF_STATE_IDLE = 0,     /* loaded, hooks counting, nothing recording */
+	TPROF_STATE_SAMPLING = 1, /* a sampling session is running */
 };
 
 /*
@@ -228,6 +273,149 @@ struct tprof_drain {
 #define TPROF_IOC_THREAD_READ _IOWR(TPROF_IOC_MAGIC, 0x13, struct tprof_thread_read)
 #define TPROF_IOC_DRAIN _IOWR(TPROF_IOC_MAGIC, 0x14, struct tprof_drain)
 
+/* ---- Sampling (ABI 1.2) --------------------------------------------------- */
+
+/* tprof_sampling_config.flags */
+#define TPROF_SAMPLING_CALLERS (1U << 0) /* also record the caller's return address */
+
+/* tprof_sampling_config.event_type */
+#define TPROF_SAMPLE_ON_CLOCK 0 /* frequency_hz samples/s per CPU (cpu-clock) */
+/* otherwise TPROF_METRIC_SOFTWARE, _HARDWARE or _RAW with event_config and
+ * event_period: one sample every event_period occurrences of the event. */
+
+#define TPROF_SAMPLING_DEFAULT_HZ 1000
+#define TPROF_SAMPLING_MAX_HZ 100000
+#define TPROF_SAMPLING_DEFAULT_HALF_BYTES (64 * 1024)
+#define TPROF_SAMPLING_MIN_HALF_BYTES 4096
+#define TPROF_SAMPLING_MAX_HALF_BYTES (16 * 1024 * 1024)
+
+struct tprof_sampling_config {
+	__u32 flags;          /* in: TPROF_SAMPLING_* */
+	__u32 pid;            /* in: TPROF_PID_ALL or one process */
+	__u32 frequency_hz;   /* in: clock sampling, 0 = default; 1..MAX_HZ */
+	__u32 half_bytes;     /* in: 0 = default; power of two in [MIN, MAX] */
+	__u32 event_type;     /* in: TPROF_SAMPLE_ON_CLOCK or a TPROF_METRIC_* type */
+	__u32 __pad;
+	__u64 event_config;   /* in: PERF_COUNT_SW_* / PERF_COUNT_HW_* / raw code */
+	__u64 event_period;   /* in: events per sample (counter sampling), >= 1 */
+	/* out: the mapping to mmap() */
+	__u32 nr_cpu_ids;     /* out: CPUs with a buffer (ids 0..nr_cpu_ids-1) */
+	__u32 ctl_bytes;      /* out: bytes of the control area, page aligned */
+	__u64 map_bytes;      /* out: ctl_bytes + nr_cpu_ids * 2 * half_bytes */
+	__u32 half_bytes_out; /* out: the half size in effect */
+	__u32 frequency_out;  /* out: the clock frequency in effect (0 if counter) */
+	__u64 resv[4];
+};
+
+/* One CPU's view in the control area. Written by the kernel only. */
+struct tprof_buffer_ctl {
+	__u32 full[2];        /* 1: half i is ready for the reader */
+	__u32 used[2];        /* bytes of records in half i, valid when full */
+	__u64 seq[2];         /* per-CPU publication order of half i */
+	__u64 samples_taken;  /* samples taken on this CPU */
+	__u64 lost_samples;   /* samples dropped: both halves full */
+	__u64 lost_records;   /* other records dropped: both halves full */
+	__u32 online;         /* 1 while this CPU is sampling */
+	__u32 __pad;
+};
+
+struct tprof_buffer_release {
+	__u32 cpu;
+	__u32 half;           /* 0 or 1 */
+	__u64 resv[1];
+};
+
+struct tprof_sampling_status {
+	__u32 active;         /* 1 while a session exists (running or stopped) */
+	__u32 running;        /* 1 while samples are taken */
+	__u32 pid;            /* as configured */
+	__u32 frequency_hz;
+	__u32 half_bytes;
+	__u32 event_type;
+	__u64 samples_taken;  /* totals over all CPUs */
+	__u64 lost_samples;
+	__u64 lost_records;
+	__u64 resv[4];
+};
+
+/* Records in the buffers. */
+enum tprof_record_type {
+	TPROF_REC_SAMPLE = 1,
+	TPROF_REC_COMM = 2,   /* a process's name: existing, forked, or exec'd */
+	TPROF_REC_EXIT = 3,   /* a process (its last thread) exited */
+	TPROF_REC_MAP = 4,    /* an executable file mapping of a sampled address space */
+	TPROF_REC_LOST = 5,   /* records dropped on this CPU before this one */
+};
+
+struct tprof_rec_header {
+	__u32 type;           /* enum tprof_record_type */
+	__u32 size;           /* bytes including this header, multiple of 8 */
+};
+
+/* tprof_rec_sample.flags */
+#define TPROF_SAMPLE_USER (1U << 0)     /* the CPU was in user mode */
+#define TPROF_SAMPLE_IDLE (1U << 1)     /* the CPU was idle (wait state) */
+#define TPROF_SAMPLE_CALLER (1U << 2)   /* caller is valid */
+#define TPROF_SAMPLE_HIDDEN (1U << 3)   /* kernel addresses withheld (no CAP_PERFMON) */
+
+struct tprof_rec_sample {
+	struct tprof_rec_header hdr;
+	__u64 time_ns;        /* local_clock() of the sampling CPU */
+	__u32 pid;            /* thread group id; 0 for the idle task */
+	__u32 tid;
+	__u64 ip;             /* interrupted instruction address */
+	__u64 caller;         /* return address of its function (if TPROF_SAMPLE_CALLER) */
+	__u64 space_id;       /* address-space id (user samples), matches tprof_rec_map */
+	__u32 flags;          /* TPROF_SAMPLE_* */
+	__u32 cpu;
+};
+
+/* tprof_rec_comm.kind */
+#define TPROF_COMM_EXISTING 0 /* the process existed at start */
+#define TPROF_COMM_FORK 1     /* new process; parent_pid names its parent */
+#define TPROF_COMM_EXEC 2     /* the process exec'd: new name, new space */
+
+struct tprof_rec_comm {
+	struct tprof_rec_header hdr;
+	__u64 time_ns;
+	__u32 pid;
+	__u32 parent_pid;
+	__u32 kind;           /* TPROF_COMM_* */
+	__u32 __pad;
+	char comm[16];        /* NUL-padded */
+};
+
+struct tprof_rec_exit {
+	struct tprof_rec_header hdr;
+	__u64 time_ns;
+	__u32 pid;
+	__u32 __pad;
+};
+
+/* Followed by the mapped file's path, NUL-terminated, padded to 8 bytes. */
+struct tprof_rec_map {
+	struct tprof_rec_header hdr;
+	__u64 time_ns;
+	__u32 pid;
+	__u32 __pad;
+	__u64 space_id;       /* the address space these mappings belong to */
+	__u64 start;          /* [start, end) of the mapping */
+	__u64 end;
+	__u64 pgoff;          /* file offset of start, in bytes */
+};
+
+struct tprof_rec_lost {
+	struct tprof_rec_header hdr;
+	__u64 time_ns;
+	__u64 lost_samples;   /* since the previous TPROF_REC_LOST of this CPU */
+	__u64 lost_records;
+};
+
+#define TPROF_IOC_SAMPLING_START _IOWR(TPROF_IOC_MAGIC, 0x20, struct tprof_sampling_config)
+#define TPROF_IOC_SAMPLING_STOP _IO(TPROF_IOC_MAGIC, 0x21)
+#define TPROF_IOC_SAMPLING_RELEASE _IOW(TPROF_IOC_MAGIC, 0x22, struct tprof_buffer_release)
+#define TPROF_IOC_SAMPLING_STATUS _IOR(TPROF_IOC_MAGIC, 0x23, struct tprof_sampling_status)
+
 /* Size checks: a change here is an ABI change. */
 #ifdef __cplusplus
 #define TPROF_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
@@ -243,5 +431,15 @@ TPROF_STATIC_ASSERT(sizeof(struct tprof_metrics_status) == 192, "tprof_metrics_s
 TPROF_STATIC_ASSERT(sizeof(struct tprof_thread_metrics) == 104, "tprof_thread_metrics size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_thread_read) == 128, "tprof_thread_read size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_drain) == 64, "tprof_drain size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_sampling_config) == 96, "tprof_sampling_config size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_buffer_ctl) == 64, "tprof_buffer_ctl size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_buffer_release) == 16, "tprof_buffer_release size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_sampling_status) == 80, "tprof_sampling_status size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_header) == 8, "tprof_rec_header size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_sample) == 56, "tprof_rec_sample size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_comm) == 48, "tprof_rec_comm size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_exit) == 24, "tprof_rec_exit size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_map) == 56, "tprof_rec_map size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_lost) == 32, "tprof_rec_lost size");
 
 #endif /* _UAPI_LINUX_TPROF_H */

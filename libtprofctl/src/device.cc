@@ -72,6 +72,8 @@ std::string Info::StateName() const {
   switch (state) {
     case TPROF_STATE_IDLE:
       return "idle";
+    case TPROF_STATE_SAMPLING:
+      return "sampling";
     default:
       return "unknown(" + std::to_string(state) + ")";
   }
@@ -81,6 +83,7 @@ std::vector<std::string> Info::FeatureNames() const {
   std::vector<std::string> names;
   if (features & TPROF_FEAT_SCHED_COUNTERS) names.push_back("sched_counters");
   if (features & TPROF_FEAT_THREAD_METRICS) names.push_back("thread_metrics");
+  if (features & TPROF_FEAT_SAMPLING) names.push_back("sampling");
   return names;
 }
 

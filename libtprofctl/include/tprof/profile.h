@@ -1,0 +1,210 @@
+// A system-wide sampling profile (US5355487): the tables the raw records of
+// the sampling buffers are reduced to while they arrive, so memory grows
+// with distinct addresses, not with samples. ProfileBuilder does the
+// reduction; Profile is what reports read and what the profile file stores
+// (profile_file.h). SnapshotSystemState() adds what must be copied at stop
+// time because it may be gone later: the kernel symbols and JIT perf maps.
+#ifndef TPROF_PROFILE_H_
+#define TPROF_PROFILE_H_
+
+#include <linux/tprof.h>
+
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tprof/expected.h"
+
+namespace tprof {
+
+// The TPROF_SAMPLE_* bits a sample is keyed by (CALLER only says whether
+// the caller field is valid, so it is not part of the key).
+inline constexpr uint32_t kSampleKeyFlags =
+    TPROF_SAMPLE_USER | TPROF_SAMPLE_IDLE | TPROF_SAMPLE_HIDDEN;
+
+// One distinct sampled instruction. Kernel samples have space_id 0: kernel
+// addresses mean the same in every address space.
+struct SampleKey {
+  uint32_t pid = 0;
+  uint64_t space_id = 0;
+  uint64_t ip = 0;
+  uint32_t flags = 0;  // TPROF_SAMPLE_* & kSampleKeyFlags
+
+  bool user() const { return flags & TPROF_SAMPLE_USER; }
+  bool idle() const { return pid == 0 || (flags & TPROF_SAMPLE_IDLE); }
+  auto operator<=>(const SampleKey&) const = default;
+};
+
+// One caller -> callee edge (caller = return address into the caller),
+// for folded stacks. Its counts are a subset of the sample's count.
+struct CallerKey {
+  SampleKey sample;
+  uint64_t caller = 0;
+  auto operator<=>(const CallerKey&) const = default;
+};
+
+struct ProcessName {
+  uint64_t time_ns = 0;
+  uint32_t kind = TPROF_COMM_EXISTING;  // TPROF_COMM_*
+  uint32_t parent_pid = 0;              // for TPROF_COMM_FORK
+  std::string name;
+  bool operator==(const ProcessName&) const = default;
+};
+
+struct ProcessInfo {
+  uint32_t pid = 0;
+  std::vector<ProcessName> names;  // oldest first (by time_ns)
+  bool exited = false;
+  uint64_t exit_time_ns = 0;
+
+  // The latest name, or "" if none is known.
+  const std::string& name() const;
+  // The name the process had at time_ns (the first one if earlier).
+  const std::string& NameAt(uint64_t time_ns) const;
+  bool operator==(const ProcessInfo&) const = default;
+};
+
+// An executable file mapping of an address space (TPROF_REC_MAP).
+struct Mapping {
+  uint64_t start = 0;  // [start, end)
+  uint64_t end = 0;
+  uint64_t pgoff = 0;  // file offset of start
+  std::string path;    // a file, or a pseudo name such as "[vdso]"
+  auto operator<=>(const Mapping&) const = default;
+};
+
+struct SpaceKey {
+  uint32_t pid = 0;
+  uint64_t space_id = 0;
+  auto operator<=>(const SpaceKey&) const = default;
+};
+
+struct CpuTotals {
+  uint64_t samples = 0;         // samples delivered in records
+  bool has_control_totals = false;  // SetCpuTotals() was called
+  uint64_t samples_taken = 0;   // from the control area at stop
+  uint64_t lost_samples = 0;
+  uint64_t lost_records = 0;
+  bool operator==(const CpuTotals&) const = default;
+};
+
+// A /proc/kallsyms text symbol; sizes are implied by the next symbol.
+struct KernelSymbol {
+  uint64_t address = 0;
+  char type = 't';
+  std::string name;
+  std::string module;  // "" for the kernel image, else the "[module]" column
+  auto operator<=>(const KernelSymbol&) const = default;
+};
+
+struct KernelSymbols {
+  // false: not captured, or the addresses were hidden (an unprivileged
+  // reader sees zeros, see kptr_restrict); kernel samples stay unresolved.
+  bool available = false;
+  std::string note;                   // why not available
+  std::vector<KernelSymbol> symbols;  // sorted by address
+  bool operator==(const KernelSymbols&) const = default;
+};
+
+// A /tmp/perf-<pid>.map line: JIT code at [start, start + size).
+struct JitSymbol {
+  uint64_t start = 0;
+  uint64_t size = 0;
+  std::string name;
+  auto operator<=>(const JitSymbol&) const = default;
+};
+
+// Record accounting: what arrived and what was rejected.
+struct RecordStats {
+  uint64_t samples = 0, comms = 0, exits = 0, maps = 0, losts = 0;
+  uint64_t unknown = 0;    // well-formed records of an unknown type: skipped
+  uint64_t malformed = 0;  // bad size: skipped (and the rest of that buffer)
+  bool operator==(const RecordStats&) const = default;
+};
+
+struct Profile {
+  // Free-form facts the recorder adds (kernel_release, frequency_hz,
+  // command...), stored and shown as they are.
+  std::map<std::string, std::string> attributes;
+  std::map<SampleKey, uint64_t> samples;
+  std::map<CallerKey, uint64_t> caller_edges;
+  std::map<uint32_t, ProcessInfo> processes;
+  std::map<SpaceKey, std::vector<Mapping>> mappings;  // sorted by start
+  std::map<uint32_t, CpuTotals> cpus;
+  uint64_t lost_samples_in_records = 0;  // sums of TPROF_REC_LOST
+  uint64_t lost_records_in_records = 0;
+  uint64_t first_time_ns = 0, last_time_ns = 0;  // of samples; 0 if none
+  RecordStats records;
+  KernelSymbols kernel_symbols;
+  std::map<uint32_t, std::vector<JitSymbol>> jit_symbols;  // by pid, sorted
+
+  // Samples delivered (the sum of `samples`).
+  uint64_t TotalSamples() const;
+  // Lost samples/records: the control-area totals when the recorder gave
+  // them (exact, also for losses no TPROF_REC_LOST reported), else the
+  // sums of the TPROF_REC_LOST records.
+  uint64_t TotalLostSamples() const;
+  uint64_t TotalLostRecords() const;
+  // The name of a pid for reports: its latest name, "idle" for pid 0,
+  // "[unknown]" if no TPROF_REC_COMM named it.
+  std::string ProcessDisplayName(uint32_t pid) const;
+
+  bool operator==(const Profile&) const = default;
+};
+
+class ProfileBuilder {
+ public:
+  // Reduces one record. avail_bytes: bytes readable at rec (the rest of the
+  // buffer). Returns the record's size to step to the next one, or 0 if the
+  // record is malformed (size < header, not a multiple of 8, > avail_bytes,
+  // or < the size of its type's struct): it is counted and the caller must
+  // stop walking that buffer. Unknown types are counted and skipped.
+  size_t AddRecord(const tprof_rec_header* rec, size_t avail_bytes);
+  // Walks a buffer of records (a published half); stops at the first
+  // malformed one. Returns the bytes consumed.
+  size_t AddRecords(const void* data, size_t bytes);
+  // A CPU's totals from its struct tprof_buffer_ctl, read at stop.
+  void SetCpuTotals(uint32_t cpu, uint64_t samples_taken, uint64_t lost_samples,
+                    uint64_t lost_records);
+  void SetAttribute(const std::string& key, const std::string& value);
+
+  const Profile& profile() const { return profile_; }
+  // Completes what needs every record (names of forks whose comm was
+  // empty, mapping order) and hands the profile over; the builder is empty
+  // afterwards.
+  Profile Finish();
+
+ private:
+  void AddSample(const tprof_rec_sample& s);
+  void AddComm(const tprof_rec_comm& c);
+  void AddMap(const tprof_rec_map& m, const char* path, size_t path_bytes);
+
+  Profile profile_;
+};
+
+// Reads the text symbols (types t/T/w/W) of a kallsyms file. All-zero
+// addresses (an unprivileged reader) give available = false with a note.
+Expected<KernelSymbols> ReadKallsyms(const std::string& path = "/proc/kallsyms");
+// Reads a perf map ("START SIZE name" per line, hex numbers); bad lines
+// are skipped. Sorted by start.
+Expected<std::vector<JitSymbol>> ReadPerfMap(const std::string& path);
+
+struct SnapshotOptions {
+  std::string kallsyms_path = "/proc/kallsyms";
+  std::string perf_map_dir = "/tmp";  // holds perf-<pid>.map
+  // Keep only the kernel symbols that sampled addresses fall in (and the
+  // symbol after each, which bounds it): the file stays small.
+  bool prune_kernel_symbols = true;
+};
+
+// At stop: copies the kernel symbols and the perf map of every sampled
+// pid into the profile. Never fails: what cannot be read is noted
+// (kernel_symbols.note) and left out.
+void SnapshotSystemState(Profile* profile, const SnapshotOptions& options = {});
+
+}  // namespace tprof
+
+#endif  // TPROF_PROFILE_H_

@@ -1,0 +1,57 @@
+// The profile file (default tprof.data): what `tprofctl stop`/`record`
+// write and `tprofctl dump` reads.
+//
+// Format, version 1.0: UTF-8/byte text, one item per line, fields separated
+// by one TAB. The first line is
+//     tprof-profile MAJOR MINOR
+// and the last is `end` (a file without it was cut short). Readers refuse
+// another MAJOR; a MINOR adds line kinds or trailing fields, which older
+// readers skip. Addresses, space ids and flags are hex without "0x"
+// (START, END, PGOFF, IP, CALLER, SPACE, ADDR, FLAGS, SIZE); the rest is
+// decimal. Strings (NAME, PATH, KEY, VALUE, NOTE, TYPE, MODULE) are
+// percent-escaped: '%' and bytes below 0x20 (TAB, LF...) or 0x7f are %XX.
+// Lines starting with '#' are comments.
+//
+//   attr     KEY VALUE                          Profile::attributes
+//   time     FIRST_NS LAST_NS                   sample time range
+//   lost     LOST_SAMPLES LOST_RECORDS          sums of TPROF_REC_LOST
+//   records  SAMPLES COMMS EXITS MAPS LOSTS UNKNOWN MALFORMED
+//   cpu      CPU SAMPLES HAS_TOTALS TAKEN LOST_SAMPLES LOST_RECORDS
+//   process  PID EXITED EXIT_NS
+//   name     PID TIME_NS KIND PARENT_PID NAME   name history, oldest first
+//   map      PID SPACE START END PGOFF PATH
+//   sample   PID SPACE IP FLAGS COUNT
+//   edge     PID SPACE IP FLAGS CALLER COUNT
+//   kernel-symbols AVAILABLE NOTE
+//   ksym     ADDR TYPE NAME MODULE
+//   jit      PID START SIZE NAME
+//   end
+#ifndef TPROF_PROFILE_FILE_H_
+#define TPROF_PROFILE_FILE_H_
+
+#include <string>
+#include <string_view>
+
+#include "tprof/expected.h"
+#include "tprof/profile.h"
+
+namespace tprof {
+
+inline constexpr char kDefaultProfilePath[] = "tprof.data";
+inline constexpr int kProfileFormatMajor = 1;
+inline constexpr int kProfileFormatMinor = 0;
+
+std::string SerializeProfile(const Profile& profile);
+// Parses a profile; `name` is used in error messages. Errors: EBADMSG (not
+// a profile, malformed line, cut short), EPROTO (another major version).
+Expected<Profile> ParseProfile(std::string_view text, const std::string& name);
+
+// Writes to a temporary file beside `path` and renames it into place, so a
+// reader never sees half a profile.
+Status WriteProfile(const Profile& profile, const std::string& path = kDefaultProfilePath);
+// As ParseProfile; ENOENT says how to record one.
+Expected<Profile> ReadProfile(const std::string& path = kDefaultProfilePath);
+
+}  // namespace tprof
+
+#endif  // TPROF_PROFILE_FILE_H_

@@ -1,0 +1,82 @@
+// Reports of a Profile (US5355487): (a) per process, its samples split
+// into kernel / user (main executable) / shared library (the seed's FIG. 1),
+// with idle/wait and lost-sample rows; (b) per function within each process
+// and space, by count. Formats: aligned text, JSON, and folded stacks
+// ("process;caller;function count") for flame-graph tools.
+//
+// Percentages are of every sample taken: delivered + lost, so the process
+// rows, the idle row and the lost row add up to 100%. Idle samples (pid 0,
+// or TPROF_SAMPLE_IDLE) form their own row, "idle" with pid 0.
+#ifndef TPROF_REPORT_H_
+#define TPROF_REPORT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tprof/profile.h"
+#include "tprof/symbolizer.h"
+
+namespace tprof {
+
+enum class ReportFormat { kText, kJson, kFolded };
+enum class ReportBy { kAll, kProcess, kSymbol };
+
+struct ReportOptions {
+  ReportBy by = ReportBy::kAll;
+  std::optional<uint32_t> pid;  // only this process (0: the idle row)
+  size_t top = 0;               // rows per table; 0 = all
+};
+
+// One process's samples by space (FIG. 1).
+struct ProcessSummary {
+  uint32_t pid = 0;
+  std::string name;
+  uint64_t samples = 0;
+  uint64_t kernel = 0;      // kernel and modules
+  uint64_t user = 0;        // main executable
+  uint64_t shared = 0;      // shared libraries, [vdso]
+  uint64_t jit = 0;         // perf-map JIT code
+  uint64_t unresolved = 0;  // user addresses in no known mapping
+};
+
+struct FunctionRow {
+  Location location;   // of the function's hottest address (for its line)
+  std::string space;   // Location::SpaceName()
+  std::string function;  // Location::FunctionName()
+  uint64_t samples = 0;
+};
+
+struct ProcessFunctions {
+  uint32_t pid = 0;
+  std::string name;
+  uint64_t samples = 0;
+  std::vector<FunctionRow> functions;  // by samples, descending; all of them
+};
+
+struct ReportData {
+  uint64_t all_samples = 0;  // delivered + lost: the base of percentages
+  uint64_t samples = 0;      // delivered (of the selected pid, if any)
+  uint64_t lost_samples = 0;
+  uint64_t lost_records = 0;
+  uint64_t idle_samples = 0;
+  uint64_t unresolved_samples = 0;      // at addresses without a function name
+  std::vector<ProcessSummary> processes;  // by samples, descending; idle excluded
+  std::vector<ProcessFunctions> functions;  // by samples, descending; idle as pid 0
+};
+
+ReportData BuildReport(const Profile& profile, Symbolizer& symbolizer,
+                       const ReportOptions& options);
+// Folded stacks, sorted: "name;caller;function count", or "name;function
+// count" for samples without a caller. Kernel frames end in "_[k]".
+std::string FoldedStacks(const Profile& profile, Symbolizer& symbolizer,
+                         const ReportOptions& options);
+// The whole report in one format (kFolded ignores `by` and `top`).
+std::string RenderReport(const Profile& profile, Symbolizer& symbolizer,
+                         const ReportOptions& options, ReportFormat format);
+
+}  // namespace tprof
+
+#endif  // TPROF_REPORT_H_

@@ -1,0 +1,105 @@
+// A sampling session on /dev/tprof: start it, map its per-CPU double
+// buffers read-only, hand every full half to a callback record by record,
+// give the half back, stop. The session belongs to this object's own file
+// descriptor: destroying the object (or the process dying) ends it.
+#ifndef TPROF_SAMPLING_H_
+#define TPROF_SAMPLING_H_
+
+#include <linux/tprof.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "tprof/expected.h"
+#include "tprof/scoped_fd.h"
+
+namespace tprof {
+
+struct SamplingOptions {
+  uint32_t frequency_hz = 0;   // clock sampling rate per CPU; 0 = module default (1000)
+  uint32_t half_bytes = 0;     // per CPU half-buffer; 0 = module default (64 KiB)
+  uint32_t pid = TPROF_PID_ALL;  // one process, or every process
+  bool callers = false;        // also record each sample's caller
+  uint32_t event_type = TPROF_SAMPLE_ON_CLOCK;  // or TPROF_METRIC_SOFTWARE/HARDWARE/RAW
+  uint64_t event_config = 0;
+  uint64_t event_period = 0;   // events per sample (counter sampling)
+};
+
+// Parses "--event" names: cpu-clock (clock sampling), page-faults,
+// context-switches, cpu-migrations, task-clock, cycles, instructions,
+// cache-misses, branch-misses, or rNNNN (raw hex code).
+Status ParseSampleEvent(const std::string& name, SamplingOptions* options);
+
+// A read-only mapping, unmapped exactly once.
+class ScopedMapping {
+ public:
+  ScopedMapping() = default;
+  ScopedMapping(void* addr, size_t len) : addr_(addr), len_(len) {}
+  ~ScopedMapping();
+  ScopedMapping(ScopedMapping&& o) noexcept;
+  ScopedMapping& operator=(ScopedMapping&& o) noexcept;
+  ScopedMapping(const ScopedMapping&) = delete;
+  ScopedMapping& operator=(const ScopedMapping&) = delete;
+  const uint8_t* data() const { return static_cast<const uint8_t*>(addr_); }
+  size_t size() const { return len_; }
+
+ private:
+  void* addr_ = nullptr;
+  size_t len_ = 0;
+};
+
+struct CpuBufferTotals {
+  uint64_t samples_taken = 0;
+  uint64_t lost_samples = 0;
+  uint64_t lost_records = 0;
+};
+
+class SamplingSession {
+ public:
+  // Called for each record of a consumed half: its CPU, the record and the
+  // bytes left in the half from the record on (>= header size). Returning
+  // false (a record the caller finds malformed) ends the walk of that half.
+  using RecordFn = std::function<bool(uint32_t cpu, const tprof_rec_header* rec, size_t avail)>;
+
+  static Expected<SamplingSession> Start(const SamplingOptions& options,
+                                         const std::string& device_path = TPROF_DEVICE_PATH);
+
+  // Hands every full half, oldest first per CPU, to `fn` and gives it back.
+  // Returns the number of halves consumed. Malformed records end their half
+  // (counted in malformed_halves()).
+  Expected<size_t> Consume(const RecordFn& fn);
+
+  // Stops sampling; the partial halves become full. Consume() until
+  // Finished() to get everything.
+  Status Stop();
+  // True once stopped and every half has been consumed.
+  bool Finished() const;
+  // Waits for a full half (or the end) up to timeout_ms (-1: forever).
+  Status Wait(int timeout_ms) const;
+
+  CpuBufferTotals Totals(uint32_t cpu) const;
+  CpuBufferTotals TotalsAll() const;
+  uint32_t nr_cpu_ids() const { return config_.nr_cpu_ids; }
+  const tprof_sampling_config& config() const { return config_; }
+  uint64_t malformed_halves() const { return malformed_halves_; }
+  int fd() const { return fd_.get(); }
+
+ private:
+  SamplingSession(ScopedFd fd, ScopedMapping map, const tprof_sampling_config& c)
+      : fd_(std::move(fd)), map_(std::move(map)), config_(c) {}
+  const tprof_buffer_ctl& Ctl(uint32_t cpu) const;
+  const uint8_t* Half(uint32_t cpu, uint32_t half) const;
+
+  ScopedFd fd_;
+  ScopedMapping map_;
+  tprof_sampling_config config_{};
+  bool stopped_ = false;
+  uint64_t malformed_halves_ = 0;
+};
+
+}  // namespace tprof
+
+#endif  // TPROF_SAMPLING_H_

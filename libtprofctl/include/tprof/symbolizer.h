@@ -1,0 +1,110 @@
+// Names a sampled address: which space it is in (kernel, a module, the
+// main executable, a shared library, JIT code), the object, the enclosing
+// function and, with DWARF, the source line. Everything comes from the
+// profile (mappings, kallsyms snapshot, perf-map copies) plus the ELF files
+// the mappings name, read with elfutils.
+//
+// Spaces
+//   kernel addresses (no TPROF_SAMPLE_USER): the kallsyms snapshot; a
+//     symbol with a "[mod]" column is in "module:<mod>", else "kernel".
+//   user addresses: the mapping of <pid, space_id> that covers the address
+//     (if that pid never reported one: another pid's mappings of the same
+//     space_id, as threads share a space). file offset = ip - start + pgoff,
+//     turned into the ELF's link-time address with its PT_LOAD headers,
+//     which handles PIE executables and shared libraries alike.
+//   main executable: among the space's mappings of real files, the lowest
+//     one whose name does not look like a shared object ("*.so", "*.so.N",
+//     "ld-*.so*"); the kernel maps an exec'd binary below its libraries and
+//     loader, and the name test covers `ld.so ./prog`, where they are mixed.
+//     If every file looks like a shared object, the lowest one.
+//   shared library: any other mapping, including pseudo files ("[vdso]").
+//   jit: not in a file mapping, but in the pid's perf-<pid>.map copy.
+//   unresolved: none of these. Such addresses are reported as
+//     "[unknown] ..." and counted in stats(), never dropped.
+#ifndef TPROF_SYMBOLIZER_H_
+#define TPROF_SYMBOLIZER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "tprof/profile.h"
+
+namespace tprof {
+
+enum class SpaceKind { kKernel, kModule, kMainExecutable, kSharedLibrary, kJit, kUnresolved };
+
+// "kernel", "module", "main", "shared", "jit", "unresolved".
+const char* SpaceKindName(SpaceKind kind);
+
+struct Location {
+  SpaceKind kind = SpaceKind::kUnresolved;
+  uint64_t address = 0;     // as sampled
+  std::string object;       // "[kernel]", a module name, a path, "[jit]", or ""
+  std::string symbol;       // the function (demangled), "" if not found
+  uint64_t offset = 0;      // address - function start; without a function:
+                            // the object-relative address (ELF vaddr)
+  std::string source_file;  // "" without DWARF line information
+  uint32_t line = 0;
+
+  bool resolved() const { return !symbol.empty(); }
+  // "kernel", "module:<name>", "main", "shared:<path>", "jit", "unresolved".
+  std::string SpaceName() const;
+  // The symbol, or "[unknown] <object's file name>", or "[unknown] 0x<address>".
+  std::string FunctionName() const;
+};
+
+struct SymbolizerOptions {
+  bool source_lines = true;  // look up DWARF lines (slower)
+  // Where separate debug files are found by build id
+  // (<debug_dir>/.build-id/xx/yyyy.debug), as Debian's -dbgsym packages do.
+  std::string debug_dir = "/usr/lib/debug";
+};
+
+struct SymbolizerStats {
+  uint64_t addresses = 0;   // distinct addresses looked up
+  uint64_t unresolved = 0;  // of these, without a function name
+  uint64_t elf_files = 0;   // ELF files opened
+  uint64_t elf_failures = 0;  // files that could not be read as ELF
+};
+
+class Symbolizer {
+ public:
+  // The profile must outlive the symbolizer.
+  explicit Symbolizer(const Profile& profile, SymbolizerOptions options = {});
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // Resolves ip sampled in pid's address space space_id; user: a user-mode
+  // address (TPROF_SAMPLE_USER). Results are cached; the reference stays
+  // valid for the symbolizer's lifetime.
+  const Location& Resolve(uint32_t pid, uint64_t space_id, uint64_t ip, bool user);
+  const Location& Resolve(const SampleKey& key) {
+    return Resolve(key.pid, key.space_id, key.ip, key.user());
+  }
+  // The path of the space's main executable (see above), "" if unknown.
+  std::string MainExecutable(uint32_t pid, uint64_t space_id) const;
+
+  const SymbolizerStats& stats() const { return stats_; }
+
+ private:
+  class ElfObject;
+
+  Location ResolveKernel(uint64_t ip) const;
+  Location ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip);
+  const std::vector<Mapping>* MappingsOf(uint32_t pid, uint64_t space_id) const;
+  ElfObject* OpenElf(const std::string& path);
+
+  const Profile& profile_;
+  SymbolizerOptions options_;
+  SymbolizerStats stats_;
+  std::map<std::tuple<uint32_t, uint64_t, uint64_t, bool>, Location> cache_;
+  std::map<std::string, std::unique_ptr<ElfObject>> elf_files_;  // null: unreadable
+};
+
+}  // namespace tprof
+
+#endif  // TPROF_SYMBOLIZER_H_

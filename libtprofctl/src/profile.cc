@@ -1,0 +1,371 @@
+#include "tprof/profile.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <set>
+
+namespace tprof {
+
+namespace {
+
+const std::string kNoName;
+
+struct FileCloser {
+  void operator()(FILE* f) const { std::fclose(f); }
+};
+using ScopedFile = std::unique_ptr<FILE, FileCloser>;
+
+// Copies the record's fixed part out of the buffer: records are 8-byte
+// aligned in the kernel's buffers, but a copy is also safe on any input.
+template <typename T>
+bool LoadRecord(const tprof_rec_header* rec, uint32_t size, T* out) {
+  if (size < sizeof(T)) return false;
+  std::memcpy(out, rec, sizeof(T));
+  return true;
+}
+
+std::string FixedString(const char* s, size_t max) { return std::string(s, strnlen(s, max)); }
+
+// Reads a text file line by line (also /proc files, whose size is 0).
+template <typename Fn>
+Expected<std::monostate> ForEachLine(const std::string& path, Fn&& fn) {
+  ScopedFile f(std::fopen(path.c_str(), "re"));
+  if (!f) {
+    int err = errno;
+    return Error::FromErrno(err, "cannot read " + path + ": " + std::strerror(err));
+  }
+  char* line = nullptr;
+  size_t cap = 0;
+  ssize_t n;
+  while ((n = ::getline(&line, &cap, f.get())) >= 0) {
+    std::string_view text(line, static_cast<size_t>(n));
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+    fn(text);
+  }
+  std::free(line);
+  return std::monostate{};
+}
+
+bool ParseHex(std::string_view token, uint64_t* out) {
+  if (token.starts_with("0x") || token.starts_with("0X")) token.remove_prefix(2);
+  if (token.empty() || token.size() > 16) return false;
+  uint64_t v = 0;
+  for (char c : token) {
+    int d = (c >= '0' && c <= '9')   ? c - '0'
+            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                     : -1;
+    if (d < 0) return false;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  *out = v;
+  return true;
+}
+
+// Splits off the next token delimited by spaces or tabs.
+std::string_view NextToken(std::string_view* rest) {
+  size_t b = rest->find_first_not_of(" \t");
+  if (b == std::string_view::npos) {
+    *rest = {};
+    return {};
+  }
+  rest->remove_prefix(b);
+  size_t e = rest->find_first_of(" \t");
+  std::string_view tok = rest->substr(0, e);
+  rest->remove_prefix(e == std::string_view::npos ? rest->size() : e);
+  return tok;
+}
+
+}  // namespace
+
+const std::string& ProcessInfo::name() const {
+  for (auto it = names.rbegin(); it != names.rend(); ++it)
+    if (!it->name.empty()) return it->name;
+  return kNoName;
+}
+
+const std::string& ProcessInfo::NameAt(uint64_t time_ns) const {
+  const std::string* found = nullptr;
+  for (const ProcessName& n : names) {
+    if (n.name.empty()) continue;
+    if (n.time_ns > time_ns && found) break;
+    found = &n.name;
+    if (n.time_ns > time_ns) break;  // before the first name: take the first
+  }
+  return found ? *found : kNoName;
+}
+
+uint64_t Profile::TotalSamples() const {
+  uint64_t total = 0;
+  for (const auto& [key, count] : samples) total += count;
+  return total;
+}
+
+uint64_t Profile::TotalLostSamples() const {
+  uint64_t total = 0;
+  bool from_control = false;
+  for (const auto& [cpu, t] : cpus) {
+    if (!t.has_control_totals) continue;
+    from_control = true;
+    total += t.lost_samples;
+  }
+  return from_control ? total : lost_samples_in_records;
+}
+
+uint64_t Profile::TotalLostRecords() const {
+  uint64_t total = 0;
+  bool from_control = false;
+  for (const auto& [cpu, t] : cpus) {
+    if (!t.has_control_totals) continue;
+    from_control = true;
+    total += t.lost_records;
+  }
+  return from_control ? total : lost_records_in_records;
+}
+
+std::string Profile::ProcessDisplayName(uint32_t pid) const {
+  if (pid == 0) return "idle";
+  auto it = processes.find(pid);
+  if (it == processes.end() || it->second.name().empty()) return "[unknown]";
+  return it->second.name();
+}
+
+size_t ProfileBuilder::AddRecord(const tprof_rec_header* rec, size_t avail_bytes) {
+  tprof_rec_header hdr{};
+  if (rec == nullptr || avail_bytes < sizeof(hdr)) {
+    ++profile_.records.malformed;
+    return 0;
+  }
+  std::memcpy(&hdr, rec, sizeof(hdr));
+  if (hdr.size < sizeof(hdr) || hdr.size % 8 != 0 || hdr.size > avail_bytes) {
+    ++profile_.records.malformed;
+    return 0;
+  }
+  bool ok = true;
+  switch (hdr.type) {
+    case TPROF_REC_SAMPLE: {
+      tprof_rec_sample s;
+      if ((ok = LoadRecord(rec, hdr.size, &s))) AddSample(s);
+      break;
+    }
+    case TPROF_REC_COMM: {
+      tprof_rec_comm c;
+      if ((ok = LoadRecord(rec, hdr.size, &c))) AddComm(c);
+      break;
+    }
+    case TPROF_REC_EXIT: {
+      tprof_rec_exit e;
+      if ((ok = LoadRecord(rec, hdr.size, &e))) {
+        ++profile_.records.exits;
+        ProcessInfo& p = profile_.processes[e.pid];
+        p.pid = e.pid;
+        p.exited = true;
+        p.exit_time_ns = e.time_ns;
+      }
+      break;
+    }
+    case TPROF_REC_MAP: {
+      tprof_rec_map m;
+      if ((ok = LoadRecord(rec, hdr.size, &m)))
+        AddMap(m, reinterpret_cast<const char*>(rec) + sizeof(m), hdr.size - sizeof(m));
+      break;
+    }
+    case TPROF_REC_LOST: {
+      tprof_rec_lost l;
+      if ((ok = LoadRecord(rec, hdr.size, &l))) {
+        ++profile_.records.losts;
+        profile_.lost_samples_in_records += l.lost_samples;
+        profile_.lost_records_in_records += l.lost_records;
+      }
+      break;
+    }
+    default:
+      // A newer module's record: its size is trustworthy, so skip it.
+      ++profile_.records.unknown;
+      break;
+  }
+  if (!ok) {
+    ++profile_.records.malformed;
+    return 0;
+  }
+  return hdr.size;
+}
+
+size_t ProfileBuilder::AddRecords(const void* data, size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  size_t off = 0;
+  while (off < bytes) {
+    size_t n = AddRecord(reinterpret_cast<const tprof_rec_header*>(p + off), bytes - off);
+    if (n == 0) break;
+    off += n;
+  }
+  return off;
+}
+
+void ProfileBuilder::AddSample(const tprof_rec_sample& s) {
+  ++profile_.records.samples;
+  const bool user = s.flags & TPROF_SAMPLE_USER;
+  SampleKey key{s.pid, user ? s.space_id : 0, s.ip, s.flags & kSampleKeyFlags};
+  ++profile_.samples[key];
+  if ((s.flags & TPROF_SAMPLE_CALLER) && s.caller != 0) ++profile_.caller_edges[{key, s.caller}];
+  ++profile_.cpus[s.cpu].samples;
+  if (profile_.first_time_ns == 0 || s.time_ns < profile_.first_time_ns)
+    profile_.first_time_ns = s.time_ns;
+  profile_.last_time_ns = std::max<uint64_t>(profile_.last_time_ns, s.time_ns);
+}
+
+void ProfileBuilder::AddComm(const tprof_rec_comm& c) {
+  ++profile_.records.comms;
+  ProcessInfo& p = profile_.processes[c.pid];
+  p.pid = c.pid;
+  // A fork of an exited pid is the pid reused by a new process.
+  if (c.kind == TPROF_COMM_FORK && p.exited && p.exit_time_ns <= c.time_ns) p.exited = false;
+  ProcessName name{c.time_ns, c.kind, c.parent_pid, FixedString(c.comm, sizeof(c.comm))};
+  // Buffers are per CPU, so records arrive out of time order: keep history sorted.
+  auto pos = std::upper_bound(
+      p.names.begin(), p.names.end(), c.time_ns,
+      [](uint64_t t, const ProcessName& n) { return t < n.time_ns; });
+  p.names.insert(pos, std::move(name));
+}
+
+void ProfileBuilder::AddMap(const tprof_rec_map& m, const char* path, size_t path_bytes) {
+  ++profile_.records.maps;
+  Mapping mapping{m.start, m.end, m.pgoff, std::string(path, strnlen(path, path_bytes))};
+  std::vector<Mapping>& list = profile_.mappings[{m.pid, m.space_id}];
+  auto pos = std::lower_bound(list.begin(), list.end(), mapping);
+  if (pos != list.end() && *pos == mapping) return;  // reported again: same mapping
+  list.insert(pos, std::move(mapping));
+}
+
+void ProfileBuilder::SetCpuTotals(uint32_t cpu, uint64_t samples_taken, uint64_t lost_samples,
+                                  uint64_t lost_records) {
+  CpuTotals& t = profile_.cpus[cpu];
+  t.has_control_totals = true;
+  t.samples_taken = samples_taken;
+  t.lost_samples = lost_samples;
+  t.lost_records = lost_records;
+}
+
+void ProfileBuilder::SetAttribute(const std::string& key, const std::string& value) {
+  profile_.attributes[key] = value;
+}
+
+Profile ProfileBuilder::Finish() {
+  // A fork with an empty comm inherits the parent's name at fork time. A
+  // parent may itself be such a fork, hence a few passes.
+  for (int pass = 0; pass < 8; ++pass) {
+    bool changed = false;
+    for (auto& [pid, p] : profile_.processes) {
+      for (ProcessName& n : p.names) {
+        if (n.kind != TPROF_COMM_FORK || !n.name.empty()) continue;
+        auto parent = profile_.processes.find(n.parent_pid);
+        if (parent == profile_.processes.end() || parent->first == pid) continue;
+        n.name = parent->second.NameAt(n.time_ns);
+        changed |= !n.name.empty();
+      }
+    }
+    if (!changed) break;
+  }
+  return std::exchange(profile_, Profile{});
+}
+
+Expected<KernelSymbols> ReadKallsyms(const std::string& path) {
+  KernelSymbols out;
+  bool any_nonzero = false;
+  auto st = ForEachLine(path, [&](std::string_view line) {
+    std::string_view rest = line;
+    uint64_t addr = 0;
+    std::string_view type = NextToken(&rest);
+    if (!ParseHex(type, &addr)) return;
+    type = NextToken(&rest);
+    std::string_view name = NextToken(&rest);
+    if (type.size() != 1 || name.empty() || !std::strchr("tTwW", type[0])) return;
+    std::string_view module = NextToken(&rest);
+    if (module.size() >= 2 && module.front() == '[' && module.back() == ']')
+      module = module.substr(1, module.size() - 2);
+    else
+      module = {};
+    any_nonzero |= addr != 0;
+    out.symbols.push_back({addr, type[0], std::string(name), std::string(module)});
+  });
+  if (!st) return st.error();
+  if (!any_nonzero) {
+    out.symbols.clear();
+    out.note = path + " shows no kernel addresses (run as root, or lower "
+                      "kernel.kptr_restrict): kernel functions stay unresolved";
+    return out;
+  }
+  std::sort(out.symbols.begin(), out.symbols.end());
+  out.available = true;
+  return out;
+}
+
+Expected<std::vector<JitSymbol>> ReadPerfMap(const std::string& path) {
+  std::vector<JitSymbol> out;
+  auto st = ForEachLine(path, [&](std::string_view line) {
+    std::string_view rest = line;
+    JitSymbol sym;
+    if (!ParseHex(NextToken(&rest), &sym.start) || !ParseHex(NextToken(&rest), &sym.size)) return;
+    size_t b = rest.find_first_not_of(" \t");
+    if (b == std::string_view::npos || sym.size == 0) return;
+    sym.name = std::string(rest.substr(b));  // names may contain spaces
+    out.push_back(std::move(sym));
+  });
+  if (!st) return st.error();
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+// Keeps the symbols sampled kernel addresses fall in, plus the next symbol,
+// which bounds each one (kallsyms has no sizes).
+void PruneKernelSymbols(const Profile& profile, KernelSymbols* ksyms) {
+  std::set<uint64_t> addresses;
+  for (const auto& [key, count] : profile.samples)
+    if (!key.user() && key.ip) addresses.insert(key.ip);
+  for (const auto& [key, count] : profile.caller_edges)
+    if (!key.sample.user()) addresses.insert(key.caller);
+  const std::vector<KernelSymbol>& all = ksyms->symbols;
+  std::set<size_t> keep;
+  for (uint64_t addr : addresses) {
+    auto it = std::upper_bound(all.begin(), all.end(), addr,
+                               [](uint64_t a, const KernelSymbol& s) { return a < s.address; });
+    if (it == all.begin()) continue;
+    size_t i = static_cast<size_t>(it - all.begin()) - 1;
+    keep.insert(i);
+    if (i + 1 < all.size()) keep.insert(i + 1);
+  }
+  std::vector<KernelSymbol> kept;
+  kept.reserve(keep.size());
+  for (size_t i : keep) kept.push_back(all[i]);
+  ksyms->symbols = std::move(kept);
+}
+
+}  // namespace
+
+void SnapshotSystemState(Profile* profile, const SnapshotOptions& options) {
+  auto ksyms = ReadKallsyms(options.kallsyms_path);
+  if (ksyms) {
+    profile->kernel_symbols = std::move(*ksyms);
+    if (options.prune_kernel_symbols && profile->kernel_symbols.available)
+      PruneKernelSymbols(*profile, &profile->kernel_symbols);
+  } else {
+    profile->kernel_symbols = {};
+    profile->kernel_symbols.note = ksyms.error().message() + ": kernel functions stay unresolved";
+  }
+  std::set<uint32_t> pids;
+  for (const auto& [key, count] : profile->samples)
+    if (key.user() && key.pid != 0) pids.insert(key.pid);
+  for (uint32_t pid : pids) {
+    // Most processes have none (ENOENT): not worth a note.
+    auto jit = ReadPerfMap(options.perf_map_dir + "/perf-" + std::to_string(pid) + ".map");
+    if (jit && !jit->empty()) profile->jit_symbols[pid] = std::move(*jit);
+  }
+}
+
+}  // namespace tprof

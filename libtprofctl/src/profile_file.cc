@@ -1,0 +1,328 @@
+#include "tprof/profile_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "tprof/scoped_fd.h"
+
+namespace tprof {
+
+namespace {
+
+constexpr char kMagic[] = "tprof-profile";
+
+void AppendEscaped(std::string* out, std::string_view s) {
+  static const char kHex[] = "0123456789ABCDEF";
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '%' || c < 0x20 || c == 0x7f) {
+      *out += '%';
+      *out += kHex[c >> 4];
+      *out += kHex[c & 15];
+    } else {
+      *out += ch;
+    }
+  }
+}
+
+bool Unescape(std::string_view s, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      *out += s[i];
+      continue;
+    }
+    unsigned v = 0;
+    if (i + 2 >= s.size()) return false;
+    auto r = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
+    if (r.ec != std::errc() || r.ptr != s.data() + i + 3) return false;
+    *out += static_cast<char>(v);
+    i += 2;
+  }
+  return true;
+}
+
+// Builds one line: Tag(...) then fields, each preceded by a TAB.
+class LineWriter {
+ public:
+  explicit LineWriter(std::string* out) : out_(out) {}
+  LineWriter& Tag(const char* tag) {
+    *out_ += tag;
+    return *this;
+  }
+  LineWriter& Dec(uint64_t v) {
+    *out_ += '\t';
+    *out_ += std::to_string(v);
+    return *this;
+  }
+  LineWriter& Hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof(buf), "\t%llx", static_cast<unsigned long long>(v));
+    *out_ += buf;
+    return *this;
+  }
+  LineWriter& Str(std::string_view s) {
+    *out_ += '\t';
+    AppendEscaped(out_, s);
+    return *this;
+  }
+  void End() { *out_ += '\n'; }
+
+ private:
+  std::string* out_;
+};
+
+// The fields of one line, with typed accessors that record the first error.
+class LineReader {
+ public:
+  explicit LineReader(std::string_view line) {
+    size_t start = 0;
+    while (true) {
+      size_t tab = line.find('\t', start);
+      fields_.push_back(line.substr(start, tab == std::string_view::npos ? tab : tab - start));
+      if (tab == std::string_view::npos) break;
+      start = tab + 1;
+    }
+  }
+  std::string_view tag() const { return fields_[0]; }
+  bool ok() const { return ok_; }
+
+  uint64_t Dec(size_t i) { return Number(i, 10); }
+  uint64_t Hex(size_t i) { return Number(i, 16); }
+  uint32_t Dec32(size_t i) {
+    uint64_t v = Dec(i);
+    if (v > UINT32_MAX) ok_ = false;
+    return static_cast<uint32_t>(v);
+  }
+  std::string Str(size_t i) {
+    std::string s;
+    if (i >= fields_.size() || !Unescape(fields_[i], &s)) ok_ = false;
+    return s;
+  }
+
+ private:
+  uint64_t Number(size_t i, int base) {
+    uint64_t v = 0;
+    if (i >= fields_.size()) {
+      ok_ = false;
+      return 0;
+    }
+    std::string_view f = fields_[i];
+    auto r = std::from_chars(f.data(), f.data() + f.size(), v, base);
+    if (f.empty() || r.ec != std::errc() || r.ptr != f.data() + f.size()) ok_ = false;
+    return v;
+  }
+
+  std::vector<std::string_view> fields_;
+  bool ok_ = true;
+};
+
+Error BadFile(const std::string& name, const std::string& what) {
+  return Error::FromErrno(EBADMSG, name + ": " + what);
+}
+
+// Applies one line of a known kind; false if a field is malformed.
+bool ParseLine(LineReader& r, Profile* p) {
+  std::string_view tag = r.tag();
+  if (tag == "attr") {
+    std::string key = r.Str(1);
+    p->attributes[key] = r.Str(2);
+  } else if (tag == "time") {
+    p->first_time_ns = r.Dec(1);
+    p->last_time_ns = r.Dec(2);
+  } else if (tag == "lost") {
+    p->lost_samples_in_records = r.Dec(1);
+    p->lost_records_in_records = r.Dec(2);
+  } else if (tag == "records") {
+    RecordStats& s = p->records;
+    s = {r.Dec(1), r.Dec(2), r.Dec(3), r.Dec(4), r.Dec(5), r.Dec(6), r.Dec(7)};
+  } else if (tag == "cpu") {
+    CpuTotals& c = p->cpus[r.Dec32(1)];
+    c = {r.Dec(2), r.Dec(3) != 0, r.Dec(4), r.Dec(5), r.Dec(6)};
+  } else if (tag == "process") {
+    uint32_t pid = r.Dec32(1);
+    ProcessInfo& proc = p->processes[pid];
+    proc.pid = pid;
+    proc.exited = r.Dec(2) != 0;
+    proc.exit_time_ns = r.Dec(3);
+  } else if (tag == "name") {
+    uint32_t pid = r.Dec32(1);
+    ProcessInfo& proc = p->processes[pid];
+    proc.pid = pid;
+    ProcessName n;
+    n.time_ns = r.Dec(2);
+    n.kind = r.Dec32(3);
+    n.parent_pid = r.Dec32(4);
+    n.name = r.Str(5);
+    proc.names.push_back(std::move(n));
+  } else if (tag == "map") {
+    SpaceKey key{r.Dec32(1), r.Hex(2)};
+    p->mappings[key].push_back({r.Hex(3), r.Hex(4), r.Hex(5), r.Str(6)});
+  } else if (tag == "sample") {
+    SampleKey key{r.Dec32(1), r.Hex(2), r.Hex(3), static_cast<uint32_t>(r.Hex(4))};
+    p->samples[key] += r.Dec(5);
+  } else if (tag == "edge") {
+    CallerKey key{{r.Dec32(1), r.Hex(2), r.Hex(3), static_cast<uint32_t>(r.Hex(4))}, r.Hex(5)};
+    p->caller_edges[key] += r.Dec(6);
+  } else if (tag == "kernel-symbols") {
+    p->kernel_symbols.available = r.Dec(1) != 0;
+    p->kernel_symbols.note = r.Str(2);
+  } else if (tag == "ksym") {
+    uint64_t addr = r.Hex(1);
+    std::string type = r.Str(2);
+    if (type.size() != 1) return false;
+    p->kernel_symbols.symbols.push_back({addr, type[0], r.Str(3), r.Str(4)});
+  } else if (tag == "jit") {
+    uint32_t pid = r.Dec32(1);
+    p->jit_symbols[pid].push_back({r.Hex(2), r.Hex(3), r.Str(4)});
+  }
+  // Anything else is from a newer minor version: skipped.
+  return r.ok();
+}
+
+}  // namespace
+
+std::string SerializeProfile(const Profile& p) {
+  std::string out;
+  LineWriter w(&out);
+  out += std::string(kMagic) + " " + std::to_string(kProfileFormatMajor) + " " +
+         std::to_string(kProfileFormatMinor) + "\n";
+  for (const auto& [k, v] : p.attributes) w.Tag("attr").Str(k).Str(v).End();
+  w.Tag("time").Dec(p.first_time_ns).Dec(p.last_time_ns).End();
+  w.Tag("lost").Dec(p.lost_samples_in_records).Dec(p.lost_records_in_records).End();
+  const RecordStats& s = p.records;
+  w.Tag("records").Dec(s.samples).Dec(s.comms).Dec(s.exits).Dec(s.maps).Dec(s.losts);
+  w.Dec(s.unknown).Dec(s.malformed).End();
+  for (const auto& [cpu, c] : p.cpus) {
+    w.Tag("cpu").Dec(cpu).Dec(c.samples).Dec(c.has_control_totals).Dec(c.samples_taken);
+    w.Dec(c.lost_samples).Dec(c.lost_records).End();
+  }
+  for (const auto& [pid, proc] : p.processes) {
+    w.Tag("process").Dec(pid).Dec(proc.exited).Dec(proc.exit_time_ns).End();
+    for (const ProcessName& n : proc.names)
+      w.Tag("name").Dec(pid).Dec(n.time_ns).Dec(n.kind).Dec(n.parent_pid).Str(n.name).End();
+  }
+  for (const auto& [key, maps] : p.mappings)
+    for (const Mapping& m : maps)
+      w.Tag("map").Dec(key.pid).Hex(key.space_id).Hex(m.start).Hex(m.end).Hex(m.pgoff).Str(m.path).End();
+  for (const auto& [k, count] : p.samples)
+    w.Tag("sample").Dec(k.pid).Hex(k.space_id).Hex(k.ip).Hex(k.flags).Dec(count).End();
+  for (const auto& [k, count] : p.caller_edges) {
+    const SampleKey& sk = k.sample;
+    w.Tag("edge").Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Hex(k.caller).Dec(count);
+    w.End();
+  }
+  w.Tag("kernel-symbols").Dec(p.kernel_symbols.available).Str(p.kernel_symbols.note).End();
+  for (const KernelSymbol& k : p.kernel_symbols.symbols)
+    w.Tag("ksym").Hex(k.address).Str(std::string(1, k.type)).Str(k.name).Str(k.module).End();
+  for (const auto& [pid, syms] : p.jit_symbols)
+    for (const JitSymbol& j : syms) w.Tag("jit").Dec(pid).Hex(j.start).Hex(j.size).Str(j.name).End();
+  out += "end\n";
+  return out;
+}
+
+Expected<Profile> ParseProfile(std::string_view text, const std::string& name) {
+  size_t eol = text.find('\n');
+  std::string_view header = text.substr(0, eol);
+  int major = -1, minor = -1;
+  std::string header_str(header);
+  char magic[32] = {};
+  if (std::sscanf(header_str.c_str(), "%31s %d %d", magic, &major, &minor) != 3 ||
+      std::strcmp(magic, kMagic) != 0)
+    return BadFile(name, "not a tprof profile (the first line is not `tprof-profile MAJOR "
+                         "MINOR`): give a file written by `tprofctl stop` or `tprofctl record`");
+  if (major != kProfileFormatMajor)
+    return Error::FromErrno(
+        EPROTO, name + ": profile format version " + std::to_string(major) + "." +
+                    std::to_string(minor) + " is not supported (this tprofctl reads " +
+                    std::to_string(kProfileFormatMajor) + ".x): use the tprofctl that wrote it");
+  Profile p;
+  bool ended = false;
+  size_t line_no = 1;
+  size_t pos = eol == std::string_view::npos ? text.size() : eol + 1;
+  while (pos < text.size() && !ended) {
+    ++line_no;
+    size_t next = text.find('\n', pos);
+    std::string_view line = text.substr(pos, next == std::string_view::npos ? next : next - pos);
+    pos = next == std::string_view::npos ? text.size() : next + 1;
+    if (line.empty() || line[0] == '#') continue;
+    if (line == "end") {
+      ended = true;
+      break;
+    }
+    LineReader r(line);
+    if (!ParseLine(r, &p))
+      return BadFile(name, "line " + std::to_string(line_no) + " is malformed: `" +
+                               std::string(line.substr(0, 80)) + "`");
+  }
+  if (!ended)
+    return BadFile(name, "the profile is cut short (no `end` line): the recorder did not "
+                         "finish; record it again");
+  // Hand-edited or concatenated files: restore the orders the model promises.
+  for (auto& [key, maps] : p.mappings) std::sort(maps.begin(), maps.end());
+  std::sort(p.kernel_symbols.symbols.begin(), p.kernel_symbols.symbols.end());
+  for (auto& [pid, syms] : p.jit_symbols) std::sort(syms.begin(), syms.end());
+  for (auto& [pid, proc] : p.processes)
+    std::stable_sort(proc.names.begin(), proc.names.end(),
+                     [](const ProcessName& a, const ProcessName& b) { return a.time_ns < b.time_ns; });
+  return p;
+}
+
+Status WriteProfile(const Profile& profile, const std::string& path) {
+  const std::string text = SerializeProfile(profile);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) {
+    int err = errno;
+    return Error::FromErrno(err, "cannot write " + tmp + ": " + std::strerror(err));
+  }
+  for (size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      ::unlink(tmp.c_str());
+      return Error::FromErrno(err, "cannot write " + tmp + ": " + std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd.release()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return Error::FromErrno(err, "cannot write " + path + ": " + std::strerror(err));
+  }
+  return OkStatus();
+}
+
+Expected<Profile> ReadProfile(const std::string& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    int err = errno;
+    if (err == ENOENT)
+      return Error::FromErrno(err, path + " not found: record a profile first with `tprofctl "
+                                          "record -- CMD` or `tprofctl start`/`tprofctl stop`");
+    return Error::FromErrno(err, "cannot read " + path + ": " + std::strerror(err));
+  }
+  std::string text;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      return Error::FromErrno(err, "cannot read " + path + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return ParseProfile(text, path);
+}
+
+}  // namespace tprof

@@ -1,0 +1,385 @@
+#include "tprof/report.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "tprof/json_writer.h"
+
+namespace tprof {
+
+namespace {
+
+void Appendf(std::string* out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void Appendf(std::string* out, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if (static_cast<size_t>(n) < sizeof(buf)) {
+    out->append(buf, static_cast<size_t>(n));
+    return;
+  }
+  std::string big(static_cast<size_t>(n) + 1, '\0');
+  va_start(ap, fmt);
+  std::vsnprintf(big.data(), big.size(), fmt, ap);
+  va_end(ap);
+  big.resize(static_cast<size_t>(n));
+  *out += big;
+}
+
+double Percent(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+// JSON has no floats here (JsonWriter writes integers): percent * 100.
+uint64_t PercentX100(uint64_t part, uint64_t whole) {
+  return whole ? (part * 10000 + whole / 2) / whole : 0;
+}
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The space as the text report shows it: shared libraries by file name.
+std::string ShortSpace(const Location& loc) {
+  if (loc.kind == SpaceKind::kSharedLibrary) return "shared:" + BaseName(loc.object);
+  return loc.SpaceName();
+}
+
+std::string SourceText(const Location& loc, bool full_path) {
+  if (loc.source_file.empty()) return "";
+  return (full_path ? loc.source_file : BaseName(loc.source_file)) + ":" +
+         std::to_string(loc.line);
+}
+
+bool IsKernel(const Location& loc) {
+  return loc.kind == SpaceKind::kKernel || loc.kind == SpaceKind::kModule;
+}
+
+// One frame of a folded stack: ';' separates frames and a line is one
+// stack, so neither may appear in a name.
+std::string Frame(const std::string& name, bool kernel) {
+  std::string out = name;
+  for (char& c : out) {
+    if (c == ';') c = ':';
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return kernel ? out + "_[k]" : out;
+}
+
+uint32_t ReportPid(const SampleKey& key) { return key.idle() ? 0 : key.pid; }
+
+bool Selected(const ReportOptions& o, const SampleKey& key) {
+  return !o.pid || *o.pid == ReportPid(key);
+}
+
+std::string ReportName(const Profile& p, uint32_t pid) {
+  return pid == 0 ? "idle" : p.ProcessDisplayName(pid);
+}
+
+size_t Limit(size_t rows, size_t top) { return top ? std::min(rows, top) : rows; }
+
+void TextHeader(const Profile& p, const ReportData& d, std::string* out) {
+  Appendf(out, "tprof profile: %" PRIu64 " samples taken (%" PRIu64 " delivered, %" PRIu64
+               " lost), %zu CPUs",
+          p.TotalSamples() + d.lost_samples, p.TotalSamples(), d.lost_samples, p.cpus.size());
+  if (p.last_time_ns > p.first_time_ns)
+    Appendf(out, ", %.3f s", static_cast<double>(p.last_time_ns - p.first_time_ns) / 1e9);
+  *out += "\n";
+  for (const auto& [key, value] : p.attributes) Appendf(out, "%s: %s\n", key.c_str(), value.c_str());
+  if (!p.kernel_symbols.available)
+    Appendf(out, "kernel symbols: unavailable%s%s\n", p.kernel_symbols.note.empty() ? "" : ": ",
+            p.kernel_symbols.note.c_str());
+  Appendf(out, "unresolved: %" PRIu64 " samples (%.1f%%) at addresses without a function name\n",
+          d.unresolved_samples, Percent(d.unresolved_samples, d.all_samples));
+  if (d.lost_records)
+    Appendf(out, "lost records: %" PRIu64 " (names, mappings or exits may be missing)\n",
+            d.lost_records);
+  if (p.records.malformed || p.records.unknown)
+    Appendf(out, "records skipped: %" PRIu64 " malformed, %" PRIu64 " of unknown type\n",
+            p.records.malformed, p.records.unknown);
+}
+
+void TextProcesses(const ReportData& d, const ReportOptions& o, std::string* out) {
+  const uint64_t base = d.all_samples;
+  Appendf(out, "\n%7s %-16s %10s %7s %7s %7s %7s %7s\n", "PID", "NAME", "SAMPLES", "TOTAL",
+          "KERNEL", "USER", "SHARED", "OTHER");
+  size_t shown = Limit(d.processes.size(), o.top);
+  for (size_t i = 0; i < shown; ++i) {
+    const ProcessSummary& s = d.processes[i];
+    Appendf(out, "%7u %-16s %10" PRIu64 " %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%%\n", s.pid,
+            s.name.c_str(), s.samples, Percent(s.samples, base), Percent(s.kernel, base),
+            Percent(s.user, base), Percent(s.shared, base), Percent(s.jit + s.unresolved, base));
+  }
+  if (shown < d.processes.size()) {
+    uint64_t rest = 0;
+    for (size_t i = shown; i < d.processes.size(); ++i) rest += d.processes[i].samples;
+    Appendf(out, "%7s %-16s %10" PRIu64 " %6.1f%%\n", "...",
+            ("(" + std::to_string(d.processes.size() - shown) + " more)").c_str(), rest,
+            Percent(rest, base));
+  }
+  if (!o.pid || *o.pid == 0)
+    Appendf(out, "%7u %-16s %10" PRIu64 " %6.1f%%\n", 0u, "[idle/wait]", d.idle_samples,
+            Percent(d.idle_samples, base));
+  Appendf(out, "%7s %-16s %10" PRIu64 " %6.1f%%\n", "-", "[lost]", d.lost_samples,
+          Percent(d.lost_samples, base));
+  Appendf(out,
+          "TOTAL/KERNEL/USER/SHARED/OTHER: %% of all samples taken; USER = main executable, "
+          "SHARED = shared libraries and [vdso], OTHER = JIT code and addresses in no known "
+          "mapping\n");
+}
+
+void TextFunctions(const ReportData& d, const ReportOptions& o, std::string* out) {
+  size_t procs = Limit(d.functions.size(), o.top);
+  for (size_t i = 0; i < procs; ++i) {
+    const ProcessFunctions& pf = d.functions[i];
+    Appendf(out, "\nPID %u %s: %" PRIu64 " samples, %.1f%% of all\n", pf.pid, pf.name.c_str(),
+            pf.samples, Percent(pf.samples, d.all_samples));
+    Appendf(out, "%10s %7s %7s  %-20s %-40s %s\n", "SAMPLES", "PROC", "ALL", "SPACE", "FUNCTION",
+            "SOURCE");
+    size_t rows = Limit(pf.functions.size(), o.top);
+    for (size_t r = 0; r < rows; ++r) {
+      const FunctionRow& f = pf.functions[r];
+      Appendf(out, "%10" PRIu64 " %6.1f%% %6.1f%%  %-20s %-40s %s\n", f.samples,
+              Percent(f.samples, pf.samples), Percent(f.samples, d.all_samples),
+              ShortSpace(f.location).c_str(), f.function.c_str(),
+              SourceText(f.location, false).c_str());
+    }
+    if (rows < pf.functions.size()) {
+      uint64_t rest = 0;
+      for (size_t r = rows; r < pf.functions.size(); ++r) rest += pf.functions[r].samples;
+      Appendf(out, "%10" PRIu64 " %6.1f%% %6.1f%%  (%zu more functions)\n", rest,
+              Percent(rest, pf.samples), Percent(rest, d.all_samples), pf.functions.size() - rows);
+    }
+  }
+  if (procs < d.functions.size())
+    Appendf(out, "\n(%zu more processes: raise --top or pick one with --pid)\n",
+            d.functions.size() - procs);
+}
+
+void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
+                const Symbolizer& sym, std::string* out) {
+  const uint64_t base = d.all_samples;
+  JsonWriter w;
+  w.BeginObject().Key("attributes").BeginObject();
+  for (const auto& [k, v] : p.attributes) w.Field(k, v);
+  w.EndObject();
+  w.Field("samples_taken", p.TotalSamples() + d.lost_samples)
+      .Field("samples", d.samples)
+      .Field("lost_samples", d.lost_samples)
+      .Field("lost_records", d.lost_records)
+      .Field("idle_samples", d.idle_samples)
+      .Field("unresolved_samples", d.unresolved_samples)
+      .Field("unresolved_addresses", sym.stats().unresolved)
+      .Field("duration_ns", p.last_time_ns - p.first_time_ns)
+      .Field("kernel_symbols_available", p.kernel_symbols.available)
+      .Field("kernel_symbols_note", p.kernel_symbols.note);
+  w.Key("records")
+      .BeginObject()
+      .Field("samples", p.records.samples)
+      .Field("comms", p.records.comms)
+      .Field("exits", p.records.exits)
+      .Field("maps", p.records.maps)
+      .Field("lost", p.records.losts)
+      .Field("unknown", p.records.unknown)
+      .Field("malformed", p.records.malformed)
+      .EndObject();
+  w.Key("cpus").BeginArray();
+  for (const auto& [cpu, c] : p.cpus) {
+    w.BeginObject().Field("cpu", cpu).Field("samples", c.samples);
+    if (c.has_control_totals)
+      w.Field("samples_taken", c.samples_taken)
+          .Field("lost_samples", c.lost_samples)
+          .Field("lost_records", c.lost_records);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("idle").BeginObject().Field("samples", d.idle_samples);
+  w.Field("percent_x100", PercentX100(d.idle_samples, base)).EndObject();
+  w.Key("lost").BeginObject().Field("samples", d.lost_samples).Field("records", d.lost_records);
+  w.Field("percent_x100", PercentX100(d.lost_samples, base)).EndObject();
+  if (o.by != ReportBy::kSymbol) {
+    w.Key("processes").BeginArray();
+    for (size_t i = 0; i < Limit(d.processes.size(), o.top); ++i) {
+      const ProcessSummary& s = d.processes[i];
+      w.BeginObject().Field("pid", s.pid).Field("name", s.name);
+      auto proc = p.processes.find(s.pid);
+      bool exited = proc != p.processes.end() && proc->second.exited;
+      w.Field("exited", exited).Key("names").BeginArray();
+      if (proc != p.processes.end()) {
+        for (const ProcessName& n : proc->second.names) {
+          static const char* const kKinds[] = {"existing", "fork", "exec"};
+          w.BeginObject().Field("name", n.name).Field("time_ns", n.time_ns);
+          w.Field("kind", n.kind < 3 ? kKinds[n.kind] : "unknown").EndObject();
+        }
+      }
+      w.EndArray()
+          .Field("samples", s.samples)
+          .Field("percent_x100", PercentX100(s.samples, base))
+          .Field("kernel", s.kernel)
+          .Field("user", s.user)
+          .Field("shared", s.shared)
+          .Field("jit", s.jit)
+          .Field("unresolved", s.unresolved)
+          .EndObject();
+    }
+    w.EndArray();
+  }
+  if (o.by != ReportBy::kProcess) {
+    w.Key("functions").BeginArray();
+    for (size_t i = 0; i < Limit(d.functions.size(), o.top); ++i) {
+      const ProcessFunctions& pf = d.functions[i];
+      w.BeginObject().Field("pid", pf.pid).Field("name", pf.name).Field("samples", pf.samples);
+      w.Key("functions").BeginArray();
+      for (size_t r = 0; r < Limit(pf.functions.size(), o.top); ++r) {
+        const FunctionRow& f = pf.functions[r];
+        w.BeginObject()
+            .Field("space", f.space)
+            .Field("kind", std::string(SpaceKindName(f.location.kind)))
+            .Field("object", f.location.object)
+            .Field("function", f.function)
+            .Field("resolved", f.location.resolved())
+            .Field("samples", f.samples)
+            .Field("percent_x100", PercentX100(f.samples, base))
+            .Field("process_percent_x100", PercentX100(f.samples, pf.samples))
+            .Field("source", SourceText(f.location, true))
+            .EndObject();
+      }
+      w.EndArray().EndObject();
+    }
+    w.EndArray();
+  }
+  w.EndObject();
+  *out += w.str();
+  *out += "\n";
+}
+
+}  // namespace
+
+ReportData BuildReport(const Profile& p, Symbolizer& sym, const ReportOptions& o) {
+  ReportData d;
+  d.lost_samples = p.TotalLostSamples();
+  d.lost_records = p.TotalLostRecords();
+  d.all_samples = p.TotalSamples() + d.lost_samples;
+  std::map<uint32_t, ProcessSummary> procs;
+  struct Aggregate {
+    FunctionRow row;
+    uint64_t hottest = 0;  // samples of the address row.location describes
+  };
+  std::map<uint32_t, std::map<std::pair<std::string, std::string>, Aggregate>> functions;
+  for (const auto& [key, count] : p.samples) {
+    if (!Selected(o, key)) continue;
+    const uint32_t pid = ReportPid(key);
+    const Location& loc = sym.Resolve(key);
+    d.samples += count;
+    if (!loc.resolved()) d.unresolved_samples += count;
+    if (pid == 0) {
+      d.idle_samples += count;
+    } else {
+      ProcessSummary& s = procs[pid];
+      s.samples += count;
+      switch (loc.kind) {
+        case SpaceKind::kKernel:
+        case SpaceKind::kModule:
+          s.kernel += count;
+          break;
+        case SpaceKind::kMainExecutable:
+          s.user += count;
+          break;
+        case SpaceKind::kSharedLibrary:
+          s.shared += count;
+          break;
+        case SpaceKind::kJit:
+          s.jit += count;
+          break;
+        case SpaceKind::kUnresolved:
+          s.unresolved += count;
+          break;
+      }
+    }
+    Aggregate& a = functions[pid][{loc.SpaceName(), loc.FunctionName()}];
+    a.row.samples += count;
+    if (count > a.hottest) {
+      a.hottest = count;
+      a.row.location = loc;
+    }
+  }
+  for (auto& [pid, s] : procs) {
+    s.pid = pid;
+    s.name = ReportName(p, pid);
+    d.processes.push_back(s);
+  }
+  std::sort(d.processes.begin(), d.processes.end(),
+            [](const ProcessSummary& a, const ProcessSummary& b) {
+              return a.samples != b.samples ? a.samples > b.samples : a.pid < b.pid;
+            });
+  for (auto& [pid, rows] : functions) {
+    ProcessFunctions pf{pid, ReportName(p, pid), 0, {}};
+    for (auto& [name, a] : rows) {
+      a.row.space = name.first;
+      a.row.function = name.second;
+      pf.samples += a.row.samples;
+      pf.functions.push_back(std::move(a.row));
+    }
+    std::sort(pf.functions.begin(), pf.functions.end(),
+              [](const FunctionRow& a, const FunctionRow& b) {
+                if (a.samples != b.samples) return a.samples > b.samples;
+                return std::tie(a.space, a.function) < std::tie(b.space, b.function);
+              });
+    d.functions.push_back(std::move(pf));
+  }
+  std::sort(d.functions.begin(), d.functions.end(),
+            [](const ProcessFunctions& a, const ProcessFunctions& b) {
+              return a.samples != b.samples ? a.samples > b.samples : a.pid < b.pid;
+            });
+  return d;
+}
+
+std::string FoldedStacks(const Profile& p, Symbolizer& sym, const ReportOptions& o) {
+  std::map<std::string, uint64_t> stacks;
+  for (const auto& [key, count] : p.samples) {
+    if (!Selected(o, key)) continue;
+    const std::string process = Frame(ReportName(p, ReportPid(key)), false);
+    const Location& loc = sym.Resolve(key);
+    const std::string function = Frame(loc.FunctionName(), IsKernel(loc));
+    uint64_t with_caller = 0;
+    for (auto it = p.caller_edges.lower_bound({key, 0});
+         it != p.caller_edges.end() && it->first.sample == key; ++it) {
+      // A return address can be the first byte after the caller's last
+      // instruction (a call to a noreturn function): look up the call.
+      const Location& caller = sym.Resolve(key.pid, key.space_id, it->first.caller - 1, key.user());
+      stacks[process + ";" + Frame(caller.FunctionName(), IsKernel(caller)) + ";" + function] +=
+          it->second;
+      with_caller += it->second;
+    }
+    if (count > with_caller) stacks[process + ";" + function] += count - with_caller;
+  }
+  std::string out;
+  for (const auto& [stack, count] : stacks) Appendf(&out, "%s %" PRIu64 "\n", stack.c_str(), count);
+  return out;
+}
+
+std::string RenderReport(const Profile& p, Symbolizer& sym, const ReportOptions& o,
+                         ReportFormat format) {
+  if (format == ReportFormat::kFolded) return FoldedStacks(p, sym, o);
+  ReportData d = BuildReport(p, sym, o);
+  std::string out;
+  if (format == ReportFormat::kJson) {
+    JsonReport(p, d, o, sym, &out);
+    return out;
+  }
+  TextHeader(p, d, &out);
+  if (o.by != ReportBy::kSymbol) TextProcesses(d, o, &out);
+  if (o.by != ReportBy::kProcess) TextFunctions(d, o, &out);
+  return out;
+}
+
+}  // namespace tprof

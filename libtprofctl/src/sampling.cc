@@ -1,0 +1,224 @@
+#include "tprof/sampling.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace tprof {
+
+namespace {
+
+Error SamplingError(const char* what, int err) {
+  std::string msg = std::string(what) + ": ";
+  switch (err) {
+    case EPERM:
+      return Error::FromErrno(err, msg + "permission denied: system-wide sampling needs "
+                                         "CAP_PERFMON or CAP_SYS_ADMIN (run as root, or "
+                                         "sample one of your own processes with --pid)");
+    case EACCES:
+      return Error::FromErrno(err, msg + "permission denied: that process belongs to "
+                                         "another user (needs CAP_PERFMON or CAP_SYS_ADMIN)");
+    case EBUSY:
+      return Error::FromErrno(err, msg + "a sampling session is already running (stop it "
+                                         "with `tprofctl stop`)");
+    case ESRCH:
+      return Error::FromErrno(err, msg + "no such process");
+    case EOPNOTSUPP:
+      return Error::FromErrno(err, msg + "that event needs a hardware PMU, which this "
+                                         "machine does not offer (e.g. in a VM); use the "
+                                         "clock or a software event");
+    case EINVAL:
+      return Error::FromErrno(err, msg + "invalid settings (frequency 1..100000 Hz, buffer "
+                                         "a power of two from 4 KiB to 16 MiB, event period "
+                                         ">= 1)");
+    case ENOTTY:
+      return Error::FromErrno(err, msg + "the loaded tprof module is too old for sampling "
+                                         "(ENOTTY): load this version's kmod/tprof.ko");
+    case ENODATA:
+      return Error::FromErrno(err, msg + "no sampling session on this descriptor");
+    default:
+      return Error::FromErrno(err, msg + std::strerror(err));
+  }
+}
+
+struct EventName {
+  const char* name;
+  uint32_t type;
+  uint64_t config;
+};
+
+constexpr EventName kEvents[] = {
+    {"cpu-clock", TPROF_SAMPLE_ON_CLOCK, 0},
+    {"task-clock", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK},
+    {"page-faults", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS},
+    {"context-switches", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
+    {"cpu-migrations", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
+    {"cycles", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+    {"instructions", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
+    {"cache-misses", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
+    {"branch-misses", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES},
+};
+
+}  // namespace
+
+Status ParseSampleEvent(const std::string& name, SamplingOptions* options) {
+  for (const EventName& e : kEvents) {
+    if (name == e.name) {
+      options->event_type = e.type;
+      options->event_config = e.config;
+      return OkStatus();
+    }
+  }
+  if (name.size() > 1 && name[0] == 'r') {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long code = std::strtoull(name.c_str() + 1, &end, 16);
+    if (errno == 0 && end && *end == '\0') {
+      options->event_type = TPROF_METRIC_RAW;
+      options->event_config = code;
+      return OkStatus();
+    }
+  }
+  return Error::FromErrno(EINVAL, "unknown event '" + name +
+                                      "': use cpu-clock, task-clock, page-faults, "
+                                      "context-switches, cpu-migrations, cycles, "
+                                      "instructions, cache-misses, branch-misses or rHEX");
+}
+
+ScopedMapping::~ScopedMapping() {
+  if (addr_) ::munmap(addr_, len_);
+}
+ScopedMapping::ScopedMapping(ScopedMapping&& o) noexcept
+    : addr_(std::exchange(o.addr_, nullptr)), len_(std::exchange(o.len_, 0)) {}
+ScopedMapping& ScopedMapping::operator=(ScopedMapping&& o) noexcept {
+  if (this != &o) {
+    if (addr_) ::munmap(addr_, len_);
+    addr_ = std::exchange(o.addr_, nullptr);
+    len_ = std::exchange(o.len_, 0);
+  }
+  return *this;
+}
+
+Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
+                                                 const std::string& device_path) {
+  ScopedFd fd(::open(device_path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!fd) {
+    int err = errno;
+    if (err == ENOENT || err == ENODEV || err == ENXIO)
+      return Error::FromErrno(err, device_path + " not found: load the module with "
+                                                 "`sudo insmod kmod/tprof.ko`");
+    return Error::FromErrno(err, "cannot open " + device_path + ": " + std::strerror(err));
+  }
+  tprof_sampling_config c{};
+  c.flags = o.callers ? TPROF_SAMPLING_CALLERS : 0;
+  c.pid = o.pid;
+  c.frequency_hz = o.event_type == TPROF_SAMPLE_ON_CLOCK ? o.frequency_hz : 0;
+  c.half_bytes = o.half_bytes;
+  c.event_type = o.event_type;
+  c.event_config = o.event_config;
+  c.event_period = o.event_type == TPROF_SAMPLE_ON_CLOCK ? 0 : o.event_period;
+  if (::ioctl(fd.get(), TPROF_IOC_SAMPLING_START, &c) != 0)
+    return SamplingError("starting sampling", errno);
+  void* addr = ::mmap(nullptr, c.map_bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (addr == MAP_FAILED)
+    return Error::FromErrno(errno, std::string("mapping the sample buffers: ") +
+                                       std::strerror(errno));
+  return SamplingSession(std::move(fd), ScopedMapping(addr, c.map_bytes), c);
+}
+
+const tprof_buffer_ctl& SamplingSession::Ctl(uint32_t cpu) const {
+  return reinterpret_cast<const tprof_buffer_ctl*>(map_.data())[cpu];
+}
+
+const uint8_t* SamplingSession::Half(uint32_t cpu, uint32_t half) const {
+  return map_.data() + config_.ctl_bytes +
+         (static_cast<size_t>(cpu) * 2 + half) * config_.half_bytes_out;
+}
+
+Expected<size_t> SamplingSession::Consume(const RecordFn& fn) {
+  size_t consumed = 0;
+  for (uint32_t cpu = 0; cpu < config_.nr_cpu_ids; ++cpu) {
+    const tprof_buffer_ctl& ctl = Ctl(cpu);
+    // Both halves may be full: the older publication goes first.
+    for (;;) {
+      bool f0 = __atomic_load_n(&ctl.full[0], __ATOMIC_ACQUIRE);
+      bool f1 = __atomic_load_n(&ctl.full[1], __ATOMIC_ACQUIRE);
+      if (!f0 && !f1) break;
+      uint32_t half = f0 && f1 ? (ctl.seq[0] < ctl.seq[1] ? 0 : 1) : (f0 ? 0 : 1);
+      const uint8_t* p = Half(cpu, half);
+      size_t used = std::min<size_t>(ctl.used[half], config_.half_bytes_out);
+      size_t off = 0;
+      while (off + sizeof(tprof_rec_header) <= used) {
+        const auto* hdr = reinterpret_cast<const tprof_rec_header*>(p + off);
+        if (hdr->size < sizeof(tprof_rec_header) || hdr->size % 8 != 0 ||
+            hdr->size > used - off) {
+          ++malformed_halves_;
+          break;
+        }
+        if (!fn(cpu, hdr, used - off)) {
+          ++malformed_halves_;
+          break;
+        }
+        off += hdr->size;
+      }
+      tprof_buffer_release rel{};
+      rel.cpu = cpu;
+      rel.half = half;
+      if (::ioctl(fd_.get(), TPROF_IOC_SAMPLING_RELEASE, &rel) != 0)
+        return SamplingError("handing a sample buffer back", errno);
+      ++consumed;
+    }
+  }
+  return consumed;
+}
+
+Status SamplingSession::Stop() {
+  if (stopped_) return OkStatus();
+  if (::ioctl(fd_.get(), TPROF_IOC_SAMPLING_STOP) != 0)
+    return SamplingError("stopping sampling", errno);
+  stopped_ = true;
+  return OkStatus();
+}
+
+bool SamplingSession::Finished() const {
+  if (!stopped_) return false;
+  pollfd p{fd_.get(), POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN);
+}
+
+Status SamplingSession::Wait(int timeout_ms) const {
+  pollfd p{fd_.get(), POLLIN, 0};
+  if (::poll(&p, 1, timeout_ms) < 0 && errno != EINTR)
+    return Error::FromErrno(errno, std::string("waiting for samples: ") + std::strerror(errno));
+  return OkStatus();
+}
+
+CpuBufferTotals SamplingSession::Totals(uint32_t cpu) const {
+  const tprof_buffer_ctl& ctl = Ctl(cpu);
+  CpuBufferTotals t;
+  t.samples_taken = __atomic_load_n(&ctl.samples_taken, __ATOMIC_RELAXED);
+  t.lost_samples = __atomic_load_n(&ctl.lost_samples, __ATOMIC_RELAXED);
+  t.lost_records = __atomic_load_n(&ctl.lost_records, __ATOMIC_RELAXED);
+  return t;
+}
+
+CpuBufferTotals SamplingSession::TotalsAll() const {
+  CpuBufferTotals all;
+  for (uint32_t cpu = 0; cpu < config_.nr_cpu_ids; ++cpu) {
+    CpuBufferTotals t = Totals(cpu);
+    all.samples_taken += t.samples_taken;
+    all.lost_samples += t.lost_samples;
+    all.lost_records += t.lost_records;
+  }
+  return all;
+}
+
+}  // namespace tprof

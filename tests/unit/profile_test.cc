@@ -1,0 +1,346 @@
+// ProfileBuilder's reduction of raw records, the profile file, and the
+// stop-time snapshots (kallsyms, perf maps).
+#include "tprof/profile.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "../common/records.h"
+#include "../common/temp_dir.h"
+#include "tprof/profile_file.h"
+
+namespace {
+
+using tprof::CallerKey;
+using tprof::Mapping;
+using tprof::Profile;
+using tprof::ProfileBuilder;
+using tprof::SampleKey;
+using tprof::test::CommRec;
+using tprof::test::ExitRec;
+using tprof::test::LostRec;
+using tprof::test::Records;
+using tprof::test::SampleRec;
+using tprof::test::TempDir;
+
+constexpr uint64_t kKernelIp = 0xffffffff81001234;
+
+TEST(ProfileBuilder, ReducesSamplesToCountsPerAddressAndMode) {
+  ProfileBuilder b;
+  Records r;
+  for (int i = 0; i < 3; ++i) r.Add(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 0));
+  r.Add(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 1));
+  r.Add(SampleRec(10, 7, kKernelIp, 0, 1));  // kernel: space id dropped
+  r.Add(SampleRec(0, 0, kKernelIp, TPROF_SAMPLE_IDLE, 1));
+  EXPECT_EQ(b.AddRecords(r.data(), r.size()), r.size());
+  Profile p = b.Finish();
+  ASSERT_EQ(p.samples.size(), 3u);
+  EXPECT_EQ((p.samples[{10, 7, 0x401000, TPROF_SAMPLE_USER}]), 4u);
+  EXPECT_EQ((p.samples[{10, 0, kKernelIp, 0}]), 1u) << "kernel samples are keyed without space";
+  EXPECT_EQ((p.samples[{0, 0, kKernelIp, TPROF_SAMPLE_IDLE}]), 1u);
+  EXPECT_EQ(p.cpus[0].samples, 3u);
+  EXPECT_EQ(p.cpus[1].samples, 3u);
+  EXPECT_EQ(p.TotalSamples(), 6u);
+  EXPECT_EQ(p.records.samples, 6u);
+}
+
+TEST(ProfileBuilder, CountsCallerEdgesOnlyWhenTheCallerIsValid) {
+  ProfileBuilder b;
+  Records r;
+  r.Add(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 0, /*caller=*/0x402000));
+  r.Add(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 0, 0x402000));
+  r.Add(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 0, 0x403000));
+  auto no_flag = SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 0, 0x404000);
+  no_flag.flags &= ~TPROF_SAMPLE_CALLER;
+  r.Add(no_flag);
+  b.AddRecords(r.data(), r.size());
+  Profile p = b.Finish();
+  SampleKey key{10, 7, 0x401000, TPROF_SAMPLE_USER};
+  EXPECT_EQ(p.samples[key], 4u) << "the CALLER bit is not part of the sample key";
+  ASSERT_EQ(p.caller_edges.size(), 2u);
+  EXPECT_EQ((p.caller_edges[CallerKey{key, 0x402000}]), 2u);
+  EXPECT_EQ((p.caller_edges[CallerKey{key, 0x403000}]), 1u);
+}
+
+TEST(ProfileBuilder, RejectsMalformedRecordsWithoutReadingPastThem) {
+  ProfileBuilder b;
+  tprof_rec_header hdr{TPROF_REC_SAMPLE, 0};
+  EXPECT_EQ(b.AddRecord(&hdr, sizeof(hdr)), 0u) << "size 0";
+  hdr.size = 12;
+  EXPECT_EQ(b.AddRecord(&hdr, 16), 0u) << "size not a multiple of 8";
+  hdr.size = 64;
+  EXPECT_EQ(b.AddRecord(&hdr, sizeof(hdr)), 0u) << "size beyond the buffer";
+  hdr.size = 16;
+  uint64_t short_sample[2] = {};
+  std::memcpy(short_sample, &hdr, sizeof(hdr));
+  EXPECT_EQ(b.AddRecord(reinterpret_cast<tprof_rec_header*>(short_sample), 16), 0u)
+      << "smaller than struct tprof_rec_sample";
+  EXPECT_EQ(b.AddRecord(&hdr, 4), 0u) << "not even a header";
+  EXPECT_EQ(b.AddRecord(nullptr, 64), 0u);
+  // A truncated map record: the header promises more than the half holds.
+  Records map;
+  map.Map(1, 2, 0x1000, 0x2000, 0, "/bin/true");
+  EXPECT_EQ(b.AddRecord(map.at(0), map.size() - 8), 0u);
+  EXPECT_EQ(b.profile().records.malformed, 7u);
+  EXPECT_TRUE(b.profile().samples.empty());
+  EXPECT_TRUE(b.profile().mappings.empty());
+}
+
+TEST(ProfileBuilder, SkipsUnknownRecordTypesAndStopsAtMalformedOnes) {
+  ProfileBuilder b;
+  Records r;
+  uint64_t future[3] = {};
+  tprof_rec_header fh{99, sizeof(future)};
+  std::memcpy(future, &fh, sizeof(fh));
+  r.Add(SampleRec(1, 1, 0x10, TPROF_SAMPLE_USER)).Raw(future, sizeof(future));
+  r.Add(SampleRec(1, 1, 0x10, TPROF_SAMPLE_USER));
+  size_t good = r.size();
+  tprof_rec_header bad{TPROF_REC_SAMPLE, 0};
+  uint64_t bad_word = 0;
+  std::memcpy(&bad_word, &bad, sizeof(bad));
+  r.Raw(&bad_word, 8).Add(SampleRec(1, 1, 0x10, TPROF_SAMPLE_USER));
+  EXPECT_EQ(b.AddRecords(r.data(), r.size()), good);
+  EXPECT_EQ(b.profile().records.unknown, 1u);
+  EXPECT_EQ(b.profile().records.malformed, 1u);
+  EXPECT_EQ(b.profile().TotalSamples(), 2u) << "the sample after the bad record is not read";
+}
+
+TEST(ProfileBuilder, AcceptsLargerRecordsOfKnownTypes) {
+  // A newer module may append fields: the known prefix is still read.
+  ProfileBuilder b;
+  uint64_t words[8] = {};
+  auto s = SampleRec(3, 4, 0x99, TPROF_SAMPLE_USER);
+  s.hdr.size = sizeof(words);
+  std::memcpy(words, &s, sizeof(s));
+  EXPECT_EQ(b.AddRecord(reinterpret_cast<tprof_rec_header*>(words), sizeof(words)), 64u);
+  EXPECT_EQ(b.profile().TotalSamples(), 1u);
+}
+
+TEST(ProfileBuilder, KeepsNameHistoryAndForksInheritTheParentsName) {
+  ProfileBuilder b;
+  Records r;
+  // Per-CPU buffers arrive out of time order: the exec comes first.
+  r.Add(CommRec(11, TPROF_COMM_EXEC, "make", 0, 300));
+  r.Add(CommRec(10, TPROF_COMM_EXISTING, "bash", 0, 100));
+  r.Add(CommRec(11, TPROF_COMM_FORK, "", 10, 200));
+  r.Add(CommRec(12, TPROF_COMM_FORK, "", 11, 400));  // fork of a fork, after exec
+  r.Add(CommRec(13, TPROF_COMM_EXISTING, "exactly16chars!!"));  // no NUL in the record
+  r.Add(ExitRec(11, 500));
+  b.AddRecords(r.data(), r.size());
+  Profile p = b.Finish();
+  const tprof::ProcessInfo& child = p.processes[11];
+  ASSERT_EQ(child.names.size(), 2u);
+  EXPECT_EQ(child.names[0].name, "bash") << "an empty fork comm takes the parent's name";
+  EXPECT_EQ(child.names[0].kind, TPROF_COMM_FORK);
+  EXPECT_EQ(child.names[1].name, "make");
+  EXPECT_EQ(child.name(), "make");
+  EXPECT_EQ(child.NameAt(250), "bash");
+  EXPECT_TRUE(child.exited);
+  EXPECT_EQ(child.exit_time_ns, 500u);
+  EXPECT_EQ(p.processes[12].name(), "make") << "the parent's name at the time of the fork";
+  EXPECT_EQ(p.processes[13].name(), "exactly16chars!!");
+  EXPECT_FALSE(p.processes[10].exited);
+  EXPECT_EQ(p.ProcessDisplayName(0), "idle");
+  EXPECT_EQ(p.ProcessDisplayName(999), "[unknown]");
+}
+
+TEST(ProfileBuilder, AReusedPidIsAliveAgainAfterItsFork) {
+  ProfileBuilder b;
+  Records r;
+  r.Add(CommRec(20, TPROF_COMM_EXISTING, "old", 0, 1)).Add(ExitRec(20, 5));
+  r.Add(CommRec(20, TPROF_COMM_FORK, "new", 1, 9));
+  b.AddRecords(r.data(), r.size());
+  Profile p = b.Finish();
+  EXPECT_FALSE(p.processes[20].exited);
+  EXPECT_EQ(p.processes[20].name(), "new");
+}
+
+TEST(ProfileBuilder, ListsMappingsPerSpaceSortedAndDeduplicated) {
+  ProfileBuilder b;
+  Records r;
+  r.Map(5, 1, 0x7f0000, 0x7f8000, 0x2000, "/lib/libc.so.6");
+  r.Map(5, 1, 0x400000, 0x401000, 0, "/usr/bin/app");
+  r.Map(5, 1, 0x7f0000, 0x7f8000, 0x2000, "/lib/libc.so.6");  // again
+  r.Map(5, 2, 0x400000, 0x401000, 0, "/usr/bin/other");       // after exec
+  r.Map(5, 1, 0x8000, 0x9000, 0, std::string(300, 'x'));      // long path
+  b.AddRecords(r.data(), r.size());
+  Profile p = b.Finish();
+  const auto& maps = p.mappings[{5, 1}];
+  ASSERT_EQ(maps.size(), 3u);
+  EXPECT_EQ(maps[0].path, std::string(300, 'x'));
+  EXPECT_EQ(maps[1], (Mapping{0x400000, 0x401000, 0, "/usr/bin/app"}));
+  EXPECT_EQ(maps[2], (Mapping{0x7f0000, 0x7f8000, 0x2000, "/lib/libc.so.6"}));
+  EXPECT_EQ((p.mappings[{5, 2}].size()), 1u);
+  EXPECT_EQ(p.records.maps, 5u);
+}
+
+TEST(ProfileBuilder, LostTotalsComeFromTheControlAreaWhenGiven) {
+  ProfileBuilder b;
+  Records r;
+  r.Add(LostRec(3, 1)).Add(LostRec(2, 0));
+  b.AddRecords(r.data(), r.size());
+  EXPECT_EQ(b.profile().TotalLostSamples(), 5u);
+  EXPECT_EQ(b.profile().TotalLostRecords(), 1u);
+  // The control area also counts losses no later record reported.
+  b.SetCpuTotals(0, 100, 4, 1);
+  b.SetCpuTotals(1, 50, 3, 2);
+  Profile p = b.Finish();
+  EXPECT_EQ(p.TotalLostSamples(), 7u);
+  EXPECT_EQ(p.TotalLostRecords(), 3u);
+  EXPECT_EQ(p.lost_samples_in_records, 5u);
+  EXPECT_EQ(p.cpus[1].samples_taken, 50u);
+}
+
+Profile RichProfile() {
+  ProfileBuilder b;
+  Records r;
+  r.Add(CommRec(10, TPROF_COMM_EXISTING, "we ird\t%n", 0, 1));
+  r.Add(CommRec(11, TPROF_COMM_FORK, "", 10, 2)).Add(ExitRec(11, 3));
+  r.Map(10, 7, 0x400000, 0x401000, 0x1000, "/path with spaces/a%b\nc");
+  r.Add(SampleRec(10, 7, 0x400010, TPROF_SAMPLE_USER, 2, 0x400020, 1000));
+  r.Add(SampleRec(10, 7, kKernelIp, TPROF_SAMPLE_HIDDEN, 0, 0, 2000));
+  r.Add(LostRec(1, 2));
+  b.AddRecords(r.data(), r.size());
+  b.SetCpuTotals(2, 10, 1, 0);
+  b.SetAttribute("command", "sh -c 'a\tb'");
+  Profile p = b.Finish();
+  p.kernel_symbols.available = true;
+  p.kernel_symbols.symbols = {{0xffffffff81000000, 'T', "_stext", ""},
+                              {0xffffffffc0001000, 't', "ext4_read", "ext4"}};
+  p.jit_symbols[10] = {{0x7000, 0x10, "LazyCompile:*run app.js:1"}};
+  return p;
+}
+
+TEST(ProfileFile, RoundTripsEveryTable) {
+  Profile p = RichProfile();
+  auto back = tprof::ParseProfile(tprof::SerializeProfile(p), "test");
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_TRUE(*back == p) << tprof::SerializeProfile(*back);
+
+  TempDir dir;
+  std::string path = dir.File("tprof.data");
+  ASSERT_TRUE(tprof::WriteProfile(p, path));
+  auto read = tprof::ReadProfile(path);
+  ASSERT_TRUE(read) << read.error().message();
+  EXPECT_TRUE(*read == p);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp." + std::to_string(getpid())));
+}
+
+TEST(ProfileFile, RefusesAnotherMajorVersion) {
+  auto r = tprof::ParseProfile("tprof-profile 2 0\nend\n", "new.data");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code().value(), EPROTO);
+  EXPECT_NE(r.error().message().find("version 2.0"), std::string::npos) << r.error().message();
+}
+
+TEST(ProfileFile, ANewerMinorVersionIsReadSkippingWhatItAdded) {
+  auto r = tprof::ParseProfile(
+      "tprof-profile 1 9\n# comment\nfuture-table\t1\t2\nsample\t5\t0\tff\t1\t42\textra\nend\n",
+      "newer.data");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ((r->samples[{5, 0, 0xff, 1}]), 42u);
+}
+
+TEST(ProfileFile, RejectsFilesThatAreNotProfilesOrAreCutShort) {
+  for (const char* text : {"", "\x7f" "ELF", "tprof-profile one two\n", "perf-file 1 0\nend\n"}) {
+    auto r = tprof::ParseProfile(text, "x");
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().code().value(), EBADMSG) << text;
+  }
+  std::string whole = tprof::SerializeProfile(RichProfile());
+  auto cut = tprof::ParseProfile(whole.substr(0, whole.size() / 2), "cut.data");
+  ASSERT_FALSE(cut);
+  EXPECT_NE(cut.error().message().find("cut short"), std::string::npos);
+  auto bad = tprof::ParseProfile("tprof-profile 1 0\nsample\t5\tzz\t1\t1\t1\nend\n", "bad.data");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("line 2"), std::string::npos) << bad.error().message();
+}
+
+TEST(ProfileFile, AMissingFileSaysHowToRecordOne) {
+  TempDir dir;
+  auto r = tprof::ReadProfile(dir.File("tprof.data"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code().value(), ENOENT);
+  EXPECT_NE(r.error().message().find("tprofctl record"), std::string::npos);
+}
+
+TEST(Kallsyms, ReadsTextSymbolsWithModules) {
+  TempDir dir;
+  std::string path = dir.Write("kallsyms",
+                               "ffffffff81000000 T _stext\n"
+                               "ffffffff81000100 t helper\n"
+                               "ffffffff82000000 D some_data\n"
+                               "ffffffff82000100 b bss_thing\n"
+                               "ffffffff81000200 W weak_fn\n"
+                               "ffffffffc0002000 t ext4_write\t[ext4]\n"
+                               "ffffffffc0001000 T ext4_read\t[ext4]\n"
+                               "garbage line\n");
+  auto k = tprof::ReadKallsyms(path);
+  ASSERT_TRUE(k) << k.error().message();
+  EXPECT_TRUE(k->available);
+  ASSERT_EQ(k->symbols.size(), 5u) << "data and bss symbols are not functions";
+  EXPECT_EQ(k->symbols[0].name, "_stext");
+  EXPECT_EQ(k->symbols[2].name, "weak_fn");
+  EXPECT_EQ(k->symbols[3].name, "ext4_read") << "sorted by address";
+  EXPECT_EQ(k->symbols[3].module, "ext4");
+  EXPECT_EQ(k->symbols[0].module, "");
+}
+
+TEST(Kallsyms, ZeroAddressesMeanUnavailable) {
+  TempDir dir;
+  auto k = tprof::ReadKallsyms(dir.Write("kallsyms", "0000000000000000 T _stext\n"
+                                                     "0000000000000000 t f\t[mod]\n"));
+  ASSERT_TRUE(k);
+  EXPECT_FALSE(k->available);
+  EXPECT_TRUE(k->symbols.empty());
+  EXPECT_NE(k->note.find("kptr_restrict"), std::string::npos);
+  EXPECT_FALSE(tprof::ReadKallsyms(dir.File("missing")));
+}
+
+TEST(PerfMap, ParsesHexLinesWithNamesContainingSpaces) {
+  TempDir dir;
+  auto m = tprof::ReadPerfMap(dir.Write("perf-1.map",
+                                        "7f00a000 40 LazyCompile:*foo bar.js:3\n"
+                                        "0x1000 0x10 stub\n"
+                                        "nonsense\n"
+                                        "2000 0 empty\n"
+                                        "3000 10\n"));
+  ASSERT_TRUE(m) << m.error().message();
+  ASSERT_EQ(m->size(), 2u);
+  EXPECT_EQ((*m)[0], (tprof::JitSymbol{0x1000, 0x10, "stub"}));
+  EXPECT_EQ((*m)[1], (tprof::JitSymbol{0x7f00a000, 0x40, "LazyCompile:*foo bar.js:3"}));
+}
+
+TEST(Snapshot, CopiesPerfMapsOfSampledPidsAndPrunesKernelSymbols) {
+  TempDir dir;
+  ProfileBuilder b;
+  Records r;
+  r.Add(SampleRec(42, 1, 0x5000, TPROF_SAMPLE_USER));
+  r.Add(SampleRec(43, 1, 0x5000, TPROF_SAMPLE_USER));
+  r.Add(SampleRec(42, 1, 0xffffffff81000150, 0));
+  b.AddRecords(r.data(), r.size());
+  Profile p = b.Finish();
+  dir.Write("perf-42.map", "5000 100 jitted\n");
+  tprof::SnapshotOptions opt;
+  opt.perf_map_dir = dir.path();
+  opt.kallsyms_path = dir.Write("kallsyms",
+                                "ffffffff81000000 T _stext\n"
+                                "ffffffff81000100 t hit\n"
+                                "ffffffff81000200 t after_hit\n"
+                                "ffffffff81000300 t unrelated\n");
+  tprof::SnapshotSystemState(&p, opt);
+  ASSERT_EQ(p.jit_symbols.size(), 1u);
+  EXPECT_EQ(p.jit_symbols[42][0].name, "jitted");
+  ASSERT_TRUE(p.kernel_symbols.available);
+  ASSERT_EQ(p.kernel_symbols.symbols.size(), 2u);
+  EXPECT_EQ(p.kernel_symbols.symbols[0].name, "hit");
+  EXPECT_EQ(p.kernel_symbols.symbols[1].name, "after_hit") << "bounds the hit symbol";
+
+  opt.kallsyms_path = dir.File("no-such-kallsyms");
+  tprof::SnapshotSystemState(&p, opt);
+  EXPECT_FALSE(p.kernel_symbols.available);
+  EXPECT_NE(p.kernel_symbols.note.find("no-such-kallsyms"), std::string::npos);
+}
+
+}  // namespace

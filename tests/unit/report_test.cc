@@ -1,0 +1,188 @@
+// Reports from a synthetic profile whose numbers add up to 100 samples
+// taken: the per-process split (FIG. 1), idle and lost rows, per-function
+// tables, JSON and folded stacks.
+#include "tprof/report.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "../common/json_value.h"
+#include "../common/records.h"
+
+namespace {
+
+using tprof::Profile;
+using tprof::ProfileBuilder;
+using tprof::ReportBy;
+using tprof::ReportFormat;
+using tprof::ReportOptions;
+using tprof::Symbolizer;
+using tprof::test::CommRec;
+using tprof::test::JsonParser;
+using tprof::test::Records;
+using tprof::test::SampleRec;
+
+constexpr uint64_t kSyscall = 0xffffffff81000110;  // in do_syscall_64
+constexpr uint64_t kEntry = 0xffffffff81000020;    // in entry_SYSCALL_64
+constexpr uint64_t kIdle = 0xffffffff81000310;     // in default_idle
+constexpr uint32_t U = TPROF_SAMPLE_USER;
+
+void AddN(Records* r, int n, const tprof_rec_sample& s) {
+  for (int i = 0; i < n; ++i) r->Add(s);
+}
+
+// pid 100 "app": 10 kernel (4 of them called from entry_SYSCALL_64), 30 in
+// its executable, 20 in libc, 5 JIT, 5 unmapped = 70. pid 200 "w;rk": 10
+// kernel. Idle: 15. Lost: 5. Taken: 100.
+Profile TestProfile() {
+  ProfileBuilder b;
+  Records r;
+  r.Add(CommRec(100, TPROF_COMM_EXISTING, "app")).Add(CommRec(200, TPROF_COMM_EXISTING, "w;rk"));
+  r.Map(100, 1, 0x400000, 0x500000, 0, "/nonexistent/app");
+  r.Map(100, 1, 0x7f0000, 0x7f8000, 0, "/nonexistent/libc.so.6");
+  AddN(&r, 6, SampleRec(100, 1, kSyscall, 0));
+  AddN(&r, 4, SampleRec(100, 1, kSyscall, 0, 1, kEntry + 5));
+  AddN(&r, 30, SampleRec(100, 1, 0x400100, U));
+  AddN(&r, 20, SampleRec(100, 1, 0x7f0100, U));
+  AddN(&r, 5, SampleRec(100, 1, 0x9000010, U));
+  AddN(&r, 5, SampleRec(100, 1, 0x12345, U));
+  AddN(&r, 10, SampleRec(200, 2, kSyscall, 0));
+  AddN(&r, 15, SampleRec(0, 0, kIdle, TPROF_SAMPLE_IDLE));
+  b.AddRecords(r.data(), r.size());
+  b.SetCpuTotals(0, 60, 5, 1);
+  b.SetCpuTotals(1, 40, 0, 0);
+  Profile p = b.Finish();
+  p.kernel_symbols.available = true;
+  p.kernel_symbols.symbols = {{0xffffffff81000000, 'T', "entry_SYSCALL_64", ""},
+                              {0xffffffff81000100, 't', "do_syscall_64", ""},
+                              {0xffffffff81000300, 'T', "default_idle", ""},
+                              {0xffffffff81000400, 'T', "next", ""}};
+  p.jit_symbols[100] = {{0x9000000, 0x100, "JIT:loop"}};
+  return p;
+}
+
+TEST(Report, SplitsEachProcessIntoKernelUserSharedWithIdleAndLostRows) {
+  Profile p = TestProfile();
+  Symbolizer sym(p);
+  tprof::ReportData d = tprof::BuildReport(p, sym, {});
+  EXPECT_EQ(d.all_samples, 100u);
+  EXPECT_EQ(d.samples, 95u);
+  EXPECT_EQ(d.lost_samples, 5u);
+  EXPECT_EQ(d.lost_records, 1u);
+  EXPECT_EQ(d.idle_samples, 15u);
+  // The files do not exist: 30 + 20 at unnamed addresses, 5 unmapped.
+  EXPECT_EQ(d.unresolved_samples, 55u);
+  ASSERT_EQ(d.processes.size(), 2u) << "idle is its own row, not a process";
+  const tprof::ProcessSummary& app = d.processes[0];
+  EXPECT_EQ(app.pid, 100u);
+  EXPECT_EQ(app.name, "app");
+  EXPECT_EQ(app.samples, 70u);
+  EXPECT_EQ(app.kernel, 10u);
+  EXPECT_EQ(app.user, 30u);
+  EXPECT_EQ(app.shared, 20u);
+  EXPECT_EQ(app.jit, 5u);
+  EXPECT_EQ(app.unresolved, 5u);
+  EXPECT_EQ(d.processes[1].kernel, 10u);
+
+  std::string text = tprof::RenderReport(p, sym, {}, ReportFormat::kText);
+  EXPECT_NE(text.find("100 samples taken (95 delivered, 5 lost)"), std::string::npos) << text;
+  EXPECT_NE(text.find("    100 app                      70   70.0%   10.0%   30.0%   20.0%   10.0%"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("[idle/wait]              15   15.0%"), std::string::npos) << text;
+  EXPECT_NE(text.find("[lost]                    5    5.0%"), std::string::npos) << text;
+  EXPECT_NE(text.find("unresolved: 55 samples (55.0%)"), std::string::npos) << text;
+}
+
+TEST(Report, ListsFunctionsPerProcessByCountWithPercentages) {
+  Profile p = TestProfile();
+  Symbolizer sym(p);
+  tprof::ReportData d = tprof::BuildReport(p, sym, {});
+  ASSERT_EQ(d.functions.size(), 3u);
+  const tprof::ProcessFunctions& app = d.functions[0];
+  EXPECT_EQ(app.pid, 100u);
+  ASSERT_EQ(app.functions.size(), 5u);
+  EXPECT_EQ(app.functions[0].function, "[unknown] app");
+  EXPECT_EQ(app.functions[0].space, "main");
+  EXPECT_EQ(app.functions[1].function, "[unknown] libc.so.6");
+  EXPECT_EQ(app.functions[1].space, "shared:/nonexistent/libc.so.6");
+  EXPECT_EQ(app.functions[2].function, "do_syscall_64");
+  EXPECT_EQ(app.functions[2].samples, 10u);
+  EXPECT_EQ(d.functions[1].name, "idle");
+  EXPECT_EQ(d.functions[1].functions[0].function, "default_idle");
+
+  std::string text = tprof::RenderReport(p, sym, {ReportBy::kSymbol, 100, 0}, ReportFormat::kText);
+  EXPECT_EQ(text.find("[idle/wait]"), std::string::npos) << "--by symbol has no process table";
+  EXPECT_NE(text.find("PID 100 app: 70 samples, 70.0% of all"), std::string::npos) << text;
+  EXPECT_NE(text.find("        10   14.3%   10.0%  kernel               do_syscall_64"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("PID 200"), std::string::npos) << "--pid 100 shows only pid 100";
+}
+
+TEST(Report, TopNLimitsRowsAndSaysWhatItLeftOut) {
+  Profile p = TestProfile();
+  Symbolizer sym(p);
+  std::string text = tprof::RenderReport(p, sym, {ReportBy::kAll, std::nullopt, 1}, ReportFormat::kText);
+  EXPECT_EQ(text.find("w;rk"), std::string::npos) << text;
+  EXPECT_NE(text.find("(1 more)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(4 more functions)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(2 more processes"), std::string::npos) << text;
+}
+
+TEST(Report, JsonHoldsTheSplitLostAndUnresolvedCounts) {
+  Profile p = TestProfile();
+  Symbolizer sym(p);
+  std::string json = tprof::RenderReport(p, sym, {}, ReportFormat::kJson);
+  std::string error;
+  auto v = JsonParser::Parse(json, &error);
+  ASSERT_TRUE(v) << error << "\n" << json;
+  EXPECT_EQ((*v)["samples_taken"].number, 100);
+  EXPECT_EQ((*v)["lost"]["samples"].number, 5);
+  EXPECT_EQ((*v)["lost"]["percent_x100"].number, 500);
+  EXPECT_EQ((*v)["idle"]["samples"].number, 15);
+  EXPECT_EQ((*v)["unresolved_samples"].number, 55);
+  const auto& app = (*v)["processes"].array.at(0);
+  EXPECT_EQ(app["pid"].number, 100);
+  EXPECT_EQ(app["kernel"].number, 10);
+  EXPECT_EQ(app["user"].number, 30);
+  EXPECT_EQ(app["shared"].number, 20);
+  EXPECT_EQ(app["percent_x100"].number, 7000);
+  EXPECT_EQ(app["names"].array.at(0)["kind"].string, "existing");
+  const auto& fns = (*v)["functions"].array.at(0)["functions"].array;
+  EXPECT_EQ(fns.at(2)["function"].string, "do_syscall_64");
+  EXPECT_EQ(fns.at(2)["kind"].string, "kernel");
+  EXPECT_EQ(fns.at(2)["process_percent_x100"].number, 1429);
+  EXPECT_FALSE(fns.at(0)["resolved"].boolean);
+}
+
+TEST(Report, FoldedStacksHaveCallerFramesWhereKnown) {
+  Profile p = TestProfile();
+  Symbolizer sym(p);
+  std::string folded = tprof::RenderReport(p, sym, {}, ReportFormat::kFolded);
+  EXPECT_NE(folded.find("app;entry_SYSCALL_64_[k];do_syscall_64_[k] 4\n"), std::string::npos)
+      << folded;
+  EXPECT_NE(folded.find("app;do_syscall_64_[k] 6\n"), std::string::npos) << folded;
+  EXPECT_NE(folded.find("app;JIT:loop 5\n"), std::string::npos) << folded;
+  EXPECT_NE(folded.find("app;[unknown] 0x12345 5\n"), std::string::npos) << folded;
+  EXPECT_NE(folded.find("w:rk;do_syscall_64_[k] 10\n"), std::string::npos)
+      << "';' would split a frame: " << folded;
+  EXPECT_NE(folded.find("idle;default_idle_[k] 15\n"), std::string::npos) << folded;
+  // Every line is "frames count" and the counts add up to the delivered samples.
+  uint64_t total = 0;
+  size_t pos = 0;
+  while (pos < folded.size()) {
+    size_t eol = folded.find('\n', pos);
+    ASSERT_NE(eol, std::string::npos);
+    std::string line = folded.substr(pos, eol - pos);
+    total += std::stoull(line.substr(line.rfind(' ') + 1));
+    pos = eol + 1;
+  }
+  EXPECT_EQ(total, 95u);
+
+  std::string one = tprof::RenderReport(p, sym, {ReportBy::kAll, 200, 0}, ReportFormat::kFolded);
+  EXPECT_EQ(one, "w:rk;do_syscall_64_[k] 10\n");
+}
+
+}  // namespace

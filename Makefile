@@ -27,6 +27,8 @@ CXXFLAGS := -std=c++20 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -MMD -MP
 CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -MMD -MP
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all
 GTEST_LIBS := -lgtest -lgtest_main -pthread
+# elfutils: symbols and source lines for reports (tprofctl dump).
+ELF_LIBS := -ldw -lelf
 
 LIB_SRCS := $(wildcard libtprofctl/src/*.cc)
 TPROFCTL_SRCS := $(wildcard tools/tprofctl/*.cc)
@@ -92,22 +94,22 @@ $(LIB_ASAN): $(call asan_obj,$(LIB_SRCS))
 
 $(TPROFCTL): $(call obj,$(TPROFCTL_SRCS)) $(LIB)
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) -o $@ $^
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(ELF_LIBS) -pthread
 
 # An example "language runtime" embedding tprof::RuntimeProfiler.
 $(RUNTIME_EXAMPLE): $(call obj,$(RUNTIME_EXAMPLE_SRCS)) $(LIB)
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) -o $@ $^ -pthread
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(ELF_LIBS) -pthread
 
 # Host unit tests: library and kernel core logic under ASan/UBSan.
 $(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS)) $(LIB_ASAN)
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) $(SANITIZE) -o $@ $^ $(GTEST_LIBS)
+	$(CXX) $(CXXFLAGS) $(SANITIZE) -o $@ $^ $(GTEST_LIBS) $(ELF_LIBS)
 
 # Integration tests run inside the guest against the real module.
 $(INTEGRATION_TESTS): $(call obj,$(INTEGRATION_TEST_SRCS)) $(LIB)
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(GTEST_LIBS)
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(GTEST_LIBS) $(ELF_LIBS)
 
 # Benchmarks run in the guest too (bench/run.sh adds them with --add).
 BENCH_PROGRAMS := $(patsubst bench/%.cc,$(B)/bench/tprof_%,$(BENCH_SRCS))
@@ -115,6 +117,29 @@ bench-programs: $(BENCH_PROGRAMS)
 $(B)/bench/tprof_%: $(B)/obj/bench/%.o
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $^ -pthread
+
+# Workloads the sampling tests and the demo profile (tests/workloads/): CPU
+# burners with known splits by function, executable/library/kernel, process
+# and JIT code. They run in the guest, so they are guest programs too. Built
+# without inlining or sibling calls so every named function keeps its samples.
+WL_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline \
+	-fno-optimize-sibling-calls $(WARNINGS)
+WL_LIB := $(B)/bin/libtprofwl.so
+WORKLOADS := $(B)/bin/tprof-wl-shares $(B)/bin/tprof-wl-split $(B)/bin/tprof-wl-spawn \
+	$(B)/bin/tprof-wl-child $(B)/bin/tprof-wl-jit $(WL_LIB)
+guest-programs: $(WORKLOADS)
+$(B)/bin/tprof-wl-%: tests/workloads/%.c tests/workloads/wl.h
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $<
+# libtprofwl.so is found next to the program ($ORIGIN), on the host in
+# build/bin and in the guest in /usr/bin.
+$(B)/bin/tprof-wl-split: tests/workloads/split.c tests/workloads/wl.h $(WL_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $< -L$(B)/bin -ltprofwl -Wl,-rpath,'$$ORIGIN'
+$(WL_LIB): tests/workloads/libtprofwl.c tests/workloads/wl.h
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -fPIC -shared -Wl,-soname,libtprofwl.so -o $@ $<
+# (end of workloads)
 
 -include $(shell find $(B)/obj $(B)/asan -name '*.d' 2>/dev/null)
 

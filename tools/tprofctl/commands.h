@@ -13,6 +13,10 @@ using Args = std::vector<std::string>;
 int RunStatus(const Args& args);
 int RunMetrics(const Args& args);
 int RunThreads(const Args& args);
+int RunStart(const Args& args);   // record.cc
+int RunStop(const Args& args);    // record.cc
+int RunRecord(const Args& args);  // record.cc
+int RunDump(const Args& args);    // dump.cc
 
 }  // namespace tprof::cli
 

@@ -20,6 +20,12 @@ constexpr Command kCommands[] = {
      "turn per-thread metrics on/off, show their state [on --metrics LIST|off|status]"},
     {"threads", tprof::cli::RunThreads,
      "drain and print per-thread metric deltas [--pid PID] [--interval MS --count N] [--json]"},
+    {"start", tprof::cli::RunStart,
+     "start a background sampling recorder [--freq HZ] [--pid PID] [--callers] [-o FILE]"},
+    {"stop", tprof::cli::RunStop, "stop the recorder and write the profile (tprof.data)"},
+    {"record", tprof::cli::RunRecord, "start, run CMD, stop and dump: record [OPTIONS] -- CMD"},
+    {"dump", tprof::cli::RunDump,
+     "report a profile [-i FILE] [--by process|symbol] [--pid PID] [--top N] [--format F]"},
 };
 
 void Usage(FILE* out) {

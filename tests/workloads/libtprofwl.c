@@ -1,0 +1,31 @@
+/*
+ * libtprofwl.so: the shared-library part of tprof-wl-split (split.c), a
+ * workload for tprof's sampling tests and `make demo`. wl_lib_spin burns
+ * CPU in user mode inside this library, so a profile of tprof-wl-split must
+ * attribute that share to libtprofwl.so and the function wl_lib_spin.
+ */
+#include "wl.h"
+
+/* Burns about MS ms of this thread's CPU time in this function's own loop;
+ * returns the CPU ns it spent. */
+uint64_t wl_lib_spin(unsigned ms)
+{
+	uint64_t start = wl_thread_ns(), now = start, budget = (uint64_t)ms * 1000000u;
+	static unsigned long chunk = 1000;
+	volatile uint64_t x = 12345;
+
+	while (now - start < budget) {
+		uint64_t t;
+
+		for (unsigned long i = 0; i < chunk; i++)
+			x = (x ^ (x >> 11)) * 0x2545f4914f6cdd1dull;
+		t = wl_thread_ns();
+		/* Keep about 0.5 ms between clock reads. */
+		if (t - now < 250000 && chunk < (1ul << 40))
+			chunk *= 2;
+		else if (t - now > 1000000 && chunk > 1)
+			chunk /= 2;
+		now = t;
+	}
+	return now - start;
+}

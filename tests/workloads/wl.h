@@ -1,0 +1,90 @@
+/*
+ * wl.h: helpers shared by the workload programs in tests/workloads/ (the
+ * programs tprof's sampling tests and `make demo` profile). Only clocks and
+ * argument parsing live here; the CPU-burning loops are written out in each
+ * workload function's own body, so a sampled instruction address lands in
+ * that function and not in a shared helper.
+ */
+#ifndef TPROF_WL_H
+#define TPROF_WL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* CPU time (user + system) this thread has used, in nanoseconds. */
+static inline uint64_t wl_thread_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) {
+		perror("clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+		exit(1);
+	}
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Parses a decimal number in [min, max]; returns 0 on success, -1 if not. */
+static inline int wl_parse_ulong(const char *s, unsigned long min, unsigned long max,
+				 unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Parses "A,B,C" (three non-negative integers, sum > 0) into shares[3]. */
+static inline int wl_parse_shares(const char *s, unsigned long shares[3])
+{
+	char buf[64], *save = NULL, *tok;
+	int n = 0;
+
+	if (s == NULL || strlen(s) >= sizeof(buf))
+		return -1;
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		if (n == 3 || wl_parse_ulong(tok, 0, 1000000, &shares[n]) != 0)
+			return -1;
+		n++;
+	}
+	if (n != 3 || shares[0] + shares[1] + shares[2] == 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * Deficit scheduling of three activities: returns the one furthest behind
+ * its share of the CPU time spent so far (ties to the lowest index), so at
+ * any point the split is within about one quantum of the target.
+ */
+static inline int wl_pick(const unsigned long shares[3], const uint64_t spent[3])
+{
+	double best = 0;
+	int pick = -1;
+
+	for (int i = 0; i < 3; i++) {
+		double per_share;
+
+		if (shares[i] == 0)
+			continue;
+		per_share = (double)spent[i] / (double)shares[i];
+		if (pick < 0 || per_share < best) {
+			best = per_share;
+			pick = i;
+		}
+	}
+	return pick;
+}
+
+#endif /* TPROF_WL_H */

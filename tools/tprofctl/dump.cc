@@ -1,0 +1,106 @@
+// tprofctl dump: reads a profile (tprof.data) and prints where the CPU went:
+// per process (kernel / user / shared library, idle, lost) and per function.
+#include "dump.h"
+
+#include <cstdio>
+#include <string>
+
+#include "cli_util.h"
+#include "tprof/profile_file.h"
+#include "tprof/report.h"
+#include "tprof/symbolizer.h"
+
+namespace tprof::cli {
+
+namespace {
+
+void Usage(FILE* out) {
+  std::fprintf(out,
+               "usage: tprofctl dump [-i FILE] [--by process|symbol] [--pid PID] [--top N]\n"
+               "                     [--format text|json|folded]\n\n"
+               "Reports a profile recorded by `tprofctl record` or `tprofctl start`/`stop`:\n"
+               "per process, its samples in the kernel, its main executable and shared\n"
+               "libraries, with idle/wait and lost samples; per function within each\n"
+               "process, with source lines where DWARF is available.\n"
+               "  -i FILE        the profile (default %s)\n"
+               "  --by WHAT      only the process table or only the function tables\n"
+               "                 (default: both)\n"
+               "  --pid PID      one process (0: the idle/wait samples)\n"
+               "  --top N        N rows per table (default: all)\n"
+               "  --format F     text (default), json, or folded stacks for flame graphs\n"
+               "                 (e.g. `tprofctl dump --format folded | flamegraph.pl`)\n",
+               kDefaultProfilePath);
+}
+
+}  // namespace
+
+int RunDump(const Args& args) {
+  std::string path = kDefaultProfilePath;
+  ReportOptions options;
+  ReportFormat format = ReportFormat::kText;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool has_value = i + 1 < args.size();
+    if (a == "-h" || a == "--help") {
+      Usage(stdout);
+      return 0;
+    } else if ((a == "-i" || a == "--input") && has_value) {
+      path = args[++i];
+    } else if (a == "--by" && has_value) {
+      const std::string& by = args[++i];
+      if (by == "process") {
+        options.by = ReportBy::kProcess;
+      } else if (by == "symbol" || by == "function") {
+        options.by = ReportBy::kSymbol;
+      } else {
+        std::fprintf(stderr, "tprofctl dump: --by takes process or symbol, got '%s'\n", by.c_str());
+        return 2;
+      }
+    } else if (a == "--pid" && has_value) {
+      auto v = ParseNumber(a, args[++i]);
+      if (!v || *v >= TPROF_PID_ALL) return 2;
+      options.pid = static_cast<uint32_t>(*v);
+    } else if (a == "--top" && has_value) {
+      auto v = ParseNumber(a, args[++i]);
+      if (!v) return 2;
+      options.top = static_cast<size_t>(*v);
+    } else if (a == "--format" && has_value) {
+      const std::string& f = args[++i];
+      if (f == "text") {
+        format = ReportFormat::kText;
+      } else if (f == "json") {
+        format = ReportFormat::kJson;
+      } else if (f == "folded") {
+        format = ReportFormat::kFolded;
+      } else {
+        std::fprintf(stderr, "tprofctl dump: --format takes text, json or folded, got '%s'\n",
+                     f.c_str());
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "tprofctl dump: unexpected '%s'\n\n", a.c_str());
+      Usage(stderr);
+      return 2;
+    }
+  }
+  auto profile = ReadProfile(path);
+  if (!profile) return ReportError(profile.error());
+  if (options.pid && *options.pid != 0 && !profile->processes.count(*options.pid)) {
+    bool sampled = false;
+    for (const auto& [key, count] : profile->samples) sampled |= key.pid == *options.pid;
+    if (!sampled) {
+      std::fprintf(stderr, "tprofctl: pid %u has no samples in %s\n", *options.pid, path.c_str());
+      return 1;
+    }
+  }
+  Symbolizer symbolizer(*profile);
+  std::string out = RenderReport(*profile, symbolizer, options, format);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
+int RunDump(int argc, char** argv) {
+  return RunDump(argc > 1 ? Args(argv + 1, argv + argc) : Args());
+}
+
+}  // namespace tprof::cli

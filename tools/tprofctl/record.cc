@@ -1,0 +1,440 @@
+// tprofctl start / stop / record: the recorder. A Boost.Asio event loop
+// waits on the device (a half-buffer is full), on signals (stop, or the
+// recorded command ending) and on a timer, and reduces the samples in real
+// time into the profile's tables (tprof::ProfileBuilder). At stop it
+// flushes the buffers, snapshots kernel symbols and JIT maps, and writes
+// the profile file.
+//
+// `start` forks a background recorder that writes its pid to a state file;
+// `stop` signals it and waits for its result.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <utility>  // boost/asio/awaitable.hpp needs std::exchange first
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <cinttypes>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "tprof/profile.h"
+#include "tprof/profile_file.h"
+#include "tprof/sampling.h"
+
+namespace tprof::cli {
+
+namespace {
+
+struct RecordOptions {
+  SamplingOptions sampling;
+  std::string output = kDefaultProfilePath;
+  bool pid_given = false;
+};
+
+void StartUsage(FILE* out, const char* cmd) {
+  std::fprintf(out,
+               "usage: tprofctl %s [--freq HZ] [--buffer-kb N] [--pid PID] [--callers]\n"
+               "                [--event NAME --period N] [-o FILE]%s\n\n"
+               "  --freq HZ       clock samples per second per CPU (default 1000, max 100000)\n"
+               "  --buffer-kb N   size of each half of a CPU's double buffer (default 64;\n"
+               "                  a power of two from 4 to 16384)\n"
+               "  --pid PID       sample one process (default: every process, which needs\n"
+               "                  CAP_PERFMON or CAP_SYS_ADMIN)\n"
+               "  --callers       also record each sample's caller (for folded stacks)\n"
+               "  --event NAME    sample on a counter's overflow instead of the clock:\n"
+               "                  page-faults, context-switches, cpu-migrations, task-clock,\n"
+               "                  cycles, instructions, cache-misses, branch-misses, rHEX\n"
+               "  --period N      events per sample with --event (default 10000)\n"
+               "  -o FILE         profile file (default tprof.data)\n",
+               cmd, std::strcmp(cmd, "record") == 0 ? " [DUMP OPTIONS] -- CMD [ARGS...]" : "");
+}
+
+// Parses the options shared by start and record. Unknown options are left in
+// *rest (record passes them to the report). Returns 2 on a usage error.
+int ParseRecordOptions(const Args& args, size_t end, RecordOptions* o, Args* rest) {
+  std::optional<uint64_t> period;
+  for (size_t i = 0; i < end; ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string* {
+      if (i + 1 >= end) {
+        std::fprintf(stderr, "tprofctl: %s needs a value\n", a.c_str());
+        return nullptr;
+      }
+      return &args[++i];
+    };
+    if (a == "--freq" || a == "--buffer-kb" || a == "--pid" || a == "--period") {
+      const std::string* v = value();
+      if (!v) return 2;
+      auto n = ParseNumber(a, *v);
+      if (!n || *n > UINT32_MAX) return 2;
+      if (a == "--freq") {
+        o->sampling.frequency_hz = static_cast<uint32_t>(*n);
+        if (*n == 0 || *n > TPROF_SAMPLING_MAX_HZ) {
+          std::fprintf(stderr, "tprofctl: --freq must be 1..%u\n", TPROF_SAMPLING_MAX_HZ);
+          return 2;
+        }
+      } else if (a == "--buffer-kb") {
+        o->sampling.half_bytes = static_cast<uint32_t>(*n * 1024);
+      } else if (a == "--pid") {
+        o->sampling.pid = static_cast<uint32_t>(*n);
+        o->pid_given = true;
+      } else {
+        period = *n;
+      }
+    } else if (a == "--callers") {
+      o->sampling.callers = true;
+    } else if (a == "--event") {
+      const std::string* v = value();
+      if (!v) return 2;
+      if (Status st = ParseSampleEvent(*v, &o->sampling); !st) {
+        std::fprintf(stderr, "tprofctl: %s\n", st.error().message().c_str());
+        return 2;
+      }
+    } else if (a == "-o" || a == "--output") {
+      const std::string* v = value();
+      if (!v) return 2;
+      o->output = *v;
+    } else if (rest) {
+      rest->push_back(a);
+      // Report options with a value travel with it.
+      if ((a == "--by" || a == "--top" || a == "--format") && i + 1 < end)
+        rest->push_back(args[++i]);
+    } else {
+      std::fprintf(stderr, "tprofctl: unknown option '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  if (o->sampling.event_type != TPROF_SAMPLE_ON_CLOCK) {
+    o->sampling.event_period = period.value_or(10000);
+    o->sampling.frequency_hz = 0;
+  } else if (period) {
+    std::fprintf(stderr, "tprofctl: --period goes with --event\n");
+    return 2;
+  }
+  return 0;
+}
+
+std::string AbsolutePath(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof(cwd))) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+// The background recorder's pid and result files, per user.
+std::string StateDir() {
+  const char* run = std::getenv("XDG_RUNTIME_DIR");
+  return run && *run ? run : "/tmp";
+}
+std::string PidFile() { return StateDir() + "/tprof-recorder." + std::to_string(getuid()) + ".pid"; }
+std::string ResultFile() { return PidFile() + ".result"; }
+
+// One recording: the session, the tables, and the event loop around them.
+class Recorder {
+ public:
+  Recorder(SamplingSession session, std::string output)
+      : session_(std::move(session)), output_(std::move(output)) {}
+
+  // Runs until a stop signal (or, with child > 0, until it exits). Returns
+  // the child's wait status through *child_status.
+  Status Run(pid_t child, int* child_status) {
+    boost::asio::io_context io;
+    boost::asio::posix::stream_descriptor device(io, ::dup(session_.fd()));
+    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+    if (child > 0) signals.add(SIGCHLD);
+    boost::asio::steady_timer timer(io);
+    Status failure = OkStatus();
+
+    std::function<void()> wait_device = [&] {
+      device.async_wait(boost::asio::posix::descriptor_base::wait_read,
+                        [&](const boost::system::error_code& ec) {
+                          if (ec) return;
+                          if (Status st = ConsumeNow(); !st) {
+                            failure = st;
+                            io.stop();
+                            return;
+                          }
+                          wait_device();
+                        });
+    };
+    // Halves fill slowly on an idle machine; the timer bounds the delay.
+    std::function<void()> tick = [&] {
+      timer.expires_after(std::chrono::milliseconds(250));
+      timer.async_wait([&](const boost::system::error_code& ec) {
+        if (ec) return;
+        if (Status st = ConsumeNow(); !st) {
+          failure = st;
+          io.stop();
+          return;
+        }
+        tick();
+      });
+    };
+    std::function<void()> wait_signal = [&] {
+      signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+        if (ec) return;
+        if (signo == SIGCHLD) {
+          int status = 0;
+          if (::waitpid(child, &status, WNOHANG) != child) {
+            wait_signal();  // another child, or a stop/continue
+            return;
+          }
+          if (child_status) *child_status = status;
+        }
+        io.stop();
+      });
+    };
+    wait_device();
+    tick();
+    wait_signal();
+    // A child that exited before the signal_set existed sent its SIGCHLD
+    // to nobody: look once now.
+    if (child > 0)
+      boost::asio::post(io, [&] {
+        int status = 0;
+        if (::waitpid(child, &status, WNOHANG) == child) {
+          if (child_status) *child_status = status;
+          io.stop();
+        }
+      });
+    io.run();
+    if (!failure) return failure;
+    return Finish();
+  }
+
+  const Profile& profile() const { return profile_; }
+
+ private:
+  Status ConsumeNow() {
+    auto n = session_.Consume([&](uint32_t, const tprof_rec_header* h, size_t avail) {
+      return builder_.AddRecord(h, avail) != 0;  // 0: malformed, the rest is unreadable
+    });
+    if (!n) return n.error();
+    return OkStatus();
+  }
+
+  Status Finish() {
+    if (Status st = session_.Stop(); !st) return st;
+    // Everything published after the stop, partial halves included.
+    for (int i = 0; i < 2000 && !session_.Finished(); ++i) {
+      if (Status st = ConsumeNow(); !st) return st;
+      (void)session_.Wait(5);
+    }
+    if (Status st = ConsumeNow(); !st) return st;
+    for (uint32_t cpu = 0; cpu < session_.nr_cpu_ids(); ++cpu) {
+      CpuBufferTotals t = session_.Totals(cpu);
+      builder_.SetCpuTotals(cpu, t.samples_taken, t.lost_samples, t.lost_records);
+    }
+    const tprof_sampling_config& c = session_.config();
+    builder_.SetAttribute("frequency_hz", std::to_string(c.frequency_out));
+    builder_.SetAttribute("half_bytes", std::to_string(c.half_bytes_out));
+    builder_.SetAttribute("pid", c.pid == TPROF_PID_ALL ? "all" : std::to_string(c.pid));
+    if (session_.malformed_halves())
+      builder_.SetAttribute("malformed_halves", std::to_string(session_.malformed_halves()));
+    profile_ = builder_.Finish();
+    SnapshotSystemState(&profile_);
+    return WriteProfile(profile_, output_);
+  }
+
+  SamplingSession session_;
+  std::string output_;
+  ProfileBuilder builder_;
+  Profile profile_;
+};
+
+void PrintSummary(const Profile& p, const std::string& path) {
+  std::printf("tprofctl: profile written to %s: %" PRIu64 " samples, %" PRIu64
+              " lost\n",
+              path.c_str(), p.TotalSamples(), p.TotalLostSamples());
+}
+
+void WriteResult(const std::string& text) {
+  std::ofstream(ResultFile()) << text;
+}
+
+}  // namespace
+
+int RunStart(const Args& args) {
+  for (const std::string& a : args)
+    if (a == "-h" || a == "--help") return StartUsage(stdout, "start"), 0;
+  RecordOptions o;
+  if (int rc = ParseRecordOptions(args, args.size(), &o, nullptr)) return StartUsage(stderr, "start"), rc;
+  o.output = AbsolutePath(o.output);
+
+  // A pipe tells the caller whether the background recorder got going.
+  int ready[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) return ReportError(Error::FromErrno(errno, "pipe"));
+  pid_t pid = ::fork();
+  if (pid < 0) return ReportError(Error::FromErrno(errno, "fork"));
+  if (pid > 0) {
+    ::close(ready[1]);
+    char buf[1024] = {};
+    ssize_t n = ::read(ready[0], buf, sizeof(buf) - 1);
+    ::close(ready[0]);
+    ::waitpid(pid, nullptr, 0);  // the intermediate child exits at once
+    if (n > 0 && buf[0] == '+') {
+      std::printf("tprofctl: recording (%s); `tprofctl stop` writes %s\n", buf + 1,
+                  o.output.c_str());
+      return 0;
+    }
+    std::fprintf(stderr, "tprofctl: %s\n", n > 0 ? buf + 1 : "the recorder died while starting");
+    return 1;
+  }
+  // Intermediate child: detach, then the recorder proper.
+  ::close(ready[0]);
+  ::setsid();
+  pid_t daemon = ::fork();
+  if (daemon != 0) _exit(daemon < 0 ? 1 : 0);
+  auto fail = [&](const std::string& msg) {
+    std::string m = "-" + msg;
+    (void)!::write(ready[1], m.data(), m.size());
+    _exit(1);
+  };
+  {
+    std::ifstream existing(PidFile());
+    pid_t other = 0;
+    if (existing >> other && other > 0 && ::kill(other, 0) == 0)
+      fail("a recorder is already running (pid " + std::to_string(other) +
+           "): `tprofctl stop` it first");
+  }
+  auto session = SamplingSession::Start(o.sampling);
+  if (!session) fail(session.error().message());
+  std::ofstream(PidFile()) << ::getpid() << "\n";
+  ::unlink(ResultFile().c_str());
+  int devnull = ::open("/dev/null", O_RDWR);
+  if (devnull >= 0) {
+    ::dup2(devnull, 0);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    ::close(devnull);
+  }
+  std::string started = "+pid " + std::to_string(::getpid()) + ", " +
+                        (o.sampling.pid == TPROF_PID_ALL ? std::string("all processes")
+                                                         : "process " + std::to_string(o.sampling.pid));
+  (void)!::write(ready[1], started.data(), started.size());
+  ::close(ready[1]);
+
+  Recorder recorder(std::move(*session), o.output);
+  Status st = recorder.Run(0, nullptr);
+  if (st) {
+    std::ostringstream r;
+    r << "ok " << o.output << " " << recorder.profile().TotalSamples() << " "
+      << recorder.profile().TotalLostSamples() << "\n";
+    WriteResult(r.str());
+  } else {
+    WriteResult("error " + st.error().message() + "\n");
+  }
+  ::unlink(PidFile().c_str());
+  _exit(st ? 0 : 1);
+}
+
+int RunStop(const Args& args) {
+  if (!args.empty()) {
+    bool help = args[0] == "-h" || args[0] == "--help";
+    std::fprintf(help ? stdout : stderr,
+                 "usage: tprofctl stop\n\nStops the recorder `tprofctl start` began and "
+                 "waits until it has written the profile.\n");
+    return help ? 0 : 2;
+  }
+  std::ifstream in(PidFile());
+  pid_t pid = 0;
+  if (!(in >> pid) || pid <= 0 || ::kill(pid, 0) != 0) {
+    std::fprintf(stderr, "tprofctl: no recorder is running (start one with `tprofctl start`)\n");
+    return 1;
+  }
+  if (::kill(pid, SIGTERM) != 0) return ReportError(Error::FromErrno(errno, "signalling the recorder"));
+  // It flushes, snapshots symbols and writes the file: allow it time.
+  for (int i = 0; i < 1200 && ::kill(pid, 0) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (::kill(pid, 0) == 0) {
+    std::fprintf(stderr, "tprofctl: the recorder (pid %d) did not finish within 60 s\n", pid);
+    return 1;
+  }
+  std::ifstream result(ResultFile());
+  std::string status, rest;
+  result >> status;
+  std::getline(result, rest);
+  if (status == "ok") {
+    std::istringstream r(rest);
+    std::string path;
+    uint64_t taken = 0, lost = 0;
+    r >> path >> taken >> lost;
+    std::printf("tprofctl: profile written to %s: %" PRIu64 " samples, %" PRIu64 " lost\n",
+                path.c_str(), taken, lost);
+    return 0;
+  }
+  std::fprintf(stderr, "tprofctl: the recorder failed:%s\n",
+               rest.empty() ? " (no result; was it killed?)" : rest.c_str());
+  return 1;
+}
+
+int RunRecord(const Args& args) {
+  size_t dashes = args.size();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      dashes = i;
+      break;
+    }
+    if (args[i] == "-h" || args[i] == "--help") return StartUsage(stdout, "record"), 0;
+  }
+  if (dashes + 1 >= args.size()) {
+    StartUsage(stderr, "record");
+    return 2;
+  }
+  RecordOptions o;
+  Args report_args;
+  if (int rc = ParseRecordOptions(args, dashes, &o, &report_args)) return rc;
+
+  // The child waits on a pipe so that sampling covers its exec.
+  int go[2];
+  if (::pipe2(go, O_CLOEXEC) != 0) return ReportError(Error::FromErrno(errno, "pipe"));
+  pid_t child = ::fork();
+  if (child < 0) return ReportError(Error::FromErrno(errno, "fork"));
+  if (child == 0) {
+    ::close(go[1]);
+    char c;
+    if (::read(go[0], &c, 1) != 1) _exit(127);
+    std::vector<char*> argv;
+    for (size_t i = dashes + 1; i < args.size(); ++i) argv.push_back(const_cast<char*>(args[i].c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "tprofctl: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  ::close(go[0]);
+  if (o.pid_given && o.sampling.pid == 0) o.sampling.pid = static_cast<uint32_t>(child);
+  auto session = SamplingSession::Start(o.sampling);
+  if (!session) {
+    ::close(go[1]);
+    ::waitpid(child, nullptr, 0);
+    return ReportError(session.error());
+  }
+  Recorder recorder(std::move(*session), o.output);
+  int status = 0;
+  (void)!::write(go[1], "g", 1);  // the child execs CMD now
+  ::close(go[1]);
+  Status st = recorder.Run(child, &status);
+  if (!st) return ReportError(st.error());
+  PrintSummary(recorder.profile(), o.output);
+  int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (rc != 0) std::fprintf(stderr, "tprofctl: %s exited with status %d\n", args[dashes + 1].c_str(), rc);
+  Args dump_args = {"-i", o.output};
+  dump_args.insert(dump_args.end(), report_args.begin(), report_args.end());
+  int drc = RunDump(dump_args);
+  return rc != 0 ? rc : drc;
+}
+
+}  // namespace tprof::cli

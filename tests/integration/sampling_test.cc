@@ -1,0 +1,308 @@
+// Sampling sessions against the real module: the double-buffer protocol
+// (delivered + lost == taken, exactly), process and address-space records,
+// permissions, and the session's lifetime.
+#include <fcntl.h>
+#include <linux/tprof.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "guest_env.h"
+#include "tprof/sampling.h"
+
+namespace tprof::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+extern "C" __attribute__((noinline)) void tprof_sampling_test_spin(int ms) {
+  auto end = Clock::now() + std::chrono::milliseconds(ms);
+  volatile uint64_t x = 0;
+  while (Clock::now() < end)
+    for (int i = 0; i < 1000; ++i) x = x + i;
+}
+
+struct Collected {
+  uint64_t samples = 0, own_samples = 0, own_user = 0, idle = 0, hidden = 0, kernel_ip = 0;
+  uint64_t lost_samples_records = 0, lost_records_records = 0;
+  std::set<std::string> comms_of_self;
+  std::map<std::string, int> map_paths_of_self;
+  std::set<uint64_t> own_spaces, own_map_spaces;
+  bool own_exe_ip_in_map = false;
+  std::vector<tprof_rec_map> own_maps;
+  std::vector<uint64_t> own_user_ips;
+};
+
+void CollectOne(const tprof_rec_header* h, Collected* c, uint32_t self);
+
+void Collect(SamplingSession& s, Collected* c) {
+  const uint32_t self = getpid();
+  auto fn = [&](uint32_t, const tprof_rec_header* h, size_t avail) {
+    EXPECT_GE(avail, h->size);
+    CollectOne(h, c, self);
+    return true;
+  };
+  auto n = s.Consume(fn);
+  ASSERT_TRUE(n) << n.error().message();
+}
+
+void CollectOne(const tprof_rec_header* h, Collected* c, uint32_t self) {
+  {
+    switch (h->type) {
+      case TPROF_REC_SAMPLE: {
+        auto* r = reinterpret_cast<const tprof_rec_sample*>(h);
+        ++c->samples;
+        if (r->flags & TPROF_SAMPLE_IDLE) ++c->idle;
+        if (r->flags & TPROF_SAMPLE_HIDDEN) ++c->hidden;
+        if (!(r->flags & TPROF_SAMPLE_USER) && r->ip) ++c->kernel_ip;
+        if (r->pid == self) {
+          ++c->own_samples;
+          if (r->flags & TPROF_SAMPLE_USER) {
+            ++c->own_user;
+            c->own_spaces.insert(r->space_id);
+            c->own_user_ips.push_back(r->ip);
+          }
+        }
+        break;
+      }
+      case TPROF_REC_COMM: {
+        auto* r = reinterpret_cast<const tprof_rec_comm*>(h);
+        if (r->pid == self) c->comms_of_self.insert(std::string(r->comm, strnlen(r->comm, 16)));
+        break;
+      }
+      case TPROF_REC_MAP: {
+        auto* r = reinterpret_cast<const tprof_rec_map*>(h);
+        const char* path = reinterpret_cast<const char*>(r + 1);
+        size_t max = h->size - sizeof(*r);
+        EXPECT_LT(strnlen(path, max), max) << "path not NUL-terminated";
+        if (r->pid == self) {
+          c->map_paths_of_self[path]++;
+          c->own_map_spaces.insert(r->space_id);
+          c->own_maps.push_back(*r);
+        }
+        break;
+      }
+      case TPROF_REC_LOST: {
+        auto* r = reinterpret_cast<const tprof_rec_lost*>(h);
+        c->lost_samples_records += r->lost_samples;
+        c->lost_records_records += r->lost_records;
+        break;
+      }
+    }
+  }
+}
+
+void StopAndDrain(SamplingSession& s, Collected* c) {
+  ASSERT_TRUE(s.Stop());
+  for (int i = 0; i < 1000 && !s.Finished(); ++i) {
+    Collect(s, c);
+    ASSERT_TRUE(s.Wait(10));
+  }
+  ASSERT_TRUE(s.Finished()) << "session never reported POLLHUP";
+  EXPECT_EQ(s.malformed_halves(), 0u);
+}
+
+SamplingSession StartOrDie(const SamplingOptions& o) {
+  auto s = SamplingSession::Start(o);
+  if (!s) {
+    ADD_FAILURE() << s.error().message();
+    std::abort();
+  }
+  return std::move(*s);
+}
+
+TEST(SamplingTest, DeliveredPlusLostEqualsTakenAndOwnCodeIsSampled) {
+  SamplingOptions o;
+  o.frequency_hz = 1000;
+  o.callers = true;
+  SamplingSession s = StartOrDie(o);
+  Collected c;
+  for (int i = 0; i < 10; ++i) {
+    tprof_sampling_test_spin(30);
+    Collect(s, &c);
+  }
+  StopAndDrain(s, &c);
+  CpuBufferTotals t = s.TotalsAll();
+  EXPECT_EQ(c.samples + t.lost_samples, t.samples_taken);
+  EXPECT_EQ(t.lost_samples, 0u) << "default buffers lost samples at 1 kHz";
+  EXPECT_GE(c.own_user, 100u) << "300 ms of spinning at 1 kHz";
+  EXPECT_GT(c.idle, 0u) << "the second CPU idles: wait state must be counted";
+  EXPECT_GT(c.kernel_ip, 0u) << "root sees kernel addresses";
+  EXPECT_EQ(c.hidden, 0u);
+  std::string comm;
+  std::getline(std::ifstream("/proc/self/comm"), comm);
+  EXPECT_TRUE(c.comms_of_self.count(comm)) << "no COMM record for this process (" << comm << ")";
+  // Every user sample's space has its executable mappings recorded, and
+  // this test binary's own code is among them.
+  for (uint64_t space : c.own_spaces) EXPECT_TRUE(c.own_map_spaces.count(space));
+  bool exe_mapped = false;
+  char exe[4096] = {};
+  ASSERT_GT(readlink("/proc/self/exe", exe, sizeof(exe) - 1), 0);
+  for (auto& [path, n] : c.map_paths_of_self) exe_mapped |= path == exe;
+  EXPECT_TRUE(exe_mapped) << "no MAP record for " << exe;
+  auto spin = reinterpret_cast<uint64_t>(&tprof_sampling_test_spin);
+  size_t in_exe = 0;
+  for (uint64_t ip : c.own_user_ips)
+    for (const tprof_rec_map& m : c.own_maps)
+      if (ip >= m.start && ip < m.end && ip >= spin - 4096 && ip < spin + 4096) ++in_exe;
+  EXPECT_GT(in_exe, c.own_user / 4) << "samples should land near the spinning function";
+}
+
+TEST(SamplingTest, TinyBuffersAtHighRateCountEveryLoss) {
+  SamplingOptions o;
+  o.frequency_hz = 20000;
+  o.half_bytes = TPROF_SAMPLING_MIN_HALF_BYTES;
+  SamplingSession s = StartOrDie(o);
+  tprof_sampling_test_spin(300);  // nobody consumes: both halves fill
+  Collected c;
+  StopAndDrain(s, &c);
+  CpuBufferTotals t = s.TotalsAll();
+  EXPECT_GT(t.lost_samples, 0u);
+  EXPECT_EQ(c.samples + t.lost_samples, t.samples_taken) << "a sample vanished";
+  EXPECT_EQ(c.lost_samples_records, t.lost_samples) << "LOST records disagree with the totals";
+}
+
+TEST(SamplingTest, OneSessionAtATimeAndOwnerOnly) {
+  SamplingSession s = StartOrDie(SamplingOptions{});
+  auto second = SamplingSession::Start(SamplingOptions{});
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code().value(), EBUSY);
+  Device other = OpenDeviceOrFail();
+  EXPECT_EQ(ioctl(other.fd(), TPROF_IOC_SAMPLING_STOP), -1);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_EQ(GetInfoOrFail(other).state, TPROF_STATE_SAMPLING);
+  tprof_sampling_status st{};
+  ASSERT_EQ(ioctl(other.fd(), TPROF_IOC_SAMPLING_STATUS, &st), 0);
+  EXPECT_EQ(st.active, 1u);
+  EXPECT_EQ(st.running, 1u);
+  EXPECT_EQ(st.frequency_hz, 1000u);
+  // The mapping is read-only.
+  void* w = mmap(nullptr, s.config().map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd(), 0);
+  EXPECT_EQ(w, MAP_FAILED);
+  Collected c;
+  StopAndDrain(s, &c);
+}
+
+TEST(SamplingTest, StartStopStartAndCloseWithoutStop) {
+  for (int round = 0; round < 3; ++round) {
+    SamplingSession s = StartOrDie(SamplingOptions{});
+    tprof_sampling_test_spin(20);
+    if (round == 1) continue;  // destroyed running: the close ends it
+    Collected c;
+    StopAndDrain(s, &c);
+    EXPECT_GT(c.samples, 0u);
+  }
+  EXPECT_EQ(GetInfoOrFail(OpenDeviceOrFail()).state, TPROF_STATE_IDLE);
+}
+
+TEST(SamplingTest, BadConfigurationsAreRefused) {
+  Device dev = OpenDeviceOrFail();
+  auto start = [&](tprof_sampling_config c) {
+    return ioctl(dev.fd(), TPROF_IOC_SAMPLING_START, &c) == 0 ? 0 : errno;
+  };
+  tprof_sampling_config c{};
+  c.pid = TPROF_PID_ALL;
+  c.frequency_hz = TPROF_SAMPLING_MAX_HZ + 1;
+  EXPECT_EQ(start(c), EINVAL);
+  c = {};
+  c.pid = TPROF_PID_ALL;
+  c.half_bytes = 5000;
+  EXPECT_EQ(start(c), EINVAL);
+  c = {};
+  c.pid = TPROF_PID_ALL;
+  c.flags = 0x80;
+  EXPECT_EQ(start(c), EINVAL);
+  c = {};
+  c.pid = TPROF_PID_ALL;
+  c.resv[2] = 1;
+  EXPECT_EQ(start(c), EINVAL);
+  c = {};
+  c.pid = TPROF_PID_ALL;
+  c.event_type = TPROF_METRIC_SOFTWARE;  // no period
+  EXPECT_EQ(start(c), EINVAL);
+  c = {};
+  c.pid = TPROF_PID_ALL;
+  c.event_type = TPROF_METRIC_HARDWARE;
+  c.event_period = 100000;
+  EXPECT_EQ(start(c), EOPNOTSUPP) << "QEMU TCG has no PMU";
+  c = {};
+  c.pid = 999999;
+  EXPECT_EQ(start(c), ESRCH);
+  EXPECT_EQ(ioctl(dev.fd(), TPROF_IOC_SAMPLING_STOP), -1);
+  EXPECT_EQ(errno, ENODATA);
+  tprof_buffer_release rel{};
+  EXPECT_EQ(ioctl(dev.fd(), TPROF_IOC_SAMPLING_RELEASE, &rel), -1);
+  EXPECT_EQ(errno, ENODATA);
+  EXPECT_EQ(ioctl(dev.fd(), TPROF_IOC_SAMPLING_START, nullptr), -1);
+  EXPECT_EQ(errno, EFAULT);
+}
+
+TEST(SamplingTest, SoftwareEventOverflowSamples) {
+  SamplingOptions o;
+  ASSERT_TRUE(ParseSampleEvent("page-faults", &o));
+  o.event_period = 1;
+  o.pid = getpid();
+  SamplingSession s = StartOrDie(o);
+  for (int i = 0; i < 64; ++i) {
+    void* p = mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    memset(p, 1, 1 << 16);
+    munmap(p, 1 << 16);
+  }
+  Collected c;
+  StopAndDrain(s, &c);
+  EXPECT_GE(c.own_samples, 64u * 16) << "one sample per page fault";
+  EXPECT_EQ(c.samples, c.own_samples) << "--pid sampled another process";
+}
+
+// An unprivileged process may sample itself (kernel addresses withheld)
+// but not the whole machine.
+TEST(SamplingTest, UnprivilegedSamplesItselfOnly) {
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)) _exit(10);
+    if (SamplingSession::Start(SamplingOptions{}).ok()) _exit(11);
+    SamplingOptions o;
+    o.pid = 1;
+    auto other = SamplingSession::Start(o);
+    if (other.ok() || other.error().code().value() != EACCES) _exit(12);
+    o.pid = 0;  // itself
+    auto s = SamplingSession::Start(o);
+    if (!s) _exit(13);
+    auto end = Clock::now() + std::chrono::milliseconds(200);
+    while (Clock::now() < end) getppid();  // kernel time
+    if (!s->Stop()) _exit(14);
+    uint64_t kernel_with_ip = 0, samples = 0;
+    for (int i = 0; i < 1000 && !s->Finished(); ++i) {
+      auto n = s->Consume([&](uint32_t, const tprof_rec_header* h, size_t) {
+        if (h->type != TPROF_REC_SAMPLE) return true;
+        auto* r = reinterpret_cast<const tprof_rec_sample*>(h);
+        ++samples;
+        if (!(r->flags & TPROF_SAMPLE_USER) && (r->ip || r->caller)) ++kernel_with_ip;
+        return true;
+      });
+      if (!n) _exit(15);
+      (void)s->Wait(10);
+    }
+    if (samples == 0) _exit(16);
+    _exit(kernel_with_ip == 0 ? 0 : 17);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "see the _exit codes in the child";
+}
+
+}  // namespace
+}  // namespace tprof::test

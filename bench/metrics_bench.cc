@@ -254,20 +254,36 @@ void SetLoaded(bool loaded, const char* module) {
 
 void BenchPingPong(const char* module) {
   constexpr long kRounds = 10000;
-  std::vector<double> unloaded, idle, on;
-  for (int r = 0; r < 7; ++r) {  // interleaved, so drift hits all three alike
+  const tprof_metric kTime{TPROF_METRIC_TIME, 0, 0};
+  const tprof_metric kPageFaults{TPROF_METRIC_SOFTWARE, 0, PERF_COUNT_SW_PAGE_FAULTS};
+  const tprof_metric kMigrations{TPROF_METRIC_SOFTWARE, 0, PERF_COUNT_SW_CPU_MIGRATIONS};
+  const tprof_metric kCtxSwitches{TPROF_METRIC_SOFTWARE, 0, PERF_COUNT_SW_CONTEXT_SWITCHES};
+  const tprof_metric kDispatches{TPROF_METRIC_DISPATCHES, 0, 0};
+  struct Config {
+    const char* name;
+    std::vector<tprof_metric> metrics;
+    std::vector<double> ns;
+  };
+  std::vector<Config> configs = {
+      {"time only", {kTime}, {}},
+      {"time+page-faults+cpu-migrations", {kTime, kPageFaults, kMigrations}, {}},
+      {"time+page-faults+ctx-switches", {kTime, kPageFaults, kCtxSwitches}, {}},
+      {"time+dispatches+page-faults", {kTime, kDispatches, kPageFaults}, {}},
+  };
+  std::vector<double> unloaded, idle;
+  for (int r = 0; r < 7; ++r) {  // interleaved, so drift hits every row alike
     SetLoaded(false, module);
     unloaded.push_back(PingPongNs(kRounds));
     SetLoaded(true, module);
     idle.push_back(PingPongNs(kRounds));
-    Enable({{TPROF_METRIC_TIME, 0, 0},
-            {TPROF_METRIC_SOFTWARE, 0, PERF_COUNT_SW_PAGE_FAULTS},
-            {TPROF_METRIC_SOFTWARE, 0, PERF_COUNT_SW_CONTEXT_SWITCHES}});
-    on.push_back(PingPongNs(kRounds));
+    for (Config& c : configs) {
+      Enable(c.metrics);
+      c.ns.push_back(PingPongNs(kRounds));
+    }
   }
   std::printf("\n== pipe ping-pong between two processes on one CPU (per round trip, median of 7) ==\n");
   Row("module loaded, idle", Median(idle), "module unloaded", Median(unloaded));
-  Row("time+page-faults+ctx-switches on", Median(on), "module unloaded", Median(unloaded));
+  for (Config& c : configs) Row(c.name, Median(c.ns), "module unloaded", Median(unloaded));
 }
 
 }  // namespace

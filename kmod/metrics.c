@@ -420,8 +420,7 @@ long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
 		return -EINVAL;
 
 	if (req.tid == 0) {
-		task = current;
-		get_task_struct(task);
+		task = current;	/* cannot go away under us: no reference */
 	} else {
 		rcu_read_lock();
 		task = pid_task(find_vpid(req.tid), PIDTYPE_PID);
@@ -474,7 +473,8 @@ long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
 		}
 		raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
 	}
-	put_task_struct(task);
+	if (req.tid)
+		put_task_struct(task);
 	return ret;
 }
 

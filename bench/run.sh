@@ -2,15 +2,42 @@
 # make bench: builds the benchmark programs and runs them in one guest boot
 # per kernel, printing ratios against baselines measured in the same boot.
 #   bench/run.sh [6.1|6.12]...   (default: 6.1)
+# The sampling benchmark compares with `perf record` (Debian's linux-perf,
+# installed by `make deps`): the perf ELF binary is added to the guest, and
+# tools/tprof-vm copies the shared libraries it needs.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 make -s bench-programs
 kernels=("$@")
 [ ${#kernels[@]} -gt 0 ] || kernels=(6.1)
+
+# The real perf program: /usr/bin/perf itself, or, where /usr/bin/perf is
+# Debian's wrapper script, the newest /usr/bin/perf_<version>.
+is_elf() {
+	[ -f "$1" ] && [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]
+}
+perf=
+for p in /usr/bin/perf $(ls -r /usr/bin/perf_[0-9]* 2>/dev/null); do
+	if is_elf "$p"; then
+		perf=$p
+		break
+	fi
+done
+perf_add=()
+perf_arg=
+if [ -n "$perf" ]; then
+	perf_add=(--add "$perf")
+	perf_arg="--perf ./$(basename "$perf")"
+else
+	echo "bench: no perf binary (install linux-perf: make deps); perf rows skipped" >&2
+fi
+
 for k in "${kernels[@]}"; do
 	echo "== Debian $k kernel, $(nproc) host cores, QEMU TCG, -smp 2 =="
-	tools/tprof-vm --kernel "$k" --mem 2048 \
-		--add build/bench/tprof_hooks_bench --add build/bench/tprof_metrics_bench -- \
-		sh -c './tprof_hooks_bench && ./tprof_metrics_bench'
+	echo "(host load average before boot: $(cut -d' ' -f1-3 /proc/loadavg); other work on the host skews TCG timings)"
+	tools/tprof-vm --kernel "$k" --mem 2048 --timeout 2400 \
+		--add build/bench/tprof_hooks_bench --add build/bench/tprof_metrics_bench \
+		--add build/bench/tprof_sampling_bench "${perf_add[@]}" -- \
+		sh -c "./tprof_hooks_bench && ./tprof_metrics_bench && ./tprof_sampling_bench $perf_arg"
 done

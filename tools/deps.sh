@@ -15,8 +15,9 @@ packages=(
 	qemu-system-x86 busybox-static cpio
 	# Userspace libraries and tests.
 	libgtest-dev libnl-genl-3-dev libboost-dev libdw-dev
-	# Tools the scripts use; dkms for `make dkms-install`.
-	python3 dkms
+	# Tools the scripts use; dkms for `make dkms-install`; perf, the
+	# sampling benchmark's reference (bench/run.sh adds it to the guest).
+	python3 dkms linux-perf
 )
 
 missing=()

@@ -1,0 +1,480 @@
+// Sampling profiler benchmark, run inside one guest boot by bench/run.sh:
+//   1. slowdown of a fixed amount of CPU-bound work on every CPU (one
+//      process per CPU), unprofiled against `tprofctl record` and
+//      `perf record -a -e cpu-clock` at 1 kHz and 10 kHz, repetitions
+//      interleaved (A B C D E, A B C D E, ...), medians;
+//   2. the highest clock rate whose recording loses no sample with the
+//      default buffer size (a sweep of `tprofctl record --freq F`);
+//   3. bytes: the profile file against perf.data for the same run, and the
+//      sample records moved through the buffers per second (tprof's 56-byte
+//      records against perf's PERF_RECORD_SAMPLE).
+// Every profiler runs as a command (fork/exec) the way a user runs it; the
+// workload reports its own wall time, which is what "slowdown" means here.
+//
+//   tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S]
+//   tprof_sampling_bench --workload CHUNKS RESULT_FILE   (the workload)
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kTprofData = "/tmp/tprof.data";
+constexpr const char* kPerfData = "/tmp/perf.data";
+constexpr const char* kWorkloadResult = "/tmp/sampling-bench-workload.ns";
+constexpr const char* kLog = "/tmp/sampling-bench-run.log";
+// Bytes of one sample record: tprof's struct tprof_rec_sample; perf's
+// PERF_RECORD_SAMPLE size follows from its sample_type, read from perf.data.
+constexpr uint64_t kTprofSampleBytes = 56;
+uint64_t g_perf_sample_bytes = 0;
+std::string g_perf_sample_type;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "tprof_sampling_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// ---- the workload -----------------------------------------------------------
+
+// One chunk: 4096 dependent multiply-xorshift steps, then one syscall.
+uint64_t Chunks(long n) {
+  uint64_t x = 0x9e3779b97f4a7c15ull ^ uint64_t(::getpid());
+  for (long c = 0; c < n; ++c) {
+    for (int i = 0; i < 4096; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      x ^= x >> 17;
+    }
+    x += uint64_t(::syscall(SYS_getppid));
+  }
+  return x;
+}
+
+int NumCpus() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+// One process per CPU, each doing `chunks` chunks; writes the wall time of
+// the whole in ns to `result`.
+int RunWorkload(long chunks, const char* result) {
+  int n = NumCpus();
+  auto t0 = Clock::now();
+  std::vector<pid_t> kids;
+  for (int i = 0; i < n; ++i) {
+    pid_t pid = ::fork();
+    if (pid < 0) Die("fork");
+    if (pid == 0) {
+      volatile uint64_t sink = Chunks(chunks);
+      (void)sink;
+      ::_exit(0);
+    }
+    kids.push_back(pid);
+  }
+  int rc = 0;
+  for (pid_t pid : kids) {
+    int st = 0;
+    if (::waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
+  }
+  double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+  FILE* f = std::fopen(result, "w");
+  if (!f) Die(std::string("cannot write ") + result);
+  std::fprintf(f, "%.0f\n", ns);
+  std::fclose(f);
+  return rc;
+}
+
+// ---- running commands --------------------------------------------------------
+
+std::string g_self;  // this program, for the workload command line
+
+std::string ReadFile(const char* path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+uint64_t FileSize(const char* path) {
+  struct stat st;
+  return ::stat(path, &st) == 0 ? uint64_t(st.st_size) : 0;
+}
+
+struct Run {
+  double workload_s = 0;  // the workload's own wall time
+  double command_s = 0;   // the whole command, profiler start-up and teardown included
+  uint64_t file_bytes = 0;
+  uint64_t samples = 0;   // taken (tprof) or written (perf)
+  uint64_t lost_samples = 0;
+  uint64_t lost_records = 0;
+  double duration_s = 0;  // tprof: first to last sample
+};
+
+// Runs argv with stdout and stderr to kLog; returns its wall time. Dies if it
+// fails, showing the log.
+double Exec(const std::vector<std::string>& argv) {
+  auto t0 = Clock::now();
+  pid_t pid = ::fork();
+  if (pid < 0) Die("fork");
+  if (pid == 0) {
+    int fd = ::open(kLog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) ::_exit(126);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::close(fd);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  int st = 0;
+  if (::waitpid(pid, &st, 0) != pid) Die("waitpid");
+  double s = Seconds(Clock::now() - t0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    std::string cmd;
+    for (const std::string& a : argv) cmd += " " + a;
+    std::string log = ReadFile(kLog);
+    if (log.size() > 4000) log = "..." + log.substr(log.size() - 4000);
+    Die("command failed (status " + std::to_string(st) + "):" + cmd + "\n" + log);
+  }
+  return s;
+}
+
+std::vector<std::string> WorkloadArgv(long chunks) {
+  return {g_self, "--workload", std::to_string(chunks), kWorkloadResult};
+}
+
+double WorkloadSeconds() {
+  std::string s = ReadFile(kWorkloadResult);
+  if (s.empty()) Die("the workload wrote no result");
+  return std::strtod(s.c_str(), nullptr) / 1e9;
+}
+
+// The number after "key": in the JSON text, first occurrence.
+std::optional<uint64_t> JsonNumber(const std::string& json, const std::string& key) {
+  size_t p = json.find("\"" + key + "\"");
+  if (p == std::string::npos) return std::nullopt;
+  p = json.find(':', p);
+  if (p == std::string::npos) return std::nullopt;
+  ++p;
+  while (p < json.size() && (json[p] == ' ' || json[p] == '\n')) ++p;
+  if (p >= json.size() || json[p] < '0' || json[p] > '9') return std::nullopt;
+  return std::strtoull(json.c_str() + p, nullptr, 10);
+}
+
+Run RunPlain(long chunks) {
+  ::unlink(kWorkloadResult);
+  Run r;
+  r.command_s = Exec(WorkloadArgv(chunks));
+  r.workload_s = WorkloadSeconds();
+  return r;
+}
+
+Run RunTprof(long chunks, unsigned hz) {
+  ::unlink(kWorkloadResult);
+  ::unlink(kTprofData);
+  std::vector<std::string> argv = {"tprofctl", "record", "--freq", std::to_string(hz), "-o",
+                                   kTprofData, "--format", "json", "--top", "1", "--"};
+  for (const std::string& a : WorkloadArgv(chunks)) argv.push_back(a);
+  Run r;
+  r.command_s = Exec(argv);
+  r.workload_s = WorkloadSeconds();
+  r.file_bytes = FileSize(kTprofData);
+  std::string out = ReadFile(kLog);
+  // The dump's totals come from the per-CPU control areas (exact).
+  auto taken = JsonNumber(out, "samples_taken");
+  auto lost = JsonNumber(out, "lost_samples");
+  auto lost_rec = JsonNumber(out, "lost_records");
+  auto dur = JsonNumber(out, "duration_ns");
+  if (!taken || !lost || !lost_rec) Die("no totals in tprofctl record's output:\n" + out);
+  r.samples = *taken;
+  r.lost_samples = *lost;
+  r.lost_records = *lost_rec;
+  r.duration_s = dur ? double(*dur) / 1e9 : 0;
+  return r;
+}
+
+std::string g_perf;  // perf binary, empty: no perf rows
+
+Run RunPerf(long chunks, unsigned hz) {
+  ::unlink(kWorkloadResult);
+  ::unlink(kPerfData);
+  std::string old = std::string(kPerfData) + ".old";
+  ::unlink(old.c_str());
+  std::vector<std::string> argv = {g_perf, "record", "-e", "cpu-clock", "-F", std::to_string(hz),
+                                   "-a", "-o", kPerfData, "--"};
+  for (const std::string& a : WorkloadArgv(chunks)) argv.push_back(a);
+  Run r;
+  r.command_s = Exec(argv);
+  r.workload_s = WorkloadSeconds();
+  r.file_bytes = FileSize(kPerfData);
+  // "[ perf record: Captured and wrote 1.234 MB /tmp/perf.data (56789 samples) ]"
+  std::string out = ReadFile(kLog);
+  size_t p = out.find("Captured and wrote");
+  if (p != std::string::npos) p = out.find('(', p);
+  if (p == std::string::npos) Die("no sample count in perf record's output:\n" + out);
+  r.samples = std::strtoull(out.c_str() + p + 1, nullptr, 10);
+  // Lost samples: PERF_RECORD_LOST / LOST_SAMPLES in the file (the stats
+  // list only the kinds present).
+  Exec({g_perf, "report", "--stats", "-i", kPerfData});
+  std::string stats = ReadFile(kLog);
+  for (const char* kind : {"  LOST events:", "LOST_SAMPLES events:"}) {
+    size_t q = stats.find(kind);
+    if (q != std::string::npos) r.lost_samples += std::strtoull(stats.c_str() + q + std::strlen(kind), nullptr, 10);
+  }
+  if (!g_perf_sample_bytes) {
+    // "sample_type: IP|TID|TIME|ID|CPU|PERIOD": the header and one u64 each.
+    Exec({g_perf, "evlist", "-v", "-i", kPerfData});
+    std::string ev = ReadFile(kLog);
+    size_t q = ev.find("sample_type: ");
+    if (q == std::string::npos) Die("no sample_type in perf evlist -v:\n" + ev);
+    q += std::strlen("sample_type: ");
+    g_perf_sample_type = ev.substr(q, ev.find_first_of(", \n", q) - q);
+    g_perf_sample_bytes = 8;
+    std::stringstream flags(g_perf_sample_type);
+    for (std::string f; std::getline(flags, f, '|');) {
+      if (f == "IP" || f == "TID" || f == "TIME" || f == "ADDR" || f == "ID" || f == "STREAM_ID" ||
+          f == "CPU" || f == "PERIOD" || f == "IDENTIFIER")
+        g_perf_sample_bytes += 8;
+      else
+        Die("perf sample_type " + g_perf_sample_type + ": unexpected " + f);
+    }
+  }
+  return r;
+}
+
+std::string Hz(unsigned hz) {
+  return hz % 1000 == 0 ? std::to_string(hz / 1000) + " kHz" : std::to_string(hz) + " Hz";
+}
+
+std::string Bytes(double b) {
+  char buf[32];
+  if (b >= 1e6)
+    std::snprintf(buf, sizeof(buf), "%.2f MB", b / 1e6);
+  else if (b >= 1e3)
+    std::snprintf(buf, sizeof(buf), "%.1f kB", b / 1e3);
+  else
+    std::snprintf(buf, sizeof(buf), "%.0f B", b);
+  return buf;
+}
+
+void WriteSysctl(const char* path, const char* value) {
+  int fd = ::open(path, O_WRONLY);
+  if (fd < 0) return;
+  (void)!::write(fd, value, std::strlen(value));
+  ::close(fd);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::strcmp(argv[1], "--workload") == 0)
+    return RunWorkload(std::atol(argv[2]), argv[3]);
+
+  int reps = 5;
+  double target_s = 3.0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--perf" && i + 1 < argc)
+      g_perf = argv[++i];
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--seconds" && i + 1 < argc)
+      target_s = std::max(0.1, std::atof(argv[++i]));
+    else
+      Die("usage: tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S]");
+  }
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) Die("readlink /proc/self/exe");
+  self[n] = 0;
+  g_self = self;
+  if (!g_perf.empty() && g_perf.find('/') == std::string::npos) g_perf = "./" + g_perf;
+  if (!g_perf.empty() && ::access(g_perf.c_str(), X_OK) != 0) {
+    std::printf("(perf not runnable at %s: perf rows skipped)\n", g_perf.c_str());
+    g_perf.clear();
+  }
+  // The guest runs as root; perf needs no more, but say so explicitly.
+  WriteSysctl("/proc/sys/kernel/perf_event_paranoid", "-1");
+  WriteSysctl("/proc/sys/kernel/kptr_restrict", "0");
+
+  // Calibrate the fixed amount of work: about target_s unprofiled.
+  long chunks = 256;
+  double t = 0;
+  for (;;) {
+    t = RunPlain(chunks).workload_s;
+    if (t >= 0.3 || chunks > (1L << 30)) break;
+    chunks *= 2;
+  }
+  chunks = std::max(1L, long(double(chunks) * target_s / t));
+  const int cpus = NumCpus();
+
+  // ---- 1. slowdown ----------------------------------------------------------
+  struct Config {
+    std::string name;
+    char tool;  // '-' none, 't' tprof, 'p' perf
+    unsigned hz;
+    std::vector<Run> runs;
+  };
+  std::vector<Config> configs = {{"unprofiled", '-', 0, {}},
+                                 {"tprofctl record --freq 1000", 't', 1000, {}},
+                                 {"perf record -F 1000 -a", 'p', 1000, {}},
+                                 {"tprofctl record --freq 10000", 't', 10000, {}},
+                                 {"perf record -F 10000 -a", 'p', 10000, {}}};
+  if (g_perf.empty())
+    configs.erase(std::remove_if(configs.begin(), configs.end(),
+                                 [](const Config& c) { return c.tool == 'p'; }),
+                  configs.end());
+  for (int r = 0; r < reps; ++r)
+    for (Config& c : configs)
+      c.runs.push_back(c.tool == '-'   ? RunPlain(chunks)
+                       : c.tool == 't' ? RunTprof(chunks, c.hz)
+                                       : RunPerf(chunks, c.hz));
+
+  auto med = [](const Config& c, auto field) {
+    std::vector<double> v;
+    for (const Run& r : c.runs) v.push_back(double(field(r)));
+    return Median(v);
+  };
+  // Ratios are paired within a rep (each run against the unprofiled run of
+  // the same rep), then the median is taken: the host's load drifts.
+  auto paired = [&](const Config& a, const Config& b) {
+    std::vector<double> v;
+    for (size_t r = 0; r < a.runs.size(); ++r) v.push_back(a.runs[r].workload_s / b.runs[r].workload_s);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  std::printf("\n1. slowdown: fixed work, %d processes x %ld chunks (one per CPU, %d CPUs), "
+              "%d interleaved reps\n",
+              cpus, chunks, cpus, reps);
+  std::printf("(workload: its own wall time, median; vs none: median of the per-rep ratios to\n"
+              " the same rep's unprofiled run, [min-max]; command: the profiler's whole run,\n"
+              " start-up, symbolization and perf's build-id pass included; lost: summed over reps)\n");
+  std::printf("%-30s %9s %8s %15s %9s %9s %10s %6s\n", "run", "workload", "vs none", "[range]",
+              "command", "samples", "file", "lost");
+  for (const Config& c : configs) {
+    double w = med(c, [](const Run& r) { return r.workload_s; });
+    double cmd = med(c, [](const Run& r) { return r.command_s; });
+    std::vector<double> ratios = paired(c, configs[0]);
+    char range[32];
+    std::snprintf(range, sizeof(range), "[%.2f-%.2f]", ratios.front(), ratios.back());
+    std::printf("%-30s %8.3fs %7.3fx %15s %8.2fs", c.name.c_str(), w, Median(ratios), range, cmd);
+    if (c.tool == '-') {
+      std::printf("\n");
+      continue;
+    }
+    double samples = med(c, [](const Run& r) { return r.samples; });
+    double bytes = med(c, [](const Run& r) { return r.file_bytes; });
+    std::printf(" %9.0f %10s", samples, Bytes(bytes).c_str());
+    uint64_t lost = 0;
+    for (const Run& r : c.runs) lost += r.lost_samples + r.lost_records;
+    std::printf(" %6" PRIu64 "\n", lost);
+  }
+  bool slowdown_met = true;
+  if (!g_perf.empty()) {
+    for (unsigned hz : {1000u, 10000u}) {
+      const Config *tp = nullptr, *pf = nullptr;
+      for (const Config& c : configs)
+        if (c.hz == hz) (c.tool == 't' ? tp : pf) = &c;
+      std::vector<double> v = paired(*tp, *pf);
+      double m = Median(v);
+      double sa = Median(paired(*tp, configs[0])) - 1, sb = Median(paired(*pf, configs[0])) - 1;
+      bool ok = m <= 1.0;
+      slowdown_met &= ok;
+      std::printf("tprof vs perf at %-7s workload time %.3fx [%.2f-%.2f] (overhead %+.1f%% vs "
+                  "%+.1f%%): %s\n",
+                  Hz(hz).c_str(), m, v.front(), v.back(), 100 * sa, 100 * sb,
+                  ok ? "no slower" : "SLOWER than perf");
+    }
+  }
+
+  // ---- 2. loss sweep ------------------------------------------------------
+  std::printf("\n2. loss at default buffers (64 KiB halves per CPU), same workload, one run each\n");
+  std::printf("(per CPU/s: samples taken per second per CPU, first to last sample: the rate\n"
+              " the guest's clock actually delivered, idle samples included)\n");
+  std::printf("%8s %9s %10s %8s %8s %12s %9s\n", "freq", "workload", "taken", "lost", "lost rec",
+              "per CPU/s", "file");
+  unsigned best = 0;
+  double best_delivered = 0;
+  bool broke = false;
+  uint64_t lost_at_10k = UINT64_MAX;
+  for (unsigned hz : {1000u, 2000u, 5000u, 10000u, 20000u, 50000u, 100000u}) {
+    Run r = RunTprof(chunks, hz);
+    uint64_t lost = r.lost_samples + r.lost_records;
+    double per_cpu = r.duration_s > 0 ? double(r.samples) / r.duration_s / cpus : 0;
+    std::printf("%8u %8.3fs %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %12.0f %9s\n", hz,
+                r.workload_s, r.samples, r.lost_samples, r.lost_records, per_cpu,
+                Bytes(double(r.file_bytes)).c_str());
+    if (hz == 10000) lost_at_10k = lost;
+    if (lost == 0 && !broke) {
+      best = hz;
+      best_delivered = std::max(best_delivered, per_cpu);
+    }
+    else
+      broke = true;
+  }
+  if (best)
+    std::printf("highest rate with zero loss (every rate up to it too): %s per CPU configured;\n"
+                "highest rate the guest delivered among those runs: %.0f samples/s per CPU\n",
+                Hz(best).c_str(), best_delivered);
+  else
+    std::printf("highest rate with zero loss: none (loss already at 1 kHz)\n");
+
+  // ---- 3. bytes -------------------------------------------------------------
+  std::printf("\n3. bytes per second of recording (medians of section 1's runs)\n");
+  std::printf("%-30s %10s %12s %14s %14s\n", "run", "samples/s", "file", "file B/s",
+              "sample rec B/s");
+  for (const Config& c : configs) {
+    if (c.tool == '-') continue;
+    uint64_t rec = c.tool == 't' ? kTprofSampleBytes : g_perf_sample_bytes;
+    double rate = med(c, [](const Run& r) { return double(r.samples) / r.workload_s; });
+    double file = med(c, [](const Run& r) { return r.file_bytes; });
+    double file_rate = med(c, [](const Run& r) { return double(r.file_bytes) / r.workload_s; });
+    std::printf("%-30s %10.0f %12s %12s/s %12s/s\n", c.name.c_str(), rate, Bytes(file).c_str(),
+                Bytes(file_rate).c_str(), Bytes(rate * double(rec)).c_str());
+  }
+  std::printf("(sample records: tprof %" PRIu64 " B each", kTprofSampleBytes);
+  if (!g_perf.empty())
+    std::printf(", perf %" PRIu64 " B each (sample_type %s)", g_perf_sample_bytes,
+                g_perf_sample_type.c_str());
+  std::printf(";\n tprof.data holds the aggregated tables, perf.data every record)\n");
+
+  // ---- targets -----------------------------------------------------------------
+  std::printf("\ntargets:\n");
+  if (g_perf.empty())
+    std::printf("  no slower than perf record at equal rate: NOT MEASURED (no perf)\n");
+  else
+    std::printf("  no slower than perf record at equal rate (1 kHz, 10 kHz): %s\n",
+                slowdown_met ? "met" : "NOT met");
+  std::printf("  zero loss at 10 kHz per CPU with default buffers: %s\n",
+              lost_at_10k == 0 ? "met" : "NOT met");
+  return 0;
+}

@@ -182,10 +182,10 @@ static bool tprof_sample_caller(struct pt_regs *regs, bool user, u64 *caller)
 	} else {
 		struct unwind_state state;
 
+		/* Started from @regs, the unwinder is already at the caller. */
 		unwind_start(&state, current, regs, NULL);
 		if (unwind_done(&state))
 			return false;
-		unwind_next_frame(&state);
 		*caller = unwind_get_return_address(&state);
 		return *caller != 0;
 	}
@@ -247,6 +247,7 @@ static void tprof_sample(struct perf_event *event, struct perf_sample_data *data
 		return;
 	if (s->config.pid != TPROF_PID_ALL && task->tgid != s->config.pid)
 		return;
+	tprof_windows_sample(s, instruction_pointer(regs), task, user_mode(regs));
 
 	local_irq_save(flags);
 	rec = tprof_record_begin(s, &pc, sizeof(*rec), true);
@@ -317,6 +318,7 @@ void tprof_sampling_on_fork(struct task_struct *parent, struct task_struct *chil
 {
 	struct tprof_session *s = tprof_live_session();
 
+	tprof_windows_on_fork(parent, child);
 	/* New processes only; new threads share their process's records. */
 	if (s && child->pid == child->tgid)
 		tprof_write_comm(s, child, parent->tgid, TPROF_COMM_FORK);
@@ -326,6 +328,7 @@ void tprof_sampling_on_exec(struct task_struct *p)
 {
 	struct tprof_session *s = tprof_live_session();
 
+	tprof_windows_on_exec(p);
 	if (!s)
 		return;
 	atomic_inc(&s->map_gen);
@@ -339,6 +342,7 @@ void tprof_sampling_on_exit(struct task_struct *p)
 	struct tprof_rec_exit *rec;
 	unsigned long flags;
 
+	tprof_windows_on_exit(p);
 	/* The last thread of the process: signal->live already counts it out. */
 	if (!s || atomic_read(&p->signal->live) != 0)
 		return;
@@ -394,8 +398,16 @@ static void tprof_capture_maps(struct tprof_session *s,
 	for_each_vma(vmi, vma) {
 		char *path;
 
-		if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file)
+		if (!(vma->vm_flags & VM_EXEC))
 			continue;
+		if (!vma->vm_file) {
+#ifdef CONFIG_X86
+			/* Code every process runs (clock_gettime...): name it. */
+			if (vma->vm_start == (unsigned long)r->mm->context.vdso)
+				tprof_write_map(s, r->pid, r->space_id, vma, "[vdso]");
+#endif
+			continue;
+		}
 		path = d_path(&vma->vm_file->f_path, buf, PATH_MAX);
 		if (IS_ERR(path))
 			continue;
@@ -634,7 +646,8 @@ static long tprof_sampling_start(struct file *file,
 	c.map_bytes = s->area_bytes;
 	c.half_bytes_out = c.half_bytes;
 	c.frequency_out = c.event_type == TPROF_SAMPLE_ON_CLOCK ? c.frequency_hz : 0;
-	file->private_data = s;
+	/* Published last: mmap() and poll() read it without the mutex. */
+	smp_store_release(&file->private_data, s);
 	mutex_unlock(&tprof_sampling_mutex);
 	if (copy_to_user(uarg, &c, sizeof(c)))
 		return -EFAULT;	/* the session runs; the owner can stop it */
@@ -770,32 +783,30 @@ u32 tprof_sampling_state(void)
 	return state;
 }
 
+/*
+ * No tprof_sampling_mutex here: mmap() runs under the caller's mmap_lock,
+ * and the map worker (flushed under the mutex at stop) takes mmap_locks.
+ * The session cannot go away meanwhile: only the release of this very file
+ * frees it.
+ */
 int tprof_sampling_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	struct tprof_session *s;
-	long ret;
+	struct tprof_session *s = smp_load_acquire(&file->private_data);
 
-	mutex_lock(&tprof_sampling_mutex);
-	s = tprof_owned_session(file, &ret);
 	if (!s)
-		goto out;
-	ret = -EINVAL;
+		return -ENODATA;
 	if (vma->vm_pgoff != 0 || vma->vm_end - vma->vm_start != s->area_bytes)
-		goto out;
+		return -EINVAL;
 	/* Read-only for the reader: only the kernel writes the buffers. */
-	ret = -EPERM;
 	if (vma->vm_flags & VM_WRITE)
-		goto out;
+		return -EPERM;
 	tprof_vm_flags_clear(vma, VM_MAYWRITE);
-	ret = remap_vmalloc_range(vma, s->area, 0);
-out:
-	mutex_unlock(&tprof_sampling_mutex);
-	return ret;
+	return remap_vmalloc_range(vma, s->area, 0);
 }
 
 __poll_t tprof_sampling_poll(struct file *file, poll_table *wait)
 {
-	struct tprof_session *s = file->private_data;
+	struct tprof_session *s = smp_load_acquire(&file->private_data);
 	__poll_t mask = 0;
 	unsigned int cpu;
 
@@ -823,6 +834,7 @@ void tprof_sampling_file_release(struct file *file)
 		return;
 	mutex_lock(&tprof_sampling_mutex);
 	tprof_sampling_stop_locked(s);
+	tprof_windows_session_end(s);
 	tprof_sampling_session = NULL;
 	mutex_unlock(&tprof_sampling_mutex);
 	file->private_data = NULL;

@@ -52,6 +52,17 @@ void tprof_sampling_file_release(struct file *file);
 int tprof_sampling_init(void);
 void tprof_sampling_exit(void);
 
+/* windows.c: counting windows and profil on the sampling session. */
+void tprof_windows_sample(const void *session, u64 pc, struct task_struct *task,
+			  bool user);
+void tprof_windows_on_fork(struct task_struct *parent, struct task_struct *child);
+void tprof_windows_on_exec(struct task_struct *p);
+void tprof_windows_on_exit(struct task_struct *p);
+long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *uarg);
+long tprof_ioctl_window_read(struct file *file, struct tprof_window_read __user *uarg);
+long tprof_ioctl_window_list(struct file *file, struct tprof_window_list __user *uarg);
+void tprof_windows_session_end(const void *session);
+
 /* perm.c: who may read whose data. */
 bool tprof_may_read_task(struct task_struct *task);
 

@@ -84,6 +84,7 @@ std::vector<std::string> Info::FeatureNames() const {
   if (features & TPROF_FEAT_SCHED_COUNTERS) names.push_back("sched_counters");
   if (features & TPROF_FEAT_THREAD_METRICS) names.push_back("thread_metrics");
   if (features & TPROF_FEAT_SAMPLING) names.push_back("sampling");
+  if (features & TPROF_FEAT_WINDOWS) names.push_back("windows");
   return names;
 }
 

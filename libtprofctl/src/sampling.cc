@@ -27,8 +27,9 @@ Error SamplingError(const char* what, int err) {
       return Error::FromErrno(err, msg + "permission denied: that process belongs to "
                                          "another user (needs CAP_PERFMON or CAP_SYS_ADMIN)");
     case EBUSY:
-      return Error::FromErrno(err, msg + "a sampling session is already running (stop it "
-                                         "with `tprofctl stop`)");
+      return Error::FromErrno(err, msg + "a sampling session is already running; only the "
+                                         "program that started it can stop it (for a "
+                                         "`tprofctl start` recorder: `tprofctl stop`)");
     case ESRCH:
       return Error::FromErrno(err, msg + "no such process");
     case EOPNOTSUPP:

@@ -26,6 +26,8 @@ constexpr Command kCommands[] = {
     {"record", tprof::cli::RunRecord, "start, run CMD, stop and dump: record [OPTIONS] -- CMD"},
     {"dump", tprof::cli::RunDump,
      "report a profile [-i FILE] [--by process|symbol] [--pid PID] [--top N] [--format F]"},
+    {"window", tprof::cli::RunWindow,
+     "counting windows saved by start/record --window/--profil [list|show] [-i FILE]"},
 };
 
 void Usage(FILE* out) {

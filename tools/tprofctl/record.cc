@@ -33,6 +33,7 @@
 #include "tprof/profile.h"
 #include "tprof/profile_file.h"
 #include "tprof/sampling.h"
+#include "windows_cli.h"
 
 namespace tprof::cli {
 
@@ -42,6 +43,7 @@ struct RecordOptions {
   SamplingOptions sampling;
   std::string output = kDefaultProfilePath;
   bool pid_given = false;
+  std::vector<tprof_window_add> windows;  // --window/--profil (windows_cli.h)
 };
 
 void StartUsage(FILE* out, const char* cmd) {
@@ -58,7 +60,11 @@ void StartUsage(FILE* out, const char* cmd) {
                "                  page-faults, context-switches, cpu-migrations, task-clock,\n"
                "                  cycles, instructions, cache-misses, branch-misses, rHEX\n"
                "  --period N      events per sample with --event (default 10000)\n"
-               "  -o FILE         profile file (default tprof.data)\n",
+               "  -o FILE         profile file (default tprof.data)\n"
+               "  --window SPEC   counting window: kernel:START:LEN:BLOCK or\n"
+               "                  pid=PID:START:LEN:BLOCK, saved to FILE.windows\n"
+               "  --profil SPEC   profil(2) window PID:OFFSET:SCALE:BUFSIZ[:32]\n"
+               "                  (see `tprofctl window --help`)\n",
                cmd, std::strcmp(cmd, "record") == 0 ? " [DUMP OPTIONS] -- CMD [ARGS...]" : "");
 }
 
@@ -94,6 +100,9 @@ int ParseRecordOptions(const Args& args, size_t end, RecordOptions* o, Args* res
       } else {
         period = *n;
       }
+    } else if (a == "--window" || a == "--profil") {
+      const std::string* v = value();
+      if (!v || !ParseWindowOption(a, *v, &o->windows)) return 2;
     } else if (a == "--callers") {
       o->sampling.callers = true;
     } else if (a == "--event") {
@@ -141,6 +150,23 @@ std::string StateDir() {
 }
 std::string PidFile() { return StateDir() + "/tprof-recorder." + std::to_string(getuid()) + ".pid"; }
 std::string ResultFile() { return PidFile() + ".result"; }
+
+// Whether the pid file's pid is a live recorder: not gone, not a zombie
+// nobody reaped, and a tprofctl, so that a stale pid file (the recorder was
+// killed) whose pid now belongs to another program never gets it signalled.
+bool RecorderAlive(pid_t pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;  // no /proc: trust kill()
+  size_t open = line.find('('), close = line.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close + 2 >= line.size())
+    return true;
+  if (line[close + 2] == 'Z') return false;
+  std::string self;
+  std::getline(std::ifstream("/proc/self/comm"), self);
+  return self.empty() || line.compare(open + 1, close - open - 1, self) == 0;
+}
 
 // One recording: the session, the tables, and the event loop around them.
 class Recorder {
@@ -246,6 +272,7 @@ class Recorder {
       builder_.SetAttribute("malformed_halves", std::to_string(session_.malformed_halves()));
     profile_ = builder_.Finish();
     SnapshotSystemState(&profile_);
+    if (Status st = SaveWindows(session_.fd(), output_); !st) return st;
     return WriteProfile(profile_, output_);
   }
 
@@ -306,12 +333,13 @@ int RunStart(const Args& args) {
   {
     std::ifstream existing(PidFile());
     pid_t other = 0;
-    if (existing >> other && other > 0 && ::kill(other, 0) == 0)
+    if (existing >> other && RecorderAlive(other))
       fail("a recorder is already running (pid " + std::to_string(other) +
            "): `tprofctl stop` it first");
   }
   auto session = SamplingSession::Start(o.sampling);
   if (!session) fail(session.error().message());
+  if (Status st = ApplyWindows(session->fd(), o.windows, 0); !st) fail(st.error().message());
   std::ofstream(PidFile()) << ::getpid() << "\n";
   ::unlink(ResultFile().c_str());
   int devnull = ::open("/dev/null", O_RDWR);
@@ -351,15 +379,24 @@ int RunStop(const Args& args) {
   }
   std::ifstream in(PidFile());
   pid_t pid = 0;
-  if (!(in >> pid) || pid <= 0 || ::kill(pid, 0) != 0) {
-    std::fprintf(stderr, "tprofctl: no recorder is running (start one with `tprofctl start`)\n");
+  if (!(in >> pid) || !RecorderAlive(pid)) {
+    if (pid > 0) {  // it ends by removing the file: this one died (was killed)
+      std::fprintf(stderr,
+                   "tprofctl: no recorder is running: the last one (pid %d) ended without "
+                   "`tprofctl stop` and wrote no profile (was it killed?); start one with "
+                   "`tprofctl start`\n",
+                   pid);
+      ::unlink(PidFile().c_str());
+    } else {
+      std::fprintf(stderr, "tprofctl: no recorder is running (start one with `tprofctl start`)\n");
+    }
     return 1;
   }
   if (::kill(pid, SIGTERM) != 0) return ReportError(Error::FromErrno(errno, "signalling the recorder"));
   // It flushes, snapshots symbols and writes the file: allow it time.
-  for (int i = 0; i < 1200 && ::kill(pid, 0) == 0; ++i)
+  for (int i = 0; i < 1200 && RecorderAlive(pid); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (::kill(pid, 0) == 0) {
+  if (RecorderAlive(pid)) {
     std::fprintf(stderr, "tprofctl: the recorder (pid %d) did not finish within 60 s\n", pid);
     return 1;
   }
@@ -421,6 +458,11 @@ int RunRecord(const Args& args) {
     ::close(go[1]);
     ::waitpid(child, nullptr, 0);
     return ReportError(session.error());
+  }
+  if (Status st = ApplyWindows(session->fd(), o.windows, child); !st) {
+    ::close(go[1]);
+    ::waitpid(child, nullptr, 0);
+    return ReportError(st.error());
   }
   Recorder recorder(std::move(*session), o.output);
   int status = 0;

@@ -111,6 +111,59 @@
  *     range, or that half is not full. ENODATA: no session.
  *   TPROF_IOC_SAMPLING_STATUS (struct tprof_sampling_status, read)
  *     Anyone. Whether a session runs, its settings and totals.
+ *
+ *   Counting windows (ABI 1.3; design: IPCOM000049216D, the Instruction
+ *   Address Sampler, and profil(2)). Up to TPROF_MAX_WINDOWS windows per
+ *   sampling session, added on the owner's descriptor and freed with the
+ *   session. Every sample the session takes (after its pid filter) updates
+ *   every window independently: a sample of the idle task adds 1 to wait;
+ *   otherwise, if the sample belongs to the window and its address maps to a
+ *   cell, that cell and in_range get 1, else out_of_range gets 1.
+ *     TPROF_WINDOW_KERNEL   kernel-mode samples of any task; [start,
+ *                           start + length) in blocks of block_bytes (a
+ *                           power of two). User-mode samples: out of range.
+ *     TPROF_WINDOW_PROCESS  samples of one process (pid); user-mode
+ *                           addresses only (its kernel-mode samples are out
+ *                           of range). Follows the pid until it exits.
+ *     TPROF_WINDOW_PROFIL   profil(2): samples of process pid and of every
+ *                           process it (or a followed child) forks after the
+ *                           window was added, all into the one histogram;
+ *                           a process stops being followed when it execs or
+ *                           exits. start = offset, length = bufsiz (bytes),
+ *                           scale in 0..0x10000. Cell of a user pc >= offset:
+ *                             i16 = ((pc - offset) / 2) * scale / 65536
+ *                           (glibc's profil_count, integer division), except
+ *                           scale 2 (by convention every pc >= offset goes to
+ *                           cell 0). 16-bit cells (bufsiz / 2 of them, that
+ *                           wrap silently) or, with TPROF_WINDOW_CELLS32,
+ *                           32-bit cells (bufsiz / 4) at index i16 / 2 (the
+ *                           same bytes of buff: sprofil(2)). Scale 0 or 1: the
+ *                           window is off (TPROF_WINDOW_OFF) and counts
+ *                           nothing.
+ *   Address-window cells are 32-bit and wrap; in_range, out_of_range and
+ *   wait are 64-bit. Samples taken before a window was added are not in it.
+ *   Counter memory is bounded per session: TPROF_WINDOW_MAX_CELLS cells in
+ *   all windows (4 bytes each in the kernel, whatever cell_bytes).
+ *
+ *   TPROF_IOC_WINDOW_ADD (struct tprof_window_add, read/write)
+ *     The session's owner only: EPERM on another descriptor while a session
+ *     runs, ENODATA if none does. A kernel window needs CAP_PERFMON or
+ *     CAP_SYS_ADMIN (else EPERM); a process or profil window the
+ *     TPROF_IOC_THREAD_READ rights over pid (else EACCES; ESRCH: no such
+ *     process; pid 0 is the caller's process). EINVAL: unknown kind or flags,
+ *     nonzero reserved, length 0 or wrapping, block_bytes not a power of two,
+ *     scale above 0x10000, more than TPROF_WINDOW_MAX_CELLS cells. ENOSPC:
+ *     TPROF_MAX_WINDOWS windows already. ENOMEM: the session's cell budget is
+ *     used up, or no memory. Out: id, nr_cells, cell_bytes.
+ *   TPROF_IOC_WINDOW_READ (struct tprof_window_read, read/write)
+ *     Owner only (EPERM/ENODATA as above), while running and after stop.
+ *     Copies cells [first, first + capacity) (clipped to nr_cells) to the
+ *     user array of cell_bytes-wide counters and returns the window's info.
+ *     Reading does not reset anything, so nothing is lost on EFAULT or a
+ *     short buffer. EINVAL: unknown id, flags or nonzero reserved.
+ *   TPROF_IOC_WINDOW_LIST (struct tprof_window_list, read/write)
+ *     Owner only. Writes min(capacity, count) window infos; count = the
+ *     session's number of windows.
  */
 #ifndef _UAPI_LINUX_TPROF_H
 #define _UAPI_LINUX_TPROF_H
@@ -119,7 +172,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 2
+#define TPROF_ABI_MINOR 3
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -136,6 +189,7 @@
 #define TPROF_FEAT_SCHED_COUNTERS (1ULL << 0) /* switch/fork/exec/exit counters */
 #define TPROF_FEAT_THREAD_METRICS (1ULL << 1) /* per-thread metrics, drain */
 #define TPROF_FEAT_SAMPLING (1ULL << 2)       /* sampling into mmap'd double buffers */
+#define TPROF_FEAT_WINDOWS (1ULL << 3)        /* counting windows, profil (ABI 1.3) */
 
 /* tprof_info.state */
 enum tprof_state {
@@ -416,6 +470,78 @@ struct tprof_rec_lost {
 #define TPROF_IOC_SAMPLING_RELEASE _IOW(TPROF_IOC_MAGIC, 0x22, struct tprof_buffer_release)
 #define TPROF_IOC_SAMPLING_STATUS _IOR(TPROF_IOC_MAGIC, 0x23, struct tprof_sampling_status)
 
+/* ---- Counting windows (ABI 1.3) ------------------------------------------ */
+
+#define TPROF_MAX_WINDOWS 16
+#define TPROF_WINDOW_MAX_CELLS (4U * 1024 * 1024) /* per session: 16 MiB */
+#define TPROF_PROFIL_MAX_SCALE 0x10000U
+
+enum tprof_window_kind {
+	TPROF_WINDOW_KERNEL = 1,
+	TPROF_WINDOW_PROCESS = 2,
+	TPROF_WINDOW_PROFIL = 3,
+};
+
+/* tprof_window_add.flags, tprof_window_info.flags */
+#define TPROF_WINDOW_CELLS32 (1U << 0) /* in: profil with 32-bit cells */
+#define TPROF_WINDOW_OFF (1U << 1)     /* out: profil scale 0 or 1, counts nothing */
+
+struct tprof_window_add {
+	__u32 kind;           /* in: enum tprof_window_kind */
+	__u32 pid;            /* in: PROCESS/PROFIL: 0 = caller's process; KERNEL: 0 */
+	__u64 start;          /* in: first address (profil: offset) */
+	__u64 length;         /* in: bytes of addresses (profil: bufsiz) */
+	__u32 block_bytes;    /* in: KERNEL/PROCESS: power of two; PROFIL: 0 */
+	__u32 scale;          /* in: PROFIL: 0..0x10000; else 0 */
+	__u32 flags;          /* in: TPROF_WINDOW_CELLS32 (profil only) */
+	__u32 id;             /* out: the window's id (0..TPROF_MAX_WINDOWS-1) */
+	__u64 nr_cells;       /* out: counters of the window */
+	__u32 cell_bytes;     /* out: 2 (profil) or 4 */
+	__u32 __pad;
+	__u64 resv[2];
+};
+
+struct tprof_window_info {
+	__u32 id;
+	__u32 kind;           /* enum tprof_window_kind */
+	__u32 pid;            /* global pid (PROCESS/PROFIL), 0 for KERNEL */
+	__u32 flags;          /* TPROF_WINDOW_* */
+	__u64 start;          /* as added */
+	__u64 length;
+	__u32 block_bytes;
+	__u32 scale;
+	__u64 nr_cells;
+	__u32 cell_bytes;
+	__u32 nr_procs;       /* processes followed now (PROCESS/PROFIL) */
+	__u64 in_range;       /* samples counted in a cell */
+	__u64 out_of_range;   /* samples of the window's scope in no cell */
+	__u64 wait;           /* samples of the idle task (wait state) */
+	__u64 untracked_forks; /* profil: children not followed (table full) */
+	__u64 resv[2];
+};
+
+struct tprof_window_read {
+	__u32 id;             /* in */
+	__u32 flags;          /* in: 0 */
+	__u64 cells;          /* in: pointer to cell_bytes-wide counters, or 0 */
+	__u64 capacity;       /* in: counters at cells */
+	__u64 first;          /* in: first cell to copy */
+	struct tprof_window_info info; /* out */
+	__u64 copied;         /* out: counters written */
+	__u64 resv[2];
+};
+
+struct tprof_window_list {
+	__u64 windows;        /* in: pointer to struct tprof_window_info[capacity] */
+	__u32 capacity;       /* in */
+	__u32 count;          /* out: windows of the session */
+	__u64 resv[2];
+};
+
+#define TPROF_IOC_WINDOW_ADD _IOWR(TPROF_IOC_MAGIC, 0x30, struct tprof_window_add)
+#define TPROF_IOC_WINDOW_READ _IOWR(TPROF_IOC_MAGIC, 0x31, struct tprof_window_read)
+#define TPROF_IOC_WINDOW_LIST _IOWR(TPROF_IOC_MAGIC, 0x32, struct tprof_window_list)
+
 /* Size checks: a change here is an ABI change. */
 #ifdef __cplusplus
 #define TPROF_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
@@ -441,5 +567,9 @@ TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_comm) == 48, "tprof_rec_comm size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_exit) == 24, "tprof_rec_exit size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_map) == 56, "tprof_rec_map size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_lost) == 32, "tprof_rec_lost size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_window_add) == 72, "tprof_window_add size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_window_info) == 104, "tprof_window_info size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_window_read) == 160, "tprof_window_read size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_window_list) == 32, "tprof_window_list size");
 
 #endif /* _UAPI_LINUX_TPROF_H */

@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Counting windows (IPCOM000049216D, the Instruction Address Sampler) and
+ * profil(2) on top of the sampling session: every sample tprof_sample()
+ * takes is also counted, independently, in each window of the session (the
+ * index math is in core/window_math.c, the semantics in the uapi header).
+ *
+ * Context rules: tprof_windows_sample() runs in the sample handler (hard
+ * IRQ, or NMI for hardware events) and the fork/exec/exit hooks with
+ * preemption off: they only read the table through RCU and do atomic
+ * increments and cmpxchg on memory allocated when the window was added.
+ * Shared atomic counters rather than per-CPU arrays: the memory stays
+ * bounded by TPROF_WINDOW_MAX_CELLS whatever the number of CPUs, a read is
+ * one pass with no summing, and at most TPROF_SAMPLING_MAX_HZ samples per
+ * CPU hit them, so contention on a cell's cache line is rare and cheap
+ * next to the rest of a sample.
+ *
+ * Lifetime: the table is created by the first WINDOW_ADD of a session and
+ * published with rcu_assign_pointer(); windows are only appended (slot
+ * filled, then nr published with a store-release) and live until the
+ * session's owner file is released, which unpublishes the table, waits for
+ * an RCU grace period (every sample handler and hook that could see it has
+ * returned) and frees it.
+ */
+#include <linux/atomic.h>
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/pid.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include "tprof.h"
+#include "core/window_math.h"
+
+/* Processes a process/profil window follows at once (profil: fork). */
+#define TPROF_WINDOW_PROCS 32
+
+struct tprof_window {
+	struct tprof_wm_geom g;
+	u32 id;
+	u32 pid;		/* as added (global), 0 for a kernel window */
+	u32 flags;		/* TPROF_WINDOW_* */
+	atomic_t *cells;	/* g.nr_cells counters (NULL if none) */
+	atomic64_t in_range;
+	atomic64_t out_of_range;
+	atomic64_t wait;
+	atomic64_t untracked_forks;
+	atomic_t procs[TPROF_WINDOW_PROCS];	/* tgids followed, 0 = free */
+};
+
+struct tprof_window_table {
+	const void *session;	/* the sampling session it belongs to */
+	unsigned int nr;	/* windows published (store-release) */
+	u64 cells;		/* budget used; under tprof_windows_mutex */
+	struct tprof_window *w[TPROF_MAX_WINDOWS];
+};
+
+static DEFINE_MUTEX(tprof_windows_mutex);
+static struct tprof_window_table __rcu *tprof_windows_live;
+
+static struct tprof_window_table *tprof_windows_locked(void)
+{
+	return rcu_dereference_protected(tprof_windows_live,
+					 lockdep_is_held(&tprof_windows_mutex));
+}
+
+static bool tprof_window_follows(struct tprof_window *w, u32 tgid)
+{
+	int i;
+
+	for (i = 0; i < TPROF_WINDOW_PROCS; i++)
+		if ((u32)atomic_read(&w->procs[i]) == tgid)
+			return true;
+	return false;
+}
+
+static void tprof_window_forget(struct tprof_window *w, u32 tgid)
+{
+	int i;
+
+	for (i = 0; i < TPROF_WINDOW_PROCS; i++)
+		atomic_cmpxchg(&w->procs[i], tgid, 0);
+}
+
+/* ---- Sample path and hooks (IRQ/NMI, preemption off) ------------------------ */
+
+void tprof_windows_sample(const void *session, u64 pc, struct task_struct *task,
+			  bool user)
+{
+	struct tprof_window_table *t = rcu_dereference_sched(tprof_windows_live);
+	unsigned int i, n;
+	bool idle;
+
+	if (!t || t->session != session)
+		return;
+	idle = is_idle_task(task);
+	n = smp_load_acquire(&t->nr);
+	for (i = 0; i < n; i++) {
+		struct tprof_window *w = t->w[i];
+		u64 idx;
+		bool in;
+
+		if (w->g.off)
+			continue;
+		if (idle) {
+			atomic64_inc(&w->wait);
+			continue;
+		}
+		if (w->g.kind == TPROF_WINDOW_KERNEL)
+			in = !user && tprof_wm_index(&w->g, pc, &idx);
+		else if (tprof_window_follows(w, task->tgid))
+			in = user && tprof_wm_index(&w->g, pc, &idx);
+		else
+			continue;	/* not this window's process */
+		if (in) {
+			atomic_inc(&w->cells[idx]);
+			atomic64_inc(&w->in_range);
+		} else {
+			atomic64_inc(&w->out_of_range);
+		}
+	}
+}
+
+/* A new process forked by a followed one is followed too (profil). */
+void tprof_windows_on_fork(struct task_struct *parent, struct task_struct *child)
+{
+	struct tprof_window_table *t = rcu_dereference_sched(tprof_windows_live);
+	unsigned int i, n;
+	int j;
+
+	if (!t || child->pid != child->tgid)
+		return;
+	n = smp_load_acquire(&t->nr);
+	for (i = 0; i < n; i++) {
+		struct tprof_window *w = t->w[i];
+
+		if (w->g.kind != TPROF_WINDOW_PROFIL || w->g.off ||
+		    !tprof_window_follows(w, parent->tgid))
+			continue;
+		for (j = 0; j < TPROF_WINDOW_PROCS; j++)
+			if (atomic_cmpxchg(&w->procs[j], 0, child->tgid) == 0)
+				break;
+		if (j == TPROF_WINDOW_PROCS)
+			atomic64_inc(&w->untracked_forks);
+	}
+}
+
+/* profil is turned off by exec (for that process only). */
+void tprof_windows_on_exec(struct task_struct *p)
+{
+	struct tprof_window_table *t = rcu_dereference_sched(tprof_windows_live);
+	unsigned int i, n;
+
+	if (!t)
+		return;
+	n = smp_load_acquire(&t->nr);
+	for (i = 0; i < n; i++)
+		if (t->w[i]->g.kind == TPROF_WINDOW_PROFIL)
+			tprof_window_forget(t->w[i], p->tgid);
+}
+
+/* The last thread of a process exits: its pid may be reused, forget it. */
+void tprof_windows_on_exit(struct task_struct *p)
+{
+	struct tprof_window_table *t = rcu_dereference_sched(tprof_windows_live);
+	unsigned int i, n;
+
+	if (!t || atomic_read(&p->signal->live) != 0)
+		return;
+	n = smp_load_acquire(&t->nr);
+	for (i = 0; i < n; i++)
+		if (t->w[i]->g.kind != TPROF_WINDOW_KERNEL)
+			tprof_window_forget(t->w[i], p->tgid);
+}
+
+/* ---- Ioctls (process context) ------------------------------------------------ */
+
+/* 0 if @file owns the sampling session, else EPERM (another does) or ENODATA. */
+static long tprof_windows_owner(struct file *file)
+{
+	if (READ_ONCE(file->private_data))
+		return 0;
+	return tprof_sampling_state() == TPROF_STATE_SAMPLING ? -EPERM : -ENODATA;
+}
+
+/* The sampling rules for one process; *pid becomes its global tgid. */
+static long tprof_windows_check_task(u32 *pid)
+{
+	struct task_struct *task;
+	bool ok;
+
+	rcu_read_lock();
+	task = pid_task(find_vpid(*pid), PIDTYPE_TGID);
+	if (task)
+		get_task_struct(task);
+	rcu_read_unlock();
+	if (!task)
+		return -ESRCH;
+	ok = tprof_may_read_task(task);
+	*pid = task->tgid;
+	put_task_struct(task);
+	return ok ? 0 : -EACCES;
+}
+
+static void tprof_window_free(struct tprof_window *w)
+{
+	kvfree(w->cells);
+	kfree(w);
+}
+
+long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *uarg)
+{
+	struct tprof_window_table *t;
+	struct tprof_window_add a;
+	struct tprof_wm_geom g;
+	struct tprof_window *w;
+	u32 pid = 0;
+	long ret;
+
+	ret = tprof_windows_owner(file);
+	if (ret)
+		return ret;
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	ret = tprof_wm_check_add(&a, &g);
+	if (ret)
+		return ret;
+	if (a.kind == TPROF_WINDOW_KERNEL) {
+		if (!perfmon_capable())
+			return -EPERM;
+	} else {
+		pid = a.pid ? a.pid : task_tgid_vnr(current);
+		ret = tprof_windows_check_task(&pid);
+		if (ret)
+			return ret;
+	}
+
+	w = kzalloc(sizeof(*w), GFP_KERNEL);
+	if (!w)
+		return -ENOMEM;
+	if (g.nr_cells) {
+		w->cells = kvcalloc(g.nr_cells, sizeof(*w->cells), GFP_KERNEL);
+		if (!w->cells) {
+			kfree(w);
+			return -ENOMEM;
+		}
+	}
+	w->g = g;
+	w->pid = pid;
+	w->flags = (a.flags & TPROF_WINDOW_CELLS32) | (g.off ? TPROF_WINDOW_OFF : 0);
+	if (pid)
+		atomic_set(&w->procs[0], pid);
+
+	mutex_lock(&tprof_windows_mutex);
+	t = tprof_windows_locked();
+	if (!t) {
+		ret = -ENOMEM;
+		t = kzalloc(sizeof(*t), GFP_KERNEL);
+		if (!t)
+			goto unlock;
+		t->session = file->private_data;
+		rcu_assign_pointer(tprof_windows_live, t);
+	}
+	if (t->session != file->private_data)
+		ret = -EBUSY;	/* not reached: a table goes with its session */
+	else if (t->nr >= TPROF_MAX_WINDOWS)
+		ret = -ENOSPC;
+	else if (t->cells + g.nr_cells > TPROF_WINDOW_MAX_CELLS)
+		ret = -ENOMEM;
+	else
+		ret = 0;
+	if (!ret) {
+		w->id = t->nr;
+		t->cells += g.nr_cells;
+		t->w[t->nr] = w;
+		smp_store_release(&t->nr, t->nr + 1);
+	}
+unlock:
+	mutex_unlock(&tprof_windows_mutex);
+	if (ret) {
+		tprof_window_free(w);
+		return ret;
+	}
+	a.id = w->id;
+	a.nr_cells = g.nr_cells;
+	a.cell_bytes = g.cell_bytes;
+	/* On EFAULT the window exists all the same: WINDOW_LIST shows it. */
+	return copy_to_user(uarg, &a, sizeof(a)) ? -EFAULT : 0;
+}
+
+static void tprof_window_fill_info(struct tprof_window *w, struct tprof_window_info *i)
+{
+	int j;
+
+	memset(i, 0, sizeof(*i));
+	i->id = w->id;
+	i->kind = w->g.kind;
+	i->pid = w->pid;
+	i->flags = w->flags;
+	i->start = w->g.start;
+	i->length = w->g.length;
+	i->block_bytes = w->g.kind == TPROF_WINDOW_PROFIL ? 0 : 1U << w->g.block_shift;
+	i->scale = w->g.scale;
+	i->nr_cells = w->g.nr_cells;
+	i->cell_bytes = w->g.cell_bytes;
+	for (j = 0; j < TPROF_WINDOW_PROCS; j++)
+		if (atomic_read(&w->procs[j]))
+			i->nr_procs++;
+	i->in_range = atomic64_read(&w->in_range);
+	i->out_of_range = atomic64_read(&w->out_of_range);
+	i->wait = atomic64_read(&w->wait);
+	i->untracked_forks = atomic64_read(&w->untracked_forks);
+}
+
+/* Copies cells [first, first + n) to @ucells through a bounce page. */
+static long tprof_window_copy_cells(struct tprof_window *w, void __user *ucells,
+				    u64 first, u64 n)
+{
+	u32 cb = w->g.cell_bytes, per = PAGE_SIZE / cb;
+	long ret = 0;
+	u64 done = 0;
+	void *buf;
+
+	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	while (done < n) {
+		u32 k, chunk = n - done < per ? n - done : per;
+
+		for (k = 0; k < chunk; k++) {
+			u32 v = tprof_wm_cell_value(atomic_read(&w->cells[first + done + k]), cb);
+
+			if (cb == 2)
+				((u16 *)buf)[k] = v;
+			else
+				((u32 *)buf)[k] = v;
+		}
+		if (copy_to_user((u8 __user *)ucells + done * cb, buf, (size_t)chunk * cb)) {
+			ret = -EFAULT;
+			break;
+		}
+		done += chunk;
+		cond_resched();
+	}
+	kfree(buf);
+	return ret;
+}
+
+long tprof_ioctl_window_read(struct file *file, struct tprof_window_read __user *uarg)
+{
+	struct tprof_window_table *t;
+	struct tprof_window_read r;
+	struct tprof_window *w;
+	long ret;
+
+	ret = tprof_windows_owner(file);
+	if (ret)
+		return ret;
+	if (copy_from_user(&r, uarg, sizeof(r)))
+		return -EFAULT;
+	if (r.flags || r.resv[0] || r.resv[1])
+		return -EINVAL;
+	mutex_lock(&tprof_windows_mutex);
+	t = tprof_windows_locked();
+	ret = -EINVAL;
+	if (!t || t->session != file->private_data || r.id >= t->nr)
+		goto unlock;
+	w = t->w[r.id];
+	/* Totals first: cells only grow, so they cover at least in_range. */
+	tprof_window_fill_info(w, &r.info);
+	r.copied = 0;
+	ret = 0;
+	if (r.cells && r.capacity && r.first < w->g.nr_cells) {
+		u64 n = w->g.nr_cells - r.first;
+
+		if (n > r.capacity)
+			n = r.capacity;
+		ret = tprof_window_copy_cells(w, u64_to_user_ptr(r.cells), r.first, n);
+		if (!ret)
+			r.copied = n;
+	}
+unlock:
+	mutex_unlock(&tprof_windows_mutex);
+	if (ret)
+		return ret;
+	return copy_to_user(uarg, &r, sizeof(r)) ? -EFAULT : 0;
+}
+
+long tprof_ioctl_window_list(struct file *file, struct tprof_window_list __user *uarg)
+{
+	struct tprof_window_info __user *uinfo;
+	struct tprof_window_info info;
+	struct tprof_window_table *t;
+	struct tprof_window_list l;
+	unsigned int i;
+	long ret;
+
+	ret = tprof_windows_owner(file);
+	if (ret)
+		return ret;
+	if (copy_from_user(&l, uarg, sizeof(l)))
+		return -EFAULT;
+	if (l.resv[0] || l.resv[1] || (!l.windows && l.capacity))
+		return -EINVAL;
+	uinfo = u64_to_user_ptr(l.windows);
+	mutex_lock(&tprof_windows_mutex);
+	t = tprof_windows_locked();
+	l.count = t && t->session == file->private_data ? t->nr : 0;
+	for (i = 0; i < l.count && i < l.capacity; i++) {
+		tprof_window_fill_info(t->w[i], &info);
+		if (copy_to_user(&uinfo[i], &info, sizeof(info))) {
+			ret = -EFAULT;
+			break;
+		}
+	}
+	mutex_unlock(&tprof_windows_mutex);
+	if (ret)
+		return ret;
+	return copy_to_user(uarg, &l, sizeof(l)) ? -EFAULT : 0;
+}
+
+/* The session is stopped and being freed: free its windows. */
+void tprof_windows_session_end(const void *session)
+{
+	struct tprof_window_table *t;
+	unsigned int i;
+
+	mutex_lock(&tprof_windows_mutex);
+	t = tprof_windows_locked();
+	if (!t || t->session != session) {
+		mutex_unlock(&tprof_windows_mutex);
+		return;
+	}
+	RCU_INIT_POINTER(tprof_windows_live, NULL);
+	mutex_unlock(&tprof_windows_mutex);
+	synchronize_rcu();	/* samples and hooks that saw it are done */
+	for (i = 0; i < t->nr; i++)
+		tprof_window_free(t->w[i]);
+	kfree(t);
+}

@@ -228,7 +228,9 @@ TEST(WindowTest, SpinningFunctionFillsItsBlocksAndReadsWhileRunning) {
   ASSERT_EQ(r.mid.size(), 1u);
   EXPECT_GT(r.mid[0].info.in_range, 0u) << "readable while running";
   EXPECT_LE(r.mid[0].info.in_range, w.info.in_range);
-  EXPECT_GE(w.info.in_range, 100u) << "400 ms of spinning at 1 kHz";
+  // ~400 samples at 1 kHz; the lockdep kernel under TCG delivers far fewer
+  // (perf throttles slow handlers), hence the margin.
+  EXPECT_GE(w.info.in_range, 40u) << "400 ms of spinning at 1 kHz";
   // The function starts at block 4; its hot loop is in the next few blocks.
   uint64_t in_fn = 0;
   for (size_t i = 4; i < 8; ++i) in_fn += w.cells[i];

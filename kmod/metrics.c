@@ -509,20 +509,9 @@ long tprof_ioctl_drain(struct tprof_drain __user *uarg)
 		if (!perfmon_capable())
 			return -EPERM;
 	} else {
-		struct task_struct *task;
-		bool ok;
-
-		rcu_read_lock();
-		task = pid_task(find_vpid(pid), PIDTYPE_TGID);
-		if (task)
-			get_task_struct(task);
-		rcu_read_unlock();
-		if (!task)
-			return -ESRCH;
-		ok = tprof_may_read_task(task);
-		put_task_struct(task);
-		if (!ok)
-			return -EACCES;
+		ret = tprof_check_process_access(&pid);
+		if (ret)
+			return ret;
 	}
 
 	buf = kmalloc_array(TPROF_DRAIN_CHUNK, sizeof(*buf) + sizeof(*idx),

@@ -10,6 +10,8 @@
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/mm.h>
+#include <linux/pid.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/sched/coredump.h>
 #include <linux/sched/signal.h>
@@ -40,4 +42,27 @@ bool tprof_may_read_task(struct task_struct *task)
 		ok = false;
 	task_unlock(task);
 	return ok;
+}
+
+/*
+ * May the caller read process *@pid (a pid in the caller's namespace)?
+ * 0 and *@pid turned into the global thread-group id, or -ESRCH (no such
+ * process) or -EACCES.
+ */
+int tprof_check_process_access(u32 *pid)
+{
+	struct task_struct *task;
+	bool ok;
+
+	rcu_read_lock();
+	task = pid_task(find_vpid(*pid), PIDTYPE_TGID);
+	if (task)
+		get_task_struct(task);
+	rcu_read_unlock();
+	if (!task)
+		return -ESRCH;
+	ok = tprof_may_read_task(task);
+	*pid = task->tgid;
+	put_task_struct(task);
+	return ok ? 0 : -EACCES;
 }

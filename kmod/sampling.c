@@ -536,22 +536,9 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
  */
 static int tprof_sampling_check_access(u32 *pid)
 {
-	struct task_struct *task;
-	bool ok;
-
 	if (*pid == TPROF_PID_ALL)
 		return perfmon_capable() ? 0 : -EPERM;
-	rcu_read_lock();
-	task = pid_task(find_vpid(*pid), PIDTYPE_TGID);
-	if (task)
-		get_task_struct(task);
-	rcu_read_unlock();
-	if (!task)
-		return -ESRCH;
-	ok = tprof_may_read_task(task);
-	*pid = task->tgid;
-	put_task_struct(task);
-	return ok ? 0 : -EACCES;
+	return tprof_check_process_access(pid);
 }
 
 static void tprof_write_existing_processes(struct tprof_session *s)

@@ -65,6 +65,7 @@ void tprof_windows_session_end(const void *session);
 
 /* perm.c: who may read whose data. */
 bool tprof_may_read_task(struct task_struct *task);
+int tprof_check_process_access(u32 *pid);
 
 /* dev.c: /dev/tprof. */
 int tprof_dev_init(void);

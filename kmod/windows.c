@@ -189,24 +189,6 @@ static long tprof_windows_owner(struct file *file)
 }
 
 /* The sampling rules for one process; *pid becomes its global tgid. */
-static long tprof_windows_check_task(u32 *pid)
-{
-	struct task_struct *task;
-	bool ok;
-
-	rcu_read_lock();
-	task = pid_task(find_vpid(*pid), PIDTYPE_TGID);
-	if (task)
-		get_task_struct(task);
-	rcu_read_unlock();
-	if (!task)
-		return -ESRCH;
-	ok = tprof_may_read_task(task);
-	*pid = task->tgid;
-	put_task_struct(task);
-	return ok ? 0 : -EACCES;
-}
-
 static void tprof_window_free(struct tprof_window *w)
 {
 	kvfree(w->cells);
@@ -235,7 +217,7 @@ long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *u
 			return -EPERM;
 	} else {
 		pid = a.pid ? a.pid : task_tgid_vnr(current);
-		ret = tprof_windows_check_task(&pid);
+		ret = tprof_check_process_access(&pid);
 		if (ret)
 			return ret;
 	}

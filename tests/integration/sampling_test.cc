@@ -2,6 +2,7 @@
 // (delivered + lost == taken, exactly), process and address-space records,
 // permissions, and the session's lifetime.
 #include <fcntl.h>
+#include <sched.h>
 #include <linux/tprof.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -181,6 +182,45 @@ TEST(SamplingTest, TinyBuffersAtHighRateCountEveryLoss) {
   EXPECT_GT(t.lost_samples, 0u);
   EXPECT_EQ(c.samples + t.lost_samples, t.samples_taken) << "a sample vanished";
   EXPECT_EQ(c.lost_samples_records, t.lost_samples) << "LOST records disagree with the totals";
+}
+
+// A CPU going offline mid-run publishes its partial half and stops
+// sampling; coming back, it samples again. Nothing is lost uncounted.
+TEST(SamplingTest, CpuHotplugDuringARun) {
+  const char* kOnline = "/sys/devices/system/cpu/cpu1/online";
+  auto set_online = [&](const char* v) {
+    std::ofstream f(kOnline);
+    f << v << std::flush;
+    return bool(f);
+  };
+  SamplingSession s = StartOrDie(SamplingOptions{});
+  Collected c;
+  tprof_sampling_test_spin(50);
+  ASSERT_TRUE(set_online("0")) << kOnline << " not writable: kernel without CPU hotplug?";
+  Collect(s, &c);
+  tprof_buffer_ctl offline_ctl;
+  std::memcpy(&offline_ctl, s.map_data() + sizeof(tprof_buffer_ctl), sizeof(offline_ctl));
+  EXPECT_EQ(offline_ctl.online, 0u) << "cpu1 still marked as sampling while offline";
+  uint64_t taken_offline = s.Totals(1).samples_taken;
+  tprof_sampling_test_spin(100);
+  EXPECT_EQ(s.Totals(1).samples_taken, taken_offline) << "an offline CPU took samples";
+  ASSERT_TRUE(set_online("1"));
+  // Keep cpu1 busy so it is sampled again after coming back.
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(1, &one);
+    sched_setaffinity(0, sizeof(one), &one);
+    tprof_sampling_test_spin(100);
+    _exit(0);
+  }
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  EXPECT_GT(s.Totals(1).samples_taken, taken_offline) << "cpu1 did not sample after coming back";
+  StopAndDrain(s, &c);
+  CpuBufferTotals t = s.TotalsAll();
+  EXPECT_EQ(c.samples + t.lost_samples, t.samples_taken);
 }
 
 TEST(SamplingTest, OneSessionAtATimeAndOwnerOnly) {

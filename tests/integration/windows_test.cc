@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -32,10 +33,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+uint64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Burns `ms` of this thread's CPU time (wall time would shrink the number of
+// samples whenever the guest is descheduled).
 extern "C" __attribute__((noinline)) void tprof_windows_test_spin(int ms) {
-  auto end = Clock::now() + std::chrono::milliseconds(ms);
+  uint64_t end = ThreadCpuNs() + uint64_t(ms) * 1'000'000;
   volatile uint64_t x = 0;
-  while (Clock::now() < end)
+  while (ThreadCpuNs() < end)
     for (int i = 0; i < 1000; ++i) x = x + i;
 }
 

@@ -86,6 +86,8 @@ class SamplingSession {
   const tprof_sampling_config& config() const { return config_; }
   uint64_t malformed_halves() const { return malformed_halves_; }
   int fd() const { return fd_.get(); }
+  // The read-only mapping: the control area, then the halves.
+  const uint8_t* map_data() const { return map_.data(); }
 
  private:
   SamplingSession(ScopedFd fd, ScopedMapping map, const tprof_sampling_config& c)

@@ -78,6 +78,10 @@ void BenchReadSelf() {
     rd.tid = 0;
     if (::ioctl(g_dev, TPROF_IOC_THREAD_READ, &rd)) Die("TPROF_IOC_THREAD_READ");
   });
+  tprof_self_read self{};
+  double lean = NsPerOp(kN, 5, [&] {
+    if (::ioctl(g_dev, TPROF_IOC_READ_SELF, &self)) Die("TPROF_IOC_READ_SELF");
+  });
   timespec ts;
   double cg = NsPerOp(kN, 5, [&] { ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); });
   rusage ru;
@@ -95,6 +99,7 @@ void BenchReadSelf() {
   ::close(pfd);
   std::printf("\n== read-self (per call, median of 5 x %ld) ==\n", kN);
   Row("tprof THREAD_READ(self)", tprof, "clock_gettime(THREAD_CPUTIME)", cg);
+  Row("tprof READ_SELF (lean)", lean, "clock_gettime(THREAD_CPUTIME)", cg);
   Row("tprof THREAD_READ(self)", tprof, "getrusage(RUSAGE_THREAD)", gr);
   Row("tprof THREAD_READ(self)", tprof, "read(perf task-clock fd)", pr);
 }

@@ -80,6 +80,7 @@ static long tprof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	TPROF_IOCTL(TPROF_IOC_METRICS_STATUS, tprof_ioctl_metrics_status(uarg));
 	TPROF_IOCTL(TPROF_IOC_THREAD_READ, tprof_ioctl_thread_read(uarg));
 	TPROF_IOCTL(TPROF_IOC_DRAIN, tprof_ioctl_drain(uarg));
+	TPROF_IOCTL(TPROF_IOC_READ_SELF, tprof_ioctl_read_self(uarg));
 	TPROF_IOCTL(TPROF_IOC_SAMPLING_START, tprof_ioctl_sampling_start(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_SAMPLING_STOP, tprof_ioctl_sampling_stop(file));
 	TPROF_IOCTL(TPROF_IOC_SAMPLING_RELEASE, tprof_ioctl_sampling_release(file, uarg));

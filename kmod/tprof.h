@@ -29,6 +29,7 @@ long tprof_ioctl_metrics_disable(void);
 long tprof_ioctl_metrics_status(struct tprof_metrics_status __user *uarg);
 long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg);
 long tprof_ioctl_drain(struct tprof_drain __user *uarg);
+long tprof_ioctl_read_self(struct tprof_self_read __user *uarg);
 int tprof_metrics_init(void);
 void tprof_metrics_exit(void);
 

@@ -19,6 +19,7 @@ static void tprof_abi_struct_sizes_are_pinned(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_thread_metrics), (size_t)104);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_thread_read), (size_t)128);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_drain), (size_t)64);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_self_read), (size_t)72);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_sampling_config), (size_t)96);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_buffer_ctl), (size_t)64);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_buffer_release), (size_t)16);

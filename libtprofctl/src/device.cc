@@ -172,6 +172,14 @@ Expected<ThreadMetrics> Device::ReadThread(uint32_t tid) const {
   return ThreadMetricsFromRecord(req.thread);
 }
 
+Expected<uint64_t> Device::ReadSelf(uint64_t (&values)[TPROF_MAX_METRICS]) const {
+  tprof_self_read out{};
+  if (::ioctl(fd_.get(), TPROF_IOC_READ_SELF, &out) != 0)
+    return IoctlError("reading this thread's metrics", errno);
+  for (size_t i = 0; i < TPROF_MAX_METRICS; ++i) values[i] = out.values[i];
+  return static_cast<uint64_t>(out.identity);
+}
+
 Expected<DrainResult> Device::Drain(uint32_t pid, uint32_t capacity) const {
   std::vector<tprof_thread_metrics> records(capacity);
   tprof_drain req{};

@@ -226,6 +226,25 @@ TEST_F(ThreadMetricsTest, ReusedTidGetsANewIdentity) {
   EXPECT_NE(new_identity, old_identity);
 }
 
+TEST_F(ThreadMetricsTest, LeanReadSelfReadsAndZeroes) {
+  uint64_t v[TPROF_MAX_METRICS];
+  ASSERT_TRUE(dev_.ReadSelf(v));  // zero what came before
+  BurnCpu(milliseconds(30));
+  auto id = dev_.ReadSelf(v);
+  ASSERT_TRUE(id) << id.error().message();
+  EXPECT_GE(v[0], 25'000'000u) << "30 ms of CPU since the last read";
+  auto full = dev_.ReadThread(0);
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->identity, *id) << "same thread, same identity";
+  EXPECT_LT(full->values[0], 5'000'000u) << "READ_SELF did not zero";
+  // A faulting buffer loses nothing: the values stay with the thread.
+  BurnCpu(milliseconds(20));
+  EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_READ_SELF, 16), -1);
+  EXPECT_EQ(errno, EFAULT);
+  ASSERT_TRUE(dev_.ReadSelf(v));
+  EXPECT_GE(v[0], 15'000'000u) << "values lost after EFAULT";
+}
+
 TEST_F(ThreadMetricsTest, TooSmallBufferLosesNothing) {
   constexpr int kThreads = 20;
   std::vector<std::unique_ptr<ParkedThread>> threads;
@@ -384,6 +403,10 @@ TEST(ThreadMetricsOff, ReadsSayAccountingIsOff) {
   auto m = dev.ReadThread(0);
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().code().value(), ENODATA);
+  uint64_t v[TPROF_MAX_METRICS];
+  auto self = dev.ReadSelf(v);
+  ASSERT_FALSE(self);
+  EXPECT_EQ(self.error().code().value(), ENODATA);
   std::string out;
   EXPECT_EQ(RunCommand("tprofctl threads 2>&1", &out), 1);
   EXPECT_NE(out.find("tprofctl metrics on"), std::string::npos) << out;

@@ -18,6 +18,7 @@ TEST(Abi, StructSizesArePinned) {
   EXPECT_EQ(sizeof(tprof_thread_metrics), 104u);
   EXPECT_EQ(sizeof(tprof_thread_read), 128u);
   EXPECT_EQ(sizeof(tprof_drain), 64u);
+  EXPECT_EQ(sizeof(tprof_self_read), 72u);
 }
 
 TEST(Abi, ThreadMetricsOffsetsArePinned) {

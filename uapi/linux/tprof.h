@@ -60,6 +60,10 @@
  *     uid as its owner with the target dumpable (ptrace-read rules without
  *     LSM hooks): else EACCES. ESRCH: no such thread, or not tracked.
  *     ENODATA: accounting is off.
+ *   TPROF_IOC_READ_SELF (struct tprof_self_read, read)
+ *     The calling thread's THREAD_READ (tid 0), lean: identity and values
+ *     only. ENODATA: accounting is off; ESRCH: the caller is not tracked
+ *     (table full); EFAULT: the values stay with the thread.
  *   TPROF_IOC_DRAIN (struct tprof_drain, read/write)
  *     Copies out every listed thread of the selected process(es) with its
  *     TCum and zeroes what was copied (a delta that arrives meanwhile stays
@@ -327,6 +331,18 @@ struct tprof_drain {
 #define TPROF_IOC_THREAD_READ _IOWR(TPROF_IOC_MAGIC, 0x13, struct tprof_thread_read)
 #define TPROF_IOC_DRAIN _IOWR(TPROF_IOC_MAGIC, 0x14, struct tprof_drain)
 
+/*
+ * The calling thread's read-and-zero, lean (ABI 1.3): what THREAD_READ with
+ * tid 0 returns, without input, names or ids, for runtimes that poll
+ * themselves on every method entry and exit.
+ */
+struct tprof_self_read {
+	__u64 identity;   /* out: as in tprof_thread_metrics */
+	__u64 values[TPROF_MAX_METRICS]; /* out: in the configured order */
+};
+
+#define TPROF_IOC_READ_SELF _IOR(TPROF_IOC_MAGIC, 0x15, struct tprof_self_read)
+
 /* ---- Sampling (ABI 1.2) --------------------------------------------------- */
 
 /* tprof_sampling_config.flags */
@@ -557,6 +573,7 @@ TPROF_STATIC_ASSERT(sizeof(struct tprof_metrics_status) == 192, "tprof_metrics_s
 TPROF_STATIC_ASSERT(sizeof(struct tprof_thread_metrics) == 104, "tprof_thread_metrics size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_thread_read) == 128, "tprof_thread_read size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_drain) == 64, "tprof_drain size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_self_read) == 72, "tprof_self_read size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_sampling_config) == 96, "tprof_sampling_config size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_buffer_ctl) == 64, "tprof_buffer_ctl size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_buffer_release) == 16, "tprof_buffer_release size");

@@ -58,6 +58,9 @@ class Device {
   // Read-and-zero of one thread's accumulated metrics; tid 0 is the calling
   // thread (and then includes its current time slice).
   Expected<ThreadMetrics> ReadThread(uint32_t tid = 0) const;
+  // The calling thread's read-and-zero through the lean READ_SELF ioctl:
+  // identity and values only (fills `values`, returns the identity).
+  Expected<uint64_t> ReadSelf(uint64_t (&values)[TPROF_MAX_METRICS]) const;
 
   // One drain call: at most `capacity` threads of process `pid` (0: the
   // caller's, TPROF_PID_ALL: every process) whose accumulators are nonzero,

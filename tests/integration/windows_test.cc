@@ -305,7 +305,8 @@ TEST(WindowTest, ProfilCellsFollowTheDocumentedScales) {
   EXPECT_EQ(s1.info.cell_bytes, 2u);
   EXPECT_EQ(s3.info.nr_cells, 256u);
   EXPECT_EQ(s3.info.cell_bytes, 4u);
-  EXPECT_GT(s1.info.in_range, 50u);
+  // ~300 samples at 1 kHz; ~45 in the lockdep kernel, where perf throttles.
+  EXPECT_GT(s1.info.in_range, 25u);
   // 0x10000: cell = (pc - off) / 2; 0x8000: (pc - off) / 4; 32-bit cells: / 8.
   for (size_t i = 0; i < 256; ++i) {
     EXPECT_EQ(s2.cells[2 * i] + s2.cells[2 * i + 1], s3.cells[i]);
@@ -374,7 +375,7 @@ TEST(WindowTest, ProfilFollowsForkAndStopsAtExec) {
     }
   }
   ASSERT_EQ(pids.size(), 2u) << "one grandchild ran the spin function";
-  EXPECT_GT(grandchild_in, 20u);
+  EXPECT_GT(grandchild_in, 10u);  // ~200 at 1 kHz; ~30 in the lockdep kernel
   for (const tprof_rec_sample& r : samples) {
     uint64_t i;
     if (pids.count(r.pid) && !((r.flags & TPROF_SAMPLE_USER) && ProfilCell(w.info, r.ip, &i)))

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 #include <gtest/gtest.h>
 
@@ -26,6 +27,12 @@ Info GetInfoOrFail(const Device& dev) {
   auto info = dev.GetInfo();
   EXPECT_TRUE(info) << (info ? "" : info.error().message());
   return info ? *info : Info{};
+}
+
+uint64_t ThreadCpuNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
 }
 
 int RunCommand(const std::string& command, std::string* out) {

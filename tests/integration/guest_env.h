@@ -4,6 +4,7 @@
 #ifndef TPROF_TESTS_INTEGRATION_GUEST_ENV_H_
 #define TPROF_TESTS_INTEGRATION_GUEST_ENV_H_
 
+#include <cstdint>
 #include <string>
 
 #include "tprof/device.h"
@@ -15,6 +16,11 @@ Device OpenDeviceOrFail();
 
 // GET_INFO through the library, failing the test on error.
 Info GetInfoOrFail(const Device& dev);
+
+// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), in ns: tests
+// that count samples burn CPU time, not wall time, so a descheduled guest
+// does not shrink what they measure.
+uint64_t ThreadCpuNs();
 
 // Runs a shell command, returns its exit status and captures stdout.
 int RunCommand(const std::string& command, std::string* out);

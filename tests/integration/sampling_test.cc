@@ -27,12 +27,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uint64_t ThreadCpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 // Burns `ms` of this thread's CPU time (not wall time: slow debug kernels
 // and a busy host must not shrink the number of samples it earns).
 extern "C" __attribute__((noinline)) void tprof_sampling_test_spin(int ms) {

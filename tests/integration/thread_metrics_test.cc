@@ -36,13 +36,6 @@ constexpr uint64_t kTickNs = 4'000'000;  // HZ=250 on Debian's kernels
 
 uint32_t Gettid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
 
-// CPU time of this thread from the kernel's clock, for burning loops.
-uint64_t ThreadCpuNs() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
-}
-
 void BurnCpu(milliseconds ms) {
   uint64_t end = ThreadCpuNs() + uint64_t(ms.count()) * 1'000'000;
   volatile uint64_t sink = 0;

@@ -33,12 +33,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uint64_t ThreadCpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 // Burns `ms` of this thread's CPU time (wall time would shrink the number of
 // samples whenever the guest is descheduled).
 extern "C" __attribute__((noinline)) void tprof_windows_test_spin(int ms) {

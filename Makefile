@@ -114,9 +114,9 @@ $(INTEGRATION_TESTS): $(call obj,$(INTEGRATION_TEST_SRCS)) $(LIB)
 # Benchmarks run in the guest too (bench/run.sh adds them with --add).
 BENCH_PROGRAMS := $(patsubst bench/%.cc,$(B)/bench/tprof_%,$(BENCH_SRCS))
 bench-programs: $(BENCH_PROGRAMS)
-$(B)/bench/tprof_%: $(B)/obj/bench/%.o
+$(B)/bench/tprof_%: $(B)/obj/bench/%.o $(LIB)
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) -o $@ $^ -pthread
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(ELF_LIBS) -pthread
 
 # Workloads the sampling tests and the demo profile (tests/workloads/): CPU
 # burners with known splits by function, executable/library/kernel, process

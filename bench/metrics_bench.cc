@@ -1,13 +1,16 @@
 // Per-thread metrics benchmarks, run in one guest boot by bench/run.sh.
 // Every number is compared with a baseline measured in the same boot:
-//   1. read-self: TPROF_IOC_THREAD_READ(0) against clock_gettime(
+//   1. read-self: the self page (tprof::SelfMeter, no system call), the
+//      READ_SELF and THREAD_READ(0) ioctls against clock_gettime(
 //      CLOCK_THREAD_CPUTIME_ID), getrusage(RUSAGE_THREAD) and read() of a
 //      per-thread perf task-clock fd;
 //   2. polling every thread of a process with 100 / 1,000 / 10,000 threads
 //      of which 8 are busy: one tprof drain against clock_gettime on every
 //      thread's CPU clock and against reading /proc/self/task/*/schedstat;
 //   3. a pipe ping-pong between two processes with the module unloaded,
-//      loaded and idle, and loaded with time + two software metrics on.
+//      loaded and idle, and loaded with time + two software metrics on
+//      (also with both processes holding a self page, which adds a stamp
+//      at every switch-in).
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -15,6 +18,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -29,6 +33,9 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "tprof/device.h"
+#include "tprof/self_meter.h"
 
 namespace {
 
@@ -78,6 +85,14 @@ void BenchReadSelf() {
     rd.tid = 0;
     if (::ioctl(g_dev, TPROF_IOC_THREAD_READ, &rd)) Die("TPROF_IOC_THREAD_READ");
   });
+  auto device = tprof::Device::Open();
+  if (!device) Die(device.error().message().c_str());
+  auto meter = tprof::SelfMeter::Open(*device);
+  if (!meter) Die(meter.error().message().c_str());
+  uint64_t delta[TPROF_MAX_METRICS];
+  double page = NsPerOp(kN, 5, [&] {
+    if (!meter->Read(delta)) Die("SelfMeter::Read");
+  });
   tprof_self_read self{};
   double lean = NsPerOp(kN, 5, [&] {
     if (::ioctl(g_dev, TPROF_IOC_READ_SELF, &self)) Die("TPROF_IOC_READ_SELF");
@@ -98,8 +113,10 @@ void BenchReadSelf() {
   });
   ::close(pfd);
   std::printf("\n== read-self (per call, median of 5 x %ld) ==\n", kN);
+  Row("tprof self page (SelfMeter::Read)", page, "clock_gettime(THREAD_CPUTIME)", cg);
   Row("tprof THREAD_READ(self)", tprof, "clock_gettime(THREAD_CPUTIME)", cg);
   Row("tprof READ_SELF (lean)", lean, "clock_gettime(THREAD_CPUTIME)", cg);
+  Row("tprof self page (SelfMeter::Read)", page, "getrusage(RUSAGE_THREAD)", gr);
   Row("tprof THREAD_READ(self)", tprof, "getrusage(RUSAGE_THREAD)", gr);
   Row("tprof THREAD_READ(self)", tprof, "read(perf task-clock fd)", pr);
 }
@@ -212,7 +229,14 @@ void BenchPolling() {
 // Both processes share CPU 0: each round trip is two context switches on
 // one CPU, without the cross-CPU wake-ups whose cost swamps everything
 // else under TCG.
-double PingPongNs(long rounds) {
+// Maps the calling thread's self page (kept until the process exits).
+void MapSelfPage() {
+  if (::mmap(nullptr, size_t(::sysconf(_SC_PAGESIZE)), PROT_READ, MAP_SHARED, g_dev,
+             TPROF_SELF_PAGE_OFFSET) == MAP_FAILED)
+    Die("mmap self page");
+}
+
+double PingPongNs(long rounds, bool self_pages = false) {
   cpu_set_t one, all;
   CPU_ZERO(&one);
   CPU_SET(0, &one);
@@ -222,6 +246,7 @@ double PingPongNs(long rounds) {
   if (::pipe(to_child) || ::pipe(to_parent)) Die("pipe");
   pid_t pid = ::fork();
   if (pid == 0) {
+    if (self_pages) MapSelfPage();
     ::close(to_child[1]);
     ::close(to_parent[0]);
     char c;
@@ -231,6 +256,12 @@ double PingPongNs(long rounds) {
   }
   ::close(to_child[0]);
   ::close(to_parent[1]);
+  void* parent_page = nullptr;
+  if (self_pages) {
+    parent_page = ::mmap(nullptr, size_t(::sysconf(_SC_PAGESIZE)), PROT_READ, MAP_SHARED, g_dev,
+                         TPROF_SELF_PAGE_OFFSET);
+    if (parent_page == MAP_FAILED) Die("mmap self page");
+  }
   char c = 'x';
   auto t0 = Clock::now();
   for (long i = 0; i < rounds; ++i)
@@ -239,6 +270,7 @@ double PingPongNs(long rounds) {
   ::close(to_child[1]);
   ::close(to_parent[0]);
   ::waitpid(pid, nullptr, 0);
+  if (parent_page) ::munmap(parent_page, size_t(::sysconf(_SC_PAGESIZE)));
   ::sched_setaffinity(0, sizeof(all), &all);
   return ns;
 }
@@ -257,8 +289,15 @@ void SetLoaded(bool loaded, const char* module) {
   if (g_dev < 0) Die(TPROF_DEVICE_PATH);
 }
 
+// p-th quantile (0..1) of v, nearest rank.
+double Quantile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[size_t(p * double(v.size() - 1) + 0.5)];
+}
+
 void BenchPingPong(const char* module) {
-  constexpr long kRounds = 10000;
+  constexpr long kRounds = 4000;
+  constexpr int kPairs = 15;
   const tprof_metric kTime{TPROF_METRIC_TIME, 0, 0};
   const tprof_metric kPageFaults{TPROF_METRIC_SOFTWARE, 0, PERF_COUNT_SW_PAGE_FAULTS};
   const tprof_metric kMigrations{TPROF_METRIC_SOFTWARE, 0, PERF_COUNT_SW_CPU_MIGRATIONS};
@@ -266,44 +305,62 @@ void BenchPingPong(const char* module) {
   const tprof_metric kDispatches{TPROF_METRIC_DISPATCHES, 0, 0};
   struct Config {
     const char* name;
-    std::vector<tprof_metric> metrics;
-    std::vector<double> ns;
+    std::vector<tprof_metric> metrics;  // empty: loaded, accounting off
+    bool self_pages = false;
+    std::vector<double> ns, unloaded_ns, ratios;
   };
   std::vector<Config> configs = {
-      {"time only", {kTime}, {}},
-      {"time+page-faults+cpu-migrations", {kTime, kPageFaults, kMigrations}, {}},
-      {"time+page-faults+ctx-switches", {kTime, kPageFaults, kCtxSwitches}, {}},
-      {"time+dispatches+page-faults", {kTime, kDispatches, kPageFaults}, {}},
+      {"module loaded, idle", {}},
+      {"time only", {kTime}},
+      {"time+page-faults+cpu-migrations", {kTime, kPageFaults, kMigrations}},
+      {"time+page-faults+ctx-switches", {kTime, kPageFaults, kCtxSwitches}},
+      {"time+dispatches+page-faults", {kTime, kDispatches, kPageFaults}},
+      {"time+page-faults+ctx-sw, self pages", {kTime, kPageFaults, kCtxSwitches}, true},
   };
-  std::vector<double> unloaded, idle;
-  for (int r = 0; r < 7; ++r) {  // interleaved, so drift hits every row alike
-    SetLoaded(false, module);
-    unloaded.push_back(PingPongNs(kRounds));
-    SetLoaded(true, module);
-    idle.push_back(PingPongNs(kRounds));
+  // Every measurement is paired with an unloaded one taken just before it,
+  // so drift in the host's speed (TCG) cancels in each pair's ratio.
+  for (int r = 0; r < kPairs; ++r) {
     for (Config& c : configs) {
-      Enable(c.metrics);
-      c.ns.push_back(PingPongNs(kRounds));
+      SetLoaded(false, module);
+      double base = PingPongNs(kRounds);
+      SetLoaded(true, module);
+      if (!c.metrics.empty()) Enable(c.metrics);
+      double ns = PingPongNs(kRounds, c.self_pages);
+      c.unloaded_ns.push_back(base);
+      c.ns.push_back(ns);
+      c.ratios.push_back(ns / base);
     }
   }
-  std::printf("\n== pipe ping-pong between two processes on one CPU (per round trip, median of 7) ==\n");
-  Row("module loaded, idle", Median(idle), "module unloaded", Median(unloaded));
-  for (Config& c : configs) Row(c.name, Median(c.ns), "module unloaded", Median(unloaded));
+  std::printf("\n== pipe ping-pong between two processes on one CPU (per round trip; %d pairs"
+              " with the module unloaded just before; ratio = median of the pairs' ratios,"
+              " [25th..75th percentile]) ==\n",
+              kPairs);
+  for (Config& c : configs)
+    std::printf("%-38s %9.0fns  vs unloaded %9.0fns  ratio %6.3fx  [%5.3f..%5.3f]\n", c.name,
+                Median(c.ns), Median(c.unloaded_ns), Median(c.ratios), Quantile(c.ratios, 0.25),
+                Quantile(c.ratios, 0.75));
 }
 
 }  // namespace
 
-int main() {
+// Sections to run: read-self, polling, ping-pong (default: all).
+int main(int argc, char** argv) {
   const char* module = std::getenv("TPROF_MODULE_PATH");
   if (!module || !*module) {
     std::fprintf(stderr, "TPROF_MODULE_PATH not set: run through bench/run.sh\n");
     return 1;
   }
+  auto wanted = [&](const char* section) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i)
+      if (!std::strcmp(argv[i], section)) return true;
+    return false;
+  };
   g_dev = ::open(TPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
   if (g_dev < 0) Die(TPROF_DEVICE_PATH);
   Enable({{TPROF_METRIC_TIME, 0, 0}, {TPROF_METRIC_DISPATCHES, 0, 0}});
-  BenchReadSelf();
-  BenchPolling();
-  BenchPingPong(module);
+  if (wanted("read-self")) BenchReadSelf();
+  if (wanted("polling")) BenchPolling();
+  if (wanted("ping-pong")) BenchPingPong(module);
   return 0;
 }

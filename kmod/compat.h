@@ -27,4 +27,14 @@ static inline void tprof_vm_flags_clear(struct vm_area_struct *vma,
 #endif
 }
 
+static inline void tprof_vm_flags_set(struct vm_area_struct *vma,
+				      unsigned long flags)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
 #endif /* TPROF_COMPAT_H */

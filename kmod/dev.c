@@ -8,6 +8,7 @@
 #include <linux/cpumask.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/uaccess.h>
 #include "tprof.h"
@@ -48,7 +49,8 @@ static long tprof_ioctl_get_info(struct tprof_info __user *uinfo)
 	info.nr_cpu_ids = nr_cpu_ids;
 	info.nr_online_cpus = num_online_cpus();
 	info.features = TPROF_FEAT_SCHED_COUNTERS | TPROF_FEAT_THREAD_METRICS |
-			 TPROF_FEAT_SAMPLING | TPROF_FEAT_WINDOWS;
+			 TPROF_FEAT_SAMPLING | TPROF_FEAT_WINDOWS |
+			 TPROF_FEAT_SELF_PAGE;
 	tprof_stats_read_total(&info.total);
 	info.cpu_stats = (u64)(uintptr_t)ustats;
 	info.cpu_stats_count = count;
@@ -94,6 +96,14 @@ static long tprof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	}
 }
 
+/* Offset TPROF_SELF_PAGE_OFFSET is the caller's self page; 0 the sampling buffers. */
+static int tprof_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	if (vma->vm_pgoff == TPROF_SELF_PAGE_OFFSET >> PAGE_SHIFT)
+		return tprof_metrics_self_mmap(vma);
+	return tprof_sampling_mmap(file, vma);
+}
+
 static int tprof_open(struct inode *inode, struct file *file)
 {
 	/* misc_open() left the miscdevice here; a sampling session goes here. */
@@ -111,7 +121,7 @@ static const struct file_operations tprof_fops = {
 	.owner = THIS_MODULE,
 	.open = tprof_open,
 	.release = tprof_release,
-	.mmap = tprof_sampling_mmap,
+	.mmap = tprof_mmap,
 	.poll = tprof_sampling_poll,
 	.unlocked_ioctl = tprof_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,

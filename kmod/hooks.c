@@ -22,7 +22,7 @@ static void tprof_probe_sched_switch(void *data, bool preempt,
 				     unsigned int prev_state)
 {
 	this_cpu_inc(tprof_cpu_counters.context_switches);
-	tprof_metrics_sched_switch(prev);
+	tprof_metrics_sched_switch(prev, next);
 }
 
 static void tprof_probe_sched_process_fork(void *data,

@@ -11,6 +11,10 @@
  * never allocates, sleeps or wakes anyone. tprof_metrics_mutex serialises
  * enable/disable/read/drain, so a consumer's slot and the table outlive the
  * copy to userspace, done outside the spinlock.
+ *
+ * Self pages (self_page.c): a thread's slot holds one reference to its page
+ * while the thread lives and accounting is on; every charge to the thread
+ * also goes to the page, and its switch-in stamps the TSC there.
  */
 #include <linux/cpumask.h>
 #include <linux/mm.h>
@@ -47,6 +51,8 @@ static struct tprof_thread_table tprof_table;
 static void *tprof_table_mem;
 /* Bumped by every enable (under the lock): tells tables apart. */
 static u64 tprof_metrics_epoch;
+/* Live self pages: the switch hook looks up the incoming thread only if any. */
+static u32 tprof_self_pages;
 
 static unsigned int max_threads = 16384;
 module_param(max_threads, uint, 0444);
@@ -99,21 +105,46 @@ static void tprof_metrics_charge(struct task_struct *task)
 	if (is_idle_task(task))
 		return;
 	slot = tprof_thread_table_lookup(&tprof_table, (u64)(uintptr_t)task);
-	if (slot)
-		tprof_thread_table_account(&tprof_table, slot, delta);
+	if (!slot)
+		return;
+	tprof_thread_table_account(&tprof_table, slot, delta);
+	if (slot->self_page)
+		tprof_self_page_charge(slot->self_page, delta);
 }
 
 /* sched_switch: IRQs off, runqueue lock held. */
-void tprof_metrics_sched_switch(struct task_struct *prev)
+void tprof_metrics_sched_switch(struct task_struct *prev,
+				struct task_struct *next)
 {
+	struct tprof_thread_slot *slot;
+
 	if (!READ_ONCE(tprof_metrics_active))
 		return;
 	raw_spin_lock(&tprof_metrics_lock);
 	if (tprof_metrics_active) {
 		this_cpu_inc(tprof_metrics_cpu.dispatches);
 		tprof_metrics_charge(prev);
+		if (tprof_self_pages && !is_idle_task(next)) {
+			slot = tprof_thread_table_lookup(&tprof_table,
+							 (u64)(uintptr_t)next);
+			if (slot && slot->self_page)
+				tprof_self_page_switch_in(slot->self_page);
+		}
 	}
 	raw_spin_unlock(&tprof_metrics_lock);
+}
+
+/* Takes a slot's self page away from it (lock held); the caller puts it. */
+static struct tprof_self_page *tprof_metrics_detach_self_page(struct tprof_thread_slot *slot)
+{
+	struct tprof_self_page *page = slot->self_page;
+
+	if (page) {
+		tprof_self_page_retire(page);
+		slot->self_page = NULL;
+		tprof_self_pages--;
+	}
+	return page;
 }
 
 /* Inserting may fail (table full: counted as untracked). */
@@ -162,6 +193,7 @@ void tprof_metrics_exec(struct task_struct *p)
 /* sched_process_free: after the task's last switch; from an RCU callback. */
 void tprof_metrics_free(struct task_struct *p)
 {
+	struct tprof_self_page *page = NULL;
 	struct tprof_thread_slot *slot;
 	unsigned long flags;
 
@@ -173,10 +205,12 @@ void tprof_metrics_free(struct task_struct *p)
 		if (slot) {
 			/* Keep the last name for the final report. */
 			tprof_thread_table_set_comm(slot, p->comm);
+			page = tprof_metrics_detach_self_page(slot);
 			tprof_thread_table_exit(&tprof_table, slot);
 		}
 	}
 	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+	tprof_self_page_put(page);
 }
 
 /* IPI: start this CPU's PLastCum from its current readings. */
@@ -261,6 +295,7 @@ static int tprof_metrics_create_events(const struct tprof_metrics_config *c)
 static void tprof_metrics_disable_locked(void)
 {
 	unsigned long flags;
+	u32 i;
 
 	lockdep_assert_held(&tprof_metrics_mutex);
 	if (!tprof_metrics_active)
@@ -269,6 +304,9 @@ static void tprof_metrics_disable_locked(void)
 	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
 	WRITE_ONCE(tprof_metrics_active, false);
 	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+	/* Mapped self pages stay with their processes, marked not live. */
+	for (i = 0; i < tprof_table.capacity; i++)
+		tprof_self_page_put(tprof_metrics_detach_self_page(&tprof_table.slots[i]));
 	tprof_metrics_release_events();
 	kvfree(tprof_table_mem);
 	tprof_table_mem = NULL;
@@ -524,6 +562,57 @@ long tprof_ioctl_read_self(struct tprof_self_read __user *uarg)
 		}
 		raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
 	}
+	return ret;
+}
+
+/*
+ * mmap of TPROF_SELF_PAGE_OFFSET: the caller's self page, created on the
+ * first call. Runs under the caller's mmap_lock, so no tprof_metrics_mutex
+ * (the drain holds it while it copies to userspace, which takes mmap_lock).
+ */
+int tprof_metrics_self_mmap(struct vm_area_struct *vma)
+{
+	struct tprof_self_page *fresh, *page = NULL;
+	struct tprof_thread_slot *slot;
+	unsigned long flags;
+	int ret;
+
+	ret = tprof_self_page_check_vma(vma);
+	if (ret)
+		return ret;
+	fresh = tprof_self_page_alloc();
+	if (!fresh)
+		return -ENOMEM;
+
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	if (!tprof_metrics_active) {
+		ret = -ENODATA;
+		goto out_unlock;
+	}
+	slot = tprof_thread_table_lookup(&tprof_table, (u64)(uintptr_t)current);
+	if (!slot) {
+		ret = -ESRCH;
+		goto out_unlock;
+	}
+	if (!slot->self_page) {
+		/* Charge the slice so far, so the odometer starts now. */
+		tprof_metrics_charge(current);
+		tprof_self_page_init(fresh, slot->identity, current->pid,
+				     &tprof_metrics_config);
+		slot->self_page = fresh;
+		tprof_self_pages++;
+		fresh = NULL;
+	}
+	page = slot->self_page;
+	/* Ours until the mapping holds its own. */
+	get_page(tprof_self_page_page(page));
+out_unlock:
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+	tprof_self_page_put(fresh);
+	if (ret)
+		return ret;
+	ret = vm_insert_page(vma, vma->vm_start, tprof_self_page_page(page));
+	tprof_self_page_put(page);
 	return ret;
 }
 

@@ -20,7 +20,8 @@ void tprof_hooks_exit(void);
 
 /* metrics.c: per-thread metrics (hooks, ioctls, load/unload). */
 struct task_struct;
-void tprof_metrics_sched_switch(struct task_struct *prev);
+void tprof_metrics_sched_switch(struct task_struct *prev,
+				struct task_struct *next);
 void tprof_metrics_fork(struct task_struct *child);
 void tprof_metrics_exec(struct task_struct *p);
 void tprof_metrics_free(struct task_struct *p);
@@ -30,12 +31,26 @@ long tprof_ioctl_metrics_status(struct tprof_metrics_status __user *uarg);
 long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg);
 long tprof_ioctl_drain(struct tprof_drain __user *uarg);
 long tprof_ioctl_read_self(struct tprof_self_read __user *uarg);
+struct vm_area_struct;
+int tprof_metrics_self_mmap(struct vm_area_struct *vma);
 int tprof_metrics_init(void);
 void tprof_metrics_exit(void);
 
+/* self_page.c: the layout side of the self page (metrics.c owns the pages). */
+struct tprof_metrics_config;
+struct page;
+struct tprof_self_page *tprof_self_page_alloc(void);
+void tprof_self_page_put(struct tprof_self_page *p);
+struct page *tprof_self_page_page(struct tprof_self_page *p);
+void tprof_self_page_init(struct tprof_self_page *p, u64 identity, u32 tid,
+			  const struct tprof_metrics_config *c);
+void tprof_self_page_charge(struct tprof_self_page *p, const u64 *delta);
+void tprof_self_page_switch_in(struct tprof_self_page *p);
+void tprof_self_page_retire(struct tprof_self_page *p);
+int tprof_self_page_check_vma(struct vm_area_struct *vma);
+
 /* sampling.c: sampling sessions (hooks, ioctls, file operations). */
 struct file;
-struct vm_area_struct;
 struct poll_table_struct;
 void tprof_sampling_on_fork(struct task_struct *parent, struct task_struct *child);
 void tprof_sampling_on_exec(struct task_struct *p);

@@ -20,6 +20,7 @@ static void tprof_abi_struct_sizes_are_pinned(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_thread_read), (size_t)128);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_drain), (size_t)64);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_self_read), (size_t)72);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_self_page), (size_t)144);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_sampling_config), (size_t)96);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_buffer_ctl), (size_t)64);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_buffer_release), (size_t)16);
@@ -38,6 +39,8 @@ static void tprof_abi_offsets_match_userspace(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_cpu_stats, counters), (size_t)8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_counters, resv), (size_t)40);
 	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_thread_metrics, identity), (size_t)8);
+	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_self_page, tsc_in), (size_t)40);
+	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_self_page, total), (size_t)48);
 	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_thread_metrics, values), (size_t)40);
 	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_thread_read, thread), (size_t)8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct tprof_drain, count), (size_t)16);

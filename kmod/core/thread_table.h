@@ -37,6 +37,7 @@ struct tprof_thread_slot {
 	u32 seen_gen;             /* drain generation that last reported it */
 	char comm[16];
 	void *task;               /* owner's task while alive (kernel only) */
+	void *self_page;          /* its self page, if mapped (kernel only) */
 };
 
 struct tprof_thread_table {

@@ -85,6 +85,7 @@ std::vector<std::string> Info::FeatureNames() const {
   if (features & TPROF_FEAT_THREAD_METRICS) names.push_back("thread_metrics");
   if (features & TPROF_FEAT_SAMPLING) names.push_back("sampling");
   if (features & TPROF_FEAT_WINDOWS) names.push_back("windows");
+  if (features & TPROF_FEAT_SELF_PAGE) names.push_back("self_page");
   return names;
 }
 

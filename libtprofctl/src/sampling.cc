@@ -94,19 +94,6 @@ Status ParseSampleEvent(const std::string& name, SamplingOptions* options) {
                                       "instructions, cache-misses, branch-misses or rHEX");
 }
 
-ScopedMapping::~ScopedMapping() {
-  if (addr_) ::munmap(addr_, len_);
-}
-ScopedMapping::ScopedMapping(ScopedMapping&& o) noexcept
-    : addr_(std::exchange(o.addr_, nullptr)), len_(std::exchange(o.len_, 0)) {}
-ScopedMapping& ScopedMapping::operator=(ScopedMapping&& o) noexcept {
-  if (this != &o) {
-    if (addr_) ::munmap(addr_, len_);
-    addr_ = std::exchange(o.addr_, nullptr);
-    len_ = std::exchange(o.len_, 0);
-  }
-  return *this;
-}
 
 Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
                                                  const std::string& device_path) {

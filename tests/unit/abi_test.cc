@@ -19,6 +19,17 @@ TEST(Abi, StructSizesArePinned) {
   EXPECT_EQ(sizeof(tprof_thread_read), 128u);
   EXPECT_EQ(sizeof(tprof_drain), 64u);
   EXPECT_EQ(sizeof(tprof_self_read), 72u);
+  EXPECT_EQ(sizeof(tprof_self_page), 144u);
+}
+
+TEST(Abi, SelfPageOffsetsArePinned) {
+  EXPECT_EQ(offsetof(tprof_self_page, identity), 8u);
+  EXPECT_EQ(offsetof(tprof_self_page, tid), 16u);
+  EXPECT_EQ(offsetof(tprof_self_page, time_index), 24u);
+  EXPECT_EQ(offsetof(tprof_self_page, tsc_mult), 32u);
+  EXPECT_EQ(offsetof(tprof_self_page, tsc_in), 40u);
+  EXPECT_EQ(offsetof(tprof_self_page, total), 48u);
+  EXPECT_EQ(TPROF_SELF_PAGE_OFFSET % 65536, 0u) << "a page offset on every page size";
 }
 
 TEST(Abi, ThreadMetricsOffsetsArePinned) {

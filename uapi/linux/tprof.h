@@ -73,6 +73,20 @@
  *     TPROF_PID_ALL needs CAP_PERFMON/CAP_SYS_ADMIN (else EPERM); another pid
  *     needs the TPROF_IOC_THREAD_READ rights over it (else EACCES).
  *
+ *   The self page (ABI 1.4): a thread reads its own metrics without a
+ *   system call. mmap(NULL, page size, PROT_READ, MAP_SHARED, fd,
+ *   TPROF_SELF_PAGE_OFFSET) maps the *calling thread's* page (struct
+ *   tprof_self_page), read-only, not inherited by fork (VM_DONTCOPY). Every
+ *   thread maps its own; mapping it again returns the same page. The
+ *   kernel adds every delta it charges to the thread to total[] (an
+ *   odometer: consumers of TCum, THREAD_READ and DRAIN, do not reset it)
+ *   and, at each switch-in, stamps tsc_in. Read it in a seqcount loop, see
+ *   tprof_self_page. EINVAL: a length other than one page. EPERM:
+ *   PROT_WRITE. ENODATA: accounting is off. ESRCH: the caller is not
+ *   tracked (table full). The page stays mapped when accounting stops or
+ *   the thread exits, with TPROF_SELF_LIVE cleared; after a restart map a
+ *   new one.
+ *
  *   Sampling (ABI 1.2; design: US5355487, the Instruction Address Sampler).
  *   One session at a time, owned by the file descriptor that started it;
  *   closing that descriptor ends it. Per CPU a buffer in two halves of
@@ -176,7 +190,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 3
+#define TPROF_ABI_MINOR 4
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -194,6 +208,7 @@
 #define TPROF_FEAT_THREAD_METRICS (1ULL << 1) /* per-thread metrics, drain */
 #define TPROF_FEAT_SAMPLING (1ULL << 2)       /* sampling into mmap'd double buffers */
 #define TPROF_FEAT_WINDOWS (1ULL << 3)        /* counting windows, profil (ABI 1.3) */
+#define TPROF_FEAT_SELF_PAGE (1ULL << 4)      /* per-thread self page (ABI 1.4) */
 
 /* tprof_info.state */
 enum tprof_state {
@@ -342,6 +357,42 @@ struct tprof_self_read {
 };
 
 #define TPROF_IOC_READ_SELF _IOR(TPROF_IOC_MAGIC, 0x15, struct tprof_self_read)
+
+/* The self page (ABI 1.4): mmap offset, and tprof_self_page.flags. */
+#define TPROF_SELF_PAGE_OFFSET 0x40000000ULL
+#define TPROF_SELF_LIVE (1U << 0) /* the kernel updates this page */
+#define TPROF_SELF_TSC  (1U << 1) /* tsc_in/tsc_mult/tsc_shift are valid */
+#define TPROF_SELF_NO_TIME 0xffffffffU /* time_index: time is not configured */
+
+/*
+ * The calling thread's odometer, written by the kernel only while the
+ * thread is off the CPU, being switched in, or in its own ioctl:
+ *
+ *   do {
+ *           seq = load_acquire(&page->seq);   // odd: being written, retry
+ *           copy total[], tsc_in; now = rdtsc();
+ *   } while (seq & 1 || load_acquire(&page->seq) != seq);
+ *   time_ns = total[time_index] +
+ *             (((unsigned __int128)(now - tsc_in) * tsc_mult) >> tsc_shift);
+ *
+ * Any switch-out of the reader changes seq, so the TSC difference is
+ * always taken on one CPU. total[] of the other metrics is exact up to
+ * the thread's last switch-in (or its last READ_SELF/THREAD_READ); use
+ * READ_SELF when the current slice's counts matter.
+ */
+struct tprof_self_page {
+	__u32 seq;         /* even when stable */
+	__u32 flags;       /* TPROF_SELF_* */
+	__u64 identity;    /* the thread's identity (tprof_thread_metrics) */
+	__u32 tid;         /* the thread it belongs to (when mapped) */
+	__u32 nr_metrics;
+	__u32 time_index;  /* index of the time metric, or TPROF_SELF_NO_TIME */
+	__u32 tsc_shift;
+	__u64 tsc_mult;    /* ns = (cycles * tsc_mult) >> tsc_shift */
+	__u64 tsc_in;      /* TSC at the last switch-in or charge */
+	__u64 total[TPROF_MAX_METRICS]; /* charged since the page was mapped */
+	__u64 resv[4];
+};
 
 /* ---- Sampling (ABI 1.2) --------------------------------------------------- */
 
@@ -574,6 +625,7 @@ TPROF_STATIC_ASSERT(sizeof(struct tprof_thread_metrics) == 104, "tprof_thread_me
 TPROF_STATIC_ASSERT(sizeof(struct tprof_thread_read) == 128, "tprof_thread_read size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_drain) == 64, "tprof_drain size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_self_read) == 72, "tprof_self_read size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_self_page) == 144, "tprof_self_page size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_sampling_config) == 96, "tprof_sampling_config size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_buffer_ctl) == 64, "tprof_buffer_ctl size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_buffer_release) == 16, "tprof_buffer_release size");

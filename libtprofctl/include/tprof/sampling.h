@@ -15,6 +15,7 @@
 
 #include "tprof/expected.h"
 #include "tprof/scoped_fd.h"
+#include "tprof/scoped_mapping.h"
 
 namespace tprof {
 
@@ -32,24 +33,6 @@ struct SamplingOptions {
 // context-switches, cpu-migrations, task-clock, cycles, instructions,
 // cache-misses, branch-misses, or rNNNN (raw hex code).
 Status ParseSampleEvent(const std::string& name, SamplingOptions* options);
-
-// A read-only mapping, unmapped exactly once.
-class ScopedMapping {
- public:
-  ScopedMapping() = default;
-  ScopedMapping(void* addr, size_t len) : addr_(addr), len_(len) {}
-  ~ScopedMapping();
-  ScopedMapping(ScopedMapping&& o) noexcept;
-  ScopedMapping& operator=(ScopedMapping&& o) noexcept;
-  ScopedMapping(const ScopedMapping&) = delete;
-  ScopedMapping& operator=(const ScopedMapping&) = delete;
-  const uint8_t* data() const { return static_cast<const uint8_t*>(addr_); }
-  size_t size() const { return len_; }
-
- private:
-  void* addr_ = nullptr;
-  size_t len_ = 0;
-};
 
 struct CpuBufferTotals {
   uint64_t samples_taken = 0;

@@ -1,0 +1,294 @@
+// The self page (ABI 1.4) against the real module: a thread reads its own
+// CPU time with no system call, and it matches the kernel's own clock for
+// the thread; the page follows the thread's switches, is private to each
+// thread, is refused when it should be, and dies cleanly (not live) when
+// accounting stops or the thread exits.
+#include <linux/tprof.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "guest_env.h"
+#include "tprof/self_meter.h"
+
+namespace tprof::test {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr uint64_t kTickNs = 4'000'000;  // HZ=250 on Debian's kernels
+
+uint32_t Gettid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
+
+void BurnCpu(milliseconds ms) {
+  uint64_t end = ThreadCpuNs() + uint64_t(ms.count()) * 1'000'000;
+  volatile uint64_t sink = 0;
+  while (ThreadCpuNs() < end)
+    for (int i = 0; i < 1000; ++i) sink = sink + i;
+}
+
+uint64_t AbsDiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
+
+// Within 2% or two scheduler ticks, the issue's tolerance for time_ns.
+::testing::AssertionResult CloseTo(uint64_t ours, uint64_t kernel) {
+  uint64_t diff = AbsDiff(ours, kernel);
+  if (diff <= kernel / 50 || diff <= 2 * kTickNs) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "self page " << ours << " ns vs kernel " << kernel
+                                       << " ns (diff " << diff << ")";
+}
+
+// Runs `body` in a forked child; returns its exit status (0 = passed).
+int RunInChild(const std::function<int()>& body) {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(body());
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
+}
+
+class SelfPageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto specs = ParseMetricList("time,dispatches,page-faults");
+    ASSERT_TRUE(specs);
+    auto st = dev_.EnableMetrics(*specs);
+    ASSERT_TRUE(st) << st.error().message();
+  }
+  void TearDown() override { EXPECT_TRUE(dev_.DisableMetrics()); }
+
+  SelfMeter OpenMeterOrFail() {
+    auto m = SelfMeter::Open(dev_);
+    if (!m) {
+      ADD_FAILURE() << m.error().message();
+      std::abort();
+    }
+    return std::move(*m);
+  }
+
+  Device dev_ = OpenDeviceOrFail();
+};
+
+TEST_F(SelfPageTest, FeatureBitIsAdvertised) {
+  Info info = GetInfoOrFail(dev_);
+  EXPECT_TRUE(info.features & TPROF_FEAT_SELF_PAGE);
+  EXPECT_GE(info.abi_minor, 4u);
+}
+
+TEST_F(SelfPageTest, DescribesTheCallingThread) {
+  SelfMeter meter = OpenMeterOrFail();
+  EXPECT_EQ(meter.tid(), Gettid());
+  EXPECT_EQ(meter.nr_metrics(), 3u);
+  EXPECT_EQ(meter.time_index(), 0);
+  uint64_t v[TPROF_MAX_METRICS];
+  auto identity = dev_.ReadSelf(v);
+  ASSERT_TRUE(identity) << identity.error().message();
+  EXPECT_EQ(meter.identity(), *identity);
+}
+
+TEST_F(SelfPageTest, BusyTimeMatchesTheThreadCpuClock) {
+  SelfMeter meter = OpenMeterOrFail();
+  uint64_t v[TPROF_MAX_METRICS];
+  ASSERT_TRUE(meter.Read(v));
+  uint64_t cpu0 = ThreadCpuNs();
+  BurnCpu(milliseconds(300));
+  ASSERT_TRUE(meter.Read(v));
+  uint64_t cpu = ThreadCpuNs() - cpu0;
+  EXPECT_TRUE(CloseTo(v[0], cpu));
+}
+
+TEST_F(SelfPageTest, TimeOffTheCpuDoesNotCount) {
+  SelfMeter meter = OpenMeterOrFail();
+  uint64_t v[TPROF_MAX_METRICS];
+  ASSERT_TRUE(meter.Read(v));
+  uint64_t cpu0 = ThreadCpuNs();
+  BurnCpu(milliseconds(60));
+  std::this_thread::sleep_for(milliseconds(150));
+  BurnCpu(milliseconds(60));
+  ASSERT_TRUE(meter.Read(v));
+  uint64_t cpu = ThreadCpuNs() - cpu0;
+  EXPECT_TRUE(CloseTo(v[0], cpu));
+  EXPECT_LT(v[0], 150'000'000u) << "the sleep was counted";
+  EXPECT_GE(v[1], 1u) << "the sleep is a dispatch";
+}
+
+TEST_F(SelfPageTest, ReadTwiceReturnsNearlyZeroTheSecondTime) {
+  SelfMeter meter = OpenMeterOrFail();
+  uint64_t first[TPROF_MAX_METRICS], second[TPROF_MAX_METRICS];
+  BurnCpu(milliseconds(50));
+  ASSERT_TRUE(meter.Read(first));
+  ASSERT_TRUE(meter.Read(second));
+  EXPECT_GE(first[0], 45'000'000u) << "includes the current slice";
+  EXPECT_LT(second[0], 2'000'000u) << "read-and-zero must zero";
+}
+
+TEST_F(SelfPageTest, OdometerIsMonotonicAcrossManyReads) {
+  SelfMeter meter = OpenMeterOrFail();
+  uint64_t prev[TPROF_MAX_METRICS] = {}, now[TPROF_MAX_METRICS];
+  uint64_t end = ThreadCpuNs() + 100'000'000;
+  int reads = 0;
+  while (ThreadCpuNs() < end) {
+    ASSERT_TRUE(meter.ReadTotals(now));
+    // The current slice is a TSC estimate, the charge at switch-out the
+    // scheduler clock: they may differ by a little, never by much.
+    ASSERT_GE(now[0] + 1'000'000, prev[0]) << "after " << reads << " reads";
+    ASSERT_GE(now[1], prev[1]);
+    std::copy(std::begin(now), std::end(now), std::begin(prev));
+    ++reads;
+  }
+  EXPECT_GT(reads, 100);
+}
+
+// The page is a private view: reading it zeroes nothing the ioctls report.
+TEST_F(SelfPageTest, ReadingThePageLeavesTheAccumulatorsAlone) {
+  uint64_t v[TPROF_MAX_METRICS];
+  ASSERT_TRUE(dev_.ReadSelf(v));  // zero what came before
+  SelfMeter meter = OpenMeterOrFail();
+  BurnCpu(milliseconds(50));
+  ASSERT_TRUE(meter.Read(v));
+  EXPECT_GE(v[0], 45'000'000u);
+  auto id = dev_.ReadSelf(v);
+  ASSERT_TRUE(id);
+  EXPECT_GE(v[0], 45'000'000u) << "READ_SELF lost what the page showed";
+}
+
+TEST_F(SelfPageTest, EachThreadHasItsOwnPageAndMappingAgainGivesTheSameOne) {
+  SelfMeter a = OpenMeterOrFail();
+  SelfMeter b = OpenMeterOrFail();
+  uint64_t ta[TPROF_MAX_METRICS], tb[TPROF_MAX_METRICS];
+  BurnCpu(milliseconds(20));
+  ASSERT_TRUE(a.ReadTotals(ta));
+  ASSERT_TRUE(b.ReadTotals(tb));
+  EXPECT_EQ(a.identity(), b.identity());
+  EXPECT_LE(ta[0], tb[0]);
+  EXPECT_LT(tb[0] - ta[0], 2'000'000u) << "two mappings, one odometer";
+
+  uint64_t other_identity = 0, other_time = 0;
+  uint32_t other_tid = 0;
+  std::thread([&] {
+    auto m = SelfMeter::Open(dev_);
+    ASSERT_TRUE(m) << m.error().message();
+    uint64_t v[TPROF_MAX_METRICS];
+    ASSERT_TRUE(m->ReadTotals(v));
+    other_identity = m->identity();
+    other_tid = m->tid();
+    other_time = v[0];
+  }).join();
+  EXPECT_NE(other_identity, a.identity());
+  EXPECT_NE(other_tid, a.tid());
+  EXPECT_LT(other_time, 20'000'000u) << "a new thread's page starts from zero";
+}
+
+TEST_F(SelfPageTest, PageFaultsArriveAtTheNextSwitch) {
+  SelfMeter meter = OpenMeterOrFail();
+  uint64_t v[TPROF_MAX_METRICS];
+  ASSERT_TRUE(meter.Read(v));
+  const size_t len = 64 * 4096;
+  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  std::memset(p, 1, len);
+  ::munmap(p, len);
+  std::this_thread::sleep_for(milliseconds(5));  // a switch charges them
+  ASSERT_TRUE(meter.Read(v));
+  EXPECT_GE(v[2], 64u) << "page-faults";
+}
+
+TEST_F(SelfPageTest, StoppingAccountingRetiresThePage) {
+  SelfMeter meter = OpenMeterOrFail();
+  ASSERT_TRUE(dev_.DisableMetrics());
+  uint64_t v[TPROF_MAX_METRICS];
+  auto st = meter.Read(v);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code().value(), ENODATA);
+  auto again = SelfMeter::Open(dev_);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code().value(), ENODATA);
+  EXPECT_NE(again.error().message().find("tprofctl metrics on"), std::string::npos);
+
+  ASSERT_TRUE(dev_.EnableMetrics(*ParseMetricList("time")));
+  ASSERT_FALSE(meter.Read(v)) << "a page of the old run must stay dead";
+  auto fresh = SelfMeter::Open(dev_);
+  ASSERT_TRUE(fresh) << fresh.error().message();
+  EXPECT_EQ(fresh->nr_metrics(), 1u);
+  BurnCpu(milliseconds(10));
+  ASSERT_TRUE(fresh->Read(v));
+  EXPECT_GE(v[0], 8'000'000u);
+}
+
+TEST_F(SelfPageTest, PageOfAnExitedThreadIsNotLive) {
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  void* addr = MAP_FAILED;
+  std::thread([&] {
+    addr = ::mmap(nullptr, page_size, PROT_READ, MAP_SHARED, dev_.fd(), TPROF_SELF_PAGE_OFFSET);
+  }).join();
+  ASSERT_NE(addr, MAP_FAILED) << std::strerror(errno);
+  auto* page = static_cast<const tprof_self_page*>(addr);
+  bool live = true;
+  // The kernel forgets a thread when its task is freed (after an RCU grace period).
+  for (int i = 0; i < 200 && live; ++i) {
+    live = __atomic_load_n(&page->flags, __ATOMIC_ACQUIRE) & TPROF_SELF_LIVE;
+    if (live) std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_FALSE(live);
+  ::munmap(addr, page_size);
+}
+
+TEST_F(SelfPageTest, BadMappingsAreRefused) {
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  void* p = ::mmap(nullptr, page_size, PROT_READ | PROT_WRITE, MAP_SHARED, dev_.fd(),
+                   TPROF_SELF_PAGE_OFFSET);
+  EXPECT_EQ(p, MAP_FAILED);
+  EXPECT_EQ(errno, EPERM) << "a writable self page";
+  p = ::mmap(nullptr, 2 * page_size, PROT_READ, MAP_SHARED, dev_.fd(), TPROF_SELF_PAGE_OFFSET);
+  EXPECT_EQ(p, MAP_FAILED);
+  EXPECT_EQ(errno, EINVAL) << "two pages";
+  p = ::mmap(nullptr, page_size, PROT_READ, MAP_SHARED, dev_.fd(), TPROF_SELF_PAGE_OFFSET);
+  ASSERT_NE(p, MAP_FAILED) << std::strerror(errno);
+  EXPECT_NE(::mprotect(p, page_size, PROT_READ | PROT_WRITE), 0) << "made writable later";
+  ::munmap(p, page_size);
+}
+
+TEST_F(SelfPageTest, ForkedChildMustOpenItsOwnMeter) {
+  SelfMeter meter = OpenMeterOrFail();
+  Device* dev = &dev_;
+  int rc = RunInChild([&]() -> int {
+    uint64_t v[TPROF_MAX_METRICS];
+    auto inherited = meter.Read(v);
+    if (inherited || inherited.error().code().value() != ECHILD) return 1;
+    auto own = SelfMeter::Open(*dev);
+    if (!own) return 2;
+    if (own->tid() != Gettid()) return 3;
+    BurnCpu(milliseconds(20));
+    if (!own->Read(v) || v[0] < 15'000'000) return 4;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0) << "failed check #" << rc
+                   << " (1 inherited meter not refused, 2 open, 3 tid, 4 child's time)";
+}
+
+TEST_F(SelfPageTest, UnprivilegedThreadMapsItsOwnPage) {
+  int rc = RunInChild([]() -> int {
+    if (::setresgid(65534, 65534, 65534) || ::setresuid(65534, 65534, 65534)) return 100;
+    auto dev = Device::Open();
+    if (!dev) return 1;
+    auto meter = SelfMeter::Open(*dev);
+    if (!meter) return 2;
+    BurnCpu(milliseconds(20));
+    uint64_t v[TPROF_MAX_METRICS];
+    if (!meter->Read(v) || v[0] < 15'000'000) return 3;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0) << "failed check #" << rc << " (1 open device, 2 map, 3 read)";
+}
+
+}  // namespace
+}  // namespace tprof::test

@@ -297,7 +297,9 @@ double Quantile(std::vector<double> v, double p) {
 
 void BenchPingPong(const char* module) {
   constexpr long kRounds = 4000;
-  constexpr int kPairs = 15;
+  // TCG timings need many pairs; under tprof-vm --icount one is exact.
+  const char* pairs_env = std::getenv("TPROF_BENCH_PAIRS");
+  const int kPairs = pairs_env && std::atoi(pairs_env) > 0 ? std::atoi(pairs_env) : 15;
   const tprof_metric kTime{TPROF_METRIC_TIME, 0, 0};
   const tprof_metric kPageFaults{TPROF_METRIC_SOFTWARE, 0, PERF_COUNT_SW_PAGE_FAULTS};
   const tprof_metric kMigrations{TPROF_METRIC_SOFTWARE, 0, PERF_COUNT_SW_CPU_MIGRATIONS};

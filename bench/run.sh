@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: builds the benchmark programs and runs them in one guest boot
-# per kernel, printing ratios against baselines measured in the same boot.
+# per kernel, printing ratios against baselines measured in the same boot;
+# then the metrics costs again in an instruction-counting (--icount) guest.
 #   bench/run.sh [6.1|6.12]...   (default: 6.1)
 # The sampling benchmark compares with `perf record` (Debian's linux-perf,
 # installed by `make deps`): the perf ELF binary is added to the guest, and
@@ -40,4 +41,11 @@ for k in "${kernels[@]}"; do
 		--add build/bench/tprof_hooks_bench --add build/bench/tprof_metrics_bench \
 		--add build/bench/tprof_sampling_bench "${perf_add[@]}" -- \
 		sh -c "./tprof_hooks_bench && ./tprof_metrics_bench && ./tprof_sampling_bench $perf_arg"
+	# The same per-call and per-switch costs in instructions: under --icount
+	# guest time advances 1 ns per executed instruction, so these ratios are
+	# exact and repeatable (one CPU: icount cannot boot a second one here).
+	echo "== Debian $k kernel, QEMU TCG --icount (guest ns = instructions), -smp 1 =="
+	tools/tprof-vm --kernel "$k" --smp 1 --icount --mem 2048 --timeout 1200 \
+		--add build/bench/tprof_metrics_bench -- \
+		sh -c "TPROF_BENCH_PAIRS=3 ./tprof_metrics_bench read-self ping-pong"
 done

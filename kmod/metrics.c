@@ -33,6 +33,20 @@
 #include "core/metrics_config.h"
 #include "core/thread_table.h"
 
+/*
+ * Where PCum(M) comes from, decided once at enable so the switch hook does
+ * not look at metric types. Context switches are this CPU's dispatch count
+ * (the same number perf's software event gives, without perf's per-switch
+ * event machinery); other software events count in place in ev->count, so
+ * only the rest need pmu->read().
+ */
+enum tprof_metric_source {
+	TPROF_SRC_CLOCK,	/* sched_clock(): deltas are per CPU */
+	TPROF_SRC_DISPATCHES,	/* tprof_metrics_cpu.dispatches */
+	TPROF_SRC_EVENT_COUNT,	/* a software perf event's count */
+	TPROF_SRC_EVENT_READ,	/* pmu->read(), then the count */
+};
+
 struct tprof_metrics_cpu {
 	u64 last[TPROF_MAX_METRICS];	/* PLastCum */
 	u64 dispatches;			/* PCum of TPROF_METRIC_DISPATCHES */
@@ -47,6 +61,7 @@ static DEFINE_MUTEX(tprof_metrics_mutex);
 /* Read locklessly by the hooks first, then again under the lock. */
 static bool tprof_metrics_active;
 static struct tprof_metrics_config tprof_metrics_config;
+static u8 tprof_metric_sources[TPROF_MAX_METRICS];	/* enum tprof_metric_source */
 static struct tprof_thread_table tprof_table;
 static void *tprof_table_mem;
 /* Bumped by every enable (under the lock): tells tables apart. */
@@ -63,22 +78,50 @@ module_param(metrics, charp, 0444);
 MODULE_PARM_DESC(metrics,
 		 "turn per-thread metrics on at load, e.g. time,dispatches,page-faults");
 
+static enum tprof_metric_source tprof_metric_source(const struct tprof_metric *m)
+{
+	switch (m->type) {
+	case TPROF_METRIC_TIME:
+		return TPROF_SRC_CLOCK;
+	case TPROF_METRIC_DISPATCHES:
+		return TPROF_SRC_DISPATCHES;
+	case TPROF_METRIC_SOFTWARE:
+		switch (m->config) {
+		case PERF_COUNT_SW_CONTEXT_SWITCHES:
+			return TPROF_SRC_DISPATCHES;
+		case PERF_COUNT_SW_CPU_CLOCK:
+		case PERF_COUNT_SW_TASK_CLOCK:
+			return TPROF_SRC_EVENT_READ;	/* hrtimer-driven */
+		default:
+			return TPROF_SRC_EVENT_COUNT;
+		}
+	default:
+		return TPROF_SRC_EVENT_READ;
+	}
+}
+
 /* PCum(M) of this CPU; IRQs off. An event not counting gives no delta. */
 static u64 tprof_metric_read(struct tprof_metrics_cpu *cs, u32 m)
 {
 	struct perf_event *ev;
 
-	switch (tprof_metrics_config.metrics[m].type) {
-	case TPROF_METRIC_TIME:
-		return local_clock();
-	case TPROF_METRIC_DISPATCHES:
+	switch (tprof_metric_sources[m]) {
+	case TPROF_SRC_CLOCK:
+		/*
+		 * PCum and PLastCum are per CPU, so this CPU's raw clock is
+		 * enough (local_clock() adds cross-CPU filtering we do not need;
+		 * a step back is clamped in tprof_metrics_charge()).
+		 */
+		return sched_clock();
+	case TPROF_SRC_DISPATCHES:
 		return cs->dispatches;
 	default:
 		ev = cs->events[m];
 		if (!ev || ev->state != PERF_EVENT_STATE_ACTIVE ||
 		    ev->oncpu != smp_processor_id())
 			return cs->last[m];
-		ev->pmu->read(ev);
+		if (tprof_metric_sources[m] == TPROF_SRC_EVENT_READ)
+			ev->pmu->read(ev);
 		return local64_read(&ev->count);
 	}
 }
@@ -88,14 +131,14 @@ static void tprof_metrics_charge(struct task_struct *task)
 {
 	struct tprof_metrics_cpu *cs = this_cpu_ptr(&tprof_metrics_cpu);
 	u32 n = tprof_metrics_config.nr_metrics;
-	u64 delta[TPROF_MAX_METRICS] = {};
+	u64 delta[TPROF_MAX_METRICS];	/* [0, n) used: not zeroed, it is hot */
 	struct tprof_thread_slot *slot;
 	u32 m;
 
 	for (m = 0; m < n; m++) {
 		u64 now = tprof_metric_read(cs, m);
 
-		delta[m] = now - cs->last[m];
+		delta[m] = (s64)(now - cs->last[m]) > 0 ? now - cs->last[m] : 0;
 		cs->last[m] = now;
 	}
 	if (!cs->primed) {
@@ -258,6 +301,8 @@ static int tprof_metrics_create_events(const struct tprof_metrics_config *c)
 			.pinned = 1,
 		};
 
+		if (tprof_metric_source(&c->metrics[m]) == TPROF_SRC_DISPATCHES)
+			continue;
 		switch (c->metrics[m].type) {
 		case TPROF_METRIC_SOFTWARE:
 			attr.type = PERF_TYPE_SOFTWARE;
@@ -323,6 +368,7 @@ static int tprof_metrics_enable_locked(const struct tprof_metrics_config *c)
 	size_t slots_bytes;
 	void *mem;
 	int ret;
+	u32 m;
 
 	lockdep_assert_held(&tprof_metrics_mutex);
 	tprof_metrics_disable_locked();
@@ -347,6 +393,9 @@ static int tprof_metrics_enable_locked(const struct tprof_metrics_config *c)
 
 	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
 	tprof_metrics_config = *c;
+	for (m = 0; m < TPROF_MAX_METRICS; m++)
+		tprof_metric_sources[m] = m < c->nr_metrics ?
+			tprof_metric_source(&c->metrics[m]) : TPROF_SRC_DISPATCHES;
 	slots = mem;
 	tprof_thread_table_init(&tprof_table, slots, capacity,
 				mem + slots_bytes,

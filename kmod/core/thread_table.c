@@ -11,12 +11,6 @@ u32 tprof_thread_table_hash_size(u32 capacity)
 	return size;
 }
 
-static u32 tprof_tt_hash(u64 key)
-{
-	/* Fibonacci hashing: task addresses differ mostly in middle bits. */
-	return (u32)((key * 0x9E3779B97F4A7C15ULL) >> 32);
-}
-
 void tprof_thread_table_init(struct tprof_thread_table *t,
 			     struct tprof_thread_slot *slots, u32 capacity,
 			     u64 *hash_keys, u32 *hash_slots, u32 hash_size,
@@ -43,7 +37,7 @@ void tprof_thread_table_init(struct tprof_thread_table *t,
 /* Index of @key's hash entry, or of the first free one if absent (-1 if full). */
 static s64 tprof_tt_find(const struct tprof_thread_table *t, u64 key, bool *found)
 {
-	u32 i = tprof_tt_hash(key) & t->hash_mask;
+	u32 i = tprof_thread_table_hash(key) & t->hash_mask;
 	s64 first_free = -1;
 	u32 n;
 
@@ -64,15 +58,6 @@ static s64 tprof_tt_find(const struct tprof_thread_table *t, u64 key, bool *foun
 			return first_free >= 0 ? first_free : (s64)i;
 	}
 	return first_free;
-}
-
-struct tprof_thread_slot *tprof_thread_table_lookup(struct tprof_thread_table *t,
-						    u64 key)
-{
-	bool found;
-	s64 i = tprof_tt_find(t, key, &found);
-
-	return found ? &t->slots[t->hash_slots[i]] : NULL;
 }
 
 void tprof_thread_table_set_comm(struct tprof_thread_slot *s, const char *comm)
@@ -117,8 +102,8 @@ struct tprof_thread_slot *tprof_thread_table_insert(struct tprof_thread_table *t
 	return s;
 }
 
-static void tprof_tt_list_add(struct tprof_thread_table *t,
-			      struct tprof_thread_slot *s)
+void tprof_thread_table_list(struct tprof_thread_table *t,
+			     struct tprof_thread_slot *s)
 {
 	u32 idx = tprof_thread_table_index(t, s);
 
@@ -164,20 +149,6 @@ static bool tprof_tt_is_zero(const struct tprof_thread_table *t,
 	return true;
 }
 
-void tprof_thread_table_account(struct tprof_thread_table *t,
-				struct tprof_thread_slot *s, const u64 *delta)
-{
-	bool nonzero = false;
-	u32 m;
-
-	for (m = 0; m < t->nr_metrics; m++) {
-		s->tcum[m] += delta[m];
-		nonzero |= delta[m] != 0;
-	}
-	if (nonzero)
-		tprof_tt_list_add(t, s);
-}
-
 void tprof_thread_table_exit(struct tprof_thread_table *t,
 			     struct tprof_thread_slot *s)
 {
@@ -191,7 +162,7 @@ void tprof_thread_table_exit(struct tprof_thread_table *t,
 		t->hash_keys[i] = TPROF_TT_TOMBSTONE;
 	s->flags |= TPROF_SLOT_EXITED;
 	s->task = NULL;
-	tprof_tt_list_add(t, s);
+	tprof_thread_table_list(t, s);
 }
 
 void tprof_thread_table_consume(struct tprof_thread_table *t,

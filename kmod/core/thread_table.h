@@ -66,8 +66,32 @@ void tprof_thread_table_init(struct tprof_thread_table *t,
 			     u64 *hash_keys, u32 *hash_slots, u32 hash_size,
 			     u32 nr_metrics);
 
-struct tprof_thread_slot *tprof_thread_table_lookup(struct tprof_thread_table *t,
-						    u64 key);
+static inline u32 tprof_thread_table_hash(u64 key)
+{
+	/* Fibonacci hashing: task addresses differ mostly in middle bits. */
+	return (u32)((key * 0x9E3779B97F4A7C15ULL) >> 32);
+}
+
+/*
+ * The slot tracking @key, or NULL. Inline: the context-switch hook calls it
+ * on every switch.
+ */
+static inline struct tprof_thread_slot *
+tprof_thread_table_lookup(struct tprof_thread_table *t, u64 key)
+{
+	u32 i = tprof_thread_table_hash(key) & t->hash_mask;
+	u32 n;
+
+	for (n = 0; n <= t->hash_mask; n++, i = (i + 1) & t->hash_mask) {
+		u64 k = t->hash_keys[i];
+
+		if (k == key)
+			return &t->slots[t->hash_slots[i]];
+		if (k == 0)
+			return NULL;	/* tombstones are skipped, empties end it */
+	}
+	return NULL;
+}
 
 /*
  * Tracks a thread (key != 0, != TOMBSTONE). Returns its slot, the existing
@@ -81,9 +105,25 @@ struct tprof_thread_slot *tprof_thread_table_insert(struct tprof_thread_table *t
 /* Sets the slot's name from a NUL-terminated (or 16-byte) string. */
 void tprof_thread_table_set_comm(struct tprof_thread_slot *s, const char *comm);
 
-/* TCum += delta; lists the slot when it becomes nonzero. */
-void tprof_thread_table_account(struct tprof_thread_table *t,
-				struct tprof_thread_slot *s, const u64 *delta);
+/* Puts the slot on the nonzero list (if it is not there yet). */
+void tprof_thread_table_list(struct tprof_thread_table *t,
+			     struct tprof_thread_slot *s);
+
+/* TCum += delta; lists the slot when it becomes nonzero. Inline: hot. */
+static inline void tprof_thread_table_account(struct tprof_thread_table *t,
+					      struct tprof_thread_slot *s,
+					      const u64 *delta)
+{
+	u64 any = 0;
+	u32 m;
+
+	for (m = 0; m < t->nr_metrics; m++) {
+		s->tcum[m] += delta[m];
+		any |= delta[m];
+	}
+	if (any && !(s->flags & TPROF_SLOT_LISTED))
+		tprof_thread_table_list(t, s);
+}
 
 /*
  * The thread exited: forgets its key (so a new thread can use the key) and

@@ -219,6 +219,22 @@ TEST_F(ThreadMetricsTest, ReusedTidGetsANewIdentity) {
   EXPECT_NE(new_identity, old_identity);
 }
 
+// context-switches is served by the hook's own dispatch count (no perf
+// event): the two metrics must agree for every thread.
+TEST_F(ThreadMetricsTest, ContextSwitchesEqualDispatches) {
+  ASSERT_TRUE(dev_.EnableMetrics(*ParseMetricList("dispatches,context-switches,time")));
+  for (int i = 0; i < 20; ++i) std::this_thread::sleep_for(milliseconds(1));
+  auto self = dev_.ReadThread(0);
+  ASSERT_TRUE(self) << self.error().message();
+  EXPECT_GE(self->values[0], 20u);
+  EXPECT_EQ(self->values[0], self->values[1]);
+  auto all = dev_.DrainAll(TPROF_PID_ALL);
+  ASSERT_TRUE(all) << all.error().message();
+  ASSERT_FALSE(all->threads.empty());
+  for (const ThreadMetrics& t : all->threads)
+    EXPECT_EQ(t.values[0], t.values[1]) << "tid " << t.tid << " " << t.comm;
+}
+
 TEST_F(ThreadMetricsTest, LeanReadSelfReadsAndZeroes) {
   uint64_t v[TPROF_MAX_METRICS];
   ASSERT_TRUE(dev_.ReadSelf(v));  // zero what came before

@@ -16,6 +16,7 @@
  * while the thread lives and accounting is on; every charge to the thread
  * also goes to the page, and its switch-in stamps the TSC there.
  */
+#include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
@@ -29,6 +30,7 @@
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 #include "tprof.h"
 #include "core/metrics_config.h"
 #include "core/thread_table.h"
@@ -51,7 +53,8 @@ struct tprof_metrics_cpu {
 	u64 last[TPROF_MAX_METRICS];	/* PLastCum */
 	u64 dispatches;			/* PCum of TPROF_METRIC_DISPATCHES */
 	bool primed;			/* last[] holds real readings */
-	struct perf_event *events[TPROF_MAX_METRICS];
+	struct perf_event *events[TPROF_MAX_METRICS];	/* read by the hooks */
+	struct perf_event *retired[TPROF_MAX_METRICS];	/* CPU went down: release */
 };
 
 static DEFINE_PER_CPU(struct tprof_metrics_cpu, tprof_metrics_cpu);
@@ -273,68 +276,239 @@ static void tprof_metrics_prime_cpu(void *unused)
 	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
 }
 
-static void tprof_metrics_release_events(void)
+/*
+ * Per-CPU counters follow CPU hotplug. perf's software events take
+ * cpus_read_lock() when they are created or released (static keys), so the
+ * cpuhp callbacks, which run under the hotplug lock, only mark the CPU and
+ * queue tprof_metrics_cpu_work, which creates and releases counters outside
+ * it. Enable creates the first counters through the same work and waits.
+ * The work never takes tprof_metrics_mutex, so enable/disable may flush it.
+ */
+static int tprof_metrics_cpuhp_state;	/* > 0 while the callbacks exist */
+static bool tprof_metrics_counters_on;	/* the work may install counters */
+static struct cpumask tprof_metrics_cpus_wanting; /* online, need counters */
+static int tprof_metrics_counter_err;	/* first creation error */
+static bool tprof_metrics_counters_started; /* enable has its counters */
+static void tprof_metrics_cpu_work_fn(struct work_struct *work);
+static DECLARE_WORK(tprof_metrics_cpu_work, tprof_metrics_cpu_work_fn);
+
+/* The perf event behind metric @m, if it needs one. */
+static bool tprof_metrics_event_attr(const struct tprof_metric *m,
+				     struct perf_event_attr *attr)
 {
-	unsigned int cpu;
-	u32 m;
-
-	for_each_possible_cpu(cpu) {
-		struct tprof_metrics_cpu *cs = per_cpu_ptr(&tprof_metrics_cpu, cpu);
-
-		for (m = 0; m < TPROF_MAX_METRICS; m++) {
-			if (cs->events[m])
-				perf_event_release_kernel(cs->events[m]);
-			cs->events[m] = NULL;
-		}
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->config = m->config;
+	attr->pinned = 1;
+	if (tprof_metric_source(m) == TPROF_SRC_DISPATCHES)
+		return false;
+	switch (m->type) {
+	case TPROF_METRIC_SOFTWARE:
+		attr->type = PERF_TYPE_SOFTWARE;
+		return true;
+	case TPROF_METRIC_HARDWARE:
+		attr->type = PERF_TYPE_HARDWARE;
+		return true;
+	case TPROF_METRIC_RAW:
+		attr->type = PERF_TYPE_RAW;
+		return true;
+	default:
+		return false;
 	}
 }
 
-static int tprof_metrics_create_events(const struct tprof_metrics_config *c)
+static bool tprof_metrics_need_events(const struct tprof_metrics_config *c)
 {
-	unsigned int cpu;
+	struct perf_event_attr attr;
 	u32 m;
 
-	for (m = 0; m < c->nr_metrics; m++) {
-		struct perf_event_attr attr = {
-			.size = sizeof(attr),
-			.config = c->metrics[m].config,
-			.pinned = 1,
-		};
+	for (m = 0; m < c->nr_metrics; m++)
+		if (tprof_metrics_event_attr(&c->metrics[m], &attr))
+			return true;
+	return false;
+}
 
-		if (tprof_metric_source(&c->metrics[m]) == TPROF_SRC_DISPATCHES)
+static void tprof_metrics_release(struct perf_event **evs)
+{
+	u32 m;
+
+	for (m = 0; m < TPROF_MAX_METRICS; m++)
+		if (evs[m])
+			perf_event_release_kernel(evs[m]);
+}
+
+/* @cpu's counters into @evs (may sleep); all or none. */
+static int tprof_metrics_create_cpu(unsigned int cpu, struct perf_event **evs)
+{
+	struct perf_event_attr attr;
+	u32 m;
+
+	for (m = 0; m < tprof_metrics_config.nr_metrics; m++) {
+		struct perf_event *ev;
+
+		if (!tprof_metrics_event_attr(&tprof_metrics_config.metrics[m], &attr))
 			continue;
-		switch (c->metrics[m].type) {
-		case TPROF_METRIC_SOFTWARE:
-			attr.type = PERF_TYPE_SOFTWARE;
-			break;
-		case TPROF_METRIC_HARDWARE:
-			attr.type = PERF_TYPE_HARDWARE;
-			break;
-		case TPROF_METRIC_RAW:
-			attr.type = PERF_TYPE_RAW;
-			break;
-		default:
-			continue;
-		}
-		for_each_online_cpu(cpu) {
-			struct perf_event *ev;
+		ev = perf_event_create_kernel_counter(&attr, cpu, NULL, NULL, NULL);
+		if (IS_ERR(ev)) {
+			int err = PTR_ERR(ev);
 
-			ev = perf_event_create_kernel_counter(&attr, cpu, NULL,
-							      NULL, NULL);
-			if (IS_ERR(ev)) {
-				int err = PTR_ERR(ev);
-
-				/* No PMU (e.g. a VM): "not available", not zero. */
-				if (attr.type != PERF_TYPE_SOFTWARE &&
-				    (err == -ENOENT || err == -ENODEV ||
-				     err == -EOPNOTSUPP))
-					err = -EOPNOTSUPP;
-				return err;
-			}
-			per_cpu_ptr(&tprof_metrics_cpu, cpu)->events[m] = ev;
+			tprof_metrics_release(evs);
+			memset(evs, 0, sizeof(*evs) * TPROF_MAX_METRICS);
+			/* No PMU (e.g. a VM): "not available", not zero. */
+			if (attr.type != PERF_TYPE_SOFTWARE &&
+			    (err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP))
+				err = -EOPNOTSUPP;
+			return err;
 		}
+		evs[m] = ev;
 	}
 	return 0;
+}
+
+static void tprof_metrics_cpu_work_fn(struct work_struct *work)
+{
+	unsigned long flags;
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct tprof_metrics_cpu *cs = per_cpu_ptr(&tprof_metrics_cpu, cpu);
+		struct perf_event *old[TPROF_MAX_METRICS];
+		struct perf_event *evs[TPROF_MAX_METRICS] = {};
+		bool want, started;
+		int err;
+
+		raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+		memcpy(old, cs->retired, sizeof(old));
+		memset(cs->retired, 0, sizeof(cs->retired));
+		want = cpumask_test_and_clear_cpu(cpu, &tprof_metrics_cpus_wanting);
+		raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+		tprof_metrics_release(old);
+		if (!want)
+			continue;
+
+		err = tprof_metrics_create_cpu(cpu, evs);
+		raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+		if (err && !tprof_metrics_counter_err)
+			tprof_metrics_counter_err = err;
+		started = tprof_metrics_counters_started;
+		if (!err && tprof_metrics_counters_on) {
+			/* A counter of an earlier life of this CPU goes. */
+			memcpy(old, cs->events, sizeof(old));
+			memcpy(cs->events, evs, sizeof(evs));
+			cs->primed = false;	/* its next switch starts it */
+		} else {
+			memcpy(old, evs, sizeof(old));
+		}
+		raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+		tprof_metrics_release(old);
+		/* At enable the error goes to the caller; later, to the log. */
+		if (err && started)
+			pr_warn_ratelimited("cpu %u: no per-thread metric counters: %d\n",
+					    cpu, err);
+	}
+}
+
+/* cpuhp: under the hotplug lock, so only mark and queue. */
+static int tprof_metrics_cpu_online(unsigned int cpu)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	cpumask_set_cpu(cpu, &tprof_metrics_cpus_wanting);
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+	schedule_work(&tprof_metrics_cpu_work);
+	return 0;
+}
+
+/* Runs on @cpu as it goes down: the hooks stop reading its counters now. */
+static int tprof_metrics_cpu_offline(unsigned int cpu)
+{
+	struct tprof_metrics_cpu *cs = per_cpu_ptr(&tprof_metrics_cpu, cpu);
+	unsigned long flags;
+	u32 m;
+
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	cpumask_clear_cpu(cpu, &tprof_metrics_cpus_wanting);
+	for (m = 0; m < TPROF_MAX_METRICS; m++) {
+		if (!cs->events[m])
+			continue;
+		/* The work has run since the last online: retired is empty. */
+		WARN_ON_ONCE(cs->retired[m]);
+		cs->retired[m] = cs->events[m];
+		cs->events[m] = NULL;
+	}
+	cs->primed = false;
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+	schedule_work(&tprof_metrics_cpu_work);
+	return 0;
+}
+
+/*
+ * Counters on every online CPU and on each that comes online. Returns the
+ * first creation error (e.g. EOPNOTSUPP without a PMU), everything undone.
+ */
+static int tprof_metrics_start_counters(const struct tprof_metrics_config *c)
+{
+	unsigned long flags;
+	unsigned int cpu;
+	int ret;
+
+	if (!tprof_metrics_need_events(c))
+		return 0;
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	tprof_metrics_counters_on = true;
+	tprof_metrics_counter_err = 0;
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "tprof:metrics",
+					tprof_metrics_cpu_online,
+					tprof_metrics_cpu_offline);
+	if (ret >= 0) {
+		tprof_metrics_cpuhp_state = ret;
+		/* CPUs that come online from here on are marked by the callback. */
+		cpus_read_lock();
+		raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+		for_each_online_cpu(cpu)
+			cpumask_set_cpu(cpu, &tprof_metrics_cpus_wanting);
+		raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+		cpus_read_unlock();
+		schedule_work(&tprof_metrics_cpu_work);
+		flush_work(&tprof_metrics_cpu_work);
+		raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+		ret = tprof_metrics_counter_err;
+		tprof_metrics_counters_started = !ret;
+		raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+	}
+	return ret;
+}
+
+/* Undoes tprof_metrics_start_counters(); the hooks no longer read them. */
+static void tprof_metrics_stop_counters(void)
+{
+	unsigned long flags;
+	unsigned int cpu;
+
+	if (tprof_metrics_cpuhp_state > 0)
+		cpuhp_remove_state_nocalls(tprof_metrics_cpuhp_state);
+	tprof_metrics_cpuhp_state = 0;
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+	tprof_metrics_counters_on = false;
+	tprof_metrics_counters_started = false;
+	cpumask_clear(&tprof_metrics_cpus_wanting);
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+	flush_work(&tprof_metrics_cpu_work);
+	for_each_possible_cpu(cpu) {
+		struct tprof_metrics_cpu *cs = per_cpu_ptr(&tprof_metrics_cpu, cpu);
+		struct perf_event *old[2][TPROF_MAX_METRICS];
+
+		raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
+		memcpy(old[0], cs->events, sizeof(old[0]));
+		memcpy(old[1], cs->retired, sizeof(old[1]));
+		memset(cs->events, 0, sizeof(cs->events));
+		memset(cs->retired, 0, sizeof(cs->retired));
+		raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+		tprof_metrics_release(old[0]);
+		tprof_metrics_release(old[1]);
+	}
 }
 
 static void tprof_metrics_disable_locked(void)
@@ -352,7 +526,7 @@ static void tprof_metrics_disable_locked(void)
 	/* Mapped self pages stay with their processes, marked not live. */
 	for (i = 0; i < tprof_table.capacity; i++)
 		tprof_self_page_put(tprof_metrics_detach_self_page(&tprof_table.slots[i]));
-	tprof_metrics_release_events();
+	tprof_metrics_stop_counters();
 	kvfree(tprof_table_mem);
 	tprof_table_mem = NULL;
 }
@@ -379,23 +553,22 @@ static int tprof_metrics_enable_locked(const struct tprof_metrics_config *c)
 	if (!mem)
 		return -ENOMEM;
 
-	/*
-	 * Counters for the CPUs online now. CPU hotplug during accounting is not
-	 * handled yet: a CPU that comes online later has no counter and charges
-	 * no deltas for those metrics.
-	 */
-	ret = tprof_metrics_create_events(c);
-	if (ret) {
-		tprof_metrics_release_events();
-		kvfree(mem);
-		return ret;
-	}
-
+	/* Not active yet (disabled above): the hooks do not read these. */
 	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
 	tprof_metrics_config = *c;
 	for (m = 0; m < TPROF_MAX_METRICS; m++)
 		tprof_metric_sources[m] = m < c->nr_metrics ?
 			tprof_metric_source(&c->metrics[m]) : TPROF_SRC_DISPATCHES;
+	raw_spin_unlock_irqrestore(&tprof_metrics_lock, flags);
+
+	ret = tprof_metrics_start_counters(c);
+	if (ret) {
+		tprof_metrics_stop_counters();
+		kvfree(mem);
+		return ret;
+	}
+
+	raw_spin_lock_irqsave(&tprof_metrics_lock, flags);
 	slots = mem;
 	tprof_thread_table_init(&tprof_table, slots, capacity,
 				mem + slots_bytes,

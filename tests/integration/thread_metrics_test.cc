@@ -3,7 +3,9 @@
 // tid reuse, permissions and buffers too small to hold a drain.
 #include <fcntl.h>
 #include <linux/tprof.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -233,6 +236,48 @@ TEST_F(ThreadMetricsTest, ContextSwitchesEqualDispatches) {
   ASSERT_FALSE(all->threads.empty());
   for (const ThreadMetrics& t : all->threads)
     EXPECT_EQ(t.values[0], t.values[1]) << "tid " << t.tid << " " << t.comm;
+}
+
+// Page faults of a thread pinned to `cpu`, as the module counts them.
+uint64_t PageFaultsCountedOnCpu(const Device& dev, int cpu) {
+  uint64_t faults = 0;
+  std::thread([&] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof(set), &set), 0) << std::strerror(errno);
+    ASSERT_TRUE(dev.ReadThread(0));  // zero what came before
+    const size_t len = 64 * 4096;
+    void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    std::memset(p, 1, len);
+    ::munmap(p, len);
+    auto m = dev.ReadThread(0);
+    ASSERT_TRUE(m) << m.error().message();
+    faults = m->values[2];
+  }).join();
+  return faults;
+}
+
+// The per-CPU counters follow CPU hotplug: a CPU that comes online during
+// accounting counts its events too, also after going down and up again.
+TEST_F(ThreadMetricsTest, CountersFollowCpuHotplug) {
+  const char* kOnline = "/sys/devices/system/cpu/cpu1/online";
+  auto set_online = [&](const char* v) {
+    std::ofstream f(kOnline);
+    f << v;
+    f.flush();
+    return bool(f);
+  };
+  ASSERT_TRUE(set_online("0")) << kOnline << " not writable: kernel without CPU hotplug?";
+  auto st = dev_.EnableMetrics(*ParseMetricList("time,dispatches,page-faults"));
+  ASSERT_TRUE(set_online("1"));
+  ASSERT_TRUE(st) << st.error().message();
+  EXPECT_GE(PageFaultsCountedOnCpu(dev_, 1), 64u) << "cpu1 came online after enable";
+  ASSERT_TRUE(set_online("0"));
+  ASSERT_TRUE(set_online("1"));
+  EXPECT_GE(PageFaultsCountedOnCpu(dev_, 1), 64u) << "cpu1 went down and up during accounting";
+  EXPECT_GE(PageFaultsCountedOnCpu(dev_, 0), 64u);
 }
 
 TEST_F(ThreadMetricsTest, LeanReadSelfReadsAndZeroes) {

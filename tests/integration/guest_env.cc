@@ -35,6 +35,30 @@ uint64_t ThreadCpuNs() {
   return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
 }
 
+uint32_t Gettid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
+
+void BurnCpu(std::chrono::milliseconds ms) {
+  uint64_t end = ThreadCpuNs() + uint64_t(ms.count()) * 1'000'000;
+  volatile uint64_t sink = 0;
+  while (ThreadCpuNs() < end)
+    for (int i = 0; i < 1000; ++i) sink = sink + i;
+}
+
+int RunInChild(const std::function<int()>& body) {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(body());
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
+}
+
+int RunUnprivileged(const std::function<int()>& body) {
+  return RunInChild([&body] {
+    if (::setresgid(65534, 65534, 65534) || ::setresuid(65534, 65534, 65534)) return 100;
+    return body();
+  });
+}
+
 int RunCommand(const std::string& command, std::string* out) {
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return -1;

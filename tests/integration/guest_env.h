@@ -4,8 +4,12 @@
 #ifndef TPROF_TESTS_INTEGRATION_GUEST_ENV_H_
 #define TPROF_TESTS_INTEGRATION_GUEST_ENV_H_
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "tprof/device.h"
 
@@ -22,6 +26,21 @@ Info GetInfoOrFail(const Device& dev);
 // does not shrink what they measure.
 uint64_t ThreadCpuNs();
 
+// One scheduler tick (HZ=250 on Debian's kernels): the tolerance of time checks.
+constexpr uint64_t kTickNs = 4'000'000;
+
+uint32_t Gettid();
+
+// Burns `ms` of the calling thread's CPU time (not wall time).
+void BurnCpu(std::chrono::milliseconds ms);
+
+// Runs `body` in a forked child and returns its exit status (0 = all checks
+// passed; 200 if it did not exit normally).
+int RunInChild(const std::function<int()>& body);
+
+// RunInChild as uid/gid 65534 without capabilities (100: could not drop them).
+int RunUnprivileged(const std::function<int()>& body);
+
 // Runs a shell command, returns its exit status and captures stdout.
 int RunCommand(const std::string& command, std::string* out);
 
@@ -34,6 +53,21 @@ std::string ModulePath();
 // Unloads / loads tprof.ko with the raw syscalls; 0 or errno.
 int UnloadModule();
 int LoadModule(const std::string& path, const std::string& params = "");
+
+// A test with per-thread metrics on (time, dispatches, page-faults: values
+// 0, 1, 2) from SetUp, and off after it.
+class MetricsOnTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto specs = ParseMetricList("time,dispatches,page-faults");
+    ASSERT_TRUE(specs);
+    auto st = dev_.EnableMetrics(*specs);
+    ASSERT_TRUE(st) << st.error().message();
+  }
+  void TearDown() override { EXPECT_TRUE(dev_.DisableMetrics()); }
+
+  Device dev_ = OpenDeviceOrFail();
+};
 
 }  // namespace tprof::test
 

@@ -26,17 +26,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr uint64_t kTickNs = 4'000'000;  // HZ=250 on Debian's kernels
-
-uint32_t Gettid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
-
-void BurnCpu(milliseconds ms) {
-  uint64_t end = ThreadCpuNs() + uint64_t(ms.count()) * 1'000'000;
-  volatile uint64_t sink = 0;
-  while (ThreadCpuNs() < end)
-    for (int i = 0; i < 1000; ++i) sink = sink + i;
-}
-
 uint64_t AbsDiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
 
 // Within 2% or two scheduler ticks, the tolerance for time_ns.
@@ -47,25 +36,8 @@ uint64_t AbsDiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
                                        << " ns (diff " << diff << ")";
 }
 
-// Runs `body` in a forked child; returns its exit status (0 = passed).
-int RunInChild(const std::function<int()>& body) {
-  pid_t pid = ::fork();
-  if (pid == 0) ::_exit(body());
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
-}
-
-class SelfPageTest : public ::testing::Test {
+class SelfPageTest : public MetricsOnTest {
  protected:
-  void SetUp() override {
-    auto specs = ParseMetricList("time,dispatches,page-faults");
-    ASSERT_TRUE(specs);
-    auto st = dev_.EnableMetrics(*specs);
-    ASSERT_TRUE(st) << st.error().message();
-  }
-  void TearDown() override { EXPECT_TRUE(dev_.DisableMetrics()); }
-
   SelfMeter OpenMeterOrFail() {
     auto m = SelfMeter::Open(dev_);
     if (!m) {
@@ -74,8 +46,6 @@ class SelfPageTest : public ::testing::Test {
     }
     return std::move(*m);
   }
-
-  Device dev_ = OpenDeviceOrFail();
 };
 
 TEST_F(SelfPageTest, FeatureBitIsAdvertised) {
@@ -276,8 +246,7 @@ TEST_F(SelfPageTest, ForkedChildMustOpenItsOwnMeter) {
 }
 
 TEST_F(SelfPageTest, UnprivilegedThreadMapsItsOwnPage) {
-  int rc = RunInChild([]() -> int {
-    if (::setresgid(65534, 65534, 65534) || ::setresuid(65534, 65534, 65534)) return 100;
+  int rc = RunUnprivileged([]() -> int {
     auto dev = Device::Open();
     if (!dev) return 1;
     auto meter = SelfMeter::Open(*dev);

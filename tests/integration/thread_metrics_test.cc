@@ -35,17 +35,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr uint64_t kTickNs = 4'000'000;  // HZ=250 on Debian's kernels
-
-uint32_t Gettid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
-
-void BurnCpu(milliseconds ms) {
-  uint64_t end = ThreadCpuNs() + uint64_t(ms.count()) * 1'000'000;
-  volatile uint64_t sink = 0;
-  while (ThreadCpuNs() < end)
-    for (int i = 0; i < 1000; ++i) sink = sink + i;
-}
-
 // sum_exec_runtime of a thread, in ns (first field of schedstat).
 uint64_t SchedstatNs(uint32_t tid) {
   std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/schedstat");
@@ -92,16 +81,8 @@ class ParkedThread {
   std::atomic<uint32_t> tid_{0};
 };
 
-class ThreadMetricsTest : public ::testing::Test {
+class ThreadMetricsTest : public MetricsOnTest {
  protected:
-  void SetUp() override {
-    auto specs = ParseMetricList("time,dispatches,page-faults");
-    ASSERT_TRUE(specs);
-    auto st = dev_.EnableMetrics(*specs);
-    ASSERT_TRUE(st) << st.error().message();
-  }
-  void TearDown() override { EXPECT_TRUE(dev_.DisableMetrics()); }
-
   // Drains this process until a thread with `identity`/`tid` shows up.
   std::vector<ThreadMetrics> DrainOwnUntil(const std::function<bool(const ThreadMetrics&)>& pred,
                                            std::vector<ThreadMetrics>* all = nullptr) {
@@ -120,7 +101,6 @@ class ThreadMetricsTest : public ::testing::Test {
     return {};
   }
 
-  Device dev_ = OpenDeviceOrFail();
 };
 
 TEST_F(ThreadMetricsTest, BusyThreadTimeMatchesSchedstat) {
@@ -384,19 +364,6 @@ TEST_F(ThreadMetricsTest, HardwareMetricIsRefusedWithoutAPmu) {
   ASSERT_TRUE(status);
   EXPECT_FALSE(status->enabled) << "a refused enable must leave accounting off";
   ASSERT_TRUE(dev_.EnableMetrics(*ParseMetricList("time")));  // for TearDown
-}
-
-// Runs `body` in a child process with uid/gid 65534 and no capabilities;
-// returns the child's exit status (0 = all checks passed).
-int RunUnprivileged(const std::function<int()>& body) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (::setresgid(65534, 65534, 65534) || ::setresuid(65534, 65534, 65534)) ::_exit(100);
-    ::_exit(body());
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
 }
 
 TEST_F(ThreadMetricsTest, UnprivilegedProcessReadsItselfOnly) {

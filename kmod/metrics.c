@@ -129,6 +129,22 @@ static u64 tprof_metric_read(struct tprof_metrics_cpu *cs, u32 m)
 	}
 }
 
+static struct tprof_thread_slot *tprof_metrics_track_locked(struct task_struct *p);
+
+/*
+ * io_uring and io-wq workers come from create_io_thread(), which does not
+ * fire sched_process_fork: they are tracked at their first switch instead,
+ * from the preallocated table (nothing is allocated here). With the table
+ * full they are not retried (nor counted untracked) on every switch. Lock
+ * held.
+ */
+static struct tprof_thread_slot *tprof_metrics_track_late(struct task_struct *p)
+{
+	if (!(p->flags & PF_IO_WORKER) || tprof_table.free_head == TPROF_TT_NONE)
+		return NULL;
+	return tprof_metrics_track_locked(p);
+}
+
 /* Charges this CPU's deltas since the last switch to @task. Lock held. */
 static void tprof_metrics_charge(struct task_struct *task)
 {
@@ -151,6 +167,8 @@ static void tprof_metrics_charge(struct task_struct *task)
 	if (is_idle_task(task))
 		return;
 	slot = tprof_thread_table_lookup(&tprof_table, (u64)(uintptr_t)task);
+	if (unlikely(!slot))
+		slot = tprof_metrics_track_late(task);
 	if (!slot)
 		return;
 	tprof_thread_table_account(&tprof_table, slot, delta);
@@ -194,7 +212,7 @@ static struct tprof_self_page *tprof_metrics_detach_self_page(struct tprof_threa
 }
 
 /* Inserting may fail (table full: counted as untracked). */
-static void tprof_metrics_track_locked(struct task_struct *p)
+static struct tprof_thread_slot *tprof_metrics_track_locked(struct task_struct *p)
 {
 	struct tprof_thread_slot *slot;
 
@@ -202,6 +220,7 @@ static void tprof_metrics_track_locked(struct task_struct *p)
 					 p->pid, p->tgid, p->comm);
 	if (slot)
 		slot->task = p;
+	return slot;
 }
 
 void tprof_metrics_fork(struct task_struct *child)

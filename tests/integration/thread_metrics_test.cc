@@ -2,6 +2,7 @@
 // scheduler's own numbers, read-and-zero, the nonzero drain, exited threads,
 // tid reuse, permissions and buffers too small to hold a drain.
 #include <fcntl.h>
+#include <linux/io_uring.h>
 #include <linux/tprof.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -258,6 +259,28 @@ TEST_F(ThreadMetricsTest, CountersFollowCpuHotplug) {
   ASSERT_TRUE(set_online("1"));
   EXPECT_GE(PageFaultsCountedOnCpu(dev_, 1), 64u) << "cpu1 went down and up during accounting";
   EXPECT_GE(PageFaultsCountedOnCpu(dev_, 0), 64u);
+}
+
+// io_uring's SQPOLL thread comes from create_io_thread(), which does not
+// fire the fork tracepoint: the module tracks it at its first switch.
+TEST_F(ThreadMetricsTest, IoUringThreadsAreAccounted) {
+  ASSERT_TRUE(dev_.DrainAll(0));  // start from a clean list
+  io_uring_params params{};
+  params.flags = IORING_SETUP_SQPOLL;
+  params.sq_thread_idle = 100;  // ms
+  int ring = int(::syscall(__NR_io_uring_setup, 4, &params));
+  ASSERT_GE(ring, 0) << "io_uring_setup(SQPOLL): " << std::strerror(errno);
+  std::this_thread::sleep_for(milliseconds(200));
+  auto hits = DrainOwnUntil(
+      [](const ThreadMetrics& t) { return t.comm.rfind("iou-sqp-", 0) == 0; });
+  ASSERT_FALSE(hits.empty()) << "the iou-sqp thread is missing from the drain";
+  uint64_t schedstat = SchedstatNs(hits[0].tid);
+  ::close(ring);
+  EXPECT_EQ(hits[0].pid, uint32_t(::getpid()));
+  uint64_t ours = hits[0].values[0];
+  uint64_t diff = ours > schedstat ? ours - schedstat : schedstat - ours;
+  EXPECT_TRUE(diff <= schedstat / 50 || diff <= 2 * kTickNs)
+      << "tprof time_ns " << ours << " vs schedstat " << schedstat;
 }
 
 TEST_F(ThreadMetricsTest, LeanReadSelfReadsAndZeroes) {

@@ -44,8 +44,11 @@ for k in "${kernels[@]}"; do
 	# The same per-call and per-switch costs in instructions: under --icount
 	# guest time advances 1 ns per executed instruction, so these ratios are
 	# exact and repeatable (one CPU: icount cannot boot a second one here).
+	# The guest's clock also delivers the configured sampling rates exactly
+	# there (up to 100 kHz), which wall-clock TCG does not.
 	echo "== Debian $k kernel, QEMU TCG --icount (guest ns = instructions), -smp 1 =="
 	tools/tprof-vm --kernel "$k" --smp 1 --icount --mem 2048 --timeout 1200 \
-		--add build/bench/tprof_metrics_bench -- \
-		sh -c "TPROF_BENCH_PAIRS=3 ./tprof_metrics_bench read-self ping-pong"
+		--add build/bench/tprof_metrics_bench \
+		--add build/bench/tprof_sampling_bench "${perf_add[@]}" -- \
+		sh -c "TPROF_BENCH_PAIRS=3 ./tprof_metrics_bench read-self ping-pong && ./tprof_sampling_bench --reps 3 --seconds 1 $perf_arg"
 done

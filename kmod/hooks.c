@@ -13,6 +13,7 @@
 #include <linux/string.h>
 #include <linux/tracepoint.h>
 #include <trace/events/sched.h>
+#include <trace/events/task.h>
 #include "compat.h"
 #include "tprof.h"
 
@@ -30,8 +31,17 @@ static void tprof_probe_sched_process_fork(void *data,
 					   struct task_struct *child)
 {
 	this_cpu_inc(tprof_cpu_counters.forks);
-	tprof_metrics_fork(child);
 	tprof_sampling_on_fork(parent, child);
+}
+
+/*
+ * Every new task, io_uring/io-wq and vhost workers included (they skip
+ * sched_process_fork), once copy_process() can no longer fail.
+ */
+static void tprof_probe_task_newtask(void *data, struct task_struct *p,
+				     unsigned long clone_flags)
+{
+	tprof_metrics_newtask(p);
 }
 
 static void tprof_probe_sched_process_exec(void *data, struct task_struct *p,
@@ -64,6 +74,7 @@ static inline void tprof_check_probe_types(void)
 	check_trace_callback_type_sched_process_exec(tprof_probe_sched_process_exec);
 	check_trace_callback_type_sched_process_exit(tprof_probe_sched_process_exit);
 	check_trace_callback_type_sched_process_free(tprof_probe_sched_process_free);
+	check_trace_callback_type_task_newtask(tprof_probe_task_newtask);
 }
 
 struct tprof_hook {
@@ -79,6 +90,7 @@ static struct tprof_hook tprof_hooks[] = {
 	{ .name = "sched_process_exec", .probe = tprof_probe_sched_process_exec },
 	{ .name = "sched_process_exit", .probe = tprof_probe_sched_process_exit },
 	{ .name = "sched_process_free", .probe = tprof_probe_sched_process_free },
+	{ .name = "task_newtask", .probe = tprof_probe_task_newtask },
 };
 
 static void tprof_match_tracepoint(struct tracepoint *tp, void *priv)

@@ -66,3 +66,27 @@ int tprof_check_process_access(u32 *pid)
 	put_task_struct(task);
 	return ok ? 0 : -EACCES;
 }
+
+/*
+ * The process @vpid (in the caller's pid namespace) as an identity: 0 and a
+ * reference on its thread-group struct pid in *@tgid if the caller may read
+ * it, else -ESRCH or -EACCES. Callers compare identities, never numbers
+ * (a number can be reused by another process meanwhile).
+ */
+int tprof_get_readable_process(u32 vpid, struct pid **tgid)
+{
+	struct task_struct *task;
+	bool ok;
+
+	rcu_read_lock();
+	task = pid_task(find_vpid(vpid), PIDTYPE_TGID);
+	if (task)
+		get_task_struct(task);
+	rcu_read_unlock();
+	if (!task)
+		return -ESRCH;
+	ok = tprof_may_read_task(task);
+	*tgid = ok ? get_pid(task_tgid(task)) : NULL;
+	put_task_struct(task);
+	return ok ? 0 : -EACCES;
+}

@@ -18,11 +18,11 @@ void tprof_stats_read_total(struct tprof_counters *out);
 int tprof_hooks_init(void);
 void tprof_hooks_exit(void);
 
-/* metrics.c: per-thread metrics (hooks, ioctls, load/unload). */
+/* metrics*.c: per-thread metrics (hooks, ioctls, load/unload); see metrics.h. */
 struct task_struct;
 void tprof_metrics_sched_switch(struct task_struct *prev,
 				struct task_struct *next);
-void tprof_metrics_fork(struct task_struct *child);
+void tprof_metrics_newtask(struct task_struct *p);
 void tprof_metrics_exec(struct task_struct *p);
 void tprof_metrics_free(struct task_struct *p);
 long tprof_ioctl_metrics_enable(struct tprof_metrics_config __user *uarg);
@@ -82,6 +82,8 @@ void tprof_windows_session_end(const void *session);
 /* perm.c: who may read whose data. */
 bool tprof_may_read_task(struct task_struct *task);
 int tprof_check_process_access(u32 *pid);
+struct pid;
+int tprof_get_readable_process(u32 vpid, struct pid **tgid);
 
 /* dev.c: /dev/tprof. */
 int tprof_dev_init(void);

@@ -161,6 +161,7 @@ Expected<MetricsStatus> Device::GetMetricsStatus() const {
   st.table_capacity = raw.table_capacity;
   st.table_used = raw.table_used;
   st.untracked_threads = raw.untracked_threads;
+  st.reclaimed_threads = raw.reclaimed_threads;
   st.listed = raw.listed;
   return st;
 }

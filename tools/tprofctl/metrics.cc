@@ -39,6 +39,7 @@ int Status(const Device& dev, bool json) {
         .Field("table_capacity", st->table_capacity)
         .Field("table_used", st->table_used)
         .Field("untracked_threads", st->untracked_threads)
+        .Field("reclaimed_threads", st->reclaimed_threads)
         .Field("listed", st->listed)
         .EndObject();
     std::printf("%s\n", w.str().c_str());
@@ -56,6 +57,9 @@ int Status(const Device& dev, bool json) {
   std::printf("untracked (table full): %llu%s\n",
               static_cast<unsigned long long>(st->untracked_threads),
               st->untracked_threads ? " (raise the module parameter max_threads)" : "");
+  std::printf("exited, dropped undrained: %llu%s\n",
+              static_cast<unsigned long long>(st->reclaimed_threads),
+              st->reclaimed_threads ? " (drain more often: tprofctl threads, or raise max_threads)" : "");
   return 0;
 }
 

@@ -52,7 +52,8 @@
  *     CAP_PERFMON or CAP_SYS_ADMIN. Stops accounting and frees the table.
  *   TPROF_IOC_METRICS_STATUS (struct tprof_metrics_status, read)
  *     Anyone. Whether accounting is on, its metrics, the table's size and use,
- *     and the number of threads it could not track (table full).
+ *     the number of threads it could not track (table full) and of exited
+ *     threads dropped undrained to make room (reclaimed_threads, ABI 1.5).
  *   TPROF_IOC_THREAD_READ (struct tprof_thread_read, read/write)
  *     Read-and-zero of one thread's TCum. tid 0 is the calling thread, and
  *     then the value includes the current time slice. Another process's
@@ -190,7 +191,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 4
+#define TPROF_ABI_MINOR 5
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -302,9 +303,15 @@ struct tprof_metrics_status {
 	__u32 table_capacity;     /* threads the table can hold (max_threads) */
 	__u32 table_used;         /* threads tracked now, exited-undrained included */
 	__u64 untracked_threads;  /* threads not tracked: table full, since enable */
-	__u32 listed;             /* threads on the nonzero list now */
+	__u32 listed;             /* threads on the nonzero lists now */
 	__u32 __pad;
-	__u64 resv[4];
+	/*
+	 * (ABI 1.5) exited threads whose final report nobody drained before
+	 * the table ran full: their slots were reused, their last values
+	 * dropped (counted here, never silently).
+	 */
+	__u64 reclaimed_threads;
+	__u64 resv[3];
 };
 
 /* tprof_thread_metrics.flags */

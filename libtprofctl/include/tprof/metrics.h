@@ -57,6 +57,7 @@ struct MetricsStatus {
   uint32_t table_capacity = 0;
   uint32_t table_used = 0;
   uint64_t untracked_threads = 0;
+  uint64_t reclaimed_threads = 0;  // exited threads dropped undrained (table full)
   uint32_t listed = 0;
 };
 

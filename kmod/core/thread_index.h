@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The per-thread metrics table's index (US8117599): which slot tracks which
+ * thread, and which slots are free. Pure logic (see core_env.h): the caller
+ * provides the memory and the locking.
+ *
+ * Threads are keyed by an opaque u64 (the kernel uses the task_struct
+ * address, which stays the thread's across exec and tid changes) in an
+ * open-addressing hash with linear probing. Writers (insert, remove,
+ * alloc/release) are serialised by the caller. Lookups may run locklessly,
+ * concurrently with writers, because:
+ *  - insert stores the slot index before it publishes the key (release),
+ *    and lookup loads the key (acquire) before the index;
+ *  - remove turns the key into a tombstone; tombstones followed by an empty
+ *    entry become empty again (no probe chain goes past an empty entry, so
+ *    no lookup can miss a key that is present);
+ *  - when tombstones pile up (tprof_thread_index_needs_rehash()), the caller
+ *    rebuilds the hash into a second, zeroed array and publishes it with one
+ *    pointer store (release); lookups load that pointer once (acquire), so
+ *    they see the old array whole or the new one whole. The old array may
+ *    be reused only after every lookup that could see it has finished (the
+ *    kernel waits for an RCU grace period);
+ *  - a lookup may still return the slot of a key removed meanwhile: the
+ *    caller validates the slot (its own key field, under its own lock).
+ */
+#ifndef TPROF_CORE_THREAD_INDEX_H
+#define TPROF_CORE_THREAD_INDEX_H
+
+#include "core_env.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPROF_TI_NONE 0xffffffffU	/* "no slot" */
+#define TPROF_TI_TOMBSTONE (~0ULL)	/* a removed key */
+/* max_threads above this is refused: the memory would be absurd. */
+#define TPROF_TI_MAX_CAPACITY (1U << 20)
+
+struct tprof_ti_entry {
+	u64 key;		/* 0 = empty, TPROF_TI_TOMBSTONE = removed */
+	u32 slot;		/* slot of key */
+	u32 __pad;
+};
+
+struct tprof_thread_index {
+	struct tprof_ti_entry *hash;	/* hash_mask + 1 entries */
+	u32 *next_free;		/* capacity entries: the free list */
+	u32 hash_mask;		/* hash size - 1 (a power of two >= 2 * capacity) */
+	u32 capacity;
+	u32 free_head;
+	u32 used;		/* slots allocated */
+	u32 tombstones;		/* removed keys still in the hash */
+};
+
+/* Hash entries for @capacity slots (capacity <= TPROF_TI_MAX_CAPACITY). */
+u32 tprof_thread_index_hash_size(u32 capacity);
+
+/* An empty index over caller memory (@hash zeroed); every slot free. */
+void tprof_thread_index_init(struct tprof_thread_index *ti,
+			     struct tprof_ti_entry *hash, u32 hash_size,
+			     u32 *next_free, u32 capacity);
+
+static inline u32 tprof_thread_index_hash(u64 key)
+{
+	/* Fibonacci hashing: task addresses differ mostly in middle bits. */
+	return (u32)((key * 0x9E3779B97F4A7C15ULL) >> 32);
+}
+
+/*
+ * The slot of @key, or TPROF_TI_NONE. Lockless (see the top of this file);
+ * inline: the context-switch hook calls it on every switch.
+ */
+static inline u32 tprof_thread_index_lookup(const struct tprof_thread_index *ti,
+					    u64 key)
+{
+	struct tprof_ti_entry *hash = smp_load_acquire(&ti->hash);
+	u32 i = tprof_thread_index_hash(key) & ti->hash_mask;
+	u32 n;
+
+	for (n = 0; n <= ti->hash_mask; n++, i = (i + 1) & ti->hash_mask) {
+		u64 k = smp_load_acquire(&hash[i].key);
+
+		if (k == key)
+			return READ_ONCE(hash[i].slot);
+		if (k == 0)
+			return TPROF_TI_NONE;
+	}
+	return TPROF_TI_NONE;
+}
+
+/*
+ * Maps @key (not 0, not TOMBSTONE) to a newly allocated slot. Returns the
+ * slot, or TPROF_TI_NONE if there is no free slot. *@existed is set (and
+ * nothing allocated) if the key is already present.
+ */
+u32 tprof_thread_index_insert(struct tprof_thread_index *ti, u64 key,
+			      bool *existed);
+
+/* Forgets @key (its slot stays allocated until released). */
+void tprof_thread_index_remove(struct tprof_thread_index *ti, u64 key);
+
+/* True when tombstones fill a quarter of the hash: time to rehash. */
+static inline bool tprof_thread_index_needs_rehash(const struct tprof_thread_index *ti)
+{
+	return ti->tombstones > (ti->hash_mask + 1) / 4;
+}
+
+/*
+ * Rebuilds the hash without tombstones into @fresh (hash_mask + 1 zeroed
+ * entries), publishes it and returns the old array (reusable as the next
+ * @fresh once no lookup can see it any more).
+ */
+struct tprof_ti_entry *tprof_thread_index_rehash(struct tprof_thread_index *ti,
+						 struct tprof_ti_entry *fresh);
+
+/* Gives a slot back to the free list. */
+void tprof_thread_index_release(struct tprof_thread_index *ti, u32 slot);
+
+/*
+ * Accounting math: tcum += delta for @n metrics. Returns true if the sum
+ * went from all-zero to nonzero (the slot must be listed).
+ */
+static inline bool tprof_tcum_add(u64 *tcum, const u64 *delta, u32 n)
+{
+	u64 before = 0, any = 0;
+	u32 m;
+
+	for (m = 0; m < n; m++) {
+		before |= tcum[m];
+		tcum[m] += delta[m];
+		any |= delta[m];
+	}
+	return !before && any;
+}
+
+static inline bool tprof_tcum_is_zero(const u64 *tcum, u32 n)
+{
+	u32 m;
+
+	for (m = 0; m < n; m++)
+		if (tcum[m])
+			return false;
+	return true;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TPROF_CORE_THREAD_INDEX_H */

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Per-thread metrics (US8117599): the state shared by metrics.c (enable,
+ * disable, thread lifecycle), metrics_switch.c (the context-switch hot path)
+ * and metrics_ioctl.c (read-and-zero, drain, status, the self page).
+ *
+ * Per CPU: PCum(M) is read from the CPU's clock, its dispatch count or a
+ * pinned per-CPU perf counter, PLastCum(M) is kept in struct
+ * tprof_metrics_cpu; on every context switch Delta = PCum - PLastCum,
+ * PLastCum = PCum and TCum(M, outgoing thread) += Delta in the thread's slot.
+ *
+ * Locking (no lock shared by all CPUs on the context-switch path):
+ *  - The state of one accounting run (enable to disable) is published with
+ *    RCU; the hooks run with preemption off, so disable unpublishes it,
+ *    waits for a grace period and drops its reference. Drains hold a
+ *    reference across their copies to userspace; the last one frees it.
+ *  - PLastCum and the dispatch count of a CPU are only touched by that CPU
+ *    with IRQs off (the switch hook, a read of the caller's own thread, the
+ *    priming IPI): no lock.
+ *  - slot->lock guards one thread's TCum, flags, names, pids and self page.
+ *    A switch takes the outgoing thread's slot lock (and, with self pages
+ *    mapped, the incoming one's, never both at once).
+ *  - cpu->list_lock guards that CPU's nonzero list: slots whose TCum became
+ *    nonzero on it (or that exited) wait there for a consumer. A switch
+ *    takes only its own CPU's list lock, and only when a slot becomes
+ *    nonzero. Drainers take a CPU's list lock to detach or return at most
+ *    TPROF_DRAIN_BATCH slots at a time.
+ *  - st->table_lock guards the index (key -> slot), the free list and the
+ *    FIFO of exited slots: fork, exec, exit, enable's walk and the end of a
+ *    drain take it, never a switch.
+ *  Order: table_lock -> slot->lock -> cpu->list_lock.
+ *
+ * Invariants:
+ *  - TPROF_MSLOT_LISTED is set iff the slot is on some CPU's nonzero list
+ *    (list_cpu >= 0) or in one drainer's private batch (list_cpu == -1).
+ *    Only the slot lock holder sets or clears it.
+ *  - Read-and-zero is one critical section of the slot lock: a value is
+ *    handed to exactly one consumer (THREAD_READ, READ_SELF, a drain or,
+ *    for an exited slot reclaimed under pressure, the reclaimed counter).
+ *    A consumer whose copy to userspace faults gives the values back.
+ *  - An exited slot stays listed (and on st->exited) until consumed; a
+ *    drain frees it only after the record reached userspace.
+ */
+#ifndef TPROF_METRICS_H
+#define TPROF_METRICS_H
+
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/percpu.h>
+#include <linux/sched.h>
+#include <linux/spinlock.h>
+#include <linux/tprof.h>
+#include <linux/workqueue.h>
+#include "core/thread_index.h"
+
+#define TPROF_MSLOT_LISTED (1U << 0)	/* on a nonzero list or a drain batch */
+#define TPROF_MSLOT_EXITED (1U << 1)	/* thread gone; final report pending */
+#define TPROF_MSLOT_DRAINED (1U << 2)	/* exited; its final record is being copied */
+
+/* Drainers detach or return at most this many slots per list-lock hold. */
+#define TPROF_DRAIN_BATCH 64
+
+struct tprof_self_page;
+
+struct tprof_mslot {
+	raw_spinlock_t lock;
+	u64 key;			/* task address while tracked, else 0 */
+	u64 identity;			/* unique per thread and run */
+	u64 tcum[TPROF_MAX_METRICS];	/* TCum */
+	u32 flags;			/* TPROF_MSLOT_* */
+	int list_cpu;			/* list holding it; -1: a drainer's batch */
+	u64 seen_gen;			/* the last drain that visited it */
+	struct list_head node;		/* nonzero list / drain batch */
+	struct list_head exited;	/* st->exited, under table_lock */
+	struct pid *tgid;		/* process identity (reference) */
+	struct pid *tid;		/* thread identity (reference) */
+	struct task_struct *task;	/* while alive (not a reference) */
+	char comm[TASK_COMM_LEN];	/* the name at exit */
+	struct tprof_self_page *self_page;
+};
+
+/* Where PCum(M) comes from, decided once at enable (see metrics.c). */
+enum tprof_metric_source {
+	TPROF_SRC_CLOCK,	/* sched_clock(): deltas are per CPU */
+	TPROF_SRC_DISPATCHES,	/* tprof_metrics_cpu.dispatches */
+	TPROF_SRC_EVENT_COUNT,	/* a software perf event's count */
+	TPROF_SRC_EVENT_READ,	/* pmu->read(), then the count */
+};
+
+struct tprof_metrics_cpu {
+	u64 last[TPROF_MAX_METRICS];	/* PLastCum */
+	u64 dispatches;			/* PCum of dispatches */
+	bool primed;			/* last[] holds real readings */
+	raw_spinlock_t list_lock;
+	struct list_head listed;	/* the nonzero list of this CPU */
+	u32 nr_listed;
+};
+
+/* One accounting run, from enable to the last reference. */
+struct tprof_metrics_state {
+	struct kref ref;
+	u64 epoch;			/* tells runs apart */
+	struct tprof_metrics_config config;
+	u8 sources[TPROF_MAX_METRICS];	/* enum tprof_metric_source */
+	struct tprof_metrics_cpu __percpu *cpu;
+	raw_spinlock_t table_lock;
+	struct tprof_thread_index index;
+	struct tprof_ti_entry *spare;	/* the next rehash's array, or NULL */
+	struct work_struct rehash_work;
+	struct tprof_mslot *slots;	/* index.capacity of them */
+	void *index_mem;
+	struct list_head exited;	/* exited, still listed: oldest first */
+	u64 next_identity;		/* table_lock */
+	atomic64_t untracked;		/* inserts refused: table full */
+	atomic64_t reclaimed;		/* exited slots dropped undrained */
+	atomic64_t drain_gen;
+	atomic_t self_pages;		/* mapped self pages of live threads */
+};
+
+/* The published run, for the hooks (RCU) and the ioctls. */
+extern struct tprof_metrics_state __rcu *tprof_metrics_live;
+
+static inline struct tprof_mslot *tprof_mslot_of(struct tprof_metrics_state *st,
+						 const struct task_struct *t)
+{
+	u32 i = tprof_thread_index_lookup(&st->index, (u64)(uintptr_t)t);
+
+	return i == TPROF_TI_NONE ? NULL : &st->slots[i];
+}
+
+/* metrics_switch.c */
+void tprof_metrics_charge(struct tprof_metrics_state *st,
+			  struct task_struct *task);
+u64 tprof_metric_read(struct tprof_metrics_state *st,
+		      struct tprof_metrics_cpu *cs, u32 m);
+void tprof_mslot_list_here(struct tprof_metrics_state *st,
+			   struct tprof_mslot *slot);
+void tprof_mslot_give_back(struct tprof_metrics_state *st,
+			   struct tprof_mslot *slot, const u64 *values);
+void tprof_mslot_unlist(struct tprof_metrics_state *st,
+			struct tprof_mslot *slot);
+
+/* metrics_counters.c */
+struct perf_event *tprof_metrics_cpu_event(u32 m);
+int tprof_metrics_counters_start(const struct tprof_metrics_config *c);
+void tprof_metrics_counters_stop(void);
+
+/* metrics.c */
+enum tprof_metric_source tprof_metric_source(const struct tprof_metric *m);
+void tprof_metrics_state_put(struct tprof_metrics_state *st);
+struct tprof_metrics_state *tprof_metrics_state_get(void);
+void tprof_mslot_free(struct tprof_metrics_state *st, struct tprof_mslot *slot);
+
+#endif /* TPROF_METRICS_H */

@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-thread metrics, the consumers: STATUS, THREAD_READ and READ_SELF
+ * (read-and-zero of one thread), DRAIN (read-and-zero of every listed thread
+ * of a process, or all) and the self page's mmap. Locking and invariants:
+ * metrics.h. Each value is taken out of its slot under the slot lock and
+ * copied to userspace afterwards, with nothing held; if that copy faults,
+ * the values go back to the same thread of the same run.
+ *
+ * Every pid and tid handed out is in the caller's pid namespace; threads of
+ * processes the caller's namespace cannot see are not reported.
+ */
+#include <linux/mm.h>
+#include <linux/pid.h>
+#include <linux/pid_namespace.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include "metrics.h"
+#include "tprof.h"
+
+long tprof_ioctl_metrics_status(struct tprof_metrics_status __user *uarg)
+{
+	struct tprof_metrics_state *st = tprof_metrics_state_get();
+	struct tprof_metrics_status out;
+	unsigned long flags;
+	unsigned int cpu;
+
+	memset(&out, 0, sizeof(out));
+	if (st) {
+		out.enabled = 1;
+		out.nr_metrics = st->config.nr_metrics;
+		memcpy(out.metrics, st->config.metrics, sizeof(out.metrics));
+		out.table_capacity = st->index.capacity;
+		raw_spin_lock_irqsave(&st->table_lock, flags);
+		out.table_used = st->index.used;
+		raw_spin_unlock_irqrestore(&st->table_lock, flags);
+		out.untracked_threads = atomic64_read(&st->untracked);
+		out.reclaimed_threads = atomic64_read(&st->reclaimed);
+		for_each_possible_cpu(cpu)
+			out.listed += READ_ONCE(per_cpu_ptr(st->cpu, cpu)->nr_listed);
+		tprof_metrics_state_put(st);
+	}
+	if (copy_to_user(uarg, &out, sizeof(out)))
+		return -EFAULT;
+	return 0;
+}
+
+/* Is the slot's process visible in @ns? (Slot lock held.) */
+static bool tprof_mslot_visible(const struct tprof_mslot *slot,
+				struct pid_namespace *ns)
+{
+	return ns == &init_pid_ns || (slot->tgid && pid_nr_ns(slot->tgid, ns));
+}
+
+/*
+ * A record of @slot for a reader in @ns, its values taken out of the slot
+ * (read-and-zero). Slot lock held.
+ */
+static void tprof_mslot_take(struct tprof_metrics_state *st,
+			     struct tprof_mslot *slot, struct pid_namespace *ns,
+			     struct tprof_thread_metrics *rec)
+{
+	u32 n = st->config.nr_metrics;
+
+	memset(rec, 0, sizeof(*rec));
+	rec->pid = pid_nr_ns(slot->tgid, ns);
+	rec->tid = pid_nr_ns(slot->tid, ns);
+	rec->identity = slot->identity;
+	rec->flags = (slot->flags & TPROF_MSLOT_EXITED) ? TPROF_THREAD_EXITED : 0;
+	rec->nr_metrics = n;
+	/* Names change (prctl, exec): the live one while the thread exists. */
+	if (slot->task)
+		strscpy_pad((char *)rec->comm, slot->task->comm, sizeof(rec->comm));
+	else
+		memcpy(rec->comm, slot->comm, sizeof(rec->comm));
+	memcpy(rec->values, slot->tcum, n * sizeof(u64));
+	memset(slot->tcum, 0, sizeof(slot->tcum));
+}
+
+/*
+ * Gives values whose copy to userspace failed back to thread @identity of
+ * run @epoch, if both still exist (else they are gone with it).
+ */
+static void tprof_metrics_give_back(u64 epoch, struct task_struct *task,
+				    u64 identity, const u64 *values)
+{
+	struct tprof_metrics_state *st;
+	struct tprof_mslot *slot;
+	unsigned long flags;
+
+	local_irq_save(flags);
+	st = rcu_dereference_sched(tprof_metrics_live);
+	if (st && st->epoch == epoch) {
+		slot = tprof_mslot_of(st, task);
+		if (slot) {
+			raw_spin_lock(&slot->lock);
+			if (slot->key == (u64)(uintptr_t)task &&
+			    slot->identity == identity)
+				tprof_mslot_give_back(st, slot, values);
+			raw_spin_unlock(&slot->lock);
+		}
+	}
+	local_irq_restore(flags);
+}
+
+/*
+ * Read-and-zero of @task's slot into @rec (the caller's own slice charged
+ * first if @task is current). IRQs-off section; 0, -ENODATA or -ESRCH.
+ */
+static int tprof_metrics_read_task(struct task_struct *task,
+				   struct tprof_thread_metrics *rec, u64 *epoch)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	struct tprof_metrics_state *st;
+	struct tprof_mslot *slot;
+	unsigned long flags;
+	int ret = -ESRCH;
+
+	local_irq_save(flags);
+	st = rcu_dereference_sched(tprof_metrics_live);
+	if (!st) {
+		ret = -ENODATA;
+		goto out;
+	}
+	*epoch = st->epoch;
+	if (task == current)
+		tprof_metrics_charge(st, current);
+	slot = tprof_mslot_of(st, task);
+	if (!slot)
+		goto out;
+	raw_spin_lock(&slot->lock);
+	if (slot->key == (u64)(uintptr_t)task) {
+		tprof_mslot_take(st, slot, ns, rec);
+		tprof_mslot_unlist(st, slot);
+		ret = 0;
+	}
+	raw_spin_unlock(&slot->lock);
+out:
+	local_irq_restore(flags);
+	return ret;
+}
+
+long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
+{
+	struct tprof_thread_read req;
+	struct task_struct *task;
+	long ret;
+	u64 epoch = 0;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || req.resv[0] || req.resv[1])
+		return -EINVAL;
+
+	if (req.tid == 0) {
+		task = current;	/* cannot go away under us: no reference */
+	} else {
+		rcu_read_lock();
+		task = pid_task(find_vpid(req.tid), PIDTYPE_PID);
+		if (task)
+			get_task_struct(task);
+		rcu_read_unlock();
+		if (!task)
+			return -ESRCH;
+		if (!tprof_may_read_task(task)) {
+			put_task_struct(task);
+			return -EACCES;
+		}
+	}
+
+	/* No mutex: this is the hot path of runtimes that poll themselves. */
+	ret = tprof_metrics_read_task(task, &req.thread, &epoch);
+	if (!ret && copy_to_user(&uarg->thread, &req.thread, sizeof(req.thread))) {
+		ret = -EFAULT;
+		tprof_metrics_give_back(epoch, task, req.thread.identity,
+					req.thread.values);
+	}
+	if (req.tid)
+		put_task_struct(task);
+	return ret;
+}
+
+/*
+ * The lean read-and-zero of the caller: one IRQs-off section, no input,
+ * no task reference, no name. Values go back if the copy faults.
+ */
+long tprof_ioctl_read_self(struct tprof_self_read __user *uarg)
+{
+	struct tprof_metrics_state *st;
+	struct tprof_self_read out;
+	struct tprof_mslot *slot;
+	unsigned long flags;
+	long ret = -ESRCH;
+	u64 epoch = 0;
+	u32 n;
+
+	memset(&out, 0, sizeof(out));
+	local_irq_save(flags);
+	st = rcu_dereference_sched(tprof_metrics_live);
+	if (!st) {
+		ret = -ENODATA;
+		goto out;
+	}
+	epoch = st->epoch;
+	tprof_metrics_charge(st, current);
+	slot = tprof_mslot_of(st, current);
+	if (!slot)
+		goto out;
+	n = st->config.nr_metrics;
+	raw_spin_lock(&slot->lock);
+	if (slot->key == (u64)(uintptr_t)current) {
+		out.identity = slot->identity;
+		memcpy(out.values, slot->tcum, n * sizeof(u64));
+		memset(slot->tcum, 0, sizeof(slot->tcum));
+		tprof_mslot_unlist(st, slot);
+		ret = 0;
+	}
+	raw_spin_unlock(&slot->lock);
+out:
+	local_irq_restore(flags);
+	if (!ret && copy_to_user(uarg, &out, sizeof(out))) {
+		ret = -EFAULT;
+		tprof_metrics_give_back(epoch, current, out.identity, out.values);
+	}
+	return ret;
+}
+
+/*
+ * mmap of TPROF_SELF_PAGE_OFFSET: the caller's self page, created on the
+ * first call. Runs under the caller's mmap_lock; takes only its slot lock.
+ */
+int tprof_metrics_self_mmap(struct vm_area_struct *vma)
+{
+	struct tprof_self_page *fresh, *page = NULL;
+	struct tprof_metrics_state *st;
+	struct tprof_mslot *slot;
+	unsigned long flags;
+	int ret = -ESRCH;
+
+	ret = tprof_self_page_check_vma(vma);
+	if (ret)
+		return ret;
+	fresh = tprof_self_page_alloc();
+	if (!fresh)
+		return -ENOMEM;
+
+	ret = -ESRCH;
+	local_irq_save(flags);
+	st = rcu_dereference_sched(tprof_metrics_live);
+	if (!st) {
+		ret = -ENODATA;
+		goto out;
+	}
+	/* Charge the slice so far, so the odometer starts now. */
+	tprof_metrics_charge(st, current);
+	slot = tprof_mslot_of(st, current);
+	if (!slot)
+		goto out;
+	raw_spin_lock(&slot->lock);
+	if (slot->key == (u64)(uintptr_t)current) {
+		if (!slot->self_page) {
+			tprof_self_page_init(fresh, slot->identity,
+					     task_pid_vnr(current), &st->config);
+			slot->self_page = fresh;
+			atomic_inc(&st->self_pages);
+			fresh = NULL;
+		}
+		page = slot->self_page;
+		/* Ours until the mapping holds its own. */
+		get_page(tprof_self_page_page(page));
+		ret = 0;
+	}
+	raw_spin_unlock(&slot->lock);
+out:
+	local_irq_restore(flags);
+	tprof_self_page_put(fresh);
+	if (ret)
+		return ret;
+	ret = vm_insert_page(vma, vma->vm_start, tprof_self_page_page(page));
+	tprof_self_page_put(page);
+	return ret;
+}
+
+/* ---- DRAIN ---------------------------------------------------------------- */
+
+struct tprof_drain_ctx {
+	struct tprof_metrics_state *st;
+	struct pid_namespace *ns;
+	struct pid *tgid;		/* the process drained, NULL for all */
+	u64 gen;
+	u32 capacity, count, remaining;
+	struct tprof_thread_metrics __user *urecs;
+	/* The current chunk: records taken and not yet copied out. */
+	u32 n;
+	struct tprof_thread_metrics *buf;	/* TPROF_DRAIN_BATCH records */
+	struct tprof_mslot **slots;		/* their slots */
+};
+
+static bool tprof_drain_match(struct tprof_drain_ctx *d, struct tprof_mslot *slot)
+{
+	if (d->tgid)
+		return slot->tgid == d->tgid;
+	return tprof_mslot_visible(slot, d->ns);
+}
+
+/*
+ * One slot out of a batch: taken into the chunk (read-and-zero), dropped
+ * (zero and alive: nothing to report) or returned to the tail of @cpu's
+ * list (another process's, or no room). IRQs off.
+ */
+static void tprof_drain_slot(struct tprof_drain_ctx *d, struct tprof_mslot *slot,
+			     unsigned int cpu)
+{
+	struct tprof_metrics_cpu *cs = per_cpu_ptr(d->st->cpu, cpu);
+	u32 nr = d->st->config.nr_metrics;
+
+	raw_spin_lock(&slot->lock);
+	list_del_init(&slot->node);
+	slot->seen_gen = d->gen;
+	if (!(slot->flags & TPROF_MSLOT_EXITED) &&
+	    tprof_tcum_is_zero(slot->tcum, nr)) {
+		/* Zeroed by a THREAD_READ while it was in our batch. */
+		slot->flags &= ~TPROF_MSLOT_LISTED;
+	} else if (tprof_drain_match(d, slot) && d->count + d->n < d->capacity) {
+		tprof_mslot_take(d->st, slot, d->ns, &d->buf[d->n]);
+		slot->flags &= ~TPROF_MSLOT_LISTED;
+		if (slot->flags & TPROF_MSLOT_EXITED)
+			slot->flags |= TPROF_MSLOT_DRAINED;
+		d->slots[d->n++] = slot;
+	} else {
+		if (tprof_drain_match(d, slot))
+			d->remaining++;
+		raw_spin_lock(&cs->list_lock);
+		list_add_tail(&slot->node, &cs->listed);
+		cs->nr_listed++;
+		slot->list_cpu = cpu;
+		raw_spin_unlock(&cs->list_lock);
+	}
+	raw_spin_unlock(&slot->lock);
+}
+
+/*
+ * Copies the chunk out. Delivered exited slots are freed; on a fault every
+ * value of the chunk goes back to its slot (nothing lost) and -EFAULT.
+ */
+static int tprof_drain_flush(struct tprof_drain_ctx *d)
+{
+	unsigned long flags;
+	bool fault;
+	u32 i;
+
+	if (!d->n)
+		return 0;
+	fault = copy_to_user(d->urecs + d->count, d->buf, d->n * sizeof(*d->buf));
+	for (i = 0; i < d->n; i++) {
+		struct tprof_mslot *slot = d->slots[i];
+
+		if (!fault) {
+			if (slot->flags & TPROF_MSLOT_DRAINED)
+				tprof_mslot_free(d->st, slot);
+			continue;
+		}
+		local_irq_save(flags);
+		raw_spin_lock(&slot->lock);
+		slot->flags &= ~TPROF_MSLOT_DRAINED;
+		tprof_mslot_give_back(d->st, slot, d->buf[i].values);
+		/* An exited slot is listed even at zero (its final report). */
+		if (!(slot->flags & TPROF_MSLOT_LISTED))
+			tprof_mslot_list_here(d->st, slot);
+		raw_spin_unlock(&slot->lock);
+		local_irq_restore(flags);
+	}
+	if (!fault)
+		d->count += d->n;
+	d->n = 0;
+	return fault ? -EFAULT : 0;
+}
+
+/*
+ * Visits each slot listed on @cpu at the start at most once: detaches up to
+ * TPROF_DRAIN_BATCH of them under the list lock, handles them with only
+ * their own slot locks, copies the chunk out with nothing held.
+ */
+static int tprof_drain_cpu(struct tprof_drain_ctx *d, unsigned int cpu)
+{
+	struct tprof_metrics_cpu *cs = per_cpu_ptr(d->st->cpu, cpu);
+	u32 budget = READ_ONCE(cs->nr_listed);
+	unsigned long flags;
+	int ret = 0;
+
+	while (budget && !ret) {
+		struct tprof_mslot *slot, *next;
+		LIST_HEAD(batch);
+		u32 taken = 0;
+
+		local_irq_save(flags);
+		raw_spin_lock(&cs->list_lock);
+		list_for_each_entry_safe(slot, next, &cs->listed, node) {
+			/* Back at slots this drain already returned: done. */
+			if (taken == TPROF_DRAIN_BATCH || taken == budget ||
+			    slot->seen_gen == d->gen)
+				break;
+			list_move_tail(&slot->node, &batch);
+			slot->list_cpu = -1;
+			cs->nr_listed--;
+			taken++;
+		}
+		raw_spin_unlock(&cs->list_lock);
+		list_for_each_entry_safe(slot, next, &batch, node)
+			tprof_drain_slot(d, slot, cpu);
+		local_irq_restore(flags);
+
+		ret = tprof_drain_flush(d);
+		if (taken < TPROF_DRAIN_BATCH || taken == budget)
+			break;
+		budget -= taken;
+		cond_resched();
+	}
+	return ret;
+}
+
+long tprof_ioctl_drain(struct tprof_drain __user *uarg)
+{
+	struct tprof_drain_ctx d = {};
+	struct tprof_drain req;
+	unsigned int cpu;
+	long ret = 0;
+	u32 i;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	for (i = 0; i < ARRAY_SIZE(req.resv); i++)
+		if (req.resv[i])
+			return -EINVAL;
+	if (!req.records != !req.capacity)
+		return -EINVAL;
+
+	if (req.pid == TPROF_PID_ALL) {
+		if (!perfmon_capable())
+			return -EPERM;
+	} else if (req.pid == 0 || req.pid == task_tgid_vnr(current)) {
+		d.tgid = get_pid(task_tgid(current));
+	} else {
+		ret = tprof_get_readable_process(req.pid, &d.tgid);
+		if (ret)
+			return ret;
+	}
+
+	d.st = tprof_metrics_state_get();
+	if (!d.st) {
+		ret = -ENODATA;
+		goto out;
+	}
+	d.buf = kmalloc_array(TPROF_DRAIN_BATCH,
+			      sizeof(*d.buf) + sizeof(*d.slots), GFP_KERNEL);
+	if (!d.buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	d.slots = (struct tprof_mslot **)(d.buf + TPROF_DRAIN_BATCH);
+	d.ns = task_active_pid_ns(current);
+	d.gen = atomic64_inc_return(&d.st->drain_gen);
+	d.capacity = req.capacity;
+	d.urecs = u64_to_user_ptr(req.records);
+
+	for_each_possible_cpu(cpu) {
+		ret = tprof_drain_cpu(&d, cpu);
+		if (ret)
+			break;
+	}
+	/* Records already delivered are reported as a short drain. */
+	if (ret == -EFAULT && d.count)
+		ret = 0;
+	if (!ret) {
+		req.count = d.count;
+		req.remaining = d.remaining;
+		req.untracked_threads = atomic64_read(&d.st->untracked);
+		if (copy_to_user(uarg, &req, sizeof(req)))
+			ret = -EFAULT;
+	}
+out:
+	kfree(d.buf);
+	if (d.st)
+		tprof_metrics_state_put(d.st);
+	put_pid(d.tgid);
+	return ret;
+}

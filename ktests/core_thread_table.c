@@ -1,2 +1,0 @@
-// SPDX-License-Identifier: GPL-2.0
-#include "../kmod/core/thread_table.c"

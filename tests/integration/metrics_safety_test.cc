@@ -1,0 +1,298 @@
+// Per-thread metrics on a shared machine, as a hostile or unlucky user would
+// meet them: exited threads that never get drained, a pid reused by another
+// user, a consumer whose copy to userspace stalls (userfaultfd), absurd
+// module parameters, pid namespaces, and a switch storm whose totals must
+// match the scheduler's own.
+#include <fcntl.h>
+#include <linux/tprof.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "guest_env.h"
+#include "tprof/self_meter.h"
+
+namespace tprof::test {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Writes /proc/sys/kernel/ns_last_pid so the next fork gets `pid`.
+bool SetNextPid(pid_t pid) {
+  std::ofstream last_pid("/proc/sys/kernel/ns_last_pid");
+  last_pid << pid - 1 << std::flush;
+  return bool(last_pid);
+}
+
+pid_t WaitExit(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
+}
+
+// Reloads tprof.ko with `params` for one test, back to the default after it.
+class ReloadedModule {
+ public:
+  explicit ReloadedModule(const std::string& params) {
+    EXPECT_EQ(UnloadModule(), 0);
+    ok_ = LoadModule(ModulePath(), params) == 0;
+    EXPECT_TRUE(ok_) << "insmod tprof.ko " << params;
+  }
+  ~ReloadedModule() {
+    EXPECT_EQ(UnloadModule(), 0);
+    EXPECT_EQ(LoadModule(ModulePath()), 0);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_ = false;
+};
+
+// Issue: with max_threads=256, 300 processes that exit undrained filled the
+// table for good and a new process got ESRCH from READ_SELF. Exited slots
+// are now reclaimed (oldest first, counted) when the table runs full.
+TEST(MetricsSafety, ExitedThreadsCannotFillTheTable) {
+  ReloadedModule mod("metrics=time,dispatches max_threads=256");
+  ASSERT_TRUE(mod.ok());
+  Device dev = OpenDeviceOrFail();
+  for (int i = 0; i < 300; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      BurnCpu(milliseconds(1));
+      ::_exit(0);
+    }
+    ASSERT_EQ(WaitExit(pid), 0);
+  }
+  // A new process (unprivileged: no drain of anyone else) is tracked.
+  EXPECT_EQ(RunUnprivileged([] {
+              auto d = Device::Open();
+              if (!d) return 1;
+              BurnCpu(milliseconds(5));
+              uint64_t v[TPROF_MAX_METRICS];
+              auto id = d->ReadSelf(v);
+              if (!id) return 2;
+              return v[0] >= 4'000'000 ? 0 : 3;
+            }),
+            0);
+  auto st = dev.GetMetricsStatus();
+  ASSERT_TRUE(st);
+  EXPECT_LE(st->table_used, 256u);
+  EXPECT_GT(st->reclaimed_threads, 0u) << "dropped final reports must be counted";
+}
+
+// Issue: a uid-65533 process that got the pid of a dead uid-65534 process
+// drained (pid 0) the victim's exited threads, with names and CPU times.
+TEST(MetricsSafety, ReusedPidDoesNotInheritADeadProcesssThreads) {
+  ReloadedModule mod("metrics=time,dispatches");
+  ASSERT_TRUE(mod.ok());
+  pid_t victim = ::fork();
+  ASSERT_GE(victim, 0);
+  if (victim == 0) {
+    if (::setresgid(65534, 65534, 65534) || ::setresuid(65534, 65534, 65534)) ::_exit(100);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 3; ++i) threads.emplace_back([] { BurnCpu(milliseconds(20)); });
+    for (auto& t : threads) t.join();
+    BurnCpu(milliseconds(5));
+    ::_exit(0);
+  }
+  ASSERT_EQ(WaitExit(victim), 0);
+  int status = -1;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    ASSERT_TRUE(SetNextPid(victim)) << "ns_last_pid not writable";
+    pid_t reuser = ::fork();
+    ASSERT_GE(reuser, 0);
+    if (reuser == 0) {
+      if (::getpid() != victim) ::_exit(99);
+      if (::setresgid(65533, 65533, 65533) || ::setresuid(65533, 65533, 65533)) ::_exit(100);
+      auto d = Device::Open();
+      if (!d) ::_exit(1);
+      BurnCpu(milliseconds(2));
+      auto r = d->DrainAll(0);
+      if (!r) ::_exit(2);
+      for (const ThreadMetrics& t : r->threads)
+        if (t.tid != uint32_t(::getpid()) || t.exited) ::_exit(3);  // the victim's
+      ::_exit(0);
+    }
+    status = WaitExit(reuser);
+    if (status != 99) break;
+  }
+  EXPECT_EQ(status, 0) << "3: the pid's new owner drained the dead process's threads; 99: no reuse";
+}
+
+// Issue: DRAIN snapshotted, dropped the lock to copy out, then subtracted;
+// with the copy stalled (userfaultfd) a READ_SELF in between was reported
+// twice. Values are now taken out under the slot lock before any copy.
+TEST(MetricsSafety, StalledDrainCopyDoesNotDoubleCount) {
+  ReloadedModule mod("metrics=time,dispatches");
+  ASSERT_TRUE(mod.ok());
+  Device dev = OpenDeviceOrFail();
+
+  std::mutex mu;
+  std::condition_variable cv;
+  int phase = 0;  // 1: burned, 2: go read, 3: read done, 4: exit
+  std::atomic<uint32_t> tid{0};
+  uint64_t self_read = 0, cpu_at_read = 0, identity = 0;
+  // The thread runs on CPU 0, so its slot waits on CPU 0's nonzero list,
+  // the first one a drain visits (and copies out, into the stalled page).
+  cpu_set_t cpu0;
+  CPU_ZERO(&cpu0);
+  CPU_SET(0, &cpu0);
+  std::thread t([&] {
+    tid = Gettid();
+    ::sched_setaffinity(0, sizeof(cpu0), &cpu0);
+    BurnCpu(milliseconds(200));
+    std::unique_lock<std::mutex> lock(mu);
+    phase = 1;
+    cv.notify_all();
+    cv.wait(lock, [&] { return phase == 2; });
+    uint64_t v[TPROF_MAX_METRICS];
+    auto id = dev.ReadSelf(v);
+    cpu_at_read = ThreadCpuNs();
+    self_read = id ? v[0] : ~0ull;
+    identity = id ? *id : 0;
+    phase = 3;
+    cv.notify_all();
+    cv.wait(lock, [&] { return phase == 4; });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return phase == 1; });
+  }
+  std::this_thread::sleep_for(milliseconds(20));  // it sleeps: its time is charged
+
+  int uffd = int(::syscall(SYS_userfaultfd, O_CLOEXEC));
+  ASSERT_GE(uffd, 0) << "userfaultfd: " << std::strerror(errno);
+  uffdio_api api{};
+  api.api = UFFD_API;
+  ASSERT_EQ(::ioctl(uffd, UFFDIO_API, &api), 0);
+  size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  size_t len = 16 * page;
+  void* area = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(area, MAP_FAILED);
+  uffdio_register reg{};
+  reg.range.start = uintptr_t(area);
+  reg.range.len = len;
+  reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+  ASSERT_EQ(::ioctl(uffd, UFFDIO_REGISTER, &reg), 0) << std::strerror(errno);
+
+  tprof_drain req{};
+  req.records = uintptr_t(area);
+  req.capacity = uint32_t(len / sizeof(tprof_thread_metrics));
+  long drain_ret = -1;
+  std::thread drainer([&] { drain_ret = ::ioctl(dev.fd(), TPROF_IOC_DRAIN, &req); });
+
+  // The drain's copy to userspace is now stalled on the missing page.
+  pollfd pfd{uffd, POLLIN, 0};
+  ASSERT_EQ(::poll(&pfd, 1, 60'000), 1) << "the drain never touched its buffer";
+  uffd_msg msg{};
+  ASSERT_EQ(::read(uffd, &msg, sizeof(msg)), ssize_t(sizeof(msg)));
+  ASSERT_EQ(msg.event, UFFD_EVENT_PAGEFAULT);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    phase = 2;
+    cv.notify_all();
+    cv.wait(lock, [&] { return phase == 3; });
+  }
+  // Let the copy go on: fill every page of the area.
+  for (size_t off = 0; off < len; off += page) {
+    uffdio_zeropage zp{};
+    zp.range.start = uintptr_t(area) + off;
+    zp.range.len = page;
+    ::ioctl(uffd, UFFDIO_ZEROPAGE, &zp);  // EEXIST for pages already there
+  }
+  drainer.join();
+  ASSERT_EQ(drain_ret, 0) << std::strerror(errno);
+  uint64_t drained = 0;
+  auto* recs = static_cast<tprof_thread_metrics*>(area);
+  for (uint32_t i = 0; i < req.count; ++i)
+    if (recs[i].tid == tid) drained += recs[i].values[0];
+
+  ASSERT_NE(self_read, ~0ull) << "READ_SELF failed";
+  // Every nanosecond the thread ran up to its READ_SELF was handed out
+  // once: to the drain or to READ_SELF, not to both.
+  uint64_t total = drained + self_read;
+  uint64_t diff = total > cpu_at_read ? total - cpu_at_read : cpu_at_read - total;
+  EXPECT_TRUE(diff <= cpu_at_read / 50 || diff <= 2 * kTickNs)
+      << "drain " << drained << " + read_self " << self_read << " vs thread CPU time " << cpu_at_read;
+  EXPECT_GE(drained, 150'000'000u) << "the drain took the time burned before it";
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    phase = 4;
+  }
+  cv.notify_all();
+  t.join();
+  ::munmap(area, len);
+  ::close(uffd);
+}
+
+// Issue: max_threads=2000000000 soft-locked the CPU at enable and 16000000
+// tripped a kvmalloc WARNING. The parameter is bounded at load.
+TEST(MetricsSafety, MaxThreadsIsBounded) {
+  ASSERT_EQ(UnloadModule(), 0);
+  EXPECT_EQ(LoadModule(ModulePath(), "max_threads=2000000000 metrics=time"), EINVAL);
+  EXPECT_EQ(LoadModule(ModulePath(), "max_threads=16000000 metrics=time"), EINVAL);
+  EXPECT_EQ(LoadModule(ModulePath(), "max_threads=0 metrics=time"), EINVAL);
+  ASSERT_EQ(LoadModule(ModulePath(), "max_threads=1048576 metrics=time"), 0);
+  ASSERT_EQ(UnloadModule(), 0);
+  ASSERT_EQ(LoadModule(ModulePath()), 0);
+}
+
+// Rows and reads carry pids of the reader's pid namespace, and a reader in a
+// namespace sees only its namespace's processes (unshare --pid --fork).
+TEST(MetricsSafety, PidsAreInTheReadersNamespace) {
+  ReloadedModule mod("metrics=time,dispatches");
+  ASSERT_TRUE(mod.ok());
+  EXPECT_EQ(RunInChild([] {
+              if (::unshare(CLONE_NEWPID) != 0) return 10;
+              pid_t init = ::fork();
+              if (init < 0) return 11;
+              if (init == 0) {
+                if (::getpid() != 1) ::_exit(12);
+                auto d = Device::Open();
+                if (!d) ::_exit(13);
+                uint32_t worker_tid = 0;
+                std::thread w([&] {
+                  worker_tid = Gettid();
+                  BurnCpu(milliseconds(10));
+                });
+                w.join();
+                auto self = d->ReadThread(0);
+                if (!self || self->pid != 1 || self->tid != 1) ::_exit(14);
+                auto all = d->DrainAll(TPROF_PID_ALL);  // root inside: allowed
+                if (!all) ::_exit(15);
+                bool saw_worker = false;
+                for (const ThreadMetrics& t : all->threads) {
+                  if (t.pid != 1) ::_exit(16);  // a process outside the namespace
+                  if (t.tid == worker_tid) saw_worker = true;
+                }
+                ::_exit(saw_worker ? 0 : 17);
+              }
+              return int(WaitExit(init));
+            }),
+            0) << "10/11 unshare/fork, 12 not pid 1, 14 READ pid/tid not namespaced, "
+                  "16 saw another namespace's process, 17 own worker missing";
+}
+
+}  // namespace
+}  // namespace tprof::test

@@ -46,6 +46,7 @@ LIB := $(B)/lib/libtprofctl.a
 LIB_ASAN := $(B)/lib/libtprofctl-asan.a
 TPROFCTL := $(B)/bin/tprofctl
 INTEGRATION_TESTS := $(B)/bin/tprof_integration_tests
+FUZZER := $(B)/bin/tprof_fuzz
 RUNTIME_EXAMPLE := $(B)/bin/tprof-runtime-example
 UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
@@ -59,7 +60,7 @@ all: module lib tools unit-tests guest-programs bench-programs
 lib: $(LIB)
 tools: $(TPROFCTL)
 unit-tests: $(UNIT_TESTS)
-guest-programs: $(TPROFCTL) $(INTEGRATION_TESTS) $(RUNTIME_EXAMPLE)
+guest-programs: $(TPROFCTL) $(INTEGRATION_TESTS) $(RUNTIME_EXAMPLE) $(FUZZER)
 # What tools/tprof-vm packs into a guest for kernel $(KVER).
 vm-inputs: module guest-programs
 
@@ -110,6 +111,12 @@ $(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS)) $(LIB_ASAN)
 $(INTEGRATION_TESTS): $(call obj,$(INTEGRATION_TEST_SRCS)) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(GTEST_LIBS) $(ELF_LIBS)
+
+# The /dev/tprof fuzzer (tests/fuzz/): a guest program too, on /dev/tprof
+# directly (uapi header only).
+$(FUZZER): $(B)/obj/tests/fuzz/tprof_fuzz.o
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $^ -pthread
 
 # Benchmarks run in the guest too (bench/run.sh adds them with --add).
 BENCH_PROGRAMS := $(patsubst bench/%.cc,$(B)/bench/tprof_%,$(BENCH_SRCS))

@@ -2,7 +2,11 @@
 #
 #   make               module (for KVER), library, tprofctl, test programs
 #   make deps          install every Debian package the project needs
-#   make check         the one test command: unit, KUnit, integration (6.1, 6.12)
+#   make check         the one test command: unit, KUnit, integration (debug, 6.1,
+#                      6.12), a 60 s /dev/tprof fuzz in the debug kernel
+#   make fuzz          a longer fuzz run (tests/fuzz/run.sh): FUZZ_SECONDS=600,
+#                      FUZZ_SEED= (random, printed), FUZZ_KERNEL=debug|6.1|6.12,
+#                      FUZZ_THREADS=4; a failure prints the seed that repeats it
 #   make demo          boot a Debian 6.1 guest and show what tprof does
 #   make bench         benchmarks in a guest (ratios against a same-boot baseline)
 #   make module KVER=6.12.117+deb12-amd64   the module for one kernel
@@ -51,7 +55,7 @@ RUNTIME_EXAMPLE := $(B)/bin/tprof-runtime-example
 UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
 
-.PHONY: all module lib tools unit-tests guest-programs vm-inputs deps check demo \
+.PHONY: all module lib tools unit-tests guest-programs vm-inputs deps check fuzz demo \
 	bench bench-programs install dkms-install clean
 .DELETE_ON_ERROR:
 
@@ -155,6 +159,15 @@ deps:
 
 check:
 	tests/check.sh
+
+FUZZ_SECONDS ?= 600
+FUZZ_SEED ?=
+FUZZ_KERNEL ?= debug
+FUZZ_THREADS ?= 4
+fuzz: deps
+	$(MAKE) guest-programs
+	tests/fuzz/run.sh --kernel $(FUZZ_KERNEL) --seconds $(FUZZ_SECONDS) --threads $(FUZZ_THREADS) \
+		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
 demo: deps
 	$(MAKE) vm-inputs KVER=$$(tools/vm/find-kernel --image 6.1)

@@ -2,7 +2,11 @@
 #
 #   make               module (for KVER), library, tprofctl, test programs
 #   make deps          install every Debian package the project needs
-#   make check         the one test command: unit, KUnit, integration (6.1, 6.12)
+#   make check         the one test command: unit, KUnit, integration (debug, 6.1,
+#                      6.12), a 60 s /dev/tprof fuzz in the debug kernel
+#   make fuzz          a longer fuzz run (tests/fuzz/run.sh): FUZZ_SECONDS=600,
+#                      FUZZ_SEED= (random, printed), FUZZ_KERNEL=debug|6.1|6.12,
+#                      FUZZ_THREADS=4; a failure prints the seed that repeats it
 #   make demo          boot a Debian 6.1 guest and show what tprof does
 #   make bench         benchmarks in a guest (ratios against a same-boot baseline)
 #   make module KVER=6.12.117+deb12-amd64   the module for one kernel
@@ -46,11 +50,12 @@ LIB := $(B)/lib/libtprofctl.a
 LIB_ASAN := $(B)/lib/libtprofctl-asan.a
 TPROFCTL := $(B)/bin/tprofctl
 INTEGRATION_TESTS := $(B)/bin/tprof_integration_tests
+FUZZER := $(B)/bin/tprof_fuzz
 RUNTIME_EXAMPLE := $(B)/bin/tprof-runtime-example
 UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
 
-.PHONY: all module lib tools unit-tests guest-programs vm-inputs deps check demo \
+.PHONY: all module lib tools unit-tests guest-programs vm-inputs deps check fuzz demo \
 	bench bench-programs install dkms-install clean
 .DELETE_ON_ERROR:
 
@@ -59,7 +64,7 @@ all: module lib tools unit-tests guest-programs bench-programs
 lib: $(LIB)
 tools: $(TPROFCTL)
 unit-tests: $(UNIT_TESTS)
-guest-programs: $(TPROFCTL) $(INTEGRATION_TESTS) $(RUNTIME_EXAMPLE)
+guest-programs: $(TPROFCTL) $(INTEGRATION_TESTS) $(RUNTIME_EXAMPLE) $(FUZZER)
 # What tools/tprof-vm packs into a guest for kernel $(KVER).
 vm-inputs: module guest-programs
 
@@ -111,6 +116,12 @@ $(INTEGRATION_TESTS): $(call obj,$(INTEGRATION_TEST_SRCS)) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(GTEST_LIBS) $(ELF_LIBS)
 
+# The /dev/tprof fuzzer (tests/fuzz/): a guest program too, on /dev/tprof
+# directly (uapi header only).
+$(FUZZER): $(B)/obj/tests/fuzz/tprof_fuzz.o
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $^ -pthread
+
 # Benchmarks run in the guest too (bench/run.sh adds them with --add).
 BENCH_PROGRAMS := $(patsubst bench/%.cc,$(B)/bench/tprof_%,$(BENCH_SRCS))
 bench-programs: $(BENCH_PROGRAMS)
@@ -148,6 +159,15 @@ deps:
 
 check:
 	tests/check.sh
+
+FUZZ_SECONDS ?= 600
+FUZZ_SEED ?=
+FUZZ_KERNEL ?= debug
+FUZZ_THREADS ?= 4
+fuzz: deps
+	$(MAKE) guest-programs
+	tests/fuzz/run.sh --kernel $(FUZZ_KERNEL) --seconds $(FUZZ_SECONDS) --threads $(FUZZ_THREADS) \
+		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
 demo: deps
 	$(MAKE) vm-inputs KVER=$$(tools/vm/find-kernel --image 6.1)

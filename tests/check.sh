@@ -5,8 +5,13 @@
 #   2. host unit tests (GoogleTest, under ASan/UBSan)
 #   3. self-tests of the VM bench (tools/tprof-vm, tools/vm/scan-kernel-log)
 #   4. KUnit suites (ktests/) in a KUnit-enabled 6.1 kernel, under QEMU
-#   5. integration tests (GoogleTest) inside the KUnit kernel (which has
-#      lockdep and atomic-sleep checks on) and Debian's 6.1 and 6.12 kernels
+#   5. integration tests (GoogleTest) inside the KUnit kernel (the debug
+#      kernel: KASAN, UBSAN, lockdep, atomic-sleep checks, kmemleak, debug
+#      objects, hung-task and lockup detectors; kmemleak is scanned after the
+#      run) and Debian's 6.1 and 6.12 kernels
+#   6. the /dev/tprof fuzzer (tests/fuzz/) in the debug kernel, root and
+#      unprivileged halves of CHECK_FUZZ_SECONDS/2 each (default 60 in all),
+#      a random seed printed (CHECK_FUZZ_SEED=N repeats one); kmemleak after
 # Ends with "N passed, M failed" and exits nonzero on any failure. A stage
 # that cannot run (build failure, guest that does not boot) counts as failed.
 set -uo pipefail
@@ -22,7 +27,16 @@ failures=()
 
 pass() { passed=$((passed + ${2:-1})); echo "PASS: $1"; }
 fail() { failed=$((failed + ${2:-1})); failures+=("$1"); echo "FAIL: $1"; }
-stage() { echo; echo "=== $* ==="; }
+stage_start=$SECONDS
+stage_name=
+# Prints how long the previous stage took, then the new stage's title.
+stage() {
+	[ -z "$stage_name" ] || echo "($stage_name: $((SECONDS - stage_start)) s)"
+	stage_name=$*
+	stage_start=$SECONDS
+	echo
+	echo "=== $* ==="
+}
 
 # Adds a GoogleTest run's counts from its output (log file $2) under name $1.
 # A run that printed no summary (crashed, never started) counts as a failure.
@@ -98,13 +112,20 @@ if [ "$build_ok" = 1 ]; then
 	# The KUnit kernel is also a debug kernel (lockdep, sleep-in-atomic
 	# checks): the integration suite runs there too, against tprof.ko built
 	# for that tree (with --tcg-single, see the Debian kernels below).
-	stage "integration tests in the KUnit debug kernel (lockdep, atomic-sleep checks)"
+	# Two profile-accuracy tests are left to the Debian kernels below: in the
+	# KASAN kernel under TCG the process's samples outnumber its CPU time
+	# (tick ratio 1.4-1.9 at 1 kHz, 1.5 at 100 Hz) and the kernel share of a
+	# 30% kernel workload reads 55-69%, so the splits measure KASAN, not
+	# tprof. Everything else, the profiles' accounting included, runs here.
+	DEBUG_KERNEL_EXCLUDED=Profiler.SharesOfThreeFunctionsMatchTheWorkload:Profiler.KernelUserSharedSplitMatchesTheWorkload
+	stage "integration tests in the KUnit debug kernel (KASAN, UBSAN, lockdep, kmemleak)"
 	if tree=$(ktests/build-kunit-kernel.sh 2>>"$LOG_DIR/kunit.log") &&
 		kv=kunit-$(basename "$tree") &&
 		make -s module KVER="$kv" KDIR="$tree" >"$LOG_DIR/debug-module.log" 2>&1; then
-		TPROF_VM_NO_BUILD=1 tools/tprof-vm --tcg-single --vmlinuz "$tree/arch/x86/boot/bzImage" \
-			--module "build/kmod/$kv/kmod/tprof.ko" -- \
-			tprof_integration_tests --gtest_color=no >"$LOG_DIR/integration-debug.log" 2>&1
+		TPROF_VM_NO_BUILD=1 tools/tprof-vm --tcg-single --kmemleak --timeout 1200 \
+			--vmlinuz "$tree/arch/x86/boot/bzImage" --module "build/kmod/$kv/kmod/tprof.ko" -- \
+			tprof_integration_tests --gtest_color=no --gtest_filter="-$DEBUG_KERNEL_EXCLUDED" \
+			>"$LOG_DIR/integration-debug.log" 2>&1
 		rc=$?
 		grep -E '^\[  FAILED  \]|Failure|^tprof-vm:|^kernel log:' "$LOG_DIR/integration-debug.log" | head -n 60
 		count_gtest "integration debug" "$LOG_DIR/integration-debug.log" "$rc"
@@ -127,7 +148,23 @@ if [ "$build_ok" = 1 ]; then
 		grep -E '^\[  FAILED  \]|Failure|^tprof-vm:|^kernel log:' "$LOG_DIR/integration-$k.log" | head -n 60
 		count_gtest "integration $k" "$LOG_DIR/integration-$k.log" "$rc"
 	done
+
+	# The fuzzer, in the debug kernel: any invariant violation, kernel report
+	# (KASAN, UBSAN, lockdep, WARNING, hung task, lockup, RCU stall) or
+	# kmemleak leak fails it. The seed is printed; CHECK_FUZZ_SEED repeats it.
+	stage "fuzz /dev/tprof in the debug kernel (tests/fuzz/)"
+	fuzz_seed=${CHECK_FUZZ_SEED:-$(($(date +%s%N) % 1000000000))}
+	TPROF_VM_NO_BUILD=1 tests/fuzz/run.sh --kernel debug --seconds "${CHECK_FUZZ_SECONDS:-60}" \
+		--seed "$fuzz_seed" >"$LOG_DIR/fuzz.log" 2>&1
+	rc=$?
+	grep -E '^fuzz:|^tprof_fuzz.*(seed|PASS|FAIL)|^VIOLATION|^tprof-vm:|^kernel log:' "$LOG_DIR/fuzz.log" | head -n 60
+	if [ "$rc" = 0 ]; then
+		pass "fuzz: seed $fuzz_seed, no violation, clean kernel log, no leak"
+	else
+		fail "fuzz: seed $fuzz_seed (exit $rc; repeat: make fuzz FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-60}), see $LOG_DIR/fuzz.log"
+	fi
 fi
+[ -z "$stage_name" ] || echo "($stage_name: $((SECONDS - stage_start)) s)"
 
 echo
 if [ ${#failures[@]} -gt 0 ]; then

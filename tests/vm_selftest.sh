@@ -17,10 +17,19 @@ check() {
 
 # --- the kernel log scanner ------------------------------------------------
 printf '[    0.1] RETBleed: WARNING: Spectre v2 mitigation leaves CPU vulnerable\n[    0.2] tprof: loaded\n' >"$tmp/clean.log"
+printf '[    0.3] kmemleak: Kernel memory leak detector initialized (mem pool available: 15011)\n@@TPROF_VM_KMEMLEAK=ok@@\n' >>"$tmp/clean.log"
 check "scan-kernel-log passes a clean log" tools/vm/scan-kernel-log "$tmp/clean.log"
 for report in 'WARNING: CPU: 1 PID: 9 at kmod/hooks.c:10 x+0x1' 'BUG: sleeping function called from invalid context' \
 	'Oops: 0002 [#1] PREEMPT SMP' 'WARNING: possible circular locking dependency detected' \
-	'BUG: KASAN: use-after-free in tprof_ioctl' 'UBSAN: shift-out-of-bounds in kmod/dev.c:3'; do
+	'BUG: KASAN: use-after-free in tprof_ioctl' 'UBSAN: shift-out-of-bounds in kmod/dev.c:3' \
+	'INFO: task kworker/0:1:12 blocked for more than 120 seconds.' \
+	'watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [tprof_fuzz:97]' \
+	'rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:' \
+	'rcu: INFO: rcu_sched self-detected stall on CPU' \
+	'ODEBUG: free active (active state 0) object: ffff888004a3c000 object type: timer_list' \
+	'unreferenced object 0xffff888004a3c000 (size 64):' \
+	'kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)' \
+	'@@TPROF_VM_KMEMLEAK=error: modules still loaded: tprof @@'; do
 	printf '[    0.1] ok\n[    1.5] %s\n' "$report" >"$tmp/bad.log"
 	check "scan-kernel-log flags '${report%% in *}'" bash -c "! tools/vm/scan-kernel-log '$tmp/bad.log' >/dev/null"
 done
@@ -55,6 +64,13 @@ $VM --no-module -- tprof_integration_tests --gtest_color=no >"$tmp/nomod.out" 2>
 rc=$?
 check "integration tests fail (not skip) without /dev/tprof (exit $rc)" test "$rc" != 0
 check "... and say the device is missing" grep -q 'cannot open /dev/tprof' "$tmp/nomod.out"
+
+# --kmemleak where there is no kmemleak (Debian's kernel): the check cannot
+# run, and that fails the run instead of passing unchecked.
+$VM --kmemleak -- true >"$tmp/nokmemleak.out" 2>&1
+rc=$?
+check "tprof-vm --kmemleak fails on a kernel without kmemleak (exit 3, got $rc)" test "$rc" = 3
+check "... and says why" grep -q 'kmemleak is missing' "$tmp/nokmemleak.out"
 
 printf 'not a module' >"$tmp/bogus.ko"
 $VM --module "$tmp/bogus.ko" -- true >"$tmp/bogus.out" 2>&1

@@ -163,6 +163,13 @@ bool ProcessGone(pid_t pid) {
 
 uint32_t DeviceState() { return GetInfoOrFail(OpenDeviceOrFail()).state; }
 
+// How long a session may take to end after its owner's descriptor is gone
+// (wall time: the recorder's exit, the file's release, perf events torn
+// down). Milliseconds on Debian's kernels; seconds in the KASAN kernel on a
+// loaded host. The tests check that it ends (and record how long it took),
+// not how fast.
+constexpr int kSessionEndMs = 30000;
+
 // Polls GET_INFO until the module is idle; returns the ms it took, or -1.
 int WaitForIdle(int timeout_ms) {
   auto start = Clock::now();
@@ -201,7 +208,7 @@ class Profiler : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_FALSE(dir_.path().empty());
-    ASSERT_GE(WaitForIdle(2000), 0) << "a session from an earlier test is still running";
+    ASSERT_GE(WaitForIdle(kSessionEndMs), 0) << "a session from an earlier test is still running";
   }
   void TearDown() override {
     pid_t pid = RecorderPid();
@@ -265,17 +272,45 @@ struct SplitRun {
 // points of each sampled process towards the kernel: 3 more points there.
 bool LockdepKernel() { return ::access("/proc/lockdep", F_OK) == 0; }
 
+// How far a share measured from n samples may miss its nominal value for
+// sampling alone: three standard deviations of a binomial share, in points.
+// A loaded host delivers fewer samples for the same CPU time (a descheduled
+// vCPU loses timer ticks, not CPU time), so the checks follow the samples
+// the profile actually holds, never the time the workload took.
+double SamplingPoints(double nominal_pct, uint64_t n) {
+  const double p = nominal_pct / 100;
+  return n ? 300 * std::sqrt(p * (1 - p) / static_cast<double>(n)) : 100;
+}
+
+// The tolerance of a share: the run's (host disturbance, kernel) or what
+// n samples allow, whichever is wider.
+double Tolerance(const SplitRun& run, double nominal_pct, uint64_t n, double extra = 0) {
+  return std::max(run.tolerance + extra, SamplingPoints(nominal_pct, n));
+}
+
+// Fewer samples than this and a split says nothing (3 sigma > 13 points).
+constexpr uint64_t kMinSplitSamples = 100;
+
 // Records up to twice, stopping at the first undisturbed run; returns
 // that one, or the least disturbed (by tick ratio).
-SplitRun RecordUndisturbed(const TempDir& dir, const std::string& options, const std::string& cmd,
-                           const std::string& process,
+//
+// A tick ratio far above 1 means the profile holds more samples than the
+// process's CPU time is worth: the sample handler's own time is being
+// sampled (the KASAN debug kernel under TCG spends about a period in it at
+// 1 kHz, and the split drowns in kernel samples). Such a run is recorded
+// again at a tenth of the rate, with a workload three times longer.
+SplitRun RecordUndisturbed(const TempDir& dir, const std::string& options,
+                           const std::string& workload, int ms, const std::string& process,
                            const std::map<std::string, double>& nominal) {
   SplitRun best;
-  for (int attempt = 1; attempt <= 2; ++attempt) {
+  int hz = 1000;
+  bool slowed = false;
+  for (int attempt = 1; attempt <= (slowed ? 3 : 2); ++attempt) {
     SplitRun run;
     run.file = dir.File("run" + std::to_string(attempt) + ".data");
-    run.result = Sh("cd " + dir.path() + " && tprofctl record -o " + run.file + " " + options +
-                    " -- " + cmd);
+    run.result = Sh("cd " + dir.path() + " && tprofctl record -o " + run.file + " --freq " +
+                    std::to_string(hz) + " " + options + " -- " + workload + " --ms " +
+                    std::to_string(ms));
     EXPECT_EQ(run.result.rc, 0) << run.result.out;
     if (run.result.rc != 0) return run;
     run.json = DumpJson(run.file);
@@ -287,13 +322,22 @@ SplitRun RecordUndisturbed(const TempDir& dir, const std::string& options, const
     EXPECT_TRUE(p) << "no " << process << " in the profile";
     if (!p) return run;
     run.tick_ratio = static_cast<double>(N((*p)["samples"])) /
-                     (static_cast<double>(line->total_ns) / 1e6);
+                     (static_cast<double>(line->total_ns) / 1e6 * hz / 1000);
+    if (run.tick_ratio > 1.2 && !slowed) {
+      std::printf("  [%s] attempt %d: tick ratio %g at %d Hz: the sampler samples itself; "
+                  "again at %d Hz\n", process.c_str(), attempt, run.tick_ratio, hz, hz / 10);
+      slowed = true;
+      hz /= 10;
+      ms *= 3;
+      continue;
+    }
     run.disturbed = run.tick_ratio < 0.85;
     run.tolerance = (run.disturbed ? 10 : 5) + (LockdepKernel() ? 3 : 0);
     for (const auto& [name, want] : nominal)
       run.disturbed |= std::abs(line->percent[name] - want) > 2;
     std::ostringstream note;
-    note << "attempt " << attempt << ": tick ratio " << run.tick_ratio << ", workload split";
+    note << "attempt " << attempt << " at " << hz << " Hz: tick ratio " << run.tick_ratio
+         << ", workload split";
     for (const auto& [name, pct] : line->percent) note << " " << name << "=" << pct << "%";
     run.note = note.str();
     std::printf("  [%s] %s%s\n", process.c_str(), run.note.c_str(),
@@ -306,7 +350,7 @@ SplitRun RecordUndisturbed(const TempDir& dir, const std::string& options, const
 
 // (a) Three functions at 60:30:10 of the process's CPU time.
 TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
-  SplitRun run = RecordUndisturbed(dir_, "--callers", "tprof-wl-shares --ms 2000", "tprof-wl-shares",
+  SplitRun run = RecordUndisturbed(dir_, "--callers", "tprof-wl-shares", 2000, "tprof-wl-shares",
                                    {{"wl_alpha", 60}, {"wl_beta", 30}, {"wl_gamma", 10}});
   ASSERT_TRUE(run.json);
   SCOPED_TRACE(run.note);
@@ -317,22 +361,22 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   ASSERT_EQ(tables.size(), 1u) << "one tprof-wl-shares process";
   const JsonValue& pf = *tables[0];
   const uint64_t total = N(pf["samples"]);
-  EXPECT_GE(total, 1000u) << "2 s of CPU at 1 kHz";
+  EXPECT_GE(total, kMinSplitSamples) << "2 s of CPU at 1 kHz; tick ratio " << run.tick_ratio;
   // Of the process's samples: besides the three, its startup (slow in
   // TCG) and the kernel side of its clock reads (every 0.5 ms, which the
   // workload charges to the function reading it) take a few points.
   const uint64_t a = FunctionSamples(pf, "wl_alpha"), b = FunctionSamples(pf, "wl_beta"),
                  c = FunctionSamples(pf, "wl_gamma");
-  EXPECT_NEAR(Percent(a, total), 60, run.tolerance + 3);
-  EXPECT_NEAR(Percent(b, total), 30, run.tolerance + 3);
-  EXPECT_NEAR(Percent(c, total), 10, run.tolerance + 3);
+  EXPECT_NEAR(Percent(a, total), 60, Tolerance(run, 60, total, 3));
+  EXPECT_NEAR(Percent(b, total), 30, Tolerance(run, 30, total, 3));
+  EXPECT_NEAR(Percent(c, total), 10, Tolerance(run, 10, total, 3));
   EXPECT_GE((a + b + c) * 100, total * 85) << "the three functions are most of the process";
   // Between the three functions.
   const double alpha = Percent(a, a + b + c), beta = Percent(b, a + b + c),
                gamma = Percent(c, a + b + c);
-  EXPECT_NEAR(alpha, 60, run.tolerance);
-  EXPECT_NEAR(beta, 30, run.tolerance);
-  EXPECT_NEAR(gamma, 10, run.tolerance);
+  EXPECT_NEAR(alpha, 60, Tolerance(run, 60, a + b + c));
+  EXPECT_NEAR(beta, 30, Tolerance(run, 30, a + b + c));
+  EXPECT_NEAR(gamma, 10, Tolerance(run, 10, a + b + c));
   for (const char* fn : {"wl_alpha", "wl_beta", "wl_gamma"}) {
     const JsonValue* row = FunctionRow(pf, fn);
     ASSERT_TRUE(row) << fn;
@@ -356,7 +400,7 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
 
 // (b) Kernel / main executable / shared library at 30:40:30.
 TEST_F(Profiler, KernelUserSharedSplitMatchesTheWorkload) {
-  SplitRun run = RecordUndisturbed(dir_, "--by process", "tprof-wl-split --ms 1000", "tprof-wl-split",
+  SplitRun run = RecordUndisturbed(dir_, "--by process", "tprof-wl-split", 1000, "tprof-wl-split",
                                    {{"main", 40}, {"lib", 30}, {"kernel", 30}});
   ASSERT_TRUE(run.json);
   SCOPED_TRACE(run.note);
@@ -364,13 +408,13 @@ TEST_F(Profiler, KernelUserSharedSplitMatchesTheWorkload) {
   const JsonValue* p = ProcessRow(j, "tprof-wl-split");
   ASSERT_TRUE(p);
   const uint64_t total = N((*p)["samples"]);
-  EXPECT_GE(total, 500u) << "1 s of CPU at 1 kHz";
+  EXPECT_GE(total, kMinSplitSamples) << "1 s of CPU at 1 kHz; tick ratio " << run.tick_ratio;
   // The process's own columns: startup in the loader and libc (slow in
   // TCG) adds to shared, and the kernel side of the clock reads of the two
   // user loops (which the workload charges to them) to kernel.
-  EXPECT_NEAR(Percent(N((*p)["kernel"]), total), 30, run.tolerance + 2);
-  EXPECT_NEAR(Percent(N((*p)["user"]), total), 40, run.tolerance + 2);
-  EXPECT_NEAR(Percent(N((*p)["shared"]), total), 30, run.tolerance + 2);
+  EXPECT_NEAR(Percent(N((*p)["kernel"]), total), 30, Tolerance(run, 30, total, 2));
+  EXPECT_NEAR(Percent(N((*p)["user"]), total), 40, Tolerance(run, 40, total, 2));
+  EXPECT_NEAR(Percent(N((*p)["shared"]), total), 30, Tolerance(run, 30, total, 2));
   // [vdso] samples are unresolved (no MAP record for it), a few at most.
   EXPECT_LE(N((*p)["unresolved"]) * 100, total * 2);
 
@@ -407,9 +451,9 @@ TEST_F(Profiler, KernelUserSharedSplitMatchesTheWorkload) {
   const uint64_t three = main_space + lib_space + kernel_space;
   const double main_pct = Percent(main_space, three), lib_pct = Percent(lib_space, three),
                kernel_pct = Percent(kernel_space, three);
-  EXPECT_NEAR(main_pct, 40, run.tolerance);
-  EXPECT_NEAR(lib_pct, 30, run.tolerance);
-  EXPECT_NEAR(kernel_pct, 30, run.tolerance);
+  EXPECT_NEAR(main_pct, 40, Tolerance(run, 40, three));
+  EXPECT_NEAR(lib_pct, 30, Tolerance(run, 30, three));
+  EXPECT_NEAR(kernel_pct, 30, Tolerance(run, 30, three));
   // Each user space is (nearly) its named function.
   EXPECT_GE(N((*main_spin)["samples"]) * 100, main_space * 95);
   EXPECT_GE(N((*lib_spin)["samples"]) * 100, lib_space * 95);
@@ -466,22 +510,39 @@ TEST_F(Profiler, ShortLivedChildrenAreNamedAndResolved) {
 
 // (d) JIT code named through /tmp/perf-PID.map.
 TEST_F(Profiler, JitCodeIsNamedFromThePerfMap) {
-  Result r = Record("jit.data", "--by process", "tprof-wl-jit --ms 500");
-  ASSERT_EQ(r.rc, 0) << r.out;
-  auto j = DumpJson(dir_.File("jit.data"));
-  ASSERT_TRUE(j);
-  auto tables = FunctionTables(*j, "tprof-wl-jit");
-  ASSERT_EQ(tables.size(), 1u);
-  const JsonValue& pf = *tables[0];
-  ::unlink(("/tmp/perf-" + std::to_string(N(pf["pid"])) + ".map").c_str());
-  const JsonValue* hot = FunctionRow(pf, "jit_hot_loop");
-  ASSERT_TRUE(hot) << "jit_hot_loop not in the report";
-  EXPECT_EQ((*hot)["kind"].string, "jit");
-  EXPECT_GT(N((*hot)["samples"]) * 2, N(pf["samples"]))
-      << "jit_hot_loop should have most of the process's samples";
-  const JsonValue* p = ProcessRow(*j, "tprof-wl-jit");
-  ASSERT_TRUE(p);
-  EXPECT_EQ(N((*p)["jit"]), N((*hot)["samples"]));
+  // At 1 kHz, unless most of the process's samples are kernel ones: then
+  // the sample handler samples itself (the KASAN kernel under TCG) and the
+  // run is repeated at 100 Hz, three times longer (as RecordUndisturbed).
+  for (int hz : {1000, 100}) {
+    const std::string file = "jit" + std::to_string(hz) + ".data";
+    Result r = Record(file, "--by process --freq " + std::to_string(hz),
+                      "tprof-wl-jit --ms " + std::to_string(hz == 1000 ? 500 : 1500));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    auto j = DumpJson(dir_.File(file));
+    ASSERT_TRUE(j);
+    auto tables = FunctionTables(*j, "tprof-wl-jit");
+    ASSERT_EQ(tables.size(), 1u);
+    const JsonValue& pf = *tables[0];
+    ::unlink(("/tmp/perf-" + std::to_string(N(pf["pid"])) + ".map").c_str());
+    const JsonValue* p = ProcessRow(*j, "tprof-wl-jit");
+    ASSERT_TRUE(p);
+    if (hz == 1000 && N((*p)["kernel"]) * 2 > N((*p)["samples"])) {
+      std::printf("  [tprof-wl-jit] %llu of %llu samples in the kernel at 1 kHz: the sampler "
+                  "samples itself; again at 100 Hz\n",
+                  static_cast<unsigned long long>(N((*p)["kernel"])),
+                  static_cast<unsigned long long>(N((*p)["samples"])));
+      continue;
+    }
+    const JsonValue* hot = FunctionRow(pf, "jit_hot_loop");
+    ASSERT_TRUE(hot) << "jit_hot_loop not in the report";
+    EXPECT_EQ((*hot)["kind"].string, "jit");
+    // Of the process's user-mode samples (its kernel share is the kernel's
+    // cost, large in the KASAN kernel), most are in the JIT loop.
+    EXPECT_GT(N((*hot)["samples"]) * 2, N(pf["samples"]) - N((*p)["kernel"]))
+        << "jit_hot_loop should have most of the process's user samples";
+    EXPECT_EQ(N((*p)["jit"]), N((*hot)["samples"]));
+    return;
+  }
 }
 
 // (e) Lost samples: the recorder is frozen (SIGSTOP) while tiny buffers
@@ -531,14 +592,38 @@ TEST_F(Profiler, LostSamplesAreReportedAsTheKernelCountedThem) {
 }
 
 // (f) An idle machine is idle in the profile (wait state is sampled).
+// The guest's idle and total CPU time from /proc/stat (USER_HZ ticks).
+std::pair<uint64_t, uint64_t> CpuIdleAndTotal() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  uint64_t v, idle = 0, total = 0;
+  in >> cpu;
+  for (int i = 0; i < 8 && in >> v; ++i) {
+    total += v;
+    if (i == 3 || i == 4) idle += v;  // idle, iowait
+  }
+  return {idle, total};
+}
+
 TEST_F(Profiler, IdleGuestIsMostlyWaitState) {
+  // How idle the guest really was meanwhile (the recorder's own work, slow
+  // in the KASAN kernel, is not idle) is what the profile must show, not a
+  // fixed share.
+  const auto before = CpuIdleAndTotal();
   Result r = Record("idle.data", "--by process", "sleep 1");
+  const auto after = CpuIdleAndTotal();
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_TRUE(Contains(r.out, "[idle/wait]")) << r.out;
   auto j = DumpJson(dir_.File("idle.data"));
   ASSERT_TRUE(j);
-  EXPECT_GT(N((*j)["idle"]["percent_x100"]), 8000u) << "idle samples " << N((*j)["idle"]["samples"])
-                                                     << " of " << N((*j)["samples_taken"]);
+  ASSERT_GT(after.second, before.second);
+  const double stat_idle = Percent(after.first - before.first, after.second - before.second);
+  const double profile_idle = N((*j)["idle"]["percent_x100"]) / 100.0;
+  EXPECT_GT(profile_idle, 50) << "idle samples " << N((*j)["idle"]["samples"]) << " of "
+                              << N((*j)["samples_taken"]) << "; /proc/stat: " << stat_idle << "% idle";
+  // /proc/stat's interval also holds the recorder's start and its writing
+  // of the profile, busier than the session itself: a lower bound.
+  EXPECT_GE(profile_idle, stat_idle - 15) << "the profile's wait state vs /proc/stat's idle time";
 }
 
 // (g) start/stop/start, and the mistakes a user makes with them.
@@ -599,8 +684,9 @@ TEST_F(Profiler, KilledRecorderFreesTheSession) {
   ASSERT_GT(recorder, 0);
   EXPECT_EQ(DeviceState(), static_cast<uint32_t>(TPROF_STATE_SAMPLING));
   ASSERT_EQ(::kill(recorder, SIGKILL), 0);
-  int ms = WaitForIdle(1000);
-  EXPECT_GE(ms, 0) << "the module is still sampling 1 s after its recorder died";
+  int ms = WaitForIdle(kSessionEndMs);
+  EXPECT_GE(ms, 0) << "the module is still sampling " << kSessionEndMs / 1000
+                   << " s after its recorder died";
   RecordProperty("idle_after_kill_ms", ms);
   for (int i = 0; i < 200 && !ProcessGone(recorder); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -660,7 +746,7 @@ TEST_F(Profiler, ModuleUnloadIsRefusedWhileRecording) {
   auto j = DumpJson(dir_.File("unload.data"));
   ASSERT_TRUE(j);
   EXPECT_GT(N((*j)["samples"]), 0u);
-  EXPECT_GE(WaitForIdle(1000), 0);
+  EXPECT_GE(WaitForIdle(kSessionEndMs), 0);
 }
 
 // Runs `sh -c cmd` in dir as nobody (uid/gid 65534, no capabilities).

@@ -31,7 +31,6 @@
 namespace tprof::test {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 // Burns `ms` of this thread's CPU time (wall time would shrink the number of
 // samples whenever the guest is descheduled).
@@ -177,6 +176,17 @@ ChildRun SampleChild(Child& child, std::vector<tprof_window_add> windows, int mi
   return r;
 }
 
+// User-mode samples of `pid` the session delivered. Sample-count floors
+// derive from these, never from the CPU time a child burned: under TCG a
+// vCPU the host deschedules loses timer ticks but not CPU time, so a loaded
+// host (or the debug kernel, where perf throttles its slow handler) delivers
+// fewer samples for the same burn, and the window's counts must still match.
+uint64_t UserSamplesOf(const std::vector<tprof_rec_sample>& samples, uint32_t pid) {
+  uint64_t n = 0;
+  for (const tprof_rec_sample& r : samples) n += r.pid == pid && (r.flags & TPROF_SAMPLE_USER);
+  return n;
+}
+
 // What a window must hold, computed from the records with `index`.
 template <typename IndexFn>
 void ExpectMatchesRecords(const WindowCounts& w, const std::vector<tprof_rec_sample>& samples,
@@ -231,9 +241,11 @@ TEST(WindowTest, SpinningFunctionFillsItsBlocksAndReadsWhileRunning) {
   ASSERT_EQ(r.mid.size(), 1u);
   EXPECT_GT(r.mid[0].info.in_range, 0u) << "readable while running";
   EXPECT_LE(r.mid[0].info.in_range, w.info.in_range);
-  // ~400 samples at 1 kHz; the lockdep kernel under TCG delivers far fewer
-  // (perf throttles slow handlers), hence the margin.
-  EXPECT_GE(w.info.in_range, 40u) << "400 ms of spinning at 1 kHz";
+  // The child's user time is the spin function (and the libc side of its
+  // clock reads): at least half of its user samples are in the window.
+  const uint64_t user = UserSamplesOf(r.samples, uint32_t(child.pid()));
+  ASSERT_GT(user, 0u) << "no user-mode sample of a child that spun for 400 ms of CPU";
+  EXPECT_GE(w.info.in_range * 2, user) << "of " << user << " user samples of the child";
   // The function starts at block 4; its hot loop is in the next few blocks.
   uint64_t in_fn = 0;
   for (size_t i = 4; i < 8; ++i) in_fn += w.cells[i];
@@ -299,8 +311,11 @@ TEST(WindowTest, ProfilCellsFollowTheDocumentedScales) {
   EXPECT_EQ(s1.info.cell_bytes, 2u);
   EXPECT_EQ(s3.info.nr_cells, 256u);
   EXPECT_EQ(s3.info.cell_bytes, 4u);
-  // ~300 samples at 1 kHz; ~45 in the lockdep kernel, where perf throttles.
-  EXPECT_GT(s1.info.in_range, 25u);
+  // Most of the child's user samples (whatever the host's load let through)
+  // are in the spin function, which the window covers.
+  const uint64_t user = UserSamplesOf(r.samples, uint32_t(child.pid()));
+  ASSERT_GT(user, 0u) << "no user-mode sample of a child that spun for 300 ms of CPU";
+  EXPECT_GE(s1.info.in_range * 2, user) << "of " << user << " user samples of the child";
   // 0x10000: cell = (pc - off) / 2; 0x8000: (pc - off) / 4; 32-bit cells: / 8.
   for (size_t i = 0; i < 256; ++i) {
     EXPECT_EQ(s2.cells[2 * i] + s2.cells[2 * i + 1], s3.cells[i]);
@@ -369,7 +384,9 @@ TEST(WindowTest, ProfilFollowsForkAndStopsAtExec) {
     }
   }
   ASSERT_EQ(pids.size(), 2u) << "one grandchild ran the spin function";
-  EXPECT_GT(grandchild_in, 10u);  // ~200 at 1 kHz; ~30 in the lockdep kernel
+  // (how many depends on the host's load: the counts are checked exactly
+  // against the records below)
+  EXPECT_GT(grandchild_in, 0u);
   for (const tprof_rec_sample& r : samples) {
     uint64_t i;
     if (pids.count(r.pid) && !((r.flags & TPROF_SAMPLE_USER) && ProfilCell(w.info, r.ip, &i)))
@@ -386,7 +403,7 @@ TEST(WindowTest, ProfilFollowsForkAndStopsAtExec) {
       ++expect_in;
   }
   EXPECT_EQ(w.info.in_range, expect_in);
-  EXPECT_LT(w.info.out_of_range + 20, all_outside)
+  EXPECT_LT(w.info.out_of_range, all_outside)
       << "the shell's samples after exec must not count (" << w.info.out_of_range << " vs "
       << all_outside << ")";
   close(forked[0]);
@@ -406,14 +423,17 @@ TEST(WindowTest, KernelWindowCountsWaitStateOnAnIdleGuest) {
   ASSERT_TRUE(a) << a.error().message();
   EXPECT_EQ(a->nr_cells, 1024u);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  auto end = Clock::now() + std::chrono::milliseconds(100);
-  while (Clock::now() < end) getppid();
+  const uint64_t end = ThreadCpuNs() + 100'000'000;  // CPU time, not wall time
+  while (ThreadCpuNs() < end) getppid();
   std::vector<tprof_rec_sample> samples = StopAndCollect(s);
   WindowCounts w = ReadOrFail(s.fd(), 0);
   uint64_t idle = 0, sum = 0;
   for (const tprof_rec_sample& r : samples) idle += (r.flags & TPROF_SAMPLE_IDLE) ? 1 : 0;
   for (uint32_t v : w.cells) sum += v;
-  EXPECT_GT(w.info.wait, 50u) << "an idle guest waits most of the time";
+  // Idle samples taken before the window was added are not in it; there
+  // are few of those next to the 300 ms sleep's.
+  ASSERT_GT(idle, 0u) << "an idle guest waits most of the time";
+  EXPECT_GE(w.info.wait * 2, idle) << "the window saw too few of the " << idle << " idle samples";
   EXPECT_LE(w.info.wait, idle);
   EXPECT_GT(w.info.in_range, 0u) << "getppid() runs in the kernel text";
   EXPECT_EQ(sum, w.info.in_range);
@@ -550,7 +570,9 @@ TEST(WindowTest, CliRecordSavesWindowsAndShowPrintsHistograms) {
   auto file = ReadWindowsFile("/tmp/win.data.windows");
   ASSERT_TRUE(file) << file.error().message();
   ASSERT_EQ(file->size(), 2u);
-  EXPECT_GT((*file)[1].info.in_range, 20u) << "the shell's loop, in user space";
+  // (how many depends on the host's load; the exact counts are checked
+  // against records in the tests above)
+  EXPECT_GT((*file)[1].info.in_range, 0u) << "the shell's loop, in user space";
   out.clear();
   EXPECT_EQ(RunCommand("tprofctl record -o /tmp/win2.data --profil 0:0:0x8000:64 -- true 2>&1", &out),
             1)

@@ -1,0 +1,2196 @@
+// tprof_fuzz: a seeded fuzzer for /dev/tprof, run inside a tprof-vm guest
+// (the debug kernel: KASAN, UBSAN, lockdep, kmemleak) like the integration
+// tests.
+//
+//   tprof_fuzz --seed N --seconds S [--threads T] [--unprivileged]
+//              [--no-module-cycles] [--verbose]
+//
+// It prints the seed first, so a failing run can be repeated (each worker
+// thread draws from its own generator seeded from N; the interleaving of
+// the threads is the kernel's, so a repeat reproduces the same operations,
+// not necessarily the same schedule). Exit status: 0 when no invariant was
+// violated, 1 otherwise, 2 for bad usage.
+//
+// Worker threads pick random operations: every ioctl of uapi/linux/tprof.h
+// through a table (kIoctls: adding an ioctl is one entry) with valid,
+// boundary and broken arguments (wrong size or direction in the command,
+// nonzero reserved fields, unknown flags, NULL/unmapped/read-only/straddling/
+// kernel-half/non-canonical pointers, embedded pointers to small, unmapped
+// and read-only buffers); opens, dups and closes of the device; sampling
+// sessions started, mapped, read, released, stopped and closed in any order;
+// mmaps, mprotects, mremaps and munmaps of the buffers (offset 0) and of the
+// self page (TPROF_SELF_PAGE_OFFSET) at random offsets, sizes and prots;
+// short-lived threads that map their self page and exit while others drain;
+// forked children that use inherited descriptors and mappings and exit;
+// metrics turned on and off. One "accountant" at a time runs a whole session
+// and checks its books. As root the main thread also checks that rmmod is
+// refused while a descriptor is open and cycles insmod/rmmod (with random
+// module parameters) while a fork storm runs. --unprivileged runs the
+// workers as uid/gid 65534 without capabilities (a root parent keeps
+// metrics on, runs system-wide sessions and burns CPU meanwhile).
+//
+// Invariants (each violation prints "VIOLATION: ..." and fails the run):
+//   - an ioctl returns 0 or -1 with an errno from its documented set (the
+//     uapi header: per ioctl, plus EFAULT/EINVAL for every ioctl and
+//     ENOMEM where it allocates); unknown numbers ENOTTY; a known number
+//     with another size or direction EINVAL; never a positive value;
+//   - an ioctl given a defect the header says must fail (nonzero reserved
+//     field, unknown flag, unreadable input, unwritable output, kernel or
+//     non-canonical pointer) does not succeed;
+//   - outputs are consistent: reserved fields zero, counts within
+//     capacities, nothing written past a struct or an embedded array
+//     (canaries), ids/sizes/versions in range, pid filters respected;
+//   - privileged-only operations fail for the unprivileged worker
+//     (METRICS_ENABLE/DISABLE, system-wide sampling and drain, kernel
+//     windows, other users' threads and processes);
+//   - unprivileged outputs carry no kernel-pointer-looking value
+//     (>= 0xffff800000000000 in any u64 field; address-space ids, which are
+//     hashes, excepted) and no foreign data (rows, records, windows of pids
+//     that are not the worker's own process tree); its kernel samples have
+//     ip = caller = 0 and TPROF_SAMPLE_HIDDEN;
+//   - records are well formed (size, alignment, type, cpu, within used);
+//   - a sampling session's books: per CPU, SAMPLE records delivered +
+//     lost_samples == samples_taken after stop; LOST records never claim
+//     more; POLLHUP once stopped and drained; the status totals match;
+//     the buffer mapping is read-only and its contents do not change after
+//     the session ended;
+//   - the self page belongs to the caller (tid), is read-only, is not
+//     inherited by fork, its odometer does not run backwards;
+//   - rmmod is refused while a descriptor is open, succeeds once none is,
+//     and insmod succeeds;
+//   - at the end, with every descriptor closed, no session is left.
+// Kernel reports (WARNING, BUG, KASAN, UBSAN, lockdep, hung tasks, soft
+// lockups, RCU stalls, kmemleak) are caught by tools/vm/scan-kernel-log
+// around this program (tools/tprof-vm --kmemleak).
+#include <linux/tprof.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// ---- basics ------------------------------------------------------------------
+
+using u64 = unsigned long long;  // what __u64 is: one printf format (%llu) for all
+
+constexpr u64 kKernelPtr = 0xffff800000000000ULL;
+const long kPage = ::sysconf(_SC_PAGESIZE);
+
+struct Options {
+  u64 seed = 0;
+  double seconds = 30;
+  int threads = 4;
+  bool unprivileged = false;
+  bool module_cycles = true;
+  bool verbose = false;
+};
+Options g_opt;
+
+std::atomic<u64> g_violations{0};
+std::atomic<bool> g_stop{false};
+std::atomic<bool> g_in_child{false};  // forked children report with write(2) and _exit(66)
+bool g_unpriv = false;                // this process is the unprivileged worker
+
+u64 NowNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return u64(ts.tv_sec) * 1'000'000'000 + u64(ts.tv_nsec);
+}
+uint32_t Gettid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
+
+// Output without stdio locks (safe in forked children of a threaded process).
+void Say(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void Say(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = std::vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if (n > int(sizeof(buf)) - 2) n = int(sizeof(buf)) - 2;
+  buf[n++] = '\n';
+  (void)!::write(2, buf, size_t(n));
+}
+
+thread_local const char* t_op = "setup";
+// Parsing a buffer another thread may hand back meanwhile: exercise only.
+thread_local bool t_quiet = false;
+
+#define VIOLATION(...)                                                                    \
+  do {                                                                                    \
+    if (t_quiet) break;                                                                   \
+    char vbuf_[768];                                                                      \
+    std::snprintf(vbuf_, sizeof(vbuf_), __VA_ARGS__);                                     \
+    Say("VIOLATION: [pid %d tid %u op %s%s] %s", int(::getpid()), Gettid(), t_op,         \
+        g_unpriv ? ", unprivileged" : "", vbuf_);                                         \
+    if (g_in_child.load()) ::_exit(66);                                                   \
+    g_violations.fetch_add(1);                                                            \
+  } while (0)
+
+struct Rng {
+  u64 s;
+  explicit Rng(u64 seed) : s(seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL) {}
+  u64 Next() {  // splitmix64
+    u64 z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  u64 Below(u64 n) { return n ? Next() % n : 0; }
+  bool OneIn(u64 n) { return Below(n) == 0; }
+  template <typename T>
+  T Pick(std::initializer_list<T> l) {
+    return *(l.begin() + Below(l.size()));
+  }
+  // Boundary-heavy 64-bit values.
+  u64 Edgy() {
+    switch (Below(8)) {
+      case 0: return 0;
+      case 1: return 1;
+      case 2: return ~0ULL;
+      case 3: return 1ULL << Below(64);
+      case 4: return (1ULL << Below(64)) - 1;
+      case 5: return 0xffffffffULL;
+      case 6: return Below(4096);
+      default: return Next();
+    }
+  }
+};
+
+std::string ErrName(int e) {
+  if (e == 0) return "ok";
+  const char* n = ::strerrorname_np(e);
+  return n ? n : std::to_string(e);
+}
+
+// ---- statistics (what was exercised) ----------------------------------------------
+
+std::mutex g_stats_mu;
+std::map<std::string, u64> g_stats;
+void Count(const std::string& what, u64 n = 1) {
+  if (g_in_child.load()) return;
+  std::lock_guard<std::mutex> l(g_stats_mu);
+  g_stats[what] += n;
+}
+
+// ---- the process tree the unprivileged worker owns --------------------------------
+
+std::mutex g_own_mu;
+std::set<uint32_t> g_own_pids;
+void AddOwnPid(uint32_t pid) {
+  std::lock_guard<std::mutex> l(g_own_mu);
+  g_own_pids.insert(pid);
+}
+bool IsOwnPid(uint32_t pid) {
+  if (pid == uint32_t(::getpid())) return true;
+  std::lock_guard<std::mutex> l(g_own_mu);
+  return g_own_pids.count(pid) != 0;
+}
+
+// Any u64 field of an unprivileged output that looks like a kernel pointer.
+// ranges: {offset, bytes} runs of u64 fields of the struct at p.
+struct U64s {
+  size_t off, bytes;
+};
+#define U64F(type, field) U64s{offsetof(type, field), sizeof(type::field)}
+void CheckNoKernelPointers(const char* what, const void* p, std::initializer_list<U64s> ranges) {
+  if (!g_unpriv) return;
+  for (const U64s& r : ranges)
+    for (size_t off = r.off; off + 8 <= r.off + r.bytes; off += 8) {
+      u64 v;
+      std::memcpy(&v, static_cast<const char*>(p) + off, 8);
+      if (v >= kKernelPtr)
+        VIOLATION("%s: u64 at offset %zu is 0x%llx, a kernel-pointer-looking value", what,
+                  off, v);
+    }
+}
+
+bool AllZero(const void* p, size_t n) {
+  const unsigned char* c = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i)
+    if (c[i]) return false;
+  return true;
+}
+
+// ---- pointers ---------------------------------------------------------------------
+
+// Fixed hostile addresses and pages set up once.
+struct Arena {
+  char* ro = nullptr;        // a read-only zero page
+  char* none = nullptr;      // a PROT_NONE page
+  char* rw_then_none = nullptr;  // a RW page followed by a PROT_NONE page
+} g_arena;
+
+void SetUpArena() {
+  g_arena.ro = static_cast<char*>(
+      ::mmap(nullptr, kPage, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  g_arena.none = static_cast<char*>(
+      ::mmap(nullptr, kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  g_arena.rw_then_none = static_cast<char*>(
+      ::mmap(nullptr, 2 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (g_arena.ro == MAP_FAILED || g_arena.none == MAP_FAILED ||
+      g_arena.rw_then_none == MAP_FAILED ||
+      ::mprotect(g_arena.rw_then_none + kPage, kPage, PROT_NONE) != 0) {
+    std::perror("tprof_fuzz: arena");
+    std::exit(2);
+  }
+}
+
+enum class PtrKind { kValid, kNull, kLow, kNone, kReadOnly, kStraddle, kKernel, kNonCanonical, kOdd };
+const char* PtrKindName(PtrKind k) {
+  static const char* names[] = {"valid", "null", "low", "prot-none", "read-only",
+                                "straddling", "kernel", "non-canonical", "misaligned"};
+  return names[int(k)];
+}
+PtrKind RandomBadPtr(Rng& r) {
+  return r.Pick({PtrKind::kNull, PtrKind::kLow, PtrKind::kNone, PtrKind::kReadOnly,
+                 PtrKind::kStraddle, PtrKind::kKernel, PtrKind::kNonCanonical});
+}
+// Readable / writable for the kernel?
+bool Readable(PtrKind k) {
+  return k == PtrKind::kValid || k == PtrKind::kReadOnly || k == PtrKind::kOdd;
+}
+bool Writable(PtrKind k) { return k == PtrKind::kValid || k == PtrKind::kOdd; }
+
+u64 HostilePtr(Rng& r, PtrKind k, size_t bytes) {
+  switch (k) {
+    case PtrKind::kNull: return 0;
+    case PtrKind::kLow: return r.Pick<u64>({8, 16, 0x1000, 0xfff0});
+    case PtrKind::kNone: return u64(uintptr_t(g_arena.none)) + r.Below(64) * 8;
+    case PtrKind::kReadOnly: return u64(uintptr_t(g_arena.ro));
+    case PtrKind::kStraddle: {
+      size_t head = bytes > 8 ? 8 * (1 + r.Below((bytes - 1) / 8)) : 0;
+      return u64(uintptr_t(g_arena.rw_then_none + kPage - head));
+    }
+    case PtrKind::kKernel:
+      return r.Pick<u64>({0xffff888000000000ULL, 0xffffffff81000000ULL,
+                               0xffffffffff600000ULL, ~0ULL - 7});
+    case PtrKind::kNonCanonical:
+      return r.Pick<u64>({0x0000800000000000ULL, 0x8000000000000000ULL,
+                               0x00ff000000000000ULL});
+    default: return 0;
+  }
+}
+
+// ---- /dev/tprof descriptors shared between workers -----------------------------
+
+struct Fd {
+  int fd;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() { ::close(fd); }
+  // Session state as this process believes it (hints only: other threads race).
+  std::atomic<u64> map_bytes{0};
+  std::atomic<uint32_t> half_bytes{0}, nr_cpu{0}, ctl_bytes{0};
+  std::atomic<u64> started_ns{0};
+  std::mutex layout_mu;  // the four above, set together
+};
+using FdRef = std::shared_ptr<Fd>;
+
+std::mutex g_pool_mu;
+std::vector<FdRef> g_pool;  // at most kPoolMax
+constexpr size_t kPoolMax = 12;
+
+FdRef PoolPick(Rng& r) {
+  std::lock_guard<std::mutex> l(g_pool_mu);
+  if (g_pool.empty()) return nullptr;
+  return g_pool[r.Below(g_pool.size())];
+}
+void PoolAdd(FdRef f) {
+  std::lock_guard<std::mutex> l(g_pool_mu);
+  if (g_pool.size() < kPoolMax) g_pool.push_back(std::move(f));
+}
+FdRef PoolTake(Rng& r) {
+  std::lock_guard<std::mutex> l(g_pool_mu);
+  if (g_pool.empty()) return nullptr;
+  size_t i = r.Below(g_pool.size());
+  FdRef f = g_pool[i];
+  g_pool.erase(g_pool.begin() + long(i));
+  return f;
+}
+std::vector<FdRef> PoolRefs() {
+  std::lock_guard<std::mutex> l(g_pool_mu);
+  return g_pool;
+}
+
+// Mappings of the device shared between workers (munmap'd by anyone).
+struct Mapping {
+  char* addr;
+  size_t len;
+  bool self_page;
+};
+std::mutex g_maps_mu;
+std::vector<Mapping> g_maps;
+constexpr size_t kMapsMax = 24;
+
+int OpenDevice(int flags = O_RDWR) {
+  int fd = ::open(TPROF_DEVICE_PATH, flags | O_CLOEXEC);
+  return fd;
+}
+
+// ---- one ioctl, checked --------------------------------------------------------
+
+constexpr size_t kCanary = 64;  // bytes after a struct or array the kernel must not touch
+constexpr unsigned char kCanaryByte = 0xA5;
+
+// A thread's scratch: the argument struct, and embedded arrays with canaries.
+struct Scratch {
+  alignas(64) unsigned char arg[1024];
+  alignas(64) unsigned char array[64 * 1024 + kCanary];
+};
+thread_local Scratch* t_scratch = nullptr;
+
+struct Call {
+  // What the fill step did.
+  bool must_fail = false;     // a defect the header says fails (reserved, flags, ...)
+  std::string defect;         // for messages
+  PtrKind embedded = PtrKind::kValid;  // an embedded pointer's kind (if any)
+  size_t embedded_bytes = 0;  // bytes the kernel may write at a valid embedded pointer
+  bool embedded_used = false;
+};
+
+struct Worker;
+using FillFn = void (*)(Rng&, Worker&, void* arg, Call&);
+using CheckFn = void (*)(Worker&, const void* in, const void* out, const Call&);
+
+struct IoctlSpec {
+  const char* name;
+  unsigned long cmd;
+  std::vector<int> errnos;  // documented, besides EFAULT and EINVAL
+  bool privileged_only;     // CAP_PERFMON or CAP_SYS_ADMIN, whatever the argument
+  FillFn fill;              // a mostly valid argument, with random defects
+  CheckFn check;            // outputs of a successful call
+};
+
+struct Worker {
+  int index;
+  Rng rng;
+  std::vector<Mapping> self_pages;  // this thread's own self pages
+  explicit Worker(int i, u64 seed) : index(i), rng(seed) {}
+};
+
+void MaybeDefectReserved(Rng& r, Call& c, void* field, size_t bytes, const char* name) {
+  if (!r.OneIn(6)) return;
+  unsigned char* p = static_cast<unsigned char*>(field);
+  p[r.Below(bytes)] = static_cast<unsigned char>(1 + r.Below(255));
+  c.must_fail = true;
+  c.defect = std::string("nonzero ") + name;
+}
+
+// An embedded array pointer: valid (with canaries) most of the time.
+u64 EmbeddedPtr(Rng& r, Call& c, size_t elem, u64 count) {
+  c.embedded_used = true;
+  if (r.OneIn(4)) {
+    c.embedded = RandomBadPtr(r);
+    // Straddling: the first element already crosses into the PROT_NONE page.
+    return HostilePtr(r, c.embedded, elem);
+  }
+  c.embedded = PtrKind::kValid;
+  c.embedded_bytes = size_t(std::min<u64>(count * elem, sizeof(t_scratch->array) - kCanary));
+  std::memset(t_scratch->array, kCanaryByte, sizeof(t_scratch->array));
+  return u64(uintptr_t(t_scratch->array));
+}
+
+void CheckArrayCanary(const char* what, size_t written_max) {
+  const unsigned char* a = t_scratch->array;
+  for (size_t i = written_max; i < written_max + kCanary && i < sizeof(t_scratch->array); ++i)
+    if (a[i] != kCanaryByte) {
+      VIOLATION("%s: the kernel wrote byte %zu of the caller's array, past the %zu it may write",
+                what, i, written_max);
+      return;
+    }
+}
+
+uint32_t RandomPid(Rng& r) {
+  uint32_t own = uint32_t(::getpid());
+  switch (r.Below(8)) {
+    case 0: return 0;
+    case 1: return own;
+    case 2: return 1;
+    case 3: return TPROF_PID_ALL;
+    case 4: return uint32_t(r.Below(32768));
+    case 5: return uint32_t(r.Edgy());
+    default: {
+      std::lock_guard<std::mutex> l(g_own_mu);
+      if (g_own_pids.empty()) return own;
+      auto it = g_own_pids.begin();
+      std::advance(it, long(r.Below(g_own_pids.size())));
+      return *it;
+    }
+  }
+}
+
+uint32_t RandomTid(Rng& r) {
+  switch (r.Below(6)) {
+    case 0: return 0;
+    case 1: return Gettid();
+    case 2: return uint32_t(::getpid());
+    case 3: return 1;
+    case 4: return uint32_t(r.Below(32768));
+    default: return RandomPid(r);
+  }
+}
+
+// -- GET_INFO
+void FillInfo(Rng& r, Worker&, void* a, Call& c) {
+  auto* in = static_cast<tprof_info*>(a);
+  *in = {};
+  if (r.OneIn(3)) {  // output fields are ignored on input
+    for (size_t i = 0; i < offsetof(tprof_info, cpu_stats); ++i)
+      reinterpret_cast<unsigned char*>(in)[i] = static_cast<unsigned char>(r.Next());
+  }
+  switch (r.Below(4)) {
+    case 0: break;
+    case 1:
+      in->cpu_stats_count = uint32_t(r.Pick<u64>({1, 2, 3, 64, 512, r.Edgy()}));
+      in->cpu_stats = EmbeddedPtr(r, c, sizeof(tprof_cpu_stats), in->cpu_stats_count);
+      break;
+    case 2:  // half given: EINVAL
+      if (r.OneIn(2)) in->cpu_stats_count = 1 + uint32_t(r.Below(4));
+      else in->cpu_stats = u64(uintptr_t(t_scratch->array));
+      c.must_fail = true;
+      c.defect = "cpu_stats and cpu_stats_count half given";
+      break;
+    default:
+      in->cpu_stats_count = 1 + uint32_t(r.Below(8));
+      in->cpu_stats = EmbeddedPtr(r, c, sizeof(tprof_cpu_stats), in->cpu_stats_count);
+  }
+  MaybeDefectReserved(r, c, &in->__pad, sizeof(in->__pad), "__pad");
+  MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv");
+  if (c.embedded_used && c.embedded != PtrKind::kValid && in->cpu_stats_count &&
+      !Writable(c.embedded)) {
+    c.must_fail = true;
+    c.defect = std::string("cpu_stats ") + PtrKindName(c.embedded);
+  }
+}
+void CheckInfo(Worker&, const void* i, const void* o, const Call&) {
+  auto* in = static_cast<const tprof_info*>(i);
+  auto* out = static_cast<const tprof_info*>(o);
+  if (out->abi_major != TPROF_ABI_MAJOR || out->abi_minor < TPROF_ABI_MINOR)
+    VIOLATION("GET_INFO: ABI %u.%u, built against %u.%u", out->abi_major, out->abi_minor,
+              TPROF_ABI_MAJOR, TPROF_ABI_MINOR);
+  if (out->nr_online_cpus == 0 || out->nr_online_cpus > out->nr_cpu_ids)
+    VIOLATION("GET_INFO: %u CPUs online of %u", out->nr_online_cpus, out->nr_cpu_ids);
+  if (out->state > TPROF_STATE_SAMPLING) VIOLATION("GET_INFO: state %u", out->state);
+  uint32_t want = std::min(in->cpu_stats_count, out->nr_cpu_ids);
+  if (out->cpu_stats_count != want)
+    VIOLATION("GET_INFO: cpu_stats_count %u, expected min(%u, %u)", out->cpu_stats_count,
+              in->cpu_stats_count, out->nr_cpu_ids);
+  if (!AllZero(out->resv, sizeof(out->resv)) || out->__pad || !AllZero(out->total.resv, sizeof(out->total.resv)))
+    VIOLATION("GET_INFO: reserved output bytes are not zero");
+  CheckNoKernelPointers("GET_INFO", out, {U64F(tprof_info, features), U64F(tprof_info, total)});
+  if (in->cpu_stats == u64(uintptr_t(t_scratch->array)) && in->cpu_stats_count) {
+    auto* st = reinterpret_cast<const tprof_cpu_stats*>(t_scratch->array);
+    for (uint32_t c = 0; c < out->cpu_stats_count && c < 512; ++c) {
+      if (st[c].cpu != c || st[c].online > 1 || !AllZero(st[c].counters.resv, sizeof(st[c].counters.resv)))
+        VIOLATION("GET_INFO: cpu_stats[%u] = {cpu %u, online %u, resv nonzero %d}", c, st[c].cpu,
+                  st[c].online, !AllZero(st[c].counters.resv, sizeof(st[c].counters.resv)));
+      CheckNoKernelPointers("GET_INFO cpu_stats", &st[c], {U64F(tprof_cpu_stats, counters)});
+    }
+    CheckArrayCanary("GET_INFO cpu_stats", size_t(out->cpu_stats_count) * sizeof(tprof_cpu_stats));
+  }
+}
+
+// -- metrics
+void RandomMetric(Rng& r, tprof_metric* m, Call& c) {
+  *m = {};
+  switch (r.Below(10)) {
+    case 0: m->type = TPROF_METRIC_TIME; break;
+    case 1: m->type = TPROF_METRIC_DISPATCHES; break;
+    case 2:
+    case 3:
+    case 4:
+      m->type = TPROF_METRIC_SOFTWARE;
+      m->config = r.Pick<u64>({0 /* cpu-clock */, 1 /* task-clock */, 2 /* page-faults */,
+                                    3 /* context-switches */, 4 /* cpu-migrations */});
+      break;
+    case 5:
+      m->type = TPROF_METRIC_SOFTWARE;
+      m->config = r.Edgy();  // may be unknown: EINVAL/EOPNOTSUPP/ENOENT-like
+      break;
+    case 6: m->type = TPROF_METRIC_HARDWARE; m->config = r.Below(10); break;
+    case 7: m->type = TPROF_METRIC_RAW; m->config = r.Edgy(); break;
+    case 8:
+      m->type = uint32_t(r.Pick<u64>({0, 6, 7, 0xffffffff}));
+      c.must_fail = true;
+      c.defect = "unknown metric type";
+      break;
+    default: m->type = TPROF_METRIC_TIME; m->config = 1 + r.Below(5); break;  // config for TIME
+  }
+  MaybeDefectReserved(r, c, &m->__pad, sizeof(m->__pad), "metric __pad");
+}
+void FillMetricsEnable(Rng& r, Worker&, void* a, Call& c) {
+  auto* in = static_cast<tprof_metrics_config*>(a);
+  *in = {};
+  in->nr_metrics = uint32_t(r.OneIn(8) ? r.Edgy() : 1 + r.Below(4));
+  if (in->nr_metrics == 0 || in->nr_metrics > TPROF_MAX_METRICS) {
+    c.must_fail = true;
+    c.defect = "nr_metrics out of range";
+  }
+  if (r.OneIn(3)) {  // the common valid set
+    in->metrics[0] = {TPROF_METRIC_TIME, 0, 0};
+    if (in->nr_metrics > 1) in->metrics[1] = {TPROF_METRIC_DISPATCHES, 0, 0};
+    if (in->nr_metrics > 2) in->metrics[2] = {TPROF_METRIC_SOFTWARE, 0, 2};
+    for (uint32_t i = 3; i < in->nr_metrics && i < TPROF_MAX_METRICS; ++i)
+      in->metrics[i] = {TPROF_METRIC_SOFTWARE, 0, 3 + (i % 2)};
+  } else {
+    for (uint32_t i = 0; i < std::min<uint32_t>(in->nr_metrics, TPROF_MAX_METRICS); ++i)
+      RandomMetric(r, &in->metrics[i], c);
+  }
+  if (r.OneIn(8)) {
+    in->flags = uint32_t(r.Edgy()) | 1;
+    c.must_fail = true;
+    c.defect = "unknown flags";
+  }
+  MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv");
+}
+void CheckNothing(Worker&, const void*, const void*, const Call&) {}
+
+void FillNone(Rng&, Worker&, void*, Call&) {}
+
+void FillZero(Rng& r, Worker&, void* a, Call& c) {
+  std::memset(a, 0, 512);
+  if (r.OneIn(4)) {  // output-only structs: input bytes are ignored
+    for (int i = 0; i < 512; ++i) static_cast<unsigned char*>(a)[i] = static_cast<unsigned char>(r.Next());
+  }
+  (void)c;
+}
+
+void CheckMetricValues(const char* what, const tprof_thread_metrics& t) {
+  if (t.nr_metrics > TPROF_MAX_METRICS) VIOLATION("%s: nr_metrics %u", what, t.nr_metrics);
+  for (uint32_t i = t.nr_metrics; i < TPROF_MAX_METRICS; ++i)
+    if (t.values[i]) VIOLATION("%s: values[%u] = %llu beyond nr_metrics %u", what, i, t.values[i], t.nr_metrics);
+  if (t.flags & ~TPROF_THREAD_EXITED) VIOLATION("%s: unknown flags 0x%x", what, t.flags);
+  if (t.tid == 0 || t.pid == 0) VIOLATION("%s: pid %u tid %u", what, t.pid, t.tid);
+  if (g_unpriv && !IsOwnPid(t.pid))
+    VIOLATION("%s: the unprivileged caller got thread %u of process %u, not its own", what, t.tid, t.pid);
+  CheckNoKernelPointers(what, &t, {U64F(tprof_thread_metrics, identity), U64F(tprof_thread_metrics, comm),
+                                   U64F(tprof_thread_metrics, values)});
+}
+
+void CheckMetricsStatus(Worker&, const void*, const void* o, const Call&) {
+  auto* out = static_cast<const tprof_metrics_status*>(o);
+  if (out->enabled > 1 || out->nr_metrics > TPROF_MAX_METRICS || out->table_used > out->table_capacity ||
+      out->listed > out->table_used || out->__pad || !AllZero(out->resv, sizeof(out->resv)))
+    VIOLATION("METRICS_STATUS: enabled %u nr_metrics %u used %u/%u listed %u pad %u resv %d",
+              out->enabled, out->nr_metrics, out->table_used, out->table_capacity, out->listed,
+              out->__pad, !AllZero(out->resv, sizeof(out->resv)));
+  for (const tprof_metric& m : out->metrics) CheckNoKernelPointers("METRICS_STATUS metric", &m, {U64F(tprof_metric, config)});
+  CheckNoKernelPointers("METRICS_STATUS", out, {U64F(tprof_metrics_status, untracked_threads), U64F(tprof_metrics_status, resv)});
+}
+
+void FillThreadRead(Rng& r, Worker&, void* a, Call& c) {
+  auto* in = static_cast<tprof_thread_read*>(a);
+  std::memset(in, 0, sizeof(*in));
+  if (r.OneIn(4))  // output fields are ignored on input
+    for (size_t i = offsetof(tprof_thread_read, thread); i < offsetof(tprof_thread_read, resv); ++i)
+      reinterpret_cast<unsigned char*>(in)[i] = static_cast<unsigned char>(r.Next());
+  in->tid = RandomTid(r);
+  if (r.OneIn(8)) {
+    in->flags = uint32_t(r.Edgy()) | 1;
+    c.must_fail = true;
+    c.defect = "unknown flags";
+  }
+  MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv");
+}
+void CheckThreadRead(Worker&, const void* i, const void* o, const Call&) {
+  auto* in = static_cast<const tprof_thread_read*>(i);
+  auto* out = static_cast<const tprof_thread_read*>(o);
+  uint32_t want = in->tid ? in->tid : Gettid();
+  if (out->thread.tid != want) VIOLATION("THREAD_READ of tid %u returned tid %u", in->tid, out->thread.tid);
+  if (g_unpriv && !IsOwnPid(out->thread.pid))
+    VIOLATION("THREAD_READ: unprivileged read of tid %u (process %u, not its own) succeeded",
+              in->tid, out->thread.pid);
+  CheckMetricValues("THREAD_READ", out->thread);
+}
+
+void CheckReadSelf(Worker&, const void*, const void* o, const Call&) {
+  auto* out = static_cast<const tprof_self_read*>(o);
+  if (out->identity == 0) VIOLATION("READ_SELF: identity 0");
+  CheckNoKernelPointers("READ_SELF", out, {U64s{0, sizeof(*out)}});
+}
+
+void FillDrain(Rng& r, Worker&, void* a, Call& c) {
+  auto* in = static_cast<tprof_drain*>(a);
+  std::memset(in, 0, sizeof(*in));
+  in->pid = RandomPid(r);
+  in->capacity = uint32_t(r.OneIn(10) ? r.Edgy() : r.Below(40));
+  if (in->capacity || r.OneIn(2))
+    in->records = EmbeddedPtr(r, c, sizeof(tprof_thread_metrics), in->capacity);
+  if (r.OneIn(4))
+    for (size_t k = offsetof(tprof_drain, count); k < offsetof(tprof_drain, resv); ++k)
+      reinterpret_cast<unsigned char*>(in)[k] = static_cast<unsigned char>(r.Next());
+  MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv");
+}
+void CheckDrain(Worker&, const void* i, const void* o, const Call& c) {
+  auto* in = static_cast<const tprof_drain*>(i);
+  auto* out = static_cast<const tprof_drain*>(o);
+  if (out->count > in->capacity) VIOLATION("DRAIN: count %u > capacity %u", out->count, in->capacity);
+  if (!AllZero(out->resv, sizeof(out->resv))) VIOLATION("DRAIN: reserved output nonzero");
+  if (g_unpriv && in->pid == TPROF_PID_ALL) VIOLATION("DRAIN: TPROF_PID_ALL succeeded unprivileged");
+  if (c.embedded_used && c.embedded != PtrKind::kValid && out->count > 0 && !Writable(c.embedded))
+    VIOLATION("DRAIN: wrote %u rows to a %s records pointer and succeeded", out->count,
+              PtrKindName(c.embedded));
+  if (in->records == u64(uintptr_t(t_scratch->array))) {
+    auto* rows = reinterpret_cast<const tprof_thread_metrics*>(t_scratch->array);
+    uint32_t n = std::min<uint32_t>(out->count, uint32_t(c.embedded_bytes / sizeof(tprof_thread_metrics)));
+    uint32_t want_pid = in->pid == 0 ? uint32_t(::getpid()) : in->pid;
+    for (uint32_t k = 0; k < n; ++k) {
+      CheckMetricValues("DRAIN row", rows[k]);
+      if (in->pid != TPROF_PID_ALL && rows[k].pid != want_pid)
+        VIOLATION("DRAIN of pid %u returned a row of pid %u (tid %u)", in->pid, rows[k].pid, rows[k].tid);
+    }
+    CheckArrayCanary("DRAIN records", size_t(out->count) * sizeof(tprof_thread_metrics));
+  }
+  CheckNoKernelPointers("DRAIN", out, {U64F(tprof_drain, untracked_threads), U64F(tprof_drain, resv)});
+}
+
+// -- sampling
+// mode 0: anything; 1: mostly valid; 2: valid.
+void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
+  std::memset(in, 0, sizeof(*in));
+  in->pid = g_unpriv ? (r.OneIn(6) ? RandomPid(r) : uint32_t(::getpid())) : (r.OneIn(2) ? TPROF_PID_ALL : RandomPid(r));
+  in->half_bytes = uint32_t(r.Pick<u64>({0, 4096, 8192, 16384, 65536}));
+  in->frequency_hz = uint32_t(r.Pick<u64>({0, 100, 1000, 5000, 20000}));
+  if (r.OneIn(2)) in->flags = TPROF_SAMPLING_CALLERS;
+  if (r.OneIn(5)) {
+    in->frequency_hz = 0;
+    in->event_type = TPROF_METRIC_SOFTWARE;
+    in->event_config = r.Pick<u64>({0, 1, 2, 3});
+    in->event_period = r.Pick<u64>({1, 10, 1000, 100000});
+  }
+  if (mode == 2 || (mode == 1 && !r.OneIn(4))) return;
+  switch (r.Below(9)) {
+    case 0: in->half_bytes = uint32_t(r.Edgy()); break;
+    case 1: in->frequency_hz = uint32_t(r.Edgy()); break;
+    case 2: in->event_type = uint32_t(r.Below(8)); in->event_period = r.Edgy(); in->event_config = r.Edgy(); break;
+    case 3: in->flags = uint32_t(r.Edgy()) | 2; c.must_fail = true; c.defect = "unknown flags"; break;
+    case 4: in->half_bytes = TPROF_SAMPLING_MAX_HALF_BYTES * 2; c.must_fail = true; c.defect = "half_bytes > max"; break;
+    case 5: in->half_bytes = 4096 + 8; c.must_fail = true; c.defect = "half_bytes not a power of two"; break;
+    case 6: in->frequency_hz = TPROF_SAMPLING_MAX_HZ + 1; in->event_type = 0; c.must_fail = true; c.defect = "frequency > max"; break;
+    case 7: in->__pad = 1 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "__pad"; break;
+    default: MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv"); break;
+  }
+  if (r.OneIn(4))  // output fields are ignored on input
+    for (size_t k = offsetof(tprof_sampling_config, nr_cpu_ids); k < offsetof(tprof_sampling_config, resv); ++k)
+      reinterpret_cast<unsigned char*>(in)[k] = static_cast<unsigned char>(r.Next());
+}
+void FillSamplingStart(Rng& r, Worker&, void* a, Call& c) {
+  FillSamplingConfig(r, static_cast<tprof_sampling_config*>(a), c, 0);
+}
+bool IsPow2(u64 v) { return v && !(v & (v - 1)); }
+void CheckSamplingConfigOut(const char* what, const tprof_sampling_config* in, const tprof_sampling_config* out) {
+  if (!IsPow2(out->half_bytes_out) || out->half_bytes_out < TPROF_SAMPLING_MIN_HALF_BYTES ||
+      out->half_bytes_out > TPROF_SAMPLING_MAX_HALF_BYTES || out->nr_cpu_ids == 0 ||
+      out->ctl_bytes % uint32_t(kPage) || out->ctl_bytes < out->nr_cpu_ids * sizeof(tprof_buffer_ctl) ||
+      out->map_bytes != out->ctl_bytes + u64(out->nr_cpu_ids) * 2 * out->half_bytes_out ||
+      !AllZero(out->resv, sizeof(out->resv)))
+    VIOLATION("%s: inconsistent layout: nr_cpu_ids %u ctl %u map %llu half %u resv %d", what,
+              out->nr_cpu_ids, out->ctl_bytes, out->map_bytes, out->half_bytes_out,
+              !AllZero(out->resv, sizeof(out->resv)));
+  if (in->half_bytes && out->half_bytes_out != in->half_bytes)
+    VIOLATION("%s: asked for %u-byte halves, got %u", what, in->half_bytes, out->half_bytes_out);
+  if (in->event_type == TPROF_SAMPLE_ON_CLOCK &&
+      (out->frequency_out == 0 || out->frequency_out > TPROF_SAMPLING_MAX_HZ))
+    VIOLATION("%s: frequency_out %u", what, out->frequency_out);
+  if (g_unpriv && in->pid == TPROF_PID_ALL) VIOLATION("%s: system-wide sampling started unprivileged", what);
+  if (g_unpriv && in->pid != 0 && !IsOwnPid(in->pid))
+    VIOLATION("%s: unprivileged sampling of process %u (not its own) started", what, in->pid);
+  CheckNoKernelPointers(what, out, {U64F(tprof_sampling_config, map_bytes), U64F(tprof_sampling_config, resv)});
+}
+void CheckSamplingStart(Worker&, const void* i, const void* o, const Call&) {
+  CheckSamplingConfigOut("SAMPLING_START", static_cast<const tprof_sampling_config*>(i),
+                         static_cast<const tprof_sampling_config*>(o));
+}
+void FillRelease(Rng& r, Worker&, void* a, Call& c) {
+  auto* in = static_cast<tprof_buffer_release*>(a);
+  *in = {};
+  in->cpu = uint32_t(r.OneIn(4) ? r.Edgy() : r.Below(4));
+  in->half = uint32_t(r.OneIn(4) ? r.Edgy() : r.Below(2));
+  MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv");
+}
+void CheckSamplingStatus(Worker&, const void*, const void* o, const Call&) {
+  auto* out = static_cast<const tprof_sampling_status*>(o);
+  if (out->active > 1 || out->running > 1 || (out->running && !out->active) ||
+      out->lost_samples > out->samples_taken || !AllZero(out->resv, sizeof(out->resv)))
+    VIOLATION("SAMPLING_STATUS: active %u running %u taken %llu lost %llu resv %d",
+              out->active, out->running, out->samples_taken, out->lost_samples,
+              !AllZero(out->resv, sizeof(out->resv)));
+  CheckNoKernelPointers("SAMPLING_STATUS", out, {U64F(tprof_sampling_status, samples_taken), U64F(tprof_sampling_status, lost_samples),
+                                                 U64F(tprof_sampling_status, lost_records), U64F(tprof_sampling_status, resv)});
+}
+
+// -- windows
+extern "C" __attribute__((noinline)) void tprof_fuzz_spin(int n) {
+  volatile u64 x = 0;
+  for (int i = 0; i < n; ++i) x = x + u64(i);
+}
+void FillWindowAdd(Rng& r, Worker&, void* a, Call& c) {
+  auto* in = static_cast<tprof_window_add*>(a);
+  std::memset(in, 0, sizeof(*in));
+  in->kind = uint32_t(r.OneIn(10) ? r.Edgy() : 1 + r.Below(3));
+  u64 code = u64(uintptr_t(&tprof_fuzz_spin)) & ~0xfffULL;
+  switch (in->kind) {
+    case TPROF_WINDOW_KERNEL:
+      in->start = r.OneIn(4) ? r.Edgy() : 0xffffffff81000000ULL;
+      in->length = r.OneIn(4) ? r.Edgy() : 1ULL << (12 + r.Below(12));
+      in->block_bytes = uint32_t(r.OneIn(4) ? r.Edgy() : 1ULL << (2 + r.Below(12)));
+      if (r.OneIn(6)) in->pid = 1 + uint32_t(r.Below(100));
+      break;
+    case TPROF_WINDOW_PROCESS:
+      in->pid = r.OneIn(3) ? RandomPid(r) : 0;
+      in->start = r.OneIn(4) ? r.Edgy() : code;
+      in->length = r.OneIn(4) ? r.Edgy() : 1ULL << (8 + r.Below(12));
+      in->block_bytes = uint32_t(r.OneIn(4) ? r.Edgy() : 1ULL << (2 + r.Below(10)));
+      break;
+    case TPROF_WINDOW_PROFIL:
+      in->pid = r.OneIn(3) ? RandomPid(r) : 0;
+      in->start = r.OneIn(4) ? r.Edgy() : code;
+      in->length = r.OneIn(4) ? r.Edgy() : 2 * (1 + r.Below(8192));
+      in->scale = uint32_t(r.OneIn(4) ? r.Edgy() : r.Pick<u64>({0, 1, 2, 0x4000, 0x8000, 0x10000, 0x10001}));
+      if (r.OneIn(3)) in->flags = TPROF_WINDOW_CELLS32;
+      break;
+    default:
+      c.must_fail = true;
+      c.defect = "unknown window kind";
+  }
+  // (profil accepts bufsiz 0: a window of no cells; the header's "length 0"
+  // rule is read as the address windows' rule)
+  if (in->length == 0 && in->kind != TPROF_WINDOW_PROFIL) { c.must_fail = true; c.defect = "length 0"; }
+  if (in->start + in->length < in->start && in->kind != TPROF_WINDOW_PROFIL) { c.must_fail = true; c.defect = "wrapping range"; }
+  if (r.OneIn(8)) { in->flags |= 0x4u << r.Below(29); c.must_fail = true; c.defect = "unknown flags"; }
+  if (r.OneIn(10)) { in->__pad = 1; c.must_fail = true; c.defect = "__pad"; }
+  MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv");
+}
+void CheckWindowInfo(const char* what, const tprof_window_info& w) {
+  if (w.id >= TPROF_MAX_WINDOWS || (w.cell_bytes != 2 && w.cell_bytes != 4) ||
+      w.nr_cells > TPROF_WINDOW_MAX_CELLS || w.kind < 1 || w.kind > 3 || !AllZero(w.resv, sizeof(w.resv)))
+    VIOLATION("%s: window id %u kind %u cells %llu x %u resv %d", what, w.id, w.kind,
+              w.nr_cells, w.cell_bytes, !AllZero(w.resv, sizeof(w.resv)));
+  if (g_unpriv && (w.kind == TPROF_WINDOW_KERNEL || !IsOwnPid(w.pid)))
+    VIOLATION("%s: unprivileged caller sees a window of kind %u on pid %u", what, w.kind, w.pid);
+  // start and length echo what the caller gave.
+  CheckNoKernelPointers(what, &w, {U64F(tprof_window_info, nr_cells), U64F(tprof_window_info, in_range),
+                                   U64F(tprof_window_info, out_of_range), U64F(tprof_window_info, wait),
+                                   U64F(tprof_window_info, untracked_forks), U64F(tprof_window_info, resv)});
+}
+void CheckWindowAdd(Worker&, const void* i, const void* o, const Call&) {
+  auto* in = static_cast<const tprof_window_add*>(i);
+  auto* out = static_cast<const tprof_window_add*>(o);
+  if (out->id >= TPROF_MAX_WINDOWS || (out->cell_bytes != 2 && out->cell_bytes != 4) ||
+      out->nr_cells > TPROF_WINDOW_MAX_CELLS || out->__pad || !AllZero(out->resv, sizeof(out->resv)))
+    VIOLATION("WINDOW_ADD: id %u cells %llu x %u", out->id, out->nr_cells, out->cell_bytes);
+  if (g_unpriv && in->kind == TPROF_WINDOW_KERNEL) VIOLATION("WINDOW_ADD: kernel window added unprivileged");
+  if (g_unpriv && in->pid && !IsOwnPid(in->pid))
+    VIOLATION("WINDOW_ADD: unprivileged window on process %u (not its own)", in->pid);
+}
+void FillWindowRead(Rng& r, Worker&, void* a, Call& c) {
+  auto* in = static_cast<tprof_window_read*>(a);
+  std::memset(in, 0, sizeof(*in));
+  in->id = uint32_t(r.OneIn(5) ? r.Edgy() : r.Below(TPROF_MAX_WINDOWS));
+  in->capacity = r.OneIn(6) ? r.Edgy() : r.Below(5000);
+  in->first = r.OneIn(4) ? r.Edgy() : r.Below(100);
+  if (in->capacity || r.OneIn(2)) in->cells = EmbeddedPtr(r, c, 4, in->capacity);
+  if (r.OneIn(8)) { in->flags = 1u << r.Below(32); c.must_fail = true; c.defect = "unknown flags"; }
+  if (r.OneIn(4))
+    for (size_t k = offsetof(tprof_window_read, info); k < offsetof(tprof_window_read, resv); ++k)
+      reinterpret_cast<unsigned char*>(in)[k] = static_cast<unsigned char>(r.Next());
+  MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv");
+}
+void CheckWindowRead(Worker&, const void* i, const void* o, const Call& c) {
+  auto* in = static_cast<const tprof_window_read*>(i);
+  auto* out = static_cast<const tprof_window_read*>(o);
+  CheckWindowInfo("WINDOW_READ", out->info);
+  if (out->info.id != in->id) VIOLATION("WINDOW_READ of id %u returned id %u", in->id, out->info.id);
+  u64 avail = in->first < out->info.nr_cells ? out->info.nr_cells - in->first : 0;
+  u64 want = in->cells ? std::min<u64>(in->capacity, avail) : 0;  // cells 0: the info only
+  if (out->copied != want)
+    VIOLATION("WINDOW_READ: copied %llu, expected min(capacity %llu, cells %llu"
+              " - first %llu)", out->copied, in->capacity, out->info.nr_cells, in->first);
+  if (c.embedded_used && c.embedded != PtrKind::kValid && out->copied > 0 && !Writable(c.embedded))
+    VIOLATION("WINDOW_READ: copied %llu cells to a %s pointer and succeeded", out->copied,
+              PtrKindName(c.embedded));
+  if (in->cells == u64(uintptr_t(t_scratch->array)) && out->copied <= c.embedded_bytes)
+    CheckArrayCanary("WINDOW_READ cells", size_t(out->copied) * out->info.cell_bytes);
+  if (!AllZero(out->resv, sizeof(out->resv))) VIOLATION("WINDOW_READ: reserved output nonzero");
+}
+void FillWindowList(Rng& r, Worker&, void* a, Call& c) {
+  auto* in = static_cast<tprof_window_list*>(a);
+  std::memset(in, 0, sizeof(*in));
+  in->capacity = uint32_t(r.OneIn(6) ? r.Edgy() : r.Below(20));
+  if (in->capacity || r.OneIn(2)) in->windows = EmbeddedPtr(r, c, sizeof(tprof_window_info), in->capacity);
+  if (r.OneIn(4)) in->count = uint32_t(r.Next());
+  MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv");
+}
+void CheckWindowList(Worker&, const void* i, const void* o, const Call& c) {
+  auto* in = static_cast<const tprof_window_list*>(i);
+  auto* out = static_cast<const tprof_window_list*>(o);
+  if (out->count > TPROF_MAX_WINDOWS) VIOLATION("WINDOW_LIST: count %u", out->count);
+  uint32_t n = std::min(in->capacity, out->count);
+  if (c.embedded_used && c.embedded != PtrKind::kValid && n > 0 && !Writable(c.embedded))
+    VIOLATION("WINDOW_LIST: wrote %u windows to a %s pointer and succeeded", n, PtrKindName(c.embedded));
+  if (in->windows == u64(uintptr_t(t_scratch->array))) {
+    auto* w = reinterpret_cast<const tprof_window_info*>(t_scratch->array);
+    std::set<uint32_t> ids;
+    for (uint32_t k = 0; k < n; ++k) {
+      CheckWindowInfo("WINDOW_LIST", w[k]);
+      if (!ids.insert(w[k].id).second) VIOLATION("WINDOW_LIST: id %u twice", w[k].id);
+    }
+    CheckArrayCanary("WINDOW_LIST windows", size_t(n) * sizeof(tprof_window_info));
+  }
+}
+
+// The table. Errnos: the uapi header's per-ioctl lists; every ioctl may also
+// fail with EFAULT and EINVAL. ENOMEM is listed where the ioctl allocates.
+const std::vector<IoctlSpec> kIoctls = {
+    {"GET_INFO", TPROF_IOC_GET_INFO, {}, false, FillInfo, CheckInfo},
+    {"METRICS_ENABLE", TPROF_IOC_METRICS_ENABLE, {EPERM, EOPNOTSUPP, ENOMEM}, true, FillMetricsEnable, CheckNothing},
+    {"METRICS_DISABLE", TPROF_IOC_METRICS_DISABLE, {EPERM}, true, FillNone, CheckNothing},
+    {"METRICS_STATUS", TPROF_IOC_METRICS_STATUS, {}, false, FillZero, CheckMetricsStatus},
+    {"THREAD_READ", TPROF_IOC_THREAD_READ, {EACCES, ESRCH, ENODATA}, false, FillThreadRead, CheckThreadRead},
+    {"DRAIN", TPROF_IOC_DRAIN, {EPERM, EACCES, ESRCH, ENODATA}, false, FillDrain, CheckDrain},
+    {"READ_SELF", TPROF_IOC_READ_SELF, {ENODATA, ESRCH}, false, FillZero, CheckReadSelf},
+    {"SAMPLING_START", TPROF_IOC_SAMPLING_START, {EPERM, EACCES, ESRCH, EBUSY, EOPNOTSUPP, ENOMEM}, false, FillSamplingStart, CheckSamplingStart},
+    {"SAMPLING_STOP", TPROF_IOC_SAMPLING_STOP, {EPERM, ENODATA}, false, FillNone, CheckNothing},
+    {"SAMPLING_RELEASE", TPROF_IOC_SAMPLING_RELEASE, {ENODATA, EPERM}, false, FillRelease, CheckNothing},
+    {"SAMPLING_STATUS", TPROF_IOC_SAMPLING_STATUS, {}, false, FillZero, CheckSamplingStatus},
+    {"WINDOW_ADD", TPROF_IOC_WINDOW_ADD, {EPERM, ENODATA, EACCES, ESRCH, ENOSPC, ENOMEM}, false, FillWindowAdd, CheckWindowAdd},
+    {"WINDOW_READ", TPROF_IOC_WINDOW_READ, {EPERM, ENODATA}, false, FillWindowRead, CheckWindowRead},
+    {"WINDOW_LIST", TPROF_IOC_WINDOW_LIST, {EPERM, ENODATA}, false, FillWindowList, CheckWindowList},
+};
+
+bool KnownNr(unsigned nr) {
+  for (const auto& s : kIoctls)
+    if (_IOC_NR(s.cmd) == nr) return true;
+  return false;
+}
+
+// ioctl(2) returning 0 or an errno; a positive return is reported.
+int RawIoctl(const char* name, int fd, unsigned long cmd, void* arg) {
+  errno = 0;
+  long r = ::ioctl(fd, cmd, arg);
+  if (r > 0) VIOLATION("%s returned %ld (ioctls return 0 or -1)", name, r);
+  return r == 0 ? 0 : errno;
+}
+
+// The input struct as u64 words, for messages.
+std::string Hex(const void* p, size_t n) {
+  std::string out;
+  char w[24];
+  for (size_t off = 0; off + 8 <= n; off += 8) {
+    u64 v;
+    std::memcpy(&v, static_cast<const char*>(p) + off, 8);
+    std::snprintf(w, sizeof(w), "%s%llx", off ? " " : "", v);
+    out += w;
+  }
+  return out;
+}
+
+// One table-driven call: mostly valid, sometimes broken in one way.
+void FuzzIoctl(Worker& w, int fd) {
+  Rng& r = w.rng;
+  const IoctlSpec* pick = &kIoctls[r.Below(kIoctls.size())];
+  // As root a successful METRICS_DISABLE would keep accounting off most of
+  // the time, and with it the metric paths: call it a quarter as often.
+  while (pick->cmd == TPROF_IOC_METRICS_DISABLE && !g_unpriv && !r.OneIn(4))
+    pick = &kIoctls[r.Below(kIoctls.size())];
+  const IoctlSpec& s = *pick;
+  t_op = s.name;
+  const size_t size = _IOC_SIZE(s.cmd);
+  const unsigned dir = _IOC_DIR(s.cmd);
+
+  // Encoding mutations: unknown numbers are ENOTTY, known numbers with
+  // another size or direction EINVAL.
+  if (r.OneIn(8)) {
+    unsigned long cmd;
+    int want;
+    std::string what;
+    switch (r.Below(4)) {
+      case 0: {
+        unsigned nr;
+        do nr = unsigned(r.Below(256)); while (KnownNr(nr));
+        cmd = _IOC(r.Below(4), TPROF_IOC_MAGIC, nr, r.Below(512));
+        want = ENOTTY;
+        what = "unknown number " + std::to_string(nr);
+        break;
+      }
+      case 1: {
+        unsigned magic;
+        do magic = unsigned(0xA0 + r.Below(0x50)); while (magic == TPROF_IOC_MAGIC);
+        cmd = _IOC(dir, magic, _IOC_NR(s.cmd), size);
+        want = ENOTTY;
+        what = "another magic";
+        break;
+      }
+      case 2: {
+        size_t other;
+        do other = r.Pick<size_t>({0, 8, size - 8, size + 8, size * 2, 1, size + 1, 16383}); while (other == size);
+        cmd = _IOC(dir, TPROF_IOC_MAGIC, _IOC_NR(s.cmd), other & 0x3fff);
+        want = EINVAL;
+        what = "size " + std::to_string(other & 0x3fff) + " instead of " + std::to_string(size);
+        break;
+      }
+      default: {
+        unsigned other;
+        do other = unsigned(r.Below(4)); while (other == dir);
+        cmd = _IOC(other, TPROF_IOC_MAGIC, _IOC_NR(s.cmd), size);
+        want = EINVAL;
+        what = "direction " + std::to_string(other) + " instead of " + std::to_string(dir);
+        break;
+      }
+    }
+    std::memset(t_scratch->arg, 0, sizeof(t_scratch->arg));
+    int err = RawIoctl(s.name, fd, cmd, t_scratch->arg);
+    Count("ioctl encoding " + ErrName(err));
+    if (err != want)
+      VIOLATION("%s with %s (cmd 0x%lx): %s, documented %s", s.name, what.c_str(), cmd,
+                ErrName(err).c_str(), ErrName(want).c_str());
+    return;
+  }
+
+  Call c;
+  unsigned char in[1024];
+  std::memset(in, 0, sizeof(in));
+  s.fill(r, w, in, c);
+  if (r.OneIn(25)) {  // random bytes: only the errno set is checked
+    for (size_t i = 0; i < size; ++i) in[i] = static_cast<unsigned char>(r.Next());
+    c = Call{};
+    c.defect = "random bytes";
+  }
+
+  // Where the struct lives.
+  PtrKind where = r.OneIn(6) ? RandomBadPtr(r) : (r.OneIn(10) ? PtrKind::kOdd : PtrKind::kValid);
+  if (size == 0) where = PtrKind::kValid;
+  void* arg;
+  unsigned char* buf = t_scratch->arg;
+  if (where == PtrKind::kValid || where == PtrKind::kOdd) {
+    buf += where == PtrKind::kOdd ? 1 + r.Below(7) : 0;
+    std::memset(t_scratch->arg, kCanaryByte, sizeof(t_scratch->arg));
+    std::memcpy(buf, in, size);
+    arg = buf;
+  } else if (where == PtrKind::kStraddle) {
+    u64 p = HostilePtr(r, where, size);
+    size_t head = size_t(uintptr_t(g_arena.rw_then_none + kPage) - p);
+    std::memcpy(reinterpret_cast<void*>(p), in, std::min(head, size));
+    arg = reinterpret_cast<void*>(p);
+  } else {
+    arg = reinterpret_cast<void*>(HostilePtr(r, where, size));
+    if (where == PtrKind::kReadOnly) {  // the kernel reads zeros: no defect left in them
+      std::memset(in, 0, size);
+      c = Call{};
+    }
+  }
+  if (size && ((dir & _IOC_WRITE) && !Readable(where))) {
+    c.must_fail = true;
+    c.defect = std::string("argument ") + PtrKindName(where) + " (unreadable input)";
+  }
+  if (size && ((dir & _IOC_READ) && !Writable(where))) {
+    c.must_fail = true;
+    c.defect = std::string("argument ") + PtrKindName(where) + " (unwritable output)";
+  }
+
+  int err = RawIoctl(s.name, fd, s.cmd, arg);
+  Count(std::string(s.name) + " " + ErrName(err));
+
+  if (err) {
+    bool documented = err == EFAULT || err == EINVAL ||
+                      std::find(s.errnos.begin(), s.errnos.end(), err) != s.errnos.end();
+    if (!documented)
+      VIOLATION("%s failed with %s, not in its documented errno set (argument %s%s%s; input %s)", s.name,
+                ErrName(err).c_str(), PtrKindName(where), c.defect.empty() ? "" : ", defect: ",
+                c.defect.c_str(), Hex(in, std::min<size_t>(size, 96)).c_str());
+    if (g_unpriv && s.privileged_only && err != EPERM && err != EFAULT && err != EINVAL)
+      VIOLATION("%s unprivileged failed with %s, expected EPERM", s.name, ErrName(err).c_str());
+    if (err == EPERM && !g_unpriv && (s.cmd == TPROF_IOC_METRICS_ENABLE || s.cmd == TPROF_IOC_METRICS_DISABLE))
+      VIOLATION("%s refused root with EPERM", s.name);
+    return;
+  }
+  if (c.must_fail)
+    VIOLATION("%s succeeded although %s", s.name, c.defect.c_str());
+  if (g_unpriv && s.privileged_only) VIOLATION("%s succeeded unprivileged", s.name);
+  if (size && (where == PtrKind::kValid || where == PtrKind::kOdd)) {
+    const size_t start = size_t(buf - t_scratch->arg) + size;
+    for (size_t i = start; i < sizeof(t_scratch->arg) && i < start + 64; ++i)
+      if (t_scratch->arg[i] != kCanaryByte) {
+        VIOLATION("%s wrote past its %zu-byte argument", s.name, size);
+        break;
+      }
+    if (c.defect != "random bytes") {
+      unsigned char out[1024];
+      std::memcpy(out, buf, size);
+      s.check(w, in, out, c);
+    }
+  }
+}
+
+// ---- records ------------------------------------------------------------------
+
+struct Books {
+  std::vector<u64> delivered;    // SAMPLE records per CPU buffer
+  std::vector<u64> lost_in_recs; // LOST records' lost_samples per CPU
+  std::vector<u64> last_seq;
+};
+
+// Checks and counts the records of CPU cpu's half (used bytes).
+void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cpu, Books* books,
+               uint32_t session_pid) {
+  if (used > half_bytes) {
+    VIOLATION("cpu %u: used %u > half_bytes %u", cpu, used, half_bytes);
+    return;
+  }
+  uint32_t off = 0;
+  while (off < used) {
+    tprof_rec_header h;
+    if (used - off < sizeof(h)) {
+      VIOLATION("cpu %u: %u trailing bytes in a half", cpu, used - off);
+      return;
+    }
+    std::memcpy(&h, base + off, sizeof(h));
+    if (h.size < sizeof(h) || h.size % 8 || h.size > used - off) {
+      VIOLATION("cpu %u: record type %u size %u at offset %u of %u used", cpu, h.type, h.size, off, used);
+      return;
+    }
+    const char* p = base + off;
+    static const uint32_t kMin[] = {0, sizeof(tprof_rec_sample), sizeof(tprof_rec_comm),
+                                    sizeof(tprof_rec_exit), sizeof(tprof_rec_map) + 8,
+                                    sizeof(tprof_rec_lost)};
+    if (h.type < 1 || h.type > 5 || h.size < kMin[h.type]) {
+      VIOLATION("cpu %u: record type %u of size %u", cpu, h.type, h.size);
+      return;
+    }
+    uint32_t pid = 0;
+    bool has_pid = true;
+    switch (h.type) {
+      case TPROF_REC_SAMPLE: {
+        tprof_rec_sample s;
+        std::memcpy(&s, p, sizeof(s));
+        if (s.cpu != cpu) VIOLATION("a sample of cpu %u in cpu %u's buffer", s.cpu, cpu);
+        if (s.flags & ~0xfu) VIOLATION("sample flags 0x%x", s.flags);
+        if ((s.flags & TPROF_SAMPLE_USER) && (s.ip >= 0x0000800000000000ULL))
+          VIOLATION("user sample with ip 0x%llx", s.ip);
+        if (g_unpriv && !(s.flags & TPROF_SAMPLE_USER) &&
+            (s.ip || s.caller || !(s.flags & TPROF_SAMPLE_HIDDEN)))
+          VIOLATION("unprivileged kernel sample: ip 0x%llx caller 0x%llx flags 0x%x",
+                    s.ip, s.caller, s.flags);
+        // space_id is a hash: any value.
+        CheckNoKernelPointers("SAMPLE record", &s, {U64F(tprof_rec_sample, time_ns), U64F(tprof_rec_sample, ip),
+                                                    U64F(tprof_rec_sample, caller)});
+        pid = s.pid;
+        if (books) books->delivered[cpu]++;
+        if (session_pid != TPROF_PID_ALL && s.pid != session_pid)
+          VIOLATION("a session of pid %u delivered a sample of pid %u", session_pid, s.pid);
+        break;
+      }
+      case TPROF_REC_COMM: {
+        tprof_rec_comm m;
+        std::memcpy(&m, p, sizeof(m));
+        if (m.kind > TPROF_COMM_EXEC) VIOLATION("COMM kind %u", m.kind);
+        CheckNoKernelPointers("COMM record", &m, {U64F(tprof_rec_comm, time_ns), U64F(tprof_rec_comm, comm)});
+        pid = m.pid;
+        break;
+      }
+      case TPROF_REC_EXIT: {
+        tprof_rec_exit e;
+        std::memcpy(&e, p, sizeof(e));
+        CheckNoKernelPointers("EXIT record", &e, {U64F(tprof_rec_exit, time_ns)});
+        pid = e.pid;
+        break;
+      }
+      case TPROF_REC_MAP: {
+        tprof_rec_map m;
+        std::memcpy(&m, p, sizeof(m));
+        if (m.start >= m.end || m.end > 0x0000800000000000ULL)
+          VIOLATION("MAP record [0x%llx, 0x%llx)", m.start, m.end);
+        if (std::memchr(p + sizeof(m), 0, h.size - sizeof(m)) == nullptr)
+          VIOLATION("MAP record path not NUL-terminated");
+        CheckNoKernelPointers("MAP record", &m, {U64F(tprof_rec_map, time_ns), U64F(tprof_rec_map, start),
+                                                 U64F(tprof_rec_map, end), U64F(tprof_rec_map, pgoff)});
+        pid = m.pid;
+        break;
+      }
+      case TPROF_REC_LOST: {
+        tprof_rec_lost l;
+        std::memcpy(&l, p, sizeof(l));
+        if (books) books->lost_in_recs[cpu] += l.lost_samples;
+        CheckNoKernelPointers("LOST record", &l, {U64s{8, sizeof(l) - 8}});
+        has_pid = false;
+        break;
+      }
+    }
+    if (has_pid && g_unpriv && !IsOwnPid(pid) && !(h.type == TPROF_REC_SAMPLE && pid == 0))
+      VIOLATION("record type %u of pid %u (not the unprivileged caller's own) delivered", h.type, pid);
+    if (has_pid && g_unpriv && h.type == TPROF_REC_SAMPLE && pid == 0)
+      VIOLATION("an idle-task sample was delivered to the unprivileged caller's session");
+    off += h.size;
+  }
+}
+
+// Reads every full half of a mapping, parses it and (release) hands it back.
+// Returns halves consumed.
+int ConsumeHalves(int fd, const char* map, uint32_t nr_cpu, uint32_t ctl_bytes, uint32_t half_bytes,
+                  Books* books, uint32_t session_pid, bool release) {
+  int n = 0;
+  for (uint32_t c = 0; c < nr_cpu; ++c) {
+    auto* ctl = reinterpret_cast<const tprof_buffer_ctl*>(map + size_t(c) * sizeof(tprof_buffer_ctl));
+    bool full[2] = {__atomic_load_n(&ctl->full[0], __ATOMIC_ACQUIRE) != 0,
+                    __atomic_load_n(&ctl->full[1], __ATOMIC_ACQUIRE) != 0};
+    // Both full: the older publication first.
+    uint32_t order[2] = {0, 1};
+    if (full[0] && full[1] && __atomic_load_n(&ctl->seq[1], __ATOMIC_RELAXED) < __atomic_load_n(&ctl->seq[0], __ATOMIC_RELAXED))
+      std::swap(order[0], order[1]);
+    for (uint32_t h : order) {
+      if (!full[h]) continue;
+      uint32_t used = __atomic_load_n(&ctl->used[h], __ATOMIC_RELAXED);
+      u64 seq = __atomic_load_n(&ctl->seq[h], __ATOMIC_RELAXED);
+      if (books) {
+        if (seq <= books->last_seq[c] && books->last_seq[c] != ~0ULL && seq != 0)
+          VIOLATION("cpu %u: half %u published with seq %llu after seq %llu", c, h, seq,
+                    books->last_seq[c]);
+        books->last_seq[c] = seq;
+      }
+      ParseHalf(map + ctl_bytes + (2 * size_t(c) + h) * half_bytes, used, half_bytes, c, books, session_pid);
+      if (release) {
+        tprof_buffer_release rel{};
+        rel.cpu = c;
+        rel.half = h;
+        int err = RawIoctl("SAMPLING_RELEASE", fd, TPROF_IOC_SAMPLING_RELEASE, &rel);
+        if (err && books) VIOLATION("SAMPLING_RELEASE of a full half (cpu %u half %u): %s", c, h, ErrName(err).c_str());
+      }
+      ++n;
+    }
+  }
+  return n;
+}
+
+// ---- operations ---------------------------------------------------------------------
+
+void Burn(u64 ns) {
+  u64 end = NowNs() + ns;
+  while (NowNs() < end) tprof_fuzz_spin(2000);
+}
+
+std::atomic<bool> g_accountant_busy{false};
+// Set while the accountant waits for the one session; shared with the root
+// parent of --unprivileged (MAP_SHARED), which then starts none.
+std::atomic<int> g_want_session_local{0};
+std::atomic<int>* g_want_session = &g_want_session_local;
+std::atomic<u64> g_accounts_done{0};
+
+// Ends the sessions of this process's shared descriptors: drops every pool
+// descriptor whose file has a session (a one-page mmap at offset 0 is
+// EINVAL there, ENODATA without one) and every shared mapping (a mapping
+// keeps its file, and so its session, alive).
+void EvictSessions() {
+  {
+    std::lock_guard<std::mutex> l(g_pool_mu);
+    for (size_t i = 0; i < g_pool.size();) {
+      void* p = ::mmap(nullptr, size_t(kPage), PROT_READ, MAP_SHARED, g_pool[i]->fd, 0);
+      int err = p == MAP_FAILED ? errno : 0;
+      if (p != MAP_FAILED) ::munmap(p, size_t(kPage));
+      if (err == ENODATA) ++i;
+      else g_pool.erase(g_pool.begin() + long(i));
+    }
+  }
+  std::lock_guard<std::mutex> l(g_maps_mu);
+  for (const Mapping& m : g_maps) ::munmap(m.addr, m.len);
+  g_maps.clear();
+}
+
+// One whole session on a private descriptor; checks the books.
+void OpAccountant(Worker& w) {
+  t_op = "accountant";
+  bool expected = false;
+  if (!g_accountant_busy.compare_exchange_strong(expected, true)) return;
+  struct Release {
+    ~Release() {
+      g_want_session->store(0);
+      g_accountant_busy.store(false);
+    }
+  } release_flag;
+  g_want_session->store(1);
+  Rng& r = w.rng;
+  int fd = OpenDevice();
+  if (fd < 0) return;  // module reloading
+  tprof_sampling_config cfg;
+  Call c;
+  FillSamplingConfig(r, &cfg, c, 2);
+  cfg.pid = g_unpriv || r.OneIn(2) ? uint32_t(::getpid()) : TPROF_PID_ALL;
+  if (cfg.event_type == TPROF_SAMPLE_ON_CLOCK && cfg.frequency_hz == 0) cfg.frequency_hz = 2000;
+  if (c.must_fail) { ::close(fd); return; }
+  tprof_sampling_config in = cfg;
+  int err = EBUSY;
+  for (int i = 0; i < 100 && err == EBUSY && !g_stop; ++i) {
+    cfg = in;
+    err = RawIoctl("SAMPLING_START", fd, TPROF_IOC_SAMPLING_START, &cfg);
+    if (err == EBUSY) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (err == EBUSY && i % 10 == 9) EvictSessions();
+  }
+  if (err) {
+    if (err != EBUSY && err != EOPNOTSUPP && !(err == ESRCH && cfg.pid != TPROF_PID_ALL))
+      VIOLATION("accountant: SAMPLING_START (pid %u, event %u, freq %u, half %u): %s", in.pid,
+                in.event_type, in.frequency_hz, in.half_bytes, ErrName(err).c_str());
+    Count("accountant start " + ErrName(err));
+    ::close(fd);
+    return;
+  }
+  CheckSamplingConfigOut("accountant SAMPLING_START", &in, &cfg);
+  void* m = ::mmap(nullptr, cfg.map_bytes, PROT_READ, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    VIOLATION("accountant: mmap of the session's %llu bytes: %s", cfg.map_bytes, ErrName(errno).c_str());
+    ::close(fd);
+    return;
+  }
+  const char* map = static_cast<const char*>(m);
+  if (::mprotect(m, size_t(kPage), PROT_READ | PROT_WRITE) == 0)
+    VIOLATION("accountant: the buffer mapping was made writable with mprotect");
+  Books books;
+  books.delivered.assign(cfg.nr_cpu_ids, 0);
+  books.lost_in_recs.assign(cfg.nr_cpu_ids, 0);
+  books.last_seq.assign(cfg.nr_cpu_ids, ~0ULL);
+  const uint32_t spid = in.pid == TPROF_PID_ALL ? TPROF_PID_ALL : uint32_t(::getpid());
+  // Run: burn, fault, switch, consume while running (sometimes not at all: loss).
+  bool lazy = r.OneIn(3);
+  u64 end = NowNs() + 100'000'000 + r.Below(300'000'000);
+  while (NowNs() < end && !g_stop) {
+    Burn(2'000'000);
+    void* p = ::mmap(nullptr, 16 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      std::memset(p, 1, 16 * kPage);
+      ::munmap(p, 16 * kPage);
+    }
+    sched_yield();
+    if (!lazy) ConsumeHalves(fd, map, cfg.nr_cpu_ids, cfg.ctl_bytes, cfg.half_bytes_out, &books, spid, true);
+  }
+  err = RawIoctl("SAMPLING_STOP", fd, TPROF_IOC_SAMPLING_STOP, nullptr);
+  if (err) VIOLATION("accountant: SAMPLING_STOP of its own session: %s", ErrName(err).c_str());
+  // Drain until POLLHUP.
+  u64 deadline = NowNs() + 60'000'000'000ULL;
+  bool hup = false;
+  while (NowNs() < deadline) {
+    ConsumeHalves(fd, map, cfg.nr_cpu_ids, cfg.ctl_bytes, cfg.half_bytes_out, &books, spid, true);
+    pollfd pfd{fd, POLLIN, 0};
+    int pr = ::poll(&pfd, 1, 1000);
+    if (pr > 0 && (pfd.revents & POLLHUP)) {
+      hup = true;
+      break;
+    }
+  }
+  if (!hup) VIOLATION("accountant: no POLLHUP within 60 s of stop with every half handed back");
+  ConsumeHalves(fd, map, cfg.nr_cpu_ids, cfg.ctl_bytes, cfg.half_bytes_out, &books, spid, true);
+  tprof_sampling_status st{};
+  u64 taken = 0, lost = 0, lost_records = 0;
+  for (uint32_t cpu = 0; cpu < cfg.nr_cpu_ids; ++cpu) {
+    auto* ctl = reinterpret_cast<const tprof_buffer_ctl*>(map + size_t(cpu) * sizeof(tprof_buffer_ctl));
+    u64 t = __atomic_load_n(&ctl->samples_taken, __ATOMIC_ACQUIRE);
+    u64 l = __atomic_load_n(&ctl->lost_samples, __ATOMIC_ACQUIRE);
+    taken += t;
+    lost += l;
+    lost_records += __atomic_load_n(&ctl->lost_records, __ATOMIC_ACQUIRE);
+    if (books.delivered[cpu] + l != t)
+      VIOLATION("accountant: cpu %u: delivered %llu + lost %llu != taken %llu"
+                " (freq %u, half %u, event %u, pid %u)", cpu, books.delivered[cpu], l, t,
+                cfg.frequency_out, cfg.half_bytes_out, in.event_type, in.pid);
+    if (books.lost_in_recs[cpu] > l)
+      VIOLATION("accountant: cpu %u: LOST records claim %llu samples, the control area %llu",
+                cpu, books.lost_in_recs[cpu], l);
+  }
+  err = RawIoctl("SAMPLING_STATUS", fd, TPROF_IOC_SAMPLING_STATUS, &st);
+  if (!err && st.active && st.pid == (in.pid == TPROF_PID_ALL ? TPROF_PID_ALL : uint32_t(::getpid())) &&
+      (st.samples_taken != taken || st.lost_samples != lost))
+    VIOLATION("accountant: status totals taken %llu lost %llu, control area %llu/%llu",
+              st.samples_taken, st.lost_samples, taken, lost);
+  Count("accountant sessions checked");
+  Count("accountant samples", taken);
+  Count("accountant lost samples", lost);
+  g_accounts_done++;
+  // After the session is gone, the mapping's contents must not change.
+  std::vector<char> snap(map, map + std::min<u64>(cfg.map_bytes, 256 * 1024));
+  ::close(fd);
+  if (r.OneIn(2)) {  // someone else allocates meanwhile
+    int fd2 = OpenDevice();
+    if (fd2 >= 0) {
+      tprof_sampling_config c2 = in;
+      c2.pid = uint32_t(::getpid());
+      (void)RawIoctl("SAMPLING_START", fd2, TPROF_IOC_SAMPLING_START, &c2);
+      Burn(5'000'000);
+      ::close(fd2);
+    }
+  }
+  Burn(1'000'000);
+  if (std::memcmp(snap.data(), map, snap.size()) != 0)
+    VIOLATION("accountant: the buffer mapping changed after its session was closed");
+  ::munmap(m, cfg.map_bytes);
+}
+
+// Reads one byte at p; returns the signal it raised (SIGBUS/SIGSEGV) or 0.
+thread_local sigjmp_buf t_jmp;
+thread_local volatile sig_atomic_t t_catching = 0;
+void OnFault(int sig) {
+  if (t_catching) siglongjmp(t_jmp, sig);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+int TouchCatching(const char* p) {
+  int sig = sigsetjmp(t_jmp, 1);
+  if (sig == 0) {
+    t_catching = 1;
+    volatile char c = *p;
+    (void)c;
+  }
+  t_catching = 0;
+  return sig;
+}
+
+// Random mmaps of the device on any descriptor.
+void OpMmap(Worker& w) {
+  t_op = "mmap";
+  Rng& r = w.rng;
+  FdRef f = PoolPick(r);
+  if (!f) return;
+  u64 map_bytes = f->map_bytes.load();
+  u64 off, len;
+  bool self = r.OneIn(2);
+  if (self) {
+    off = r.OneIn(5) ? TPROF_SELF_PAGE_OFFSET + u64(kPage) * r.Pick<u64>({1, 2, 0x100}) : TPROF_SELF_PAGE_OFFSET;
+    len = r.OneIn(4) ? r.Pick<u64>({0, 1, u64(2 * kPage), u64(kPage) - 1}) : u64(kPage);
+  } else {
+    off = r.OneIn(5) ? u64(kPage) * r.Pick<u64>({1, 2, 3, 0x3ffff, 0x40001}) : 0;
+    len = map_bytes && !r.OneIn(4) ? map_bytes
+                                    : r.Pick<u64>({0, u64(kPage), map_bytes + u64(kPage),
+                                                        map_bytes ? map_bytes - u64(kPage) : 1, 1 << 20});
+  }
+  int prot = r.Pick({PROT_READ, PROT_READ, PROT_READ, PROT_READ | PROT_WRITE, PROT_READ | PROT_EXEC,
+                     PROT_NONE, PROT_WRITE});
+  int flags = r.OneIn(6) ? MAP_PRIVATE : MAP_SHARED;
+  void* p = ::mmap(nullptr, len, prot, flags, f->fd, off_t(off));
+  int err = p == MAP_FAILED ? errno : 0;
+  Count(std::string(self ? "mmap self " : "mmap buffer ") + ErrName(err));
+  if (err) {
+    static const int ok[] = {EINVAL, EPERM, EACCES, ENODATA, ESRCH, ENOMEM};
+    if (std::find(std::begin(ok), std::end(ok), err) == std::end(ok))
+      VIOLATION("mmap(len %llu, prot %d, %s, offset 0x%llx): %s", len, prot,
+                flags == MAP_SHARED ? "shared" : "private", off, ErrName(err).c_str());
+    return;
+  }
+  if (prot & PROT_WRITE && flags == MAP_SHARED)
+    VIOLATION("a writable shared mapping of /dev/tprof (offset 0x%llx, len %llu) succeeded", off, len);
+  if (self && (len + u64(kPage) - 1) / u64(kPage) != 1)
+    VIOLATION("a self-page mapping of %llu bytes succeeded", len);
+  char* a = static_cast<char*>(p);
+  if (prot & PROT_READ) {
+    volatile char sink = 0;
+    for (u64 o = 0; o < len; o += u64(kPage)) sink = sink + a[o];
+    if (self && off == TPROF_SELF_PAGE_OFFSET && len == u64(kPage)) {
+      auto* sp = reinterpret_cast<const tprof_self_page*>(a);
+      uint32_t tid = __atomic_load_n(&sp->tid, __ATOMIC_ACQUIRE);
+      if (tid != Gettid()) VIOLATION("the self page maps tid %u, the caller is %u", tid, Gettid());
+      CheckNoKernelPointers("self page", sp, {U64F(tprof_self_page, identity), U64F(tprof_self_page, tsc_mult),
+                                              U64F(tprof_self_page, tsc_in), U64F(tprof_self_page, total), U64F(tprof_self_page, resv)});
+    }
+  }
+  if (::mprotect(p, len, PROT_READ | PROT_WRITE) == 0 && flags == MAP_SHARED)
+    VIOLATION("mprotect made a shared /dev/tprof mapping writable (offset 0x%llx)", off);
+  if (r.OneIn(4)) {  // try to grow or move it
+    u64 new_len = len + u64(kPage) * (1 + r.Below(3));
+    void* q = ::mremap(p, len, new_len, MREMAP_MAYMOVE);
+    Count(std::string("mremap grow ") + ErrName(q == MAP_FAILED ? errno : 0));
+    if (q != MAP_FAILED) {
+      // The grown tail has nothing behind it: touching it must fault
+      // (SIGBUS/SIGSEGV, caught here), never hand out a page.
+      if (prot & PROT_READ) {
+        int sig = TouchCatching(static_cast<char*>(q) + len);
+        Count(std::string("mremap grown tail touch ") + (sig ? strsignal(sig) : "read a page"));
+      }
+      ::munmap(q, new_len);
+      return;
+    }
+  }
+  if (r.OneIn(3) && len > u64(kPage)) {  // partial munmap
+    u64 cut = u64(kPage) * (1 + r.Below(len / u64(kPage)));
+    ::munmap(a + (r.OneIn(2) ? 0 : len - std::min(cut, len)), std::min(cut, len));
+    ::munmap(p, len);
+    return;
+  }
+  std::lock_guard<std::mutex> l(g_maps_mu);
+  if (g_maps.size() < kMapsMax) g_maps.push_back({a, size_t(len), self});
+  else ::munmap(p, len);
+}
+
+void OpUnmap(Worker& w) {
+  t_op = "munmap";
+  Mapping m{};
+  {
+    std::lock_guard<std::mutex> l(g_maps_mu);
+    if (g_maps.empty()) return;
+    size_t i = w.rng.Below(g_maps.size());
+    m = g_maps[i];
+    g_maps.erase(g_maps.begin() + long(i));
+  }
+  ::munmap(m.addr, m.len);
+}
+
+// Maps this thread's self page, reads it in a seqcount loop, checks it.
+void OpSelfPage(Worker& w) {
+  t_op = "self page";
+  Rng& r = w.rng;
+  // A descriptor of its own: the mapping keeps its file open for as long as
+  // this thread keeps the page, and that file must not own a session.
+  int fd = OpenDevice();
+  if (fd < 0) return;
+  void* p = ::mmap(nullptr, size_t(kPage), PROT_READ, MAP_SHARED, fd, TPROF_SELF_PAGE_OFFSET);
+  int map_errno = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    int err = map_errno;
+    Count("self page " + ErrName(err));
+    if (err != ENODATA && err != ESRCH && err != EACCES) VIOLATION("self page mmap: %s", ErrName(err).c_str());
+    return;
+  }
+  Count("self page ok");
+  auto* sp = static_cast<const tprof_self_page*>(p);
+  u64 prev[TPROF_MAX_METRICS] = {};
+  for (int i = 0; i < 3; ++i) {
+    tprof_self_page copy;
+    uint32_t seq;
+    int tries = 0;
+    do {
+      seq = __atomic_load_n(&sp->seq, __ATOMIC_ACQUIRE);
+      std::memcpy(&copy, sp, sizeof(copy));
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    } while ((seq & 1 || __atomic_load_n(&sp->seq, __ATOMIC_ACQUIRE) != seq) && ++tries < 1000000);
+    if (copy.tid != Gettid()) VIOLATION("self page: tid %u, caller %u", copy.tid, Gettid());
+    if (copy.nr_metrics > TPROF_MAX_METRICS ||
+        (copy.time_index != TPROF_SELF_NO_TIME && copy.time_index >= copy.nr_metrics) ||
+        (copy.flags & ~(TPROF_SELF_LIVE | TPROF_SELF_TSC)) || !AllZero(copy.resv, sizeof(copy.resv)))
+      VIOLATION("self page: nr_metrics %u time_index %u flags 0x%x resv %d", copy.nr_metrics,
+                copy.time_index, copy.flags, !AllZero(copy.resv, sizeof(copy.resv)));
+    for (uint32_t k = 0; k < TPROF_MAX_METRICS && (copy.flags & TPROF_SELF_LIVE); ++k) {
+      if (copy.total[k] + 1'000'000 < prev[k])
+        VIOLATION("self page: total[%u] went back from %llu to %llu", k, prev[k], copy.total[k]);
+      prev[k] = copy.total[k];
+    }
+    CheckNoKernelPointers("self page", &copy, {U64F(tprof_self_page, identity), U64F(tprof_self_page, tsc_mult),
+                                               U64F(tprof_self_page, tsc_in), U64F(tprof_self_page, total), U64F(tprof_self_page, resv)});
+    Burn(200'000);
+  }
+  if (::mprotect(p, size_t(kPage), PROT_READ | PROT_WRITE) == 0) VIOLATION("self page made writable");
+  if (r.OneIn(3)) ::munmap(p, size_t(kPage));
+  else w.self_pages.push_back({static_cast<char*>(p), size_t(kPage), true});
+}
+
+// A chaotic session on a shared descriptor: start, map, read some, stop or not.
+void OpSession(Worker& w) {
+  t_op = "session";
+  Rng& r = w.rng;
+  FdRef f = PoolPick(r);
+  if (!f) return;
+  if (g_accountant_busy.load() && r.OneIn(2)) return;
+  switch (r.Below(5)) {
+    case 0:
+    case 1: {
+      if (g_want_session->load()) return;  // the accountant's turn
+      tprof_sampling_config cfg;
+      Call c;
+      FillSamplingConfig(r, &cfg, c, 1);
+      tprof_sampling_config in = cfg;
+      int err = RawIoctl("SAMPLING_START", f->fd, TPROF_IOC_SAMPLING_START, &cfg);
+      Count("session start " + ErrName(err));
+      if (!err) {
+        if (c.must_fail) VIOLATION("SAMPLING_START succeeded although %s", c.defect.c_str());
+        CheckSamplingConfigOut("SAMPLING_START", &in, &cfg);
+        std::lock_guard<std::mutex> l(f->layout_mu);
+        f->map_bytes = cfg.map_bytes;
+        f->half_bytes = cfg.half_bytes_out;
+        f->nr_cpu = cfg.nr_cpu_ids;
+        f->ctl_bytes = cfg.ctl_bytes;
+        f->started_ns = NowNs();
+      }
+      break;
+    }
+    case 2: {  // read what is there through a fresh mapping
+      u64 mb;
+      uint32_t nr_cpu, ctl, half;
+      {
+        std::lock_guard<std::mutex> l(f->layout_mu);
+        mb = f->map_bytes;
+        nr_cpu = f->nr_cpu;
+        ctl = f->ctl_bytes;
+        half = f->half_bytes;
+      }
+      if (!mb) return;
+      void* p = ::mmap(nullptr, mb, PROT_READ, MAP_SHARED, f->fd, 0);
+      if (p == MAP_FAILED) return;  // another session by now, or none
+      Burn(1'000'000);
+      // Other threads may hand the same halves back while this one reads
+      // them (the kernel then writes them again): exercise only, the
+      // accountant checks records on a session nobody else can touch.
+      t_quiet = true;
+      ConsumeHalves(f->fd, static_cast<char*>(p), nr_cpu, ctl, half, nullptr, TPROF_PID_ALL, r.OneIn(2));
+      t_quiet = false;
+      ::munmap(p, mb);
+      break;
+    }
+    case 3: {  // stop a session that has run for a while
+      if (NowNs() - f->started_ns.load() < 200'000'000ULL && !g_accountant_busy.load()) return;
+      int err = RawIoctl("SAMPLING_STOP", f->fd, TPROF_IOC_SAMPLING_STOP, nullptr);
+      Count("session stop " + ErrName(err));
+      if (err && err != ENODATA && err != EPERM) VIOLATION("SAMPLING_STOP: %s", ErrName(err).c_str());
+      break;
+    }
+    default: {  // windows on whatever session this fd has
+      for (int i = 0; i < 3; ++i) {
+        unsigned char buf[sizeof(tprof_window_add)];
+        Call c;
+        FillWindowAdd(r, w, buf, c);
+        int err = RawIoctl("WINDOW_ADD", f->fd, TPROF_IOC_WINDOW_ADD, buf);
+        Count("session window " + ErrName(err));
+      }
+    }
+  }
+}
+
+// Open, dup, close descriptors of the pool.
+void OpFds(Worker& w) {
+  t_op = "fds";
+  Rng& r = w.rng;
+  switch (r.Below(4)) {
+    case 0:
+    case 1: {
+      int fd = OpenDevice(r.OneIn(5) ? O_RDONLY : (r.OneIn(8) ? O_WRONLY : O_RDWR));
+      if (fd >= 0) PoolAdd(std::make_shared<Fd>(fd));
+      else if (errno != ENOENT && errno != ENODEV && errno != ENXIO) VIOLATION("open: %s", ErrName(errno).c_str());
+      break;
+    }
+    case 2: {
+      FdRef f = PoolPick(r);
+      if (!f) return;
+      int fd = ::fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
+      if (fd >= 0) {
+        auto d = std::make_shared<Fd>(fd);
+        {
+          std::lock_guard<std::mutex> l(f->layout_mu);
+          d->map_bytes = f->map_bytes.load();
+          d->half_bytes = f->half_bytes.load();
+          d->nr_cpu = f->nr_cpu.load();
+          d->ctl_bytes = f->ctl_bytes.load();
+        }
+        PoolAdd(d);
+      }
+      break;
+    }
+    default:
+      PoolTake(r);  // closed when the last user drops it
+  }
+}
+
+void OpPoll(Worker& w) {
+  t_op = "poll";
+  FdRef f = PoolPick(w.rng);
+  if (!f) return;
+  pollfd pfd{f->fd, short(POLLIN | POLLOUT | POLLPRI), 0};
+  int r = ::poll(&pfd, 1, int(w.rng.Below(20)));
+  if (r < 0) VIOLATION("poll: %s", ErrName(errno).c_str());
+  if (r > 0 && (pfd.revents & POLLNVAL)) VIOLATION("poll revents 0x%x", pfd.revents);
+  char c;
+  ssize_t n = ::read(f->fd, &c, 1);  // no read method: an error, never data
+  if (n > 0) VIOLATION("read(2) of /dev/tprof returned data");
+}
+
+// Metrics on/off (root): mostly on, so the metric paths run.
+void OpMetrics(Worker& w) {
+  t_op = "metrics";
+  if (g_unpriv) return;
+  FdRef f = PoolPick(w.rng);
+  if (!f) return;
+  if (w.rng.OneIn(6)) {
+    int err = RawIoctl("METRICS_DISABLE", f->fd, TPROF_IOC_METRICS_DISABLE, nullptr);
+    Count("metrics disable " + ErrName(err));
+    if (err) VIOLATION("METRICS_DISABLE as root: %s", ErrName(err).c_str());
+    return;
+  }
+  tprof_metrics_config cfg{};
+  cfg.nr_metrics = 3;
+  cfg.metrics[0].type = TPROF_METRIC_TIME;
+  cfg.metrics[1].type = TPROF_METRIC_DISPATCHES;
+  cfg.metrics[2].type = TPROF_METRIC_SOFTWARE;
+  cfg.metrics[2].config = w.rng.Pick<u64>({2, 3, 4});
+  int err = RawIoctl("METRICS_ENABLE", f->fd, TPROF_IOC_METRICS_ENABLE, &cfg);
+  Count("metrics enable " + ErrName(err));
+  if (err && err != ENOMEM) VIOLATION("METRICS_ENABLE (time, dispatches, software) as root: %s", ErrName(err).c_str());
+}
+
+// A short-lived thread: its own fd or a pool one, READ_SELF, self page, exit.
+void OpThread(Worker& w) {
+  t_op = "thread";
+  u64 seed = w.rng.Next();
+  int n = 1 + int(w.rng.Below(4));
+  std::vector<std::thread> ts;
+  for (int i = 0; i < n; ++i)
+    ts.emplace_back([seed, i] {
+      t_op = "short thread";
+      Rng r(seed + u64(i));
+      int fd = OpenDevice();
+      if (fd < 0) return;
+      tprof_self_read sr;
+      int err = RawIoctl("READ_SELF", fd, TPROF_IOC_READ_SELF, &sr);
+      if (err && err != ENODATA && err != ESRCH) VIOLATION("READ_SELF: %s", ErrName(err).c_str());
+      void* p = ::mmap(nullptr, size_t(kPage), PROT_READ, MAP_SHARED, fd, TPROF_SELF_PAGE_OFFSET);
+      Burn(r.Below(2'000'000));
+      if (p != MAP_FAILED) {
+        auto* sp = static_cast<const tprof_self_page*>(p);
+        if (sp->tid != Gettid()) VIOLATION("a short-lived thread's self page has tid %u", sp->tid);
+        if (r.OneIn(2)) ::munmap(p, size_t(kPage));  // else the mapping outlives the thread
+        else {
+          std::lock_guard<std::mutex> l(g_maps_mu);
+          if (g_maps.size() < kMapsMax) g_maps.push_back({static_cast<char*>(p), size_t(kPage), true});
+          else ::munmap(p, size_t(kPage));
+        }
+      }
+      if (r.OneIn(2)) ::close(fd);
+      else PoolAdd(std::make_shared<Fd>(fd));  // the fd outlives the thread
+    });
+  for (auto& t : ts) t.join();
+}
+
+// Drains as fast as possible (while threads exit elsewhere).
+void OpDrain(Worker& w) {
+  t_op = "drain";
+  FdRef f = PoolPick(w.rng);
+  if (!f) return;
+  for (int i = 0; i < 4; ++i) {
+    tprof_drain d{};
+    Call c;
+    d.pid = g_unpriv ? 0 : (w.rng.OneIn(2) ? TPROF_PID_ALL : 0);
+    d.capacity = uint32_t(w.rng.Below(64));
+    d.records = EmbeddedPtr(w.rng, c, sizeof(tprof_thread_metrics), d.capacity);
+    tprof_drain in = d;
+    int err = RawIoctl("DRAIN", f->fd, TPROF_IOC_DRAIN, &d);
+    Count("drain " + ErrName(err));
+    if (err) {
+      bool half_given = in.capacity == 0 || in.records == 0;  // EINVAL, as in GET_INFO
+      if (err != ENODATA && err != EFAULT && !(err == EINVAL && half_given))
+        VIOLATION("DRAIN pid %u, capacity %u, records %s: %s", in.pid, in.capacity,
+                  PtrKindName(c.embedded), ErrName(err).c_str());
+      if (err == EFAULT && c.embedded == PtrKind::kValid) VIOLATION("DRAIN into a valid buffer: EFAULT");
+    } else {
+      CheckDrain(w, &in, &d, c);
+    }
+  }
+}
+
+// A forked child uses inherited descriptors and mappings, then exits.
+void OpFork(Worker& w) {
+  t_op = "fork";
+  // References held across fork(): the child inherits open descriptors.
+  std::vector<FdRef> refs = PoolRefs();
+  std::vector<int> fds;
+  for (const FdRef& f : refs) fds.push_back(f->fd);
+  std::vector<Mapping> selfs = w.self_pages;
+  u64 seed = w.rng.Next();
+  const uint32_t parent = uint32_t(::getpid());
+  // The own-pid set goes to the child locked, so it is a consistent copy.
+  g_own_mu.lock();
+  pid_t pid = ::fork();
+  g_own_mu.unlock();
+  if (pid < 0) return;
+  if (pid == 0) {
+    g_in_child = true;
+    AddOwnPid(parent);
+    t_op = "forked child";
+    Rng r(seed);
+    unsigned char vec[4];
+    for (const Mapping& m : selfs)
+      if (::mincore(m.addr, m.len, vec) == 0)
+        VIOLATION("the parent's self page at %p is mapped in the forked child (VM_DONTCOPY)", static_cast<void*>(m.addr));
+    Worker cw(-1, seed);
+    Scratch* s = new Scratch;
+    t_scratch = s;
+    for (int i = 0; i < 8 && !fds.empty(); ++i) {
+      int fd = fds[r.Below(fds.size())];
+      switch (r.Below(4)) {
+        case 0: (void)RawIoctl("SAMPLING_STOP", fd, TPROF_IOC_SAMPLING_STOP, nullptr); break;
+        case 1:
+          ::close(fd);
+          fds.erase(std::find(fds.begin(), fds.end(), fd));
+          break;
+        default: FuzzIoctl(cw, fd);
+      }
+    }
+    ::_exit(0);
+  }
+  if (g_unpriv) AddOwnPid(uint32_t(pid));
+  int st = 0;
+  if (w.rng.OneIn(3)) Burn(w.rng.Below(3'000'000));
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 66) g_violations++;  // reported by the child
+  else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    VIOLATION("forked child ended with status 0x%x", st);
+  Count("forks");
+}
+
+void OpIoctl(Worker& w) {
+  FdRef f = PoolPick(w.rng);
+  if (!f) return;
+  for (int i = 0; i < 8; ++i) FuzzIoctl(w, f->fd);
+}
+
+// ---- workers, pause/resume (module cycles) ---------------------------------------------
+
+std::mutex g_pause_mu;
+std::condition_variable g_pause_cv;
+bool g_pause = false;
+int g_paused = 0;
+std::atomic<u64> g_ops{0};
+std::vector<std::atomic<u64>>* g_op_start = nullptr;  // per worker: start of the current op (ns)
+
+void ReleaseThreadResources(Worker& w) {
+  for (const Mapping& m : w.self_pages) ::munmap(m.addr, m.len);
+  w.self_pages.clear();
+}
+
+void WorkerMain(int index) {
+  Worker w(index, g_opt.seed * 1000 + u64(index) + 1);
+  t_scratch = new Scratch;
+  struct Op {
+    void (*fn)(Worker&);
+    int weight;
+  };
+  static const Op ops[] = {{OpIoctl, 30}, {OpFds, 10}, {OpSession, 12}, {OpMmap, 8},
+                           {OpUnmap, 5},  {OpSelfPage, 6}, {OpThread, 4}, {OpDrain, 6},
+                           {OpFork, 3},   {OpPoll, 3},  {OpMetrics, 2}, {OpAccountant, 3}};
+  int total = 0;
+  for (const Op& o : ops) total += o.weight;
+  while (!g_stop.load()) {
+    {
+      std::unique_lock<std::mutex> l(g_pause_mu);
+      if (g_pause) {
+        ReleaseThreadResources(w);
+        ++g_paused;
+        g_pause_cv.notify_all();
+        g_pause_cv.wait(l, [] { return !g_pause; });
+        --g_paused;
+        continue;
+      }
+    }
+    int pick = int(w.rng.Below(u64(total)));
+    const Op* op = ops;
+    while (pick >= op->weight) pick -= (op++)->weight;
+    (*g_op_start)[size_t(index)] = NowNs();
+    op->fn(w);
+    (*g_op_start)[size_t(index)] = 0;
+    g_ops++;
+  }
+  ReleaseThreadResources(w);
+}
+
+// Pauses every worker with nothing of the device held.
+void PauseWorkers() {
+  std::unique_lock<std::mutex> l(g_pause_mu);
+  g_pause = true;
+  g_pause_cv.wait(l, [] { return g_paused == g_opt.threads; });
+  {
+    std::lock_guard<std::mutex> pl(g_pool_mu);
+    g_pool.clear();
+  }
+  std::lock_guard<std::mutex> ml(g_maps_mu);
+  for (const Mapping& m : g_maps) ::munmap(m.addr, m.len);
+  g_maps.clear();
+}
+void ResumeWorkers() {
+  std::lock_guard<std::mutex> l(g_pause_mu);
+  g_pause = false;
+  g_pause_cv.notify_all();
+}
+
+// ---- module cycles (root) --------------------------------------------------------------
+
+std::string ModulePath() {
+  const char* p = std::getenv("TPROF_MODULE_PATH");
+  return p ? p : "";
+}
+int Rmmod() { return ::syscall(SYS_delete_module, "tprof", O_NONBLOCK) == 0 ? 0 : errno; }
+int Insmod(const std::string& path, const std::string& params) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  int ret = ::syscall(SYS_finit_module, fd, params.c_str(), 0) == 0 ? 0 : errno;
+  ::close(fd);
+  return ret;
+}
+
+// Children that fork, exec and exit as fast as they can, and threads that come and go.
+std::atomic<bool> g_storm{false};
+void ForkStorm() {
+  while (g_storm.load()) {
+    pid_t p = ::fork();
+    if (p == 0) {
+      if (::getpid() % 3 == 0) ::execl("/bin/true", "true", static_cast<char*>(nullptr));
+      ::_exit(0);
+    }
+    if (p > 0) ::waitpid(p, nullptr, 0);
+  }
+}
+
+bool RmmodUntilGone(const char* when) {
+  int err = 0;
+  for (int i = 0; i < 250; ++i) {
+    err = Rmmod();
+    if (err == 0 || err == ENOENT) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  VIOLATION("rmmod tprof %s, with no descriptor or mapping left: %s for 5 s", when, ErrName(err).c_str());
+  return false;
+}
+
+// One module cycle: workers paused, anchor closed, insmod/rmmod under a fork storm.
+void ModuleCycle(Rng& r, int* anchor) {
+  t_op = "module cycle";
+  const std::string path = ModulePath();
+  int err = Rmmod();
+  Count("rmmod with a descriptor open " + ErrName(err));
+  if (err == 0) {
+    VIOLATION("rmmod tprof succeeded while a descriptor of /dev/tprof was open");
+    Insmod(path, "");
+  } else if (err != EWOULDBLOCK && err != EBUSY) {
+    VIOLATION("rmmod tprof with a descriptor open: %s (expected EWOULDBLOCK)", ErrName(err).c_str());
+  }
+  PauseWorkers();
+  ::close(*anchor);
+  *anchor = -1;
+  g_storm = true;
+  std::thread storm(ForkStorm);
+  static const char* params[] = {"", "max_threads=64", "metrics=time,dispatches", "metrics=time max_threads=16",
+                                 "metrics=time,dispatches,page-faults"};
+  int cycles = 1 + int(r.Below(3));
+  bool loaded = true;
+  for (int i = 0; i < cycles; ++i) {
+    if (!RmmodUntilGone("between cycles")) break;
+    loaded = false;
+    const char* p = params[r.Below(5)];
+    err = Insmod(path, p);
+    Count("insmod " + ErrName(err));
+    if (err) {
+      VIOLATION("insmod %s %s: %s", path.c_str(), p, ErrName(err).c_str());
+      break;
+    }
+    loaded = true;
+    int fd = OpenDevice();
+    if (fd < 0) {
+      VIOLATION("open after insmod: %s", ErrName(errno).c_str());
+      continue;
+    }
+    tprof_self_read sr;
+    err = RawIoctl("READ_SELF", fd, TPROF_IOC_READ_SELF, &sr);
+    if (err && err != ENODATA && err != ESRCH) VIOLATION("READ_SELF after insmod %s: %s", p, ErrName(err).c_str());
+    tprof_sampling_config cfg{};
+    cfg.pid = TPROF_PID_ALL;
+    cfg.frequency_hz = 5000;
+    if (r.OneIn(2) && RawIoctl("SAMPLING_START", fd, TPROF_IOC_SAMPLING_START, &cfg) == 0) {
+      err = Rmmod();
+      if (err == 0) VIOLATION("rmmod succeeded under a running session");
+      Burn(5'000'000);
+    }
+    ::close(fd);
+  }
+  if (!loaded) {
+    err = Insmod(path, "");
+    if (err) VIOLATION("insmod %s: %s", path.c_str(), ErrName(err).c_str());
+  }
+  g_storm = false;
+  storm.join();
+  *anchor = OpenDevice();
+  if (*anchor < 0) VIOLATION("open after the module cycles: %s", ErrName(errno).c_str());
+  for (int i = 0; i < 4; ++i) {
+    int fd = OpenDevice();
+    if (fd >= 0) PoolAdd(std::make_shared<Fd>(fd));
+  }
+  Count("module cycles", u64(cycles));
+  ResumeWorkers();
+}
+
+// Dumps what a stuck thread is doing and fails.
+void Watchdog() {
+  while (!g_stop.load()) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    u64 now = NowNs();
+    for (size_t i = 0; i < g_op_start->size(); ++i) {
+      u64 s = (*g_op_start)[i].load();
+      if (s && now > s && now - s > 120'000'000'000ULL) {
+        Say("tprof_fuzz: worker %zu stuck in an operation for %llu s; blocked tasks follow in the kernel log", i,
+            (now - s) / 1'000'000'000ULL);
+        int fd = ::open("/proc/sysrq-trigger", O_WRONLY);
+        if (fd >= 0) {
+          (void)!::write(fd, "w", 1);
+          ::close(fd);
+        }
+        VIOLATION("a worker is stuck (kernel deadlock?)");
+        std::fflush(nullptr);
+        ::_exit(1);
+      }
+    }
+  }
+}
+
+// The whole run in this process (root, or the unprivileged worker).
+void RunWorkers(bool cycles) {
+  SetUpArena();
+  t_scratch = new Scratch;
+  struct sigaction sa {};
+  sa.sa_handler = OnFault;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_NODEFER;
+  ::sigaction(SIGBUS, &sa, nullptr);
+  ::sigaction(SIGSEGV, &sa, nullptr);
+  std::vector<std::atomic<u64>> starts(size_t(g_opt.threads));
+  g_op_start = &starts;
+  int anchor = OpenDevice();
+  if (anchor < 0) {
+    VIOLATION("cannot open %s: %s", TPROF_DEVICE_PATH, ErrName(errno).c_str());
+    return;
+  }
+  for (int i = 0; i < 4; ++i) {
+    int fd = OpenDevice();
+    if (fd >= 0) PoolAdd(std::make_shared<Fd>(fd));
+  }
+  std::vector<std::thread> ws;
+  for (int i = 0; i < g_opt.threads; ++i) ws.emplace_back(WorkerMain, i);
+  std::thread dog(Watchdog);
+  Rng r(g_opt.seed * 7 + 3);
+  const u64 end = NowNs() + u64(g_opt.seconds * 1e9);
+  const bool can_cycle = cycles && !ModulePath().empty();
+  u64 next_cycle = NowNs() + u64(g_opt.seconds * 1e9 / 3);
+  while (NowNs() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (can_cycle && NowNs() >= next_cycle && NowNs() + 5'000'000'000ULL < end) {
+      ModuleCycle(r, &anchor);
+      next_cycle = NowNs() + u64(g_opt.seconds * 1e9 / 3);
+    } else if (anchor >= 0 && r.OneIn(20) && !g_unpriv) {
+      t_op = "rmmod refused";
+      int err = Rmmod();
+      if (err == 0) {
+        VIOLATION("rmmod tprof succeeded while a descriptor of /dev/tprof was open");
+        Insmod(ModulePath(), "");
+      }
+    }
+  }
+  g_stop = true;
+  {
+    std::lock_guard<std::mutex> l(g_pause_mu);
+    g_pause = false;
+    g_pause_cv.notify_all();
+  }
+  for (auto& t : ws) t.join();
+  dog.join();
+  // Everything closed: no session may be left.
+  {
+    std::lock_guard<std::mutex> pl(g_pool_mu);
+    g_pool.clear();
+  }
+  {
+    std::lock_guard<std::mutex> ml(g_maps_mu);
+    for (const Mapping& m : g_maps) ::munmap(m.addr, m.len);
+    g_maps.clear();
+  }
+  t_op = "final";
+  tprof_sampling_status st{};
+  int err = 0;
+  for (int i = 0; i < 100; ++i) {
+    err = RawIoctl("SAMPLING_STATUS", anchor, TPROF_IOC_SAMPLING_STATUS, &st);
+    if (err || !st.active) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (err) VIOLATION("SAMPLING_STATUS at the end: %s", ErrName(err).c_str());
+  else if (st.active && !g_unpriv)
+    VIOLATION("a session (pid %u) is still active after every descriptor was closed", st.pid);
+  ::close(anchor);
+  if (can_cycle) {
+    // Nothing is open now: the module must go, and come back.
+    if (RmmodUntilGone("at the end")) {
+      err = Insmod(ModulePath(), "");
+      if (err) VIOLATION("insmod at the end: %s", ErrName(err).c_str());
+    }
+  }
+}
+
+bool DropPrivileges() {
+  if (::setgroups(0, nullptr) || ::setresgid(65534, 65534, 65534) || ::setresuid(65534, 65534, 65534))
+    return false;
+  // setuid made us non-dumpable; a normal user's process is dumpable.
+  ::prctl(PR_SET_DUMPABLE, 1);
+  return ::geteuid() == 65534;
+}
+
+int Report();
+
+[[noreturn]] void Usage() {
+  std::fprintf(stderr,
+               "usage: tprof_fuzz --seed N --seconds S [--threads T] [--unprivileged]\n"
+               "                  [--no-module-cycles] [--verbose]\n");
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool have_seed = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) Usage();
+      return argv[++i];
+    };
+    if (a == "--seed") { g_opt.seed = std::strtoull(value(), nullptr, 0); have_seed = true; }
+    else if (a == "--seconds") g_opt.seconds = std::strtod(value(), nullptr);
+    else if (a == "--threads") g_opt.threads = std::atoi(value());
+    else if (a == "--unprivileged") g_opt.unprivileged = true;
+    else if (a == "--no-module-cycles") g_opt.module_cycles = false;
+    else if (a == "--verbose") g_opt.verbose = true;
+    else Usage();
+  }
+  if (!have_seed) {
+    g_opt.seed = NowNs() ^ (u64(::getpid()) << 32);
+    g_opt.seed %= 1000000000ULL;
+  }
+  if (g_opt.threads < 1 || g_opt.threads > 64 || !(g_opt.seconds > 0)) Usage();
+  std::printf("tprof_fuzz: seed %llu (repeat: tprof_fuzz --seed %llu --seconds %g --threads %d%s)\n",
+              g_opt.seed, g_opt.seed, g_opt.seconds, g_opt.threads, g_opt.unprivileged ? " --unprivileged" : "");
+  std::fflush(stdout);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  if (!g_opt.unprivileged) {
+    if (::geteuid() != 0) {
+      std::fprintf(stderr, "tprof_fuzz: root mode needs root (or pass --unprivileged)\n");
+      return 2;
+    }
+    RunWorkers(g_opt.module_cycles);
+  } else {
+    if (::geteuid() != 0) {  // already unprivileged: just the workers
+      g_unpriv = true;
+      RunWorkers(false);
+    } else {
+      // A root parent keeps metrics on, runs system-wide sessions and burns
+      // CPU (foreign data to leak), while the child fuzzes as nobody.
+      int anchor = OpenDevice();
+      if (anchor < 0) {
+        std::fprintf(stderr, "tprof_fuzz: cannot open %s: %s\n", TPROF_DEVICE_PATH, std::strerror(errno));
+        return 1;
+      }
+      tprof_metrics_config mc{};
+      mc.nr_metrics = 3;
+      mc.metrics[0].type = TPROF_METRIC_TIME;
+      mc.metrics[1].type = TPROF_METRIC_DISPATCHES;
+      mc.metrics[2].type = TPROF_METRIC_SOFTWARE;
+      mc.metrics[2].config = 2;
+      if (::ioctl(anchor, TPROF_IOC_METRICS_ENABLE, &mc) != 0)
+        std::fprintf(stderr, "tprof_fuzz: METRICS_ENABLE: %s\n", std::strerror(errno));
+      void* shared = ::mmap(nullptr, size_t(kPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+      if (shared != MAP_FAILED) g_want_session = new (shared) std::atomic<int>(0);
+      std::fflush(nullptr);
+      pid_t child = ::fork();
+      if (child == 0) {
+        if (!DropPrivileges()) {
+          std::fprintf(stderr, "tprof_fuzz: cannot drop privileges\n");
+          ::_exit(1);
+        }
+        ::close(anchor);
+        g_unpriv = true;
+        RunWorkers(false);
+        return Report();
+      }
+      Rng r(g_opt.seed * 13 + 5);
+      int status = 0;
+      while (::waitpid(child, &status, WNOHANG) == 0) {
+        t_op = "root parent";
+        if (r.OneIn(4) && !g_want_session->load()) {
+          int fd = OpenDevice();
+          tprof_sampling_config cfg{};
+          cfg.pid = TPROF_PID_ALL;
+          cfg.frequency_hz = 2000;
+          if (fd >= 0 && ::ioctl(fd, TPROF_IOC_SAMPLING_START, &cfg) == 0) {
+            tprof_window_add wa{};
+            wa.kind = TPROF_WINDOW_KERNEL;
+            wa.start = 0xffffffff81000000ULL;
+            wa.length = 1 << 20;
+            wa.block_bytes = 4096;
+            (void)::ioctl(fd, TPROF_IOC_WINDOW_ADD, &wa);
+          }
+          Burn(50'000'000 + r.Below(100'000'000));
+          if (fd >= 0) ::close(fd);
+        } else if (r.OneIn(10)) {
+          (void)::ioctl(anchor, TPROF_IOC_METRICS_DISABLE, nullptr);
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          (void)::ioctl(anchor, TPROF_IOC_METRICS_ENABLE, &mc);
+        } else {
+          Burn(20'000'000);
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          if (::syscall(SYS_delete_module, "tprof", O_NONBLOCK) == 0) {
+            VIOLATION("rmmod tprof succeeded while a descriptor of /dev/tprof was open");
+            Insmod(ModulePath(), "");
+          }
+        }
+      }
+      ::close(anchor);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        Say("tprof_fuzz: the unprivileged worker process ended with status 0x%x", status);
+        g_violations++;
+      }
+    }
+  }
+
+  return Report();
+}
+
+namespace {
+int Report() {
+  {
+    std::lock_guard<std::mutex> l(g_stats_mu);
+    if (!g_stats.empty()) {
+      std::printf("tprof_fuzz%s: %llu operations; what happened:\n", g_unpriv ? " (unprivileged)" : "",
+                  g_ops.load());
+      for (const auto& [what, n] : g_stats) std::printf("  %-40s %llu\n", what.c_str(), n);
+    }
+  }
+  if (g_unpriv || !g_opt.unprivileged) {
+    if (g_accounts_done.load() == 0 && g_opt.seconds >= 20) {
+      Say("VIOLATION: no sampling session's books were checked in %g s (the accountant never got a session)",
+          g_opt.seconds);
+      g_violations++;
+    }
+  }
+  u64 v = g_violations.load();
+  std::printf("tprof_fuzz%s: seed %llu: %s (%llu violations)\n", g_unpriv ? " (unprivileged)" : "",
+              g_opt.seed, v ? "FAIL" : "PASS", v);
+  std::fflush(nullptr);
+  return v ? 1 : 0;
+}
+}  // namespace

@@ -73,6 +73,16 @@
  *     TPROF_THREAD_EXITED and then forgotten. pid 0 is the caller's process;
  *     TPROF_PID_ALL needs CAP_PERFMON/CAP_SYS_ADMIN (else EPERM); another pid
  *     needs the TPROF_IOC_THREAD_READ rights over it (else EACCES).
+ *     Processes are matched by identity: a pid reused by a new process does
+ *     not reach a dead one's threads. Every pid and tid is in the caller's
+ *     pid namespace, and threads of processes that namespace cannot see are
+ *     not reported (also with TPROF_PID_ALL). Read-and-zero is atomic per
+ *     thread across every consumer (THREAD_READ, READ_SELF, concurrent
+ *     drains): each value is handed out once. remaining counts the matching
+ *     threads this drain saw listed and had no room for; threads that become
+ *     nonzero while it runs are left for the next drain. While one drain
+ *     runs, a few threads it is looking at may briefly be invisible to a
+ *     concurrent one (they are not lost: the next drain sees them).
  *
  *   The self page (ABI 1.4): a thread reads its own metrics without a
  *   system call. mmap(NULL, page size, PROT_READ, MAP_SHARED, fd,

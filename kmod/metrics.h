@@ -129,6 +129,8 @@ static inline struct tprof_mslot *tprof_mslot_of(struct tprof_metrics_state *st,
 }
 
 /* metrics_switch.c */
+bool tprof_metrics_take_deltas(struct tprof_metrics_state *st,
+			       struct task_struct *task, u64 *delta);
 void tprof_metrics_charge(struct tprof_metrics_state *st,
 			  struct task_struct *task);
 u64 tprof_metric_read(struct tprof_metrics_state *st,

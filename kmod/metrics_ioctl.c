@@ -114,6 +114,7 @@ static int tprof_metrics_read_task(struct task_struct *task,
 				   struct tprof_thread_metrics *rec, u64 *epoch)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
+	u64 delta[TPROF_MAX_METRICS];
 	struct tprof_metrics_state *st;
 	struct tprof_mslot *slot;
 	unsigned long flags;
@@ -126,13 +127,17 @@ static int tprof_metrics_read_task(struct task_struct *task,
 		goto out;
 	}
 	*epoch = st->epoch;
-	if (task == current)
-		tprof_metrics_charge(st, current);
+	/* The caller's own current slice counts too (same slot-lock section). */
+	if (task != current || !tprof_metrics_take_deltas(st, current, delta))
+		memset(delta, 0, sizeof(delta));
 	slot = tprof_mslot_of(st, task);
 	if (!slot)
 		goto out;
 	raw_spin_lock(&slot->lock);
 	if (slot->key == (u64)(uintptr_t)task) {
+		tprof_tcum_add(slot->tcum, delta, st->config.nr_metrics);
+		if (slot->self_page)
+			tprof_self_page_charge(slot->self_page, delta);
 		tprof_mslot_take(st, slot, ns, rec);
 		tprof_mslot_unlist(st, slot);
 		ret = 0;
@@ -189,13 +194,14 @@ long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
  */
 long tprof_ioctl_read_self(struct tprof_self_read __user *uarg)
 {
+	u64 delta[TPROF_MAX_METRICS] = {};
 	struct tprof_metrics_state *st;
 	struct tprof_self_read out;
 	struct tprof_mslot *slot;
 	unsigned long flags;
 	long ret = -ESRCH;
 	u64 epoch = 0;
-	u32 n;
+	u32 m, n;
 
 	memset(&out, 0, sizeof(out));
 	local_irq_save(flags);
@@ -205,7 +211,9 @@ long tprof_ioctl_read_self(struct tprof_self_read __user *uarg)
 		goto out;
 	}
 	epoch = st->epoch;
-	tprof_metrics_charge(st, current);
+	/* The current slice and the slot's TCum in one slot-lock section. */
+	if (!tprof_metrics_take_deltas(st, current, delta))
+		memset(delta, 0, sizeof(delta));
 	slot = tprof_mslot_of(st, current);
 	if (!slot)
 		goto out;
@@ -213,8 +221,11 @@ long tprof_ioctl_read_self(struct tprof_self_read __user *uarg)
 	raw_spin_lock(&slot->lock);
 	if (slot->key == (u64)(uintptr_t)current) {
 		out.identity = slot->identity;
-		memcpy(out.values, slot->tcum, n * sizeof(u64));
+		for (m = 0; m < n; m++)
+			out.values[m] = slot->tcum[m] + delta[m];
 		memset(slot->tcum, 0, sizeof(slot->tcum));
+		if (slot->self_page)
+			tprof_self_page_charge(slot->self_page, delta);
 		tprof_mslot_unlist(st, slot);
 		ret = 0;
 	}

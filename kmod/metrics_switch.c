@@ -96,14 +96,16 @@ void tprof_mslot_give_back(struct tprof_metrics_state *st,
 	tprof_mslot_account(st, slot, values);
 }
 
-/* Charges this CPU's deltas since the last switch to @task. IRQs off. */
-void tprof_metrics_charge(struct tprof_metrics_state *st,
-			  struct task_struct *task)
+/*
+ * This CPU's deltas since its last switch (Delta = PCum - PLastCum,
+ * PLastCum = PCum) into @delta. Returns false if they belong to nobody
+ * (the CPU was not primed yet, or @task is its idle task). IRQs off.
+ */
+bool tprof_metrics_take_deltas(struct tprof_metrics_state *st,
+			       struct task_struct *task, u64 *delta)
 {
 	struct tprof_metrics_cpu *cs = this_cpu_ptr(st->cpu);
 	u32 n = st->config.nr_metrics;
-	u64 delta[TPROF_MAX_METRICS];	/* [0, n) used: not zeroed, it is hot */
-	struct tprof_mslot *slot;
 	u32 m;
 
 	for (m = 0; m < n; m++) {
@@ -114,9 +116,19 @@ void tprof_metrics_charge(struct tprof_metrics_state *st,
 	}
 	if (unlikely(!cs->primed)) {
 		cs->primed = true;
-		return;
+		return false;
 	}
-	if (is_idle_task(task))
+	return !is_idle_task(task);
+}
+
+/* Charges this CPU's deltas since the last switch to @task. IRQs off. */
+void tprof_metrics_charge(struct tprof_metrics_state *st,
+			  struct task_struct *task)
+{
+	u64 delta[TPROF_MAX_METRICS];	/* [0, n) used: not zeroed, it is hot */
+	struct tprof_mslot *slot;
+
+	if (!tprof_metrics_take_deltas(st, task, delta))
 		return;
 	slot = tprof_mslot_of(st, task);
 	if (unlikely(!slot))

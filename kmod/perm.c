@@ -9,8 +9,13 @@
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/file.h>
+#include <linux/fs_struct.h>
+#include <linux/kernel.h>
 #include <linux/mm.h>
 #include <linux/pid.h>
+#include <linux/pid_namespace.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/sched/coredump.h>
@@ -65,4 +70,79 @@ int tprof_check_process_access(u32 *pid)
 	*pid = task->tgid;
 	put_task_struct(task);
 	return ok ? 0 : -EACCES;
+}
+
+/*
+ * As tprof_check_process_access(), but returns a reference on the process's
+ * struct pid (its identity: the number may be reused once it exits).
+ */
+int tprof_get_process(u32 vpid, struct pid **pidp)
+{
+	struct task_struct *task;
+	struct pid *pid;
+	bool ok;
+
+	pid = find_get_pid(vpid);
+	if (!pid)
+		return -ESRCH;
+	rcu_read_lock();
+	task = pid_task(pid, PIDTYPE_TGID);
+	if (task)
+		get_task_struct(task);
+	rcu_read_unlock();
+	if (!task) {
+		put_pid(pid);
+		return -ESRCH;
+	}
+	ok = tprof_may_read_task(task);
+	put_task_struct(task);
+	if (!ok) {
+		put_pid(pid);
+		return -EACCES;
+	}
+	*pidp = pid;
+	return 0;
+}
+
+/*
+ * kernel.perf_event_paranoid. The variable is not exported to modules, so
+ * this reads the sysctl file through the root of the initial pid
+ * namespace's init (never through the caller's root or mount namespace,
+ * which the caller may control). Anything unexpected (no procfs there, an
+ * unreadable value) reads as 3, the most restrictive level: fail closed.
+ */
+int tprof_perf_event_paranoid(void)
+{
+	struct task_struct *init;
+	struct path root = {};
+	struct file *f;
+	char buf[16] = {};
+	loff_t pos = 0;
+	ssize_t n;
+	int val;
+
+	rcu_read_lock();
+	init = READ_ONCE(init_pid_ns.child_reaper);
+	if (init)
+		get_task_struct(init);
+	rcu_read_unlock();
+	if (!init)
+		return 3;
+	task_lock(init);
+	if (init->fs)
+		get_fs_root(init->fs, &root);
+	task_unlock(init);
+	put_task_struct(init);
+	if (!root.mnt)
+		return 3;
+	f = file_open_root(&root, "proc/sys/kernel/perf_event_paranoid",
+			   O_RDONLY, 0);
+	path_put(&root);
+	if (IS_ERR(f))
+		return 3;
+	n = kernel_read(f, buf, sizeof(buf) - 1, &pos);
+	fput(f);
+	if (n <= 0 || kstrtoint(strim(buf), 10, &val))
+		return 3;
+	return val;
 }

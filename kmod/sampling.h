@@ -30,6 +30,8 @@
 
 #define TPROF_MAP_CACHE 8	/* address spaces remembered per CPU */
 #define TPROF_MAP_REQUESTS 64	/* address spaces queued for the worker */
+#define TPROF_FOLLOW_MAX 64	/* processes a one-process session follows */
+#define TPROF_SAMPLING_MAX_THREADS 4096	/* threads of its target at start */
 
 enum { MAP_REQ_FREE, MAP_REQ_FILLING, MAP_REQ_READY };
 
@@ -61,8 +63,22 @@ struct tprof_session {
 	bool running;			/* read locklessly by samples and hooks */
 	bool stopped;
 	bool counters_on;		/* cpu_events started */
-	struct tprof_cpu_events events;	/* per-CPU counters + hotplug */
+	struct tprof_cpu_events events;	/* per-CPU counters (system-wide) + hotplug */
+	/*
+	 * One-process sessions: the target's identity and one inherited
+	 * per-task counter per thread it had at start (children and threads
+	 * created later inherit them, as with perf record -p). follow[] holds
+	 * the processes whose COMM/EXIT records the owner gets: the target and
+	 * the processes forked from followed ones after start; a process that
+	 * execs a non-dumpable (setuid) image, or exits, leaves it. Slots are
+	 * claimed with cmpxchg from the hooks. Each holds a get_pid() reference.
+	 */
+	struct pid *target;		/* NULL: system-wide */
+	struct perf_event **task_events;
+	unsigned int nr_task_events;
+	struct pid *follow[TPROF_FOLLOW_MAX];
 	void *area;			/* vmalloc_user: control area + halves */
+	struct file *buf_file;		/* owns area (tprof_buffers_alloc) */
 	size_t area_bytes;
 	struct tprof_sampling_cpu __percpu *cpus;
 	siphash_key_t space_key;	/* space ids never reveal mm pointers */
@@ -84,6 +100,7 @@ extern struct workqueue_struct *tprof_map_wq;
 extern const struct tprof_cpu_events_ops tprof_sampling_cpu_ops;
 void tprof_sampling_stop_locked(struct tprof_session *s);
 void tprof_session_free(struct tprof_session *s);
+int tprof_buffers_alloc(struct tprof_session *s, size_t bytes);
 void tprof_wake_reader(struct irq_work *work);
 
 static inline struct tprof_buffer_ctl *tprof_ctl(struct tprof_session *s,
@@ -118,6 +135,10 @@ void tprof_write_comm(struct tprof_session *s, struct task_struct *p,
 		      u32 parent_pid, u32 kind);
 void tprof_write_existing_processes(struct tprof_session *s);
 void tprof_map_worker(struct work_struct *work);
+bool tprof_session_follows(struct tprof_session *s, struct task_struct *p);
+bool tprof_follow_add(struct tprof_session *s, struct pid *pid);
+bool tprof_follow_remove(struct tprof_session *s, struct pid *pid);
+void tprof_follow_clear(struct tprof_session *s);
 
 /* windows.c, on a session */
 void tprof_windows_sample(struct tprof_session *s, u64 pc,

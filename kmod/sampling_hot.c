@@ -102,10 +102,12 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 
 	if (!READ_ONCE(s->running) || !regs)
 		return;
-	/* A CPU's counter fires briefly after the CPU was removed: ignore. */
-	if (tprof_cpu_event(&s->events, 0) != event)
-		return;
-	if (s->config.pid != TPROF_PID_ALL && task->tgid != s->config.pid)
+	/*
+	 * System-wide: a CPU's counter fires briefly after the CPU was
+	 * removed: ignore it. One process: only the target's threads and
+	 * their descendants carry (inherited) counters.
+	 */
+	if (!s->target && tprof_cpu_event(&s->events, 0) != event)
 		return;
 	tprof_windows_sample(s, instruction_pointer(regs), task, user_mode(regs));
 

@@ -9,6 +9,9 @@
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/perf_event.h>
+#include <linux/pid.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/random.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
@@ -51,17 +54,6 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 	return 0;
 }
 
-/*
- * Who may sample what: perf's rules (see perm.c). On success *pid is the
- * process's global id (callers in a pid namespace name their own).
- */
-static int tprof_sampling_check_access(u32 *pid)
-{
-	if (*pid == TPROF_PID_ALL)
-		return perfmon_capable() ? 0 : -EPERM;
-	return tprof_check_process_access(pid);
-}
-
 /* The counter a session samples on. */
 static void tprof_sampling_attr(const struct tprof_sampling_config *c,
 				struct perf_event_attr *attr)
@@ -82,13 +74,78 @@ static void tprof_sampling_attr(const struct tprof_sampling_config *c,
 	}
 }
 
+/* "No PMU" (e.g. a VM) for a non-software event: "not available". */
+static int tprof_sampling_create_err(const struct perf_event_attr *attr, int err)
+{
+	if (attr->type != PERF_TYPE_SOFTWARE &&
+	    (err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP))
+		return -EOPNOTSUPP;
+	return err;
+}
+
+/*
+ * One-process session: one inherited per-task counter on each thread of
+ * the target, created here in the caller's context. Threads and processes
+ * created later by a thread with a counter inherit it (perf's inherit);
+ * perf itself removes them at an exec into a non-dumpable image.
+ */
+static int tprof_sampling_task_events(struct tprof_session *s,
+				      struct perf_event_attr *attr)
+{
+	struct task_struct **tasks, *leader, *t;
+	unsigned int n = 0, i;
+	int ret = 0;
+
+	tasks = kvcalloc(TPROF_SAMPLING_MAX_THREADS, sizeof(*tasks), GFP_KERNEL);
+	if (!tasks)
+		return -ENOMEM;
+	rcu_read_lock();
+	leader = pid_task(s->target, PIDTYPE_TGID);
+	if (!leader)
+		ret = -ESRCH;
+	else
+		for_each_thread(leader, t) {
+			if (n == TPROF_SAMPLING_MAX_THREADS) {
+				ret = -E2BIG;
+				break;
+			}
+			get_task_struct(t);
+			tasks[n++] = t;
+		}
+	rcu_read_unlock();
+	if (!ret && n) {
+		s->task_events = kvcalloc(n, sizeof(*s->task_events), GFP_KERNEL);
+		if (!s->task_events)
+			ret = -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		struct perf_event *ev;
+
+		if (!ret) {
+			ev = perf_event_create_kernel_counter(attr, -1, tasks[i],
+							      tprof_sample, s);
+			if (!IS_ERR(ev))
+				s->task_events[s->nr_task_events++] = ev;
+			else if (PTR_ERR(ev) != -ESRCH)	/* ESRCH: it exited */
+				ret = tprof_sampling_create_err(attr, PTR_ERR(ev));
+		}
+		put_task_struct(tasks[i]);
+	}
+	kvfree(tasks);
+	if (!ret && !s->nr_task_events)
+		ret = -ESRCH;	/* every thread exited meanwhile */
+	return ret;
+}
+
 static long tprof_sampling_start(struct file *file,
 				 struct tprof_sampling_config __user *uarg)
 {
 	struct tprof_sampling_config c;
 	struct perf_event_attr attr;
+	struct pid *target = NULL;
 	struct tprof_session *s;
 	size_t ctl_bytes;
+	bool privileged, exclude_kernel = false;
 	unsigned int cpu;
 	int ret;
 
@@ -102,9 +159,36 @@ static long tprof_sampling_start(struct file *file,
 	ret = tprof_sampling_check_config(&c);
 	if (ret)
 		return ret;
-	ret = tprof_sampling_check_access(&c.pid);
-	if (ret)
-		return ret;
+	/*
+	 * Who may sample what: perf's rules with the caller's credentials.
+	 * The whole machine needs CAP_PERFMON (EPERM). One process needs
+	 * ptrace-read rights over it (perm.c: EACCES, ESRCH) and, without
+	 * CAP_PERFMON, kernel.perf_event_paranoid <= 2 (EACCES, as perf); at
+	 * 2 kernel mode is not sampled at all, below it is sampled with its
+	 * addresses withheld. The session holds the process's identity
+	 * (struct pid), never its number.
+	 */
+	privileged = perfmon_capable();
+	if (c.pid == TPROF_PID_ALL) {
+		if (!privileged)
+			return -EPERM;
+	} else {
+		ret = tprof_get_process(c.pid, &target);
+		if (ret)
+			return ret;
+		c.pid = pid_nr(target);
+		if (!privileged) {
+			int paranoid = tprof_perf_event_paranoid();
+
+			/* 3 (Debian's default): no unprivileged perf at all. */
+			if (paranoid > 2) {
+				put_pid(target);
+				return -EACCES;
+			}
+			/* 2: user space only, as perf's exclude_kernel. */
+			exclude_kernel = paranoid > 1;
+		}
+	}
 
 	mutex_lock(&tprof_sampling_mutex);
 	if (tprof_sampling_session) {
@@ -117,17 +201,24 @@ static long tprof_sampling_start(struct file *file,
 		goto out_unlock;
 	s->owner = file;
 	s->config = c;
-	s->show_kernel = perfmon_capable();
+	s->show_kernel = privileged;
+	s->target = target;	/* the session's reference now */
+	target = NULL;
 	init_waitqueue_head(&s->wait);
 	init_irq_work(&s->wake_work, tprof_wake_reader);
 	INIT_WORK(&s->map_work, tprof_map_worker);
+	if (s->target && !tprof_follow_add(s, s->target))
+		goto err_free;
 	get_random_bytes(&s->space_key, sizeof(s->space_key));
 	ctl_bytes = PAGE_ALIGN(nr_cpu_ids * sizeof(struct tprof_buffer_ctl));
 	s->area_bytes = ctl_bytes + (size_t)nr_cpu_ids * 2 * c.half_bytes;
-	s->area = vmalloc_user(s->area_bytes);
+	ret = tprof_buffers_alloc(s, s->area_bytes);
+	if (ret)
+		goto err_free;
+	ret = -ENOMEM;
 	s->cpus = alloc_percpu(struct tprof_sampling_cpu);
 	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL);
-	if (!s->area || !s->cpus || !s->path_buf)
+	if (!s->cpus || !s->path_buf)
 		goto err_free;
 	for_each_possible_cpu(cpu)
 		tprof_sbuf_init(&per_cpu_ptr(s->cpus, cpu)->writer,
@@ -141,11 +232,23 @@ static long tprof_sampling_start(struct file *file,
 	tprof_write_existing_processes(s);
 	rcu_assign_pointer(tprof_sampling_live, s);
 	tprof_sampling_attr(&c, &attr);
-	ret = tprof_cpu_events_start(&s->events, &attr, 1, tprof_sample, s,
-				     &tprof_sampling_cpu_ops);
+	if (s->target) {
+		/* Hotplug notifications only: the counters follow the tasks. */
+		ret = tprof_cpu_events_start(&s->events, NULL, 0, NULL, s,
+					     &tprof_sampling_cpu_ops);
+		if (ret)
+			goto err_unpublish;
+		s->counters_on = true;
+		attr.inherit = 1;
+		attr.exclude_kernel = exclude_kernel;
+		ret = tprof_sampling_task_events(s, &attr);
+	} else {
+		ret = tprof_cpu_events_start(&s->events, &attr, 1, tprof_sample,
+					     s, &tprof_sampling_cpu_ops);
+		s->counters_on = !ret;
+	}
 	if (ret)
 		goto err_unpublish;
-	s->counters_on = true;
 
 	c.nr_cpu_ids = nr_cpu_ids;
 	c.ctl_bytes = ctl_bytes;
@@ -160,15 +263,13 @@ static long tprof_sampling_start(struct file *file,
 	return 0;
 
 err_unpublish:
-	WRITE_ONCE(s->running, false);
-	RCU_INIT_POINTER(tprof_sampling_live, NULL);
-	synchronize_rcu();
-	flush_workqueue(tprof_map_wq);
+	tprof_sampling_stop_locked(s);
 	tprof_sampling_session = NULL;
 err_free:
 	tprof_session_free(s);
 out_unlock:
 	mutex_unlock(&tprof_sampling_mutex);
+	put_pid(target);
 	return ret;
 }
 
@@ -259,4 +360,24 @@ long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg)
 	}
 	mutex_unlock(&tprof_sampling_mutex);
 	return copy_to_user(uarg, &st, sizeof(st)) ? -EFAULT : 0;
+}
+
+/*
+ * An administrator stops whoever's session runs: stopped as by its owner
+ * (who still drains it and closes), and detached, so another may start.
+ */
+long tprof_ioctl_sampling_stop_any(void)
+{
+	struct tprof_session *s;
+
+	if (!perfmon_capable())
+		return -EPERM;
+	mutex_lock(&tprof_sampling_mutex);
+	s = tprof_sampling_session;
+	if (s) {
+		tprof_sampling_stop_locked(s);
+		tprof_sampling_session = NULL;
+	}
+	mutex_unlock(&tprof_sampling_mutex);
+	return s ? 0 : -ENODATA;
 }

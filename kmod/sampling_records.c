@@ -8,8 +8,10 @@
 #include <linux/atomic.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/coredump.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -55,6 +57,65 @@ void tprof_request_maps(struct tprof_session *s,
 	WRITE_ONCE(pc->writer.ctl->lost_records, pc->writer.ctl->lost_records + 1);
 }
 
+/* ---- The processes a one-process session follows --------------------------- */
+
+bool tprof_session_follows(struct tprof_session *s, struct task_struct *p)
+{
+	struct pid *tg;
+	int i;
+
+	if (!s->target)
+		return true;
+	tg = task_tgid(p);
+	for (i = 0; i < TPROF_FOLLOW_MAX; i++)
+		if (READ_ONCE(s->follow[i]) == tg)
+			return true;
+	return false;
+}
+
+/* Takes a reference on @pid in a free slot; false if none is free. */
+bool tprof_follow_add(struct tprof_session *s, struct pid *pid)
+{
+	int i;
+
+	get_pid(pid);
+	for (i = 0; i < TPROF_FOLLOW_MAX; i++)
+		if (!cmpxchg(&s->follow[i], NULL, pid))
+			return true;
+	put_pid(pid);
+	return false;
+}
+
+/*
+ * Stops following @pid; true if it was followed (once: the cmpxchg makes
+ * the caller that wins the only one). Called from the exec and exit hooks
+ * of a task of that process, which itself holds a reference on its
+ * thread-group pid (the group leader's, kept until the whole group is
+ * reaped), so this put_pid() never frees it here.
+ */
+bool tprof_follow_remove(struct tprof_session *s, struct pid *pid)
+{
+	int i;
+
+	for (i = 0; i < TPROF_FOLLOW_MAX; i++) {
+		if (READ_ONCE(s->follow[i]) == pid &&
+		    cmpxchg(&s->follow[i], pid, NULL) == pid) {
+			put_pid(pid);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Session end (process context): drops every reference left. */
+void tprof_follow_clear(struct tprof_session *s)
+{
+	int i;
+
+	for (i = 0; i < TPROF_FOLLOW_MAX; i++)
+		put_pid(xchg(&s->follow[i], NULL));
+}
+
 void tprof_write_comm(struct tprof_session *s, struct task_struct *p,
 		      u32 parent_pid, u32 kind)
 {
@@ -62,7 +123,7 @@ void tprof_write_comm(struct tprof_session *s, struct task_struct *p,
 	struct tprof_rec_comm *rec;
 	unsigned long flags;
 
-	if (s->config.pid != TPROF_PID_ALL && p->tgid != s->config.pid)
+	if (!tprof_session_follows(s, p))
 		return;
 	local_irq_save(flags);
 	rec = tprof_record_begin(s, &pc, sizeof(*rec), false);
@@ -88,8 +149,21 @@ void tprof_sampling_on_fork(struct task_struct *parent, struct task_struct *chil
 		return;
 	tprof_windows_on_fork(s, parent, child);
 	/* New processes only; new threads share their process's records. */
-	if (child->pid == child->tgid)
-		tprof_write_comm(s, child, parent->tgid, TPROF_COMM_FORK);
+	if (child->pid != child->tgid)
+		return;
+	if (s->target) {
+		if (!tprof_session_follows(s, parent))
+			return;
+		if (!tprof_follow_add(s, task_tgid(child))) {
+			/* No slot: its process records are lost, counted. */
+			struct tprof_buffer_ctl *ctl =
+				tprof_ctl(s, smp_processor_id());
+
+			WRITE_ONCE(ctl->lost_records, ctl->lost_records + 1);
+			return;
+		}
+	}
+	tprof_write_comm(s, child, parent->tgid, TPROF_COMM_FORK);
 }
 
 void tprof_sampling_on_exec(struct task_struct *p)
@@ -100,6 +174,15 @@ void tprof_sampling_on_exec(struct task_struct *p)
 		return;
 	tprof_windows_on_exec(s, p);
 	atomic_inc(&s->map_gen);
+	/*
+	 * A non-dumpable (e.g. setuid) image is a new security domain: perf
+	 * has already exited the process's task counters (begin_new_exec()),
+	 * and its records end here too.
+	 */
+	if (s->target && p->mm && get_dumpable(p->mm) != SUID_DUMP_USER) {
+		tprof_follow_remove(s, task_tgid(p));
+		return;
+	}
 	tprof_write_comm(s, p, 0, TPROF_COMM_EXEC);
 }
 
@@ -116,7 +199,7 @@ void tprof_sampling_on_exit(struct task_struct *p)
 	/* The last thread of the process: signal->live already counts it out. */
 	if (atomic_read(&p->signal->live) != 0)
 		return;
-	if (s->config.pid != TPROF_PID_ALL && p->tgid != s->config.pid)
+	if (s->target && !tprof_follow_remove(s, task_tgid(p)))
 		return;
 	local_irq_save(flags);
 	rec = tprof_record_begin(s, &pc, sizeof(*rec), false);

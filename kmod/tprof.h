@@ -58,6 +58,7 @@ void tprof_sampling_on_exit(struct task_struct *p);
 long tprof_ioctl_sampling_start(struct file *file,
 				struct tprof_sampling_config __user *uarg);
 long tprof_ioctl_sampling_stop(struct file *file);
+long tprof_ioctl_sampling_stop_any(void);
 long tprof_ioctl_sampling_release(struct file *file,
 				  struct tprof_buffer_release __user *uarg);
 long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg);
@@ -76,6 +77,9 @@ long tprof_ioctl_window_list(struct file *file, struct tprof_window_list __user 
 /* perm.c: who may read whose data. */
 bool tprof_may_read_task(struct task_struct *task);
 int tprof_check_process_access(u32 *pid);
+struct pid;
+int tprof_get_process(u32 vpid, struct pid **pidp);
+int tprof_perf_event_paranoid(void);
 
 /* dev.c: /dev/tprof. */
 int tprof_dev_init(void);

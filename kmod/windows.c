@@ -31,6 +31,7 @@
 #include <linux/pid.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/coredump.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
@@ -150,17 +151,24 @@ void tprof_windows_on_fork(struct tprof_session *s, struct task_struct *parent,
 	}
 }
 
-/* profil is turned off by exec (for that process only). */
+/*
+ * profil is turned off by exec (for that process only). An exec into a
+ * non-dumpable (setuid) image also ends an unprivileged owner's process
+ * windows on it: a new security domain (perf exits task counters there).
+ */
 void tprof_windows_on_exec(struct tprof_session *s, struct task_struct *p)
 {
 	struct tprof_window_table *t = rcu_dereference_sched(s->windows);
+	bool secure;
 	unsigned int i, n;
 
 	if (!t)
 		return;
+	secure = !s->show_kernel && p->mm && get_dumpable(p->mm) != SUID_DUMP_USER;
 	n = smp_load_acquire(&t->nr);
 	for (i = 0; i < n; i++)
-		if (t->w[i]->g.kind == TPROF_WINDOW_PROFIL)
+		if (t->w[i]->g.kind == TPROF_WINDOW_PROFIL ||
+		    (secure && t->w[i]->g.kind == TPROF_WINDOW_PROCESS))
 			tprof_window_forget(t->w[i], p->tgid);
 }
 

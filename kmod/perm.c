@@ -4,8 +4,8 @@
  * anything; otherwise a process may read its own threads, and another
  * process's only with ptrace-read rights. ptrace_may_access() is not
  * exported to modules, so this applies its credential rules (same uid and
- * gid as the target's real, effective and saved ids, target dumpable)
- * without the LSM hooks (e.g. Yama's ptrace_scope is not consulted).
+ * gid as the target's real, effective and saved ids, target dumpable, its
+ * permitted capabilities a subset of the caller's) without the LSM hooks (e.g. Yama's ptrace_scope is not consulted).
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
@@ -37,6 +37,15 @@ bool tprof_may_read_task(struct task_struct *task)
 	ok = uid_eq(cred->uid, tcred->euid) && uid_eq(cred->uid, tcred->suid) &&
 	     uid_eq(cred->uid, tcred->uid) && gid_eq(cred->gid, tcred->egid) &&
 	     gid_eq(cred->gid, tcred->sgid) && gid_eq(cred->gid, tcred->gid);
+	/*
+	 * ptrace's capability rule (cap_ptrace_access_check()): without
+	 * CAP_SYS_PTRACE over the target, the target's permitted capabilities
+	 * must be a subset of the caller's (a same-uid process that kept
+	 * capabilities is not readable by one that has none).
+	 */
+	if (ok && !cap_issubset(tcred->cap_permitted, cred->cap_permitted) &&
+	    !ns_capable_noaudit(tcred->user_ns, CAP_SYS_PTRACE))
+		ok = false;
 	rcu_read_unlock();
 	if (!ok)
 		return false;

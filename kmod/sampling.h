@@ -73,6 +73,7 @@ struct tprof_session {
 	 * execs a non-dumpable (setuid) image, or exits, leaves it. Slots are
 	 * claimed with cmpxchg from the hooks. Each holds a get_pid() reference.
 	 */
+	struct pid_namespace *pid_ns;	/* the owner's: pids in records */
 	struct pid *target;		/* NULL: system-wide */
 	struct perf_event **task_events;
 	unsigned int nr_task_events;
@@ -85,6 +86,9 @@ struct tprof_session {
 	atomic_t map_gen;		/* bumped by exec: forget cached spaces */
 	struct tprof_map_request map_req[TPROF_MAP_REQUESTS];
 	struct work_struct map_work;
+	struct irq_work map_kick;	/* queues map_work: NMI-safe */
+	/* Processes whose EXIT was written (signal_struct; see on_exit). */
+	struct signal_struct *exited[64];
 	char *path_buf;			/* PATH_MAX, for the map worker only */
 	struct irq_work wake_work;
 	wait_queue_head_t wait;
@@ -135,6 +139,7 @@ void tprof_write_comm(struct tprof_session *s, struct task_struct *p,
 		      u32 parent_pid, u32 kind);
 void tprof_write_existing_processes(struct tprof_session *s);
 void tprof_map_worker(struct work_struct *work);
+void tprof_map_kick(struct irq_work *work);
 bool tprof_session_follows(struct tprof_session *s, struct task_struct *p);
 bool tprof_follow_add(struct tprof_session *s, struct pid *pid);
 bool tprof_follow_remove(struct tprof_session *s, struct pid *pid);

@@ -7,6 +7,7 @@
 #include <linux/irq_work.h>
 #include <linux/mm.h>
 #include <linux/perf_event.h>
+#include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/siphash.h>
@@ -120,8 +121,9 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 	rec->hdr.type = TPROF_REC_SAMPLE;
 	rec->hdr.size = sizeof(*rec);
 	rec->time_ns = local_clock();
-	rec->pid = idle ? 0 : task->tgid;
-	rec->tid = idle ? 0 : task->pid;
+	/* In the owner's pid namespace (0 outside it). */
+	rec->pid = idle ? 0 : task_tgid_nr_ns(task, s->pid_ns);
+	rec->tid = idle ? 0 : task_pid_nr_ns(task, s->pid_ns);
 	rec->cpu = smp_processor_id();
 	rec->flags = (user ? TPROF_SAMPLE_USER : 0) | (idle ? TPROF_SAMPLE_IDLE : 0);
 	if (user || s->show_kernel) {

@@ -10,6 +10,7 @@
 #include <linux/mm.h>
 #include <linux/perf_event.h>
 #include <linux/pid.h>
+#include <linux/pid_namespace.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/random.h>
@@ -176,7 +177,7 @@ static long tprof_sampling_start(struct file *file,
 		ret = tprof_get_process(c.pid, &target);
 		if (ret)
 			return ret;
-		c.pid = pid_nr(target);
+		c.pid = pid_vnr(target);
 		if (!privileged) {
 			int paranoid = tprof_perf_event_paranoid();
 
@@ -202,11 +203,13 @@ static long tprof_sampling_start(struct file *file,
 	s->owner = file;
 	s->config = c;
 	s->show_kernel = privileged;
+	s->pid_ns = get_pid_ns(task_active_pid_ns(current));
 	s->target = target;	/* the session's reference now */
 	target = NULL;
 	init_waitqueue_head(&s->wait);
 	init_irq_work(&s->wake_work, tprof_wake_reader);
 	INIT_WORK(&s->map_work, tprof_map_worker);
+	init_irq_work(&s->map_kick, tprof_map_kick);
 	if (s->target && !tprof_follow_add(s, s->target))
 		goto err_free;
 	get_random_bytes(&s->space_key, sizeof(s->space_key));
@@ -346,7 +349,8 @@ long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg)
 	if (s) {
 		st.active = 1;
 		st.running = READ_ONCE(s->running);
-		st.pid = s->config.pid;
+		/* In the reader's pid namespace (0: not visible there). */
+		st.pid = s->target ? pid_vnr(s->target) : TPROF_PID_ALL;
 		st.frequency_hz = s->config.frequency_hz;
 		st.half_bytes = s->config.half_bytes;
 		st.event_type = s->config.event_type;

@@ -7,6 +7,9 @@
  */
 #include <linux/atomic.h>
 #include <linux/fs.h>
+#include <linux/hash.h>
+#include <linux/irq_work.h>
+#include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
@@ -27,7 +30,11 @@ void tprof_request_maps(struct tprof_session *s,
 	int gen = atomic_read(&s->map_gen);
 	int i;
 
-	if (!mm || in_nmi())
+	/*
+	 * Hardware counters overflow in NMI: everything below is NMI-safe
+	 * (atomics, mmget_not_zero()), and the work is queued through irq_work.
+	 */
+	if (!mm)
 		return;
 	e = &pc->map_cache[space_id % TPROF_MAP_CACHE];
 	if (e->space_id == space_id && e->map_count == READ_ONCE(mm->map_count) &&
@@ -44,10 +51,10 @@ void tprof_request_maps(struct tprof_session *s,
 			return;
 		}
 		r->mm = mm;
-		r->pid = current->tgid;
+		r->pid = task_tgid_nr_ns(current, s->pid_ns);
 		r->space_id = space_id;
 		atomic_set_release(&r->state, MAP_REQ_READY);
-		queue_work(tprof_map_wq, &s->map_work);
+		irq_work_queue(&s->map_kick);
 		e->space_id = space_id;
 		e->map_count = READ_ONCE(mm->map_count);
 		e->gen = gen;
@@ -131,7 +138,7 @@ void tprof_write_comm(struct tprof_session *s, struct task_struct *p,
 		rec->hdr.type = TPROF_REC_COMM;
 		rec->hdr.size = sizeof(*rec);
 		rec->time_ns = local_clock();
-		rec->pid = p->tgid;
+		rec->pid = task_tgid_nr_ns(p, s->pid_ns);
 		rec->parent_pid = parent_pid;
 		rec->kind = kind;
 		/* A bounded copy of a name that may change under us. */
@@ -151,6 +158,8 @@ void tprof_sampling_on_fork(struct task_struct *parent, struct task_struct *chil
 	/* New processes only; new threads share their process's records. */
 	if (child->pid != child->tgid)
 		return;
+	cmpxchg(&s->exited[hash_ptr(child->signal, ilog2(ARRAY_SIZE(s->exited)))],
+		child->signal, NULL);
 	if (s->target) {
 		if (!tprof_session_follows(s, parent))
 			return;
@@ -163,7 +172,8 @@ void tprof_sampling_on_fork(struct task_struct *parent, struct task_struct *chil
 			return;
 		}
 	}
-	tprof_write_comm(s, child, parent->tgid, TPROF_COMM_FORK);
+	tprof_write_comm(s, child, task_tgid_nr_ns(parent, s->pid_ns),
+			 TPROF_COMM_FORK);
 }
 
 void tprof_sampling_on_exec(struct task_struct *p)
@@ -196,9 +206,30 @@ void tprof_sampling_on_exit(struct task_struct *p)
 	if (!s)
 		return;
 	tprof_windows_on_exit(s, p);
-	/* The last thread of the process: signal->live already counts it out. */
+	/*
+	 * The last thread of the process: signal->live already counts it out.
+	 * Several threads exiting together can all see it at zero here (the
+	 * decrement happens earlier in do_exit()), so the process's
+	 * signal_struct is claimed once in exited[] with cmpxchg: one EXIT per
+	 * process. A slot is cleared when a new process reuses that
+	 * signal_struct (fork hook, before the new process can run or exit).
+	 */
 	if (atomic_read(&p->signal->live) != 0)
 		return;
+	{
+		struct signal_struct **slot =
+			&s->exited[hash_ptr(p->signal, ilog2(ARRAY_SIZE(s->exited)))];
+		struct signal_struct *old = READ_ONCE(*slot), *prev;
+
+		for (;;) {
+			if (old == p->signal)
+				return;	/* another thread wrote it */
+			prev = cmpxchg(slot, old, p->signal);
+			if (prev == old)
+				break;
+			old = prev;
+		}
+	}
 	if (s->target && !tprof_follow_remove(s, task_tgid(p)))
 		return;
 	local_irq_save(flags);
@@ -207,7 +238,7 @@ void tprof_sampling_on_exit(struct task_struct *p)
 		rec->hdr.type = TPROF_REC_EXIT;
 		rec->hdr.size = sizeof(*rec);
 		rec->time_ns = local_clock();
-		rec->pid = p->tgid;
+		rec->pid = task_tgid_nr_ns(p, s->pid_ns);
 		tprof_record_end(pc);
 	}
 	local_irq_restore(flags);
@@ -267,6 +298,15 @@ static void tprof_capture_maps(struct tprof_session *s,
 		tprof_write_map(s, r->pid, r->space_id, vma, path);
 	}
 	mmap_read_unlock(r->mm);
+}
+
+/* irq_work (hard IRQ): queue_work() is not NMI-safe, this is. */
+void tprof_map_kick(struct irq_work *work)
+{
+	struct tprof_session *s = container_of(work, struct tprof_session,
+					       map_kick);
+
+	queue_work(tprof_map_wq, &s->map_work);
 }
 
 void tprof_map_worker(struct work_struct *work)

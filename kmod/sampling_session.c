@@ -24,6 +24,7 @@
 #include <linux/sched/signal.h>
 #include <linux/sched/user.h>
 #include <linux/pid.h>
+#include <linux/pid_namespace.h>
 #include <linux/poll.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
@@ -161,9 +162,12 @@ int tprof_buffers_alloc(struct tprof_session *s, size_t bytes)
 void tprof_session_free(struct tprof_session *s)
 {
 	irq_work_sync(&s->wake_work);
+	irq_work_sync(&s->map_kick);
 	kvfree(s->task_events);
 	tprof_follow_clear(s);
 	put_pid(s->target);
+	if (s->pid_ns)
+		put_pid_ns(s->pid_ns);
 	free_percpu(s->cpus);
 	if (s->buf_file)
 		fput(s->buf_file);	/* the mappings keep the buffers */
@@ -180,6 +184,7 @@ void tprof_sampling_stop_locked(struct tprof_session *s)
 	WRITE_ONCE(s->running, false);
 	RCU_INIT_POINTER(tprof_sampling_live, NULL);
 	synchronize_rcu();		/* no hook writes any more */
+	irq_work_sync(&s->map_kick);	/* nor queues the map worker */
 	flush_workqueue(tprof_map_wq);	/* nor the map worker */
 	while (s->nr_task_events)	/* with the counters inherited from them */
 		perf_event_release_kernel(s->task_events[--s->nr_task_events]);

@@ -2,6 +2,7 @@
 // hostile unprivileged user can and cannot get out of a sampling session.
 // Every test here failed before its fix.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <grp.h>
 #include <linux/tprof.h>
@@ -10,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,7 +19,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
+#include <map>
 #include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -445,6 +450,137 @@ TEST(SamplingSafety, AdminStopsAnyoneElsesSession) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the stopped session did not end with POLLHUP";
   std::string out;
   EXPECT_NE(RunCommand("tprofctl stop --force 2>&1", &out), 0) << out;  // nothing runs
+}
+
+}  // namespace
+}  // namespace tprof::test
+
+namespace tprof::test {
+namespace {
+
+// Threads of a process that exit together (each with SYS_exit, the last
+// one ending the process) give exactly one EXIT record for the process.
+TEST(SamplingSafety, ThreadsExitingTogetherGiveOneExitRecord) {
+  SamplingOptions o;
+  o.frequency_hz = 100;        // records, not samples, are the point here
+  o.half_bytes = 1 << 20;      // nothing is consumed until the end
+  auto s = SamplingSession::Start(o);
+  ASSERT_TRUE(s) << s.error().message();
+  std::set<uint32_t> kids;
+  for (int i = 0; i < 20; ++i) {
+    pid_t p = fork();
+    ASSERT_GE(p, 0);
+    if (p == 0) {
+      static std::atomic<int> go{0};
+      for (int t = 0; t < 7; ++t)
+        std::thread([] {
+          while (!go.load()) {
+          }
+          syscall(SYS_exit, 0);
+        }).detach();
+      BurnCpu(5ms);  // let the threads start spinning
+      go = 1;
+      syscall(SYS_exit, 0);  // this thread only: the process ends with the last
+    }
+    kids.insert(uint32_t(p));
+  }
+  for (uint32_t k : kids) {
+    int st = 0;
+    ASSERT_EQ(waitpid(pid_t(k), &st, 0), pid_t(k));
+  }
+  bool ok = false;
+  auto recs = StopAndDrain(*s, &ok);
+  ASSERT_TRUE(ok);
+  std::map<uint32_t, int> exits;
+  for (const Rec& r : recs)
+    if (r.type == TPROF_REC_EXIT && kids.count(r.pid)) ++exits[r.pid];
+  std::string all;
+  for (const Rec& r : recs)
+    if (r.type == TPROF_REC_EXIT) all += " " + std::to_string(r.pid);
+  CpuBufferTotals t = s->TotalsAll();
+  ASSERT_EQ(t.lost_records, 0u) << "records were lost: the count below would mean nothing";
+  for (uint32_t k : kids)
+    EXPECT_EQ(exits[k], 1) << "EXIT records of process " << k << "; all EXITs:" << all
+                           << "; lost records " << t.lost_records;
+}
+
+// ptrace's capability rule: a process with the caller's uid and gids but
+// permitted capabilities the caller lacks is not the caller's to sample.
+TEST(SamplingSafety, SameUidTargetWithCapabilitiesIsRefused) {
+  ScopedParanoid level(2);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t t = fork();
+  ASSERT_GE(t, 0);
+  if (t == 0) {
+    close(ready[0]);
+    if (prctl(PR_SET_KEEPCAPS, 1) || !DropToNobody()) _exit(1);
+    if (write(ready[1], "x", 1) != 1) _exit(2);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char b;
+  ASSERT_EQ(read(ready[0], &b, 1), 1) << "the target did not set itself up";
+  int rc = RunUnprivileged([t] {
+    if (prctl(PR_SET_DUMPABLE, 1)) return 3;
+    SamplingOptions o;
+    o.pid = t;
+    auto s = SamplingSession::Start(o);
+    if (s.ok()) return 1;
+    return s.error().code().value() == EACCES ? 0 : 2;
+  });
+  kill(t, SIGKILL);
+  waitpid(t, nullptr, 0);
+  close(ready[0]);
+  EXPECT_EQ(rc, 0) << "1: sampled a process holding capabilities it lacks; 2: not EACCES";
+}
+
+}  // namespace
+}  // namespace tprof::test
+
+namespace tprof::test {
+namespace {
+
+// An owner inside a new pid namespace gets its namespace's pids in every
+// record and in SAMPLING_STATUS (here 1 and 2), never global ones.
+TEST(SamplingSafety, RecordsUseTheOwnersPidNamespace) {
+  int rc = RunInChild([] {
+    if (unshare(CLONE_NEWPID)) return 1;
+    pid_t init = fork();
+    if (init == 0) {
+      if (getpid() != 1) _exit(2);
+      SamplingOptions o;
+      o.pid = 0;
+      auto s = SamplingSession::Start(o);
+      if (!s) _exit(3);
+      pid_t k = fork();
+      if (k == 0) {
+        BurnCpu(100ms);
+        _exit(0);
+      }
+      BurnCpu(100ms);
+      waitpid(k, nullptr, 0);
+      tprof_sampling_status st{};
+      if (ioctl(s->fd(), TPROF_IOC_SAMPLING_STATUS, &st) || st.pid != 1) _exit(4);
+      bool ok = false;
+      auto recs = StopAndDrain(*s, &ok);
+      if (!ok) _exit(5);
+      uint64_t own = 0, kid = 0;
+      for (const Rec& r : recs) {
+        if (r.type == TPROF_REC_LOST) continue;
+        if (r.type == TPROF_REC_COMM && r.kind == TPROF_COMM_FORK && r.parent_pid != 1) _exit(6);
+        if (r.pid != 1 && r.pid != uint32_t(k)) _exit(7);
+        if (r.type == TPROF_REC_SAMPLE) ++(r.pid == 1 ? own : kid);
+      }
+      _exit(own && kid ? 0 : 8);
+    }
+    int st = 0;
+    waitpid(init, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 9;
+  });
+  EXPECT_EQ(rc, 0) << "4: STATUS pid not 1; 6: COMM parent not 1; 7: a pid from outside the "
+                      "namespace's numbering; 8: not sampled";
 }
 
 }  // namespace

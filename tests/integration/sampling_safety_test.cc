@@ -467,12 +467,12 @@ TEST(SamplingSafety, ThreadsExitingTogetherGiveOneExitRecord) {
   auto s = SamplingSession::Start(o);
   ASSERT_TRUE(s) << s.error().message();
   std::set<uint32_t> kids;
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < 60; ++i) {
     pid_t p = fork();
     ASSERT_GE(p, 0);
     if (p == 0) {
       static std::atomic<int> go{0};
-      for (int t = 0; t < 7; ++t)
+      for (int t = 0; t < 15; ++t)
         std::thread([] {
           while (!go.load()) {
           }

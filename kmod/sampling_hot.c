@@ -110,6 +110,12 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 	 */
 	if (!s->target && tprof_cpu_event(&s->events, 0) != event)
 		return;
+	/*
+	 * A task counter can fire on a CPU after its cpu_down notification
+	 * published the partial half: nothing more goes into that buffer.
+	 */
+	if (s->target && !READ_ONCE(tprof_ctl(s, smp_processor_id())->online))
+		return;
 	tprof_windows_sample(s, instruction_pointer(regs), task, user_mode(regs));
 
 	local_irq_save(flags);

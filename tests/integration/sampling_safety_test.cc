@@ -462,8 +462,8 @@ namespace {
 // one ending the process) give exactly one EXIT record for the process.
 TEST(SamplingSafety, ThreadsExitingTogetherGiveOneExitRecord) {
   SamplingOptions o;
-  o.frequency_hz = 100;        // records, not samples, are the point here
-  o.half_bytes = 1 << 20;      // nothing is consumed until the end
+  o.frequency_hz = 1;          // records, not samples (nor their MAPs), are the point
+  o.half_bytes = 4 << 20;      // nothing is consumed until the end
   auto s = SamplingSession::Start(o);
   ASSERT_TRUE(s) << s.error().message();
   std::set<uint32_t> kids;

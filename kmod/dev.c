@@ -87,6 +87,7 @@ static long tprof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	TPROF_IOCTL(TPROF_IOC_SAMPLING_STOP, tprof_ioctl_sampling_stop(file));
 	TPROF_IOCTL(TPROF_IOC_SAMPLING_RELEASE, tprof_ioctl_sampling_release(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_SAMPLING_STATUS, tprof_ioctl_sampling_status(uarg));
+	TPROF_IOCTL(TPROF_IOC_SAMPLING_STOP_ANY, tprof_ioctl_sampling_stop_any());
 	TPROF_IOCTL(TPROF_IOC_WINDOW_ADD, tprof_ioctl_window_add(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_WINDOW_READ, tprof_ioctl_window_read(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_WINDOW_LIST, tprof_ioctl_window_list(file, uarg));

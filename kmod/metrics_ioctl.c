@@ -455,7 +455,7 @@ long tprof_ioctl_drain(struct tprof_drain __user *uarg)
 	} else if (req.pid == 0 || req.pid == task_tgid_vnr(current)) {
 		d.tgid = get_pid(task_tgid(current));
 	} else {
-		ret = tprof_get_readable_process(req.pid, &d.tgid);
+		ret = tprof_get_process(req.pid, &d.tgid);
 		if (ret)
 			return ret;
 	}

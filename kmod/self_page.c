@@ -125,9 +125,9 @@ int tprof_self_page_check_vma(struct vm_area_struct *vma)
 {
 	if (vma->vm_end - vma->vm_start != PAGE_SIZE)
 		return -EINVAL;
-	if (vma->vm_flags & VM_WRITE)
+	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
 		return -EPERM;
-	tprof_vm_flags_clear(vma, VM_MAYWRITE);
+	tprof_vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
 	tprof_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
 	return 0;
 }

@@ -49,7 +49,7 @@ void tprof_self_page_switch_in(struct tprof_self_page *p);
 void tprof_self_page_retire(struct tprof_self_page *p);
 int tprof_self_page_check_vma(struct vm_area_struct *vma);
 
-/* sampling.c: sampling sessions (hooks, ioctls, file operations). */
+/* sampling_*.c: sampling sessions (hooks, ioctls, file operations). */
 struct file;
 struct poll_table_struct;
 void tprof_sampling_on_fork(struct task_struct *parent, struct task_struct *child);
@@ -58,6 +58,7 @@ void tprof_sampling_on_exit(struct task_struct *p);
 long tprof_ioctl_sampling_start(struct file *file,
 				struct tprof_sampling_config __user *uarg);
 long tprof_ioctl_sampling_stop(struct file *file);
+long tprof_ioctl_sampling_stop_any(void);
 long tprof_ioctl_sampling_release(struct file *file,
 				  struct tprof_buffer_release __user *uarg);
 long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg);
@@ -68,22 +69,17 @@ void tprof_sampling_file_release(struct file *file);
 int tprof_sampling_init(void);
 void tprof_sampling_exit(void);
 
-/* windows.c: counting windows and profil on the sampling session. */
-void tprof_windows_sample(const void *session, u64 pc, struct task_struct *task,
-			  bool user);
-void tprof_windows_on_fork(struct task_struct *parent, struct task_struct *child);
-void tprof_windows_on_exec(struct task_struct *p);
-void tprof_windows_on_exit(struct task_struct *p);
+/* windows.c: counting windows and profil (hooks: sampling.h). */
 long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *uarg);
 long tprof_ioctl_window_read(struct file *file, struct tprof_window_read __user *uarg);
 long tprof_ioctl_window_list(struct file *file, struct tprof_window_list __user *uarg);
-void tprof_windows_session_end(const void *session);
 
 /* perm.c: who may read whose data. */
 bool tprof_may_read_task(struct task_struct *task);
 int tprof_check_process_access(u32 *pid);
 struct pid;
-int tprof_get_readable_process(u32 vpid, struct pid **tgid);
+int tprof_get_process(u32 vpid, struct pid **pidp);
+int tprof_perf_event_paranoid(void);
 
 /* dev.c: /dev/tprof. */
 int tprof_dev_init(void);

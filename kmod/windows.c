@@ -15,8 +15,9 @@
  * CPU hit them, so contention on a cell's cache line is rare and cheap
  * next to the rest of a sample.
  *
- * Lifetime: the table is created by the first WINDOW_ADD of a session and
- * published with rcu_assign_pointer(); windows are only appended (slot
+ * Lifetime: the table hangs off its session (tprof_session.windows); it
+ * is created by the first WINDOW_ADD of the session and published with
+ * rcu_assign_pointer(); windows are only appended (slot
  * filled, then nr published with a store-release) and live until the
  * session's owner file is released, which unpublishes the table, waits for
  * an RCU grace period (every sample handler and hook that could see it has
@@ -30,11 +31,12 @@
 #include <linux/pid.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/coredump.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include "tprof.h"
+#include "sampling.h"
 #include "core/window_math.h"
 
 /* Processes a process/profil window follows at once (profil: fork). */
@@ -54,18 +56,16 @@ struct tprof_window {
 };
 
 struct tprof_window_table {
-	const void *session;	/* the sampling session it belongs to */
 	unsigned int nr;	/* windows published (store-release) */
 	u64 cells;		/* budget used; under tprof_windows_mutex */
 	struct tprof_window *w[TPROF_MAX_WINDOWS];
 };
 
 static DEFINE_MUTEX(tprof_windows_mutex);
-static struct tprof_window_table __rcu *tprof_windows_live;
 
-static struct tprof_window_table *tprof_windows_locked(void)
+static struct tprof_window_table *tprof_windows_locked(struct tprof_session *s)
 {
-	return rcu_dereference_protected(tprof_windows_live,
+	return rcu_dereference_protected(s->windows,
 					 lockdep_is_held(&tprof_windows_mutex));
 }
 
@@ -89,14 +89,14 @@ static void tprof_window_forget(struct tprof_window *w, u32 tgid)
 
 /* ---- Sample path and hooks (IRQ/NMI, preemption off) ------------------------ */
 
-void tprof_windows_sample(const void *session, u64 pc, struct task_struct *task,
-			  bool user)
+void tprof_windows_sample(struct tprof_session *s, u64 pc,
+			  struct task_struct *task, bool user)
 {
-	struct tprof_window_table *t = rcu_dereference_sched(tprof_windows_live);
+	struct tprof_window_table *t = rcu_dereference_sched(s->windows);
 	unsigned int i, n;
 	bool idle;
 
-	if (!t || t->session != session)
+	if (!t)
 		return;
 	idle = is_idle_task(task);
 	n = smp_load_acquire(&t->nr);
@@ -127,9 +127,10 @@ void tprof_windows_sample(const void *session, u64 pc, struct task_struct *task,
 }
 
 /* A new process forked by a followed one is followed too (profil). */
-void tprof_windows_on_fork(struct task_struct *parent, struct task_struct *child)
+void tprof_windows_on_fork(struct tprof_session *s, struct task_struct *parent,
+			   struct task_struct *child)
 {
-	struct tprof_window_table *t = rcu_dereference_sched(tprof_windows_live);
+	struct tprof_window_table *t = rcu_dereference_sched(s->windows);
 	unsigned int i, n;
 	int j;
 
@@ -150,24 +151,31 @@ void tprof_windows_on_fork(struct task_struct *parent, struct task_struct *child
 	}
 }
 
-/* profil is turned off by exec (for that process only). */
-void tprof_windows_on_exec(struct task_struct *p)
+/*
+ * profil is turned off by exec (for that process only). An exec into a
+ * non-dumpable (setuid) image also ends an unprivileged owner's process
+ * windows on it: a new security domain (perf exits task counters there).
+ */
+void tprof_windows_on_exec(struct tprof_session *s, struct task_struct *p)
 {
-	struct tprof_window_table *t = rcu_dereference_sched(tprof_windows_live);
+	struct tprof_window_table *t = rcu_dereference_sched(s->windows);
+	bool secure;
 	unsigned int i, n;
 
 	if (!t)
 		return;
+	secure = !s->show_kernel && p->mm && get_dumpable(p->mm) != SUID_DUMP_USER;
 	n = smp_load_acquire(&t->nr);
 	for (i = 0; i < n; i++)
-		if (t->w[i]->g.kind == TPROF_WINDOW_PROFIL)
+		if (t->w[i]->g.kind == TPROF_WINDOW_PROFIL ||
+		    (secure && t->w[i]->g.kind == TPROF_WINDOW_PROCESS))
 			tprof_window_forget(t->w[i], p->tgid);
 }
 
 /* The last thread of a process exits: its pid may be reused, forget it. */
-void tprof_windows_on_exit(struct task_struct *p)
+void tprof_windows_on_exit(struct tprof_session *s, struct task_struct *p)
 {
-	struct tprof_window_table *t = rcu_dereference_sched(tprof_windows_live);
+	struct tprof_window_table *t = rcu_dereference_sched(s->windows);
 	unsigned int i, n;
 
 	if (!t || atomic_read(&p->signal->live) != 0)
@@ -197,6 +205,7 @@ static void tprof_window_free(struct tprof_window *w)
 
 long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *uarg)
 {
+	struct tprof_session *s;
 	struct tprof_window_table *t;
 	struct tprof_window_add a;
 	struct tprof_wm_geom g;
@@ -207,6 +216,7 @@ long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *u
 	ret = tprof_windows_owner(file);
 	if (ret)
 		return ret;
+	s = file->private_data;
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return -EFAULT;
 	ret = tprof_wm_check_add(&a, &g);
@@ -239,18 +249,15 @@ long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *u
 		atomic_set(&w->procs[0], pid);
 
 	mutex_lock(&tprof_windows_mutex);
-	t = tprof_windows_locked();
+	t = tprof_windows_locked(s);
 	if (!t) {
 		ret = -ENOMEM;
 		t = kzalloc(sizeof(*t), GFP_KERNEL);
 		if (!t)
 			goto unlock;
-		t->session = file->private_data;
-		rcu_assign_pointer(tprof_windows_live, t);
+		rcu_assign_pointer(s->windows, t);
 	}
-	if (t->session != file->private_data)
-		ret = -EBUSY;	/* not reached: a table goes with its session */
-	else if (t->nr >= TPROF_MAX_WINDOWS)
+	if (t->nr >= TPROF_MAX_WINDOWS)
 		ret = -ENOSPC;
 	else if (t->cells + g.nr_cells > TPROF_WINDOW_MAX_CELLS)
 		ret = -ENOMEM;
@@ -335,6 +342,7 @@ static long tprof_window_copy_cells(struct tprof_window *w, void __user *ucells,
 
 long tprof_ioctl_window_read(struct file *file, struct tprof_window_read __user *uarg)
 {
+	struct tprof_session *s;
 	struct tprof_window_table *t;
 	struct tprof_window_read r;
 	struct tprof_window *w;
@@ -343,14 +351,15 @@ long tprof_ioctl_window_read(struct file *file, struct tprof_window_read __user 
 	ret = tprof_windows_owner(file);
 	if (ret)
 		return ret;
+	s = file->private_data;
 	if (copy_from_user(&r, uarg, sizeof(r)))
 		return -EFAULT;
 	if (r.flags || r.resv[0] || r.resv[1])
 		return -EINVAL;
 	mutex_lock(&tprof_windows_mutex);
-	t = tprof_windows_locked();
+	t = tprof_windows_locked(s);
 	ret = -EINVAL;
-	if (!t || t->session != file->private_data || r.id >= t->nr)
+	if (!t || r.id >= t->nr)
 		goto unlock;
 	w = t->w[r.id];
 	/* Totals first: cells only grow, so they cover at least in_range. */
@@ -375,6 +384,7 @@ unlock:
 
 long tprof_ioctl_window_list(struct file *file, struct tprof_window_list __user *uarg)
 {
+	struct tprof_session *s;
 	struct tprof_window_info __user *uinfo;
 	struct tprof_window_info info;
 	struct tprof_window_table *t;
@@ -385,14 +395,15 @@ long tprof_ioctl_window_list(struct file *file, struct tprof_window_list __user 
 	ret = tprof_windows_owner(file);
 	if (ret)
 		return ret;
+	s = file->private_data;
 	if (copy_from_user(&l, uarg, sizeof(l)))
 		return -EFAULT;
 	if (l.resv[0] || l.resv[1] || (!l.windows && l.capacity))
 		return -EINVAL;
 	uinfo = u64_to_user_ptr(l.windows);
 	mutex_lock(&tprof_windows_mutex);
-	t = tprof_windows_locked();
-	l.count = t && t->session == file->private_data ? t->nr : 0;
+	t = tprof_windows_locked(s);
+	l.count = t ? t->nr : 0;
 	for (i = 0; i < l.count && i < l.capacity; i++) {
 		tprof_window_fill_info(t->w[i], &info);
 		if (copy_to_user(&uinfo[i], &info, sizeof(info))) {
@@ -407,18 +418,18 @@ long tprof_ioctl_window_list(struct file *file, struct tprof_window_list __user 
 }
 
 /* The session is stopped and being freed: free its windows. */
-void tprof_windows_session_end(const void *session)
+void tprof_windows_session_end(struct tprof_session *s)
 {
 	struct tprof_window_table *t;
 	unsigned int i;
 
 	mutex_lock(&tprof_windows_mutex);
-	t = tprof_windows_locked();
-	if (!t || t->session != session) {
+	t = tprof_windows_locked(s);
+	if (!t) {
 		mutex_unlock(&tprof_windows_mutex);
 		return;
 	}
-	RCU_INIT_POINTER(tprof_windows_live, NULL);
+	RCU_INIT_POINTER(s->windows, NULL);
 	mutex_unlock(&tprof_windows_mutex);
 	synchronize_rcu();	/* samples and hooks that saw it are done */
 	for (i = 0; i < t->nr; i++)

@@ -150,6 +150,12 @@ Status Device::DisableMetrics() const {
   return OkStatus();
 }
 
+Status Device::StopAnySampling() const {
+  if (::ioctl(fd_.get(), TPROF_IOC_SAMPLING_STOP_ANY) != 0)
+    return IoctlError("stopping the sampling session (needs CAP_PERFMON or root)", errno);
+  return OkStatus();
+}
+
 Expected<MetricsStatus> Device::GetMetricsStatus() const {
   tprof_metrics_status raw{};
   if (::ioctl(fd_.get(), TPROF_IOC_METRICS_STATUS, &raw) != 0)

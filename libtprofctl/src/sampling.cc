@@ -177,7 +177,7 @@ Status SamplingSession::Stop() {
 }
 
 bool SamplingSession::Finished() const {
-  if (!stopped_) return false;
+  // POLLHUP comes only after a stop: Stop(), or an administrator's.
   pollfd p{fd_.get(), POLLIN, 0};
   return ::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN);
 }

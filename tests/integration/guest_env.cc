@@ -99,4 +99,27 @@ int LoadModule(const std::string& path, const std::string& params) {
   return ret;
 }
 
+namespace {
+const char kParanoid[] = "/proc/sys/kernel/perf_event_paranoid";
+void WriteParanoid(const std::string& v) {
+  FILE* f = std::fopen(kParanoid, "w");
+  ASSERT_TRUE(f) << kParanoid;
+  std::fputs(v.c_str(), f);
+  ASSERT_EQ(std::fclose(f), 0) << "cannot write " << v << " to " << kParanoid;
+}
+}  // namespace
+
+ScopedParanoid::ScopedParanoid(int level) {
+  if (FILE* f = std::fopen(kParanoid, "r")) {
+    char buf[16] = {};
+    if (std::fgets(buf, sizeof(buf), f)) old_ = buf;
+    std::fclose(f);
+  }
+  WriteParanoid(std::to_string(level));
+}
+
+ScopedParanoid::~ScopedParanoid() {
+  if (!old_.empty()) WriteParanoid(old_);
+}
+
 }  // namespace tprof::test

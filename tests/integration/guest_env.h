@@ -54,6 +54,19 @@ std::string ModulePath();
 int UnloadModule();
 int LoadModule(const std::string& path, const std::string& params = "");
 
+// Sets kernel.perf_event_paranoid for the scope (the guest's Debian default
+// is 3: no unprivileged perf at all) and restores the old value after.
+class ScopedParanoid {
+ public:
+  explicit ScopedParanoid(int level);
+  ~ScopedParanoid();
+  ScopedParanoid(const ScopedParanoid&) = delete;
+  ScopedParanoid& operator=(const ScopedParanoid&) = delete;
+
+ private:
+  std::string old_;
+};
+
 // A test with per-thread metrics on (time, dispatches, page-faults: values
 // 0, 1, 2) from SetUp, and off after it.
 class MetricsOnTest : public ::testing::Test {

@@ -780,6 +780,7 @@ Result RunAsNobody(const std::string& dir, const std::string& cmd) {
 // (j) Unprivileged: not the whole machine, but its own command, with
 // kernel samples counted and their addresses withheld.
 TEST_F(Profiler, UnprivilegedUserProfilesOnlyItsOwnCommand) {
+  ScopedParanoid paranoid(1);  // kernel samples allowed, their addresses withheld
   ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
   Result all = RunAsNobody(dir_.path(), "tprofctl record -o all.data -- true");
   EXPECT_EQ(all.rc, 1) << all.out;

@@ -514,6 +514,7 @@ TEST(WindowTest, OwnerOnlyArgumentsAndLimits) {
 }
 
 TEST(WindowTest, UnprivilegedProcessWindowsOnly) {
+  ScopedParanoid paranoid(2);
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {

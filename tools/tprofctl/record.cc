@@ -30,6 +30,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "tprof/device.h"
 #include "tprof/profile.h"
 #include "tprof/profile_file.h"
 #include "tprof/sampling.h"
@@ -370,11 +371,21 @@ int RunStart(const Args& args) {
 }
 
 int RunStop(const Args& args) {
+  if (args.size() == 1 && args[0] == "--force") {
+    // Whoever's session it is (an administrator's tool): no profile here.
+    auto dev = Device::Open();
+    if (!dev) return ReportError(dev.error());
+    if (auto st = dev->StopAnySampling(); !st) return ReportError(st.error());
+    std::printf("tprofctl: the sampling session was stopped\n");
+    return 0;
+  }
   if (!args.empty()) {
     bool help = args[0] == "-h" || args[0] == "--help";
     std::fprintf(help ? stdout : stderr,
-                 "usage: tprofctl stop\n\nStops the recorder `tprofctl start` began and "
-                 "waits until it has written the profile.\n");
+                 "usage: tprofctl stop [--force]\n\nStops the recorder `tprofctl start` began and "
+                 "waits until it has written the profile.\n--force: stop the running sampling "
+                 "session whoever owns it (CAP_PERFMON or root); its owner keeps what it "
+                 "recorded so far.\n");
     return help ? 0 : 2;
   }
   std::ifstream in(PidFile());

@@ -124,8 +124,16 @@
  *   TPROF_IOC_SAMPLING_START (struct tprof_sampling_config, read/write)
  *     pid TPROF_PID_ALL (system-wide) needs CAP_PERFMON/CAP_SYS_ADMIN, else
  *     EPERM; one process needs the TPROF_IOC_THREAD_READ rights over it,
- *     else EACCES (ESRCH: no such process). Without CAP_PERFMON, samples in
- *     the kernel carry ip = caller = 0. EBUSY: a session is running.
+ *     else EACCES (ESRCH: no such process). Without CAP_PERFMON perf's
+ *     kernel.perf_event_paranoid applies: 3 and above refuse (EACCES), 2
+ *     samples user mode only, 1 and below also kernel mode with ip = caller
+ *     = 0. One process is sampled with inherited per-task counters (as perf
+ *     record -p): its threads at start (E2BIG above 4096) and every thread
+ *     and process created from them afterwards; the session follows the
+ *     process's identity, not its number (a process that later gets the
+ *     same pid is not seen). A followed process that execs a non-dumpable
+ *     (e.g. setuid) program leaves the session: no samples, COMM or MAP of
+ *     it any more. EBUSY: a session is running.
  *     EINVAL: bad flags, frequency, buffer size or event, nonzero reserved.
  *     EOPNOTSUPP: a hardware event on a machine without a usable PMU.
  *     At start, one TPROF_REC_COMM (TPROF_COMM_EXISTING) per existing
@@ -140,6 +148,20 @@
  *     range, or that half is not full. ENODATA: no session.
  *   TPROF_IOC_SAMPLING_STATUS (struct tprof_sampling_status, read)
  *     Anyone. Whether a session runs, its settings and totals.
+ *   TPROF_IOC_SAMPLING_STOP_ANY (no argument; ABI 1.5)
+ *     CAP_PERFMON or CAP_SYS_ADMIN (else EPERM): stops the running session
+ *     whoever owns it, as SAMPLING_STOP would, and detaches it: STATUS no
+ *     longer shows it and a new session may start; its owner still drains
+ *     it and closes. ENODATA: no session.
+ *   Limits (ABI 1.5): the buffers (map_bytes) are charged to the owner's
+ *   user like perf's ring buffers: locked memory beyond RLIMIT_MEMLOCK plus
+ *   the module parameter sampling_mlock_kb per online CPU (perf's
+ *   perf_event_mlock_kb) fails SAMPLING_START with EPERM, as perf's mmap()
+ *   does, unless the caller has CAP_IPC_LOCK; the charge ends when the
+ *   memory is freed. Closing the owner's descriptor ends the session even
+ *   while the buffers are mapped: the mapping stays readable (nothing is
+ *   written any more) until unmapped. Mappings are never inherited by fork
+ *   (VM_DONTCOPY); PROT_WRITE and PROT_EXEC fail with EPERM.
  *
  *   Counting windows (ABI 1.3; design: IPCOM000049216D, the Instruction
  *   Address Sampler, and profil(2)). Up to TPROF_MAX_WINDOWS windows per
@@ -553,6 +575,7 @@ struct tprof_rec_lost {
 #define TPROF_IOC_SAMPLING_STOP _IO(TPROF_IOC_MAGIC, 0x21)
 #define TPROF_IOC_SAMPLING_RELEASE _IOW(TPROF_IOC_MAGIC, 0x22, struct tprof_buffer_release)
 #define TPROF_IOC_SAMPLING_STATUS _IOR(TPROF_IOC_MAGIC, 0x23, struct tprof_sampling_status)
+#define TPROF_IOC_SAMPLING_STOP_ANY _IO(TPROF_IOC_MAGIC, 0x24) /* ABI 1.5 */
 
 /* ---- Counting windows (ABI 1.3) ------------------------------------------ */
 

@@ -53,6 +53,9 @@ class Device {
   // Enabling while enabled restarts accounting with the new metric set.
   Status EnableMetrics(const std::vector<MetricSpec>& metrics) const;
   Status DisableMetrics() const;
+  // Stops whoever's sampling session runs (CAP_PERFMON or CAP_SYS_ADMIN;
+  // ABI 1.5): its owner still drains it, and a new session may start.
+  Status StopAnySampling() const;
   Expected<MetricsStatus> GetMetricsStatus() const;
 
   // Read-and-zero of one thread's accumulated metrics; tid 0 is the calling

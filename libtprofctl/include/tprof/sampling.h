@@ -58,7 +58,8 @@ class SamplingSession {
   // Stops sampling; the partial halves become full. Consume() until
   // Finished() to get everything.
   Status Stop();
-  // True once stopped and every half has been consumed.
+  // True once stopped (by Stop() or an administrator's StopAnySampling())
+  // and every half has been consumed.
   bool Finished() const;
   // Waits for a full half (or the end) up to timeout_ms (-1: forever).
   Status Wait(int timeout_ms) const;

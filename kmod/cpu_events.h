@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * One owner for per-CPU perf counters and CPU hotplug (see cpu_events.c for
+ * the locking rules).
+ *
+ *   tprof_cpu_events_start(ce, attrs, nr, handler, ctx, ops)
+ *     Creates nr counters (attrs[0..nr-1], copied) on every online CPU and
+ *     on every CPU that comes online until stop; handler (may be NULL) is
+ *     their overflow handler, with event->overflow_handler_context == ctx.
+ *     nr may be 0: then only the hotplug notifications. Process context,
+ *     no cpus_read_lock() held. Waits until every online CPU has its
+ *     counters. Returns 0 or the first creation error, "no PMU" for a
+ *     non-software type (ENOENT, ENODEV, EOPNOTSUPP) as -EOPNOTSUPP, with
+ *     everything undone.
+ *     ops (may be NULL): cpu_up(cpu, ctx) runs on @cpu when it is added
+ *     (each CPU online at start, and each that comes online), cpu_down(cpu,
+ *     ctx) on @cpu when it is removed (going offline, and every CPU at
+ *     stop), both from cpuhp callbacks: they must not create or release
+ *     perf events nor wait for anything that does. cpu_up may run before
+ *     that CPU's counters are published, cpu_down runs after they were
+ *     unpublished.
+ *   tprof_cpu_events_stop(ce)
+ *     Unpublishes every counter (cpu_down on each CPU), waits for readers
+ *     (an RCU grace period) and releases every counter. Process context.
+ *   tprof_cpu_event(ce, idx)
+ *     This CPU's counter idx, or NULL (not created yet, CPU going down,
+ *     stopped). The caller has preemption or IRQs off; the pointer is valid
+ *     until it enables them again. An overflow handler must check that
+ *     tprof_cpu_event(ce, idx) == event before it trusts the sample: a
+ *     counter fires for a short while after its CPU was removed.
+ */
+#ifndef TPROF_CPU_EVENTS_H
+#define TPROF_CPU_EVENTS_H
+
+#include <linux/list.h>
+#include <linux/perf_event.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+
+struct tprof_cpu_events_ops {
+	void (*cpu_up)(unsigned int cpu, void *ctx);
+	void (*cpu_down)(unsigned int cpu, void *ctx);
+};
+
+struct tprof_cpu_events_pcpu;
+
+/* Embeddable; every field is private to cpu_events.c. */
+struct tprof_cpu_events {
+	struct perf_event_attr *attrs;
+	unsigned int nr;
+	perf_overflow_handler_t handler;
+	void *ctx;
+	const struct tprof_cpu_events_ops *ops;
+	struct tprof_cpu_events_pcpu __percpu *pcpu;
+	int cpuhp_state;
+	struct hlist_node node;
+	struct work_struct work;
+	raw_spinlock_t lock;
+	int err;		/* first creation error, under lock */
+	bool started;		/* start returned 0: errors go to the log */
+};
+
+int tprof_cpu_events_start(struct tprof_cpu_events *ce,
+			   const struct perf_event_attr *attrs, unsigned int nr,
+			   perf_overflow_handler_t handler, void *ctx,
+			   const struct tprof_cpu_events_ops *ops);
+void tprof_cpu_events_stop(struct tprof_cpu_events *ce);
+struct perf_event *tprof_cpu_event(struct tprof_cpu_events *ce,
+				   unsigned int idx);
+
+#endif /* TPROF_CPU_EVENTS_H */

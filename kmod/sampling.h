@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Sampling sessions (US5355487, the Instruction Address Sampler), shared
+ * between the files that implement them, one concern each:
+ *
+ *   sampling_hot.c      the sample handler and record writing (IRQ/NMI)
+ *   sampling_records.c  process records from the hooks, MAP records (worker)
+ *   sampling_ioctl.c    SAMPLING_START/STOP/RELEASE/STATUS
+ *   sampling_session.c  the session's lifetime: globals, stop, free, mmap,
+ *                       poll, release of the owner's file, CPU hotplug
+ *
+ * Context rules: the sample handler and the hooks never sleep or allocate;
+ * they write with IRQs off and a per-CPU nesting guard (a counter overflow
+ * in NMI that lands inside another write is counted as lost). Wake-ups go
+ * through irq_work. Every CPU's writer is touched only by that CPU while the
+ * session runs, and only under tprof_sampling_mutex once it has stopped.
+ */
+#ifndef TPROF_SAMPLING_H
+#define TPROF_SAMPLING_H
+
+#include <linux/irq_work.h>
+#include <linux/mutex.h>
+#include <linux/perf_event.h>
+#include <linux/siphash.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include "tprof.h"
+#include "cpu_events.h"
+#include "core/sample_buffer.h"
+
+#define TPROF_MAP_CACHE 8	/* address spaces remembered per CPU */
+#define TPROF_MAP_REQUESTS 64	/* address spaces queued for the worker */
+#define TPROF_FOLLOW_MAX 64	/* processes a one-process session follows */
+#define TPROF_SAMPLING_MAX_THREADS 4096	/* threads of its target at start */
+
+enum { MAP_REQ_FREE, MAP_REQ_FILLING, MAP_REQ_READY };
+
+struct tprof_map_request {
+	atomic_t state;
+	u32 pid;
+	u64 space_id;
+	struct mm_struct *mm;	/* mmget() reference */
+};
+
+struct tprof_map_cache_entry {
+	u64 space_id;
+	int map_count;
+	int gen;
+};
+
+struct tprof_sampling_cpu {
+	struct tprof_sbuf_writer writer;
+	int nesting;			/* > 0 while this CPU writes a record */
+	struct tprof_map_cache_entry map_cache[TPROF_MAP_CACHE];
+};
+
+struct tprof_window_table;
+
+struct tprof_session {
+	struct file *owner;
+	struct tprof_sampling_config config;
+	bool show_kernel;		/* owner had CAP_PERFMON at start */
+	bool running;			/* read locklessly by samples and hooks */
+	bool stopped;
+	bool counters_on;		/* cpu_events started */
+	struct tprof_cpu_events events;	/* per-CPU counters (system-wide) + hotplug */
+	/*
+	 * One-process sessions: the target's identity and one inherited
+	 * per-task counter per thread it had at start (children and threads
+	 * created later inherit them, as with perf record -p). follow[] holds
+	 * the processes whose COMM/EXIT records the owner gets: the target and
+	 * the processes forked from followed ones after start; a process that
+	 * execs a non-dumpable (setuid) image, or exits, leaves it. Slots are
+	 * claimed with cmpxchg from the hooks. Each holds a get_pid() reference.
+	 */
+	struct pid_namespace *pid_ns;	/* the owner's: pids in records */
+	struct pid *target;		/* NULL: system-wide */
+	struct perf_event **task_events;
+	unsigned int nr_task_events;
+	struct pid *follow[TPROF_FOLLOW_MAX];
+	void *area;			/* vmalloc_user: control area + halves */
+	struct file *buf_file;		/* owns area (tprof_buffers_alloc) */
+	size_t area_bytes;
+	struct tprof_sampling_cpu __percpu *cpus;
+	siphash_key_t space_key;	/* space ids never reveal mm pointers */
+	atomic_t map_gen;		/* bumped by exec: forget cached spaces */
+	struct tprof_map_request map_req[TPROF_MAP_REQUESTS];
+	struct work_struct map_work;
+	struct irq_work map_kick;	/* queues map_work: NMI-safe */
+	/* Processes whose EXIT was written (signal_struct; see on_exit). */
+	struct signal_struct *exited[64];
+	char *path_buf;			/* PATH_MAX, for the map worker only */
+	struct irq_work wake_work;
+	wait_queue_head_t wait;
+	/* Counting windows (windows.c), RCU; under tprof_windows_mutex. */
+	struct tprof_window_table __rcu *windows;
+};
+
+/* sampling_session.c */
+extern struct mutex tprof_sampling_mutex;
+extern struct tprof_session __rcu *tprof_sampling_live;
+extern struct tprof_session *tprof_sampling_session;
+extern struct workqueue_struct *tprof_map_wq;
+extern const struct tprof_cpu_events_ops tprof_sampling_cpu_ops;
+void tprof_sampling_stop_locked(struct tprof_session *s);
+void tprof_session_free(struct tprof_session *s);
+int tprof_buffers_alloc(struct tprof_session *s, size_t bytes);
+void tprof_wake_reader(struct irq_work *work);
+
+static inline struct tprof_buffer_ctl *tprof_ctl(struct tprof_session *s,
+						 unsigned int cpu)
+{
+	return (struct tprof_buffer_ctl *)s->area + cpu;
+}
+
+/* The running session, for the hooks (preemption off: RCU-sched reader). */
+static inline struct tprof_session *tprof_live_session(void)
+{
+	struct tprof_session *s = rcu_dereference_sched(tprof_sampling_live);
+
+	return s && READ_ONCE(s->running) ? s : NULL;
+}
+
+/* sampling_hot.c */
+void *tprof_record_begin(struct tprof_session *s,
+			 struct tprof_sampling_cpu **pcp, u32 size,
+			 bool is_sample);
+static inline void tprof_record_end(struct tprof_sampling_cpu *pc)
+{
+	pc->nesting--;
+}
+void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
+		  struct pt_regs *regs);
+
+/* sampling_records.c */
+void tprof_request_maps(struct tprof_session *s, struct tprof_sampling_cpu *pc,
+			u64 space_id);
+void tprof_write_comm(struct tprof_session *s, struct task_struct *p,
+		      u32 parent_pid, u32 kind);
+void tprof_write_existing_processes(struct tprof_session *s);
+void tprof_map_worker(struct work_struct *work);
+void tprof_map_kick(struct irq_work *work);
+bool tprof_session_follows(struct tprof_session *s, struct task_struct *p);
+bool tprof_follow_add(struct tprof_session *s, struct pid *pid);
+bool tprof_follow_remove(struct tprof_session *s, struct pid *pid);
+void tprof_follow_clear(struct tprof_session *s);
+
+/* windows.c, on a session */
+void tprof_windows_sample(struct tprof_session *s, u64 pc,
+			  struct task_struct *task, bool user);
+void tprof_windows_on_fork(struct tprof_session *s, struct task_struct *parent,
+			   struct task_struct *child);
+void tprof_windows_on_exec(struct tprof_session *s, struct task_struct *p);
+void tprof_windows_on_exit(struct tprof_session *s, struct task_struct *p);
+void tprof_windows_session_end(struct tprof_session *s);
+
+#endif /* TPROF_SAMPLING_H */

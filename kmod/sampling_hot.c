@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The sampling hot path: the counter's overflow handler (hard IRQ, or NMI
+ * for hardware events) and the record writer every producer uses (IRQs off,
+ * per-CPU nesting guard). Nothing here sleeps, allocates or takes a lock.
+ */
+#include <linux/irq_work.h>
+#include <linux/mm.h>
+#include <linux/perf_event.h>
+#include <linux/pid.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/siphash.h>
+#include <linux/uaccess.h>
+#include <asm/unwind.h>
+#include "compat.h"
+#include "sampling.h"
+
+/*
+ * Reserves a record in this CPU's buffer. IRQs must be off. Returns NULL
+ * (counted as lost) if the buffer is full or this CPU is already writing
+ * (an NMI inside a write); on success the caller fills the record and
+ * calls tprof_record_end().
+ */
+void *tprof_record_begin(struct tprof_session *s,
+				struct tprof_sampling_cpu **pcp, u32 size,
+				bool is_sample)
+{
+	struct tprof_sampling_cpu *pc = this_cpu_ptr(s->cpus);
+	void *rec;
+
+	*pcp = pc;
+	if (++pc->nesting != 1) {
+		struct tprof_buffer_ctl *ctl = pc->writer.ctl;
+
+		/* The interrupted writer owns the state: count it raw. */
+		if (is_sample) {
+			WRITE_ONCE(ctl->samples_taken, ctl->samples_taken + 1);
+			WRITE_ONCE(ctl->lost_samples, ctl->lost_samples + 1);
+		} else {
+			WRITE_ONCE(ctl->lost_records, ctl->lost_records + 1);
+		}
+		pc->nesting--;
+		return NULL;
+	}
+	{
+		u64 seq = pc->writer.seq;
+
+		rec = tprof_sbuf_reserve(&pc->writer, size, is_sample,
+					 local_clock());
+		if (pc->writer.seq != seq)
+			irq_work_queue(&s->wake_work);
+	}
+	if (!rec)
+		pc->nesting--;
+	else
+		memset(rec, 0, size);
+	return rec;
+}
+
+static u64 tprof_space_id(struct tprof_session *s, struct mm_struct *mm)
+{
+	return mm ? siphash_1u64((u64)(unsigned long)mm, &s->space_key) : 0;
+}
+
+/* The return address of the sampled function, best effort. */
+static bool tprof_sample_caller(struct pt_regs *regs, bool user, u64 *caller)
+{
+#ifdef CONFIG_X86_64
+	if (user) {
+		unsigned long ret;
+
+		/* Frame-pointer chain: meaningful for code built with it. */
+		if (copy_from_user_nofault(&ret, (void __user *)(regs->bp + 8),
+					   sizeof(ret)))
+			return false;
+		*caller = ret;
+		return ret != 0;
+	} else {
+		struct unwind_state state;
+
+		/* Started from @regs, the unwinder is already at the caller. */
+		unwind_start(&state, current, regs, NULL);
+		if (unwind_done(&state))
+			return false;
+		*caller = unwind_get_return_address(&state);
+		return *caller != 0;
+	}
+#else
+	return false;
+#endif
+}
+
+void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
+		  struct pt_regs *regs)
+{
+	struct tprof_session *s = event->overflow_handler_context;
+	struct task_struct *task = current;
+	struct tprof_sampling_cpu *pc;
+	struct tprof_rec_sample *rec;
+	unsigned long flags;
+	bool user, idle;
+
+	if (!READ_ONCE(s->running) || !regs)
+		return;
+	/*
+	 * System-wide: a CPU's counter fires briefly after the CPU was
+	 * removed: ignore it. One process: only the target's threads and
+	 * their descendants carry (inherited) counters.
+	 */
+	if (!s->target && tprof_cpu_event(&s->events, 0) != event)
+		return;
+	/*
+	 * A task counter can fire on a CPU after its cpu_down notification
+	 * published the partial half: nothing more goes into that buffer.
+	 */
+	if (s->target && !READ_ONCE(tprof_ctl(s, smp_processor_id())->online))
+		return;
+	tprof_windows_sample(s, instruction_pointer(regs), task, user_mode(regs));
+
+	local_irq_save(flags);
+	rec = tprof_record_begin(s, &pc, sizeof(*rec), true);
+	if (!rec)
+		goto out;
+	user = user_mode(regs);
+	idle = is_idle_task(task);
+	rec->hdr.type = TPROF_REC_SAMPLE;
+	rec->hdr.size = sizeof(*rec);
+	rec->time_ns = local_clock();
+	/* In the owner's pid namespace (0 outside it). */
+	rec->pid = idle ? 0 : task_tgid_nr_ns(task, s->pid_ns);
+	rec->tid = idle ? 0 : task_pid_nr_ns(task, s->pid_ns);
+	rec->cpu = smp_processor_id();
+	rec->flags = (user ? TPROF_SAMPLE_USER : 0) | (idle ? TPROF_SAMPLE_IDLE : 0);
+	if (user || s->show_kernel) {
+		rec->ip = instruction_pointer(regs);
+		if ((s->config.flags & TPROF_SAMPLING_CALLERS) &&
+		    tprof_sample_caller(regs, user, &rec->caller))
+			rec->flags |= TPROF_SAMPLE_CALLER;
+	} else {
+		rec->flags |= TPROF_SAMPLE_HIDDEN;
+	}
+	if (user) {
+		rec->space_id = tprof_space_id(s, task->mm);
+		tprof_request_maps(s, pc, rec->space_id);
+	}
+	tprof_record_end(pc);
+out:
+	local_irq_restore(flags);
+}

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The sampling ioctls: SAMPLING_START (checks, permissions, allocation, the
+ * counters), STOP, RELEASE and STATUS. Everything from userspace is checked
+ * here; output structs are zeroed before they are filled.
+ */
+#include <linux/capability.h>
+#include <linux/cpumask.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/perf_event.h>
+#include <linux/pid.h>
+#include <linux/pid_namespace.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/random.h>
+#include <linux/sched/clock.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+#include "sampling.h"
+
+static int tprof_sampling_check_config(struct tprof_sampling_config *c)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(c->resv); i++)
+		if (c->resv[i])
+			return -EINVAL;
+	if (c->flags & ~TPROF_SAMPLING_CALLERS || c->__pad)
+		return -EINVAL;
+	if (!c->half_bytes)
+		c->half_bytes = TPROF_SAMPLING_DEFAULT_HALF_BYTES;
+	if (c->half_bytes < TPROF_SAMPLING_MIN_HALF_BYTES ||
+	    c->half_bytes > TPROF_SAMPLING_MAX_HALF_BYTES ||
+	    !is_power_of_2(c->half_bytes) || c->half_bytes < PAGE_SIZE)
+		return -EINVAL;
+	switch (c->event_type) {
+	case TPROF_SAMPLE_ON_CLOCK:
+		if (!c->frequency_hz)
+			c->frequency_hz = TPROF_SAMPLING_DEFAULT_HZ;
+		if (c->frequency_hz > TPROF_SAMPLING_MAX_HZ || c->event_config ||
+		    c->event_period)
+			return -EINVAL;
+		break;
+	case TPROF_METRIC_SOFTWARE:
+	case TPROF_METRIC_HARDWARE:
+	case TPROF_METRIC_RAW:
+		if (c->frequency_hz || !c->event_period)
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The counter a session samples on. */
+static void tprof_sampling_attr(const struct tprof_sampling_config *c,
+				struct perf_event_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->pinned = 1;
+	if (c->event_type == TPROF_SAMPLE_ON_CLOCK) {
+		attr->type = PERF_TYPE_SOFTWARE;
+		attr->config = PERF_COUNT_SW_CPU_CLOCK;
+		attr->sample_period = NSEC_PER_SEC / c->frequency_hz;
+	} else {
+		attr->type = c->event_type == TPROF_METRIC_SOFTWARE ?
+			PERF_TYPE_SOFTWARE : c->event_type == TPROF_METRIC_HARDWARE ?
+			PERF_TYPE_HARDWARE : PERF_TYPE_RAW;
+		attr->config = c->event_config;
+		attr->sample_period = c->event_period;
+	}
+}
+
+/* "No PMU" (e.g. a VM) for a non-software event: "not available". */
+static int tprof_sampling_create_err(const struct perf_event_attr *attr, int err)
+{
+	if (attr->type != PERF_TYPE_SOFTWARE &&
+	    (err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP))
+		return -EOPNOTSUPP;
+	return err;
+}
+
+/*
+ * One-process session: one inherited per-task counter on each thread of
+ * the target, created here in the caller's context. Threads and processes
+ * created later by a thread with a counter inherit it (perf's inherit);
+ * perf itself removes them at an exec into a non-dumpable image.
+ */
+static int tprof_sampling_task_events(struct tprof_session *s,
+				      struct perf_event_attr *attr)
+{
+	struct task_struct **tasks, *leader, *t;
+	unsigned int n = 0, i;
+	int ret = 0;
+
+	tasks = kvcalloc(TPROF_SAMPLING_MAX_THREADS, sizeof(*tasks), GFP_KERNEL);
+	if (!tasks)
+		return -ENOMEM;
+	rcu_read_lock();
+	leader = pid_task(s->target, PIDTYPE_TGID);
+	if (!leader)
+		ret = -ESRCH;
+	else
+		for_each_thread(leader, t) {
+			if (n == TPROF_SAMPLING_MAX_THREADS) {
+				ret = -E2BIG;
+				break;
+			}
+			get_task_struct(t);
+			tasks[n++] = t;
+		}
+	rcu_read_unlock();
+	if (!ret && n) {
+		s->task_events = kvcalloc(n, sizeof(*s->task_events), GFP_KERNEL);
+		if (!s->task_events)
+			ret = -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		struct perf_event *ev;
+
+		if (!ret) {
+			ev = perf_event_create_kernel_counter(attr, -1, tasks[i],
+							      tprof_sample, s);
+			if (!IS_ERR(ev))
+				s->task_events[s->nr_task_events++] = ev;
+			else if (PTR_ERR(ev) != -ESRCH)	/* ESRCH: it exited */
+				ret = tprof_sampling_create_err(attr, PTR_ERR(ev));
+		}
+		put_task_struct(tasks[i]);
+	}
+	kvfree(tasks);
+	if (!ret && !s->nr_task_events)
+		ret = -ESRCH;	/* every thread exited meanwhile */
+	return ret;
+}
+
+static long tprof_sampling_start(struct file *file,
+				 struct tprof_sampling_config __user *uarg)
+{
+	struct tprof_sampling_config c;
+	struct perf_event_attr attr;
+	struct pid *target = NULL;
+	struct tprof_session *s;
+	size_t ctl_bytes;
+	bool privileged, exclude_kernel = false;
+	unsigned int cpu;
+	int ret;
+
+	if (copy_from_user(&c, uarg, sizeof(c)))
+		return -EFAULT;
+	/* Output fields are ignored on input, so a struct can be reused. */
+	c.nr_cpu_ids = c.ctl_bytes = c.half_bytes_out = c.frequency_out = 0;
+	c.map_bytes = 0;
+	if (c.pid == 0)
+		c.pid = task_tgid_vnr(current);
+	ret = tprof_sampling_check_config(&c);
+	if (ret)
+		return ret;
+	/*
+	 * Who may sample what: perf's rules with the caller's credentials.
+	 * The whole machine needs CAP_PERFMON (EPERM). One process needs
+	 * ptrace-read rights over it (perm.c: EACCES, ESRCH) and, without
+	 * CAP_PERFMON, kernel.perf_event_paranoid <= 2 (EACCES, as perf); at
+	 * 2 kernel mode is not sampled at all, below it is sampled with its
+	 * addresses withheld. The session holds the process's identity
+	 * (struct pid), never its number.
+	 */
+	privileged = perfmon_capable();
+	if (c.pid == TPROF_PID_ALL) {
+		if (!privileged)
+			return -EPERM;
+	} else {
+		ret = tprof_get_process(c.pid, &target);
+		if (ret)
+			return ret;
+		c.pid = pid_vnr(target);
+		if (!privileged) {
+			int paranoid = tprof_perf_event_paranoid();
+
+			/* 3 (Debian's default): no unprivileged perf at all. */
+			if (paranoid > 2) {
+				put_pid(target);
+				return -EACCES;
+			}
+			/* 2: user space only, as perf's exclude_kernel. */
+			exclude_kernel = paranoid > 1;
+		}
+	}
+
+	mutex_lock(&tprof_sampling_mutex);
+	if (tprof_sampling_session) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+	ret = -ENOMEM;
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		goto out_unlock;
+	s->owner = file;
+	s->config = c;
+	s->show_kernel = privileged;
+	s->pid_ns = get_pid_ns(task_active_pid_ns(current));
+	s->target = target;	/* the session's reference now */
+	target = NULL;
+	init_waitqueue_head(&s->wait);
+	init_irq_work(&s->wake_work, tprof_wake_reader);
+	INIT_WORK(&s->map_work, tprof_map_worker);
+	init_irq_work(&s->map_kick, tprof_map_kick);
+	if (s->target && !tprof_follow_add(s, s->target))
+		goto err_free;
+	get_random_bytes(&s->space_key, sizeof(s->space_key));
+	ctl_bytes = PAGE_ALIGN(nr_cpu_ids * sizeof(struct tprof_buffer_ctl));
+	s->area_bytes = ctl_bytes + (size_t)nr_cpu_ids * 2 * c.half_bytes;
+	ret = tprof_buffers_alloc(s, s->area_bytes);
+	if (ret)
+		goto err_free;
+	ret = -ENOMEM;
+	s->cpus = alloc_percpu(struct tprof_sampling_cpu);
+	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!s->cpus || !s->path_buf)
+		goto err_free;
+	for_each_possible_cpu(cpu)
+		tprof_sbuf_init(&per_cpu_ptr(s->cpus, cpu)->writer,
+				tprof_ctl(s, cpu),
+				(u8 *)s->area + ctl_bytes +
+					(size_t)cpu * 2 * c.half_bytes,
+				c.half_bytes);
+
+	tprof_sampling_session = s;
+	WRITE_ONCE(s->running, true);
+	tprof_write_existing_processes(s);
+	rcu_assign_pointer(tprof_sampling_live, s);
+	tprof_sampling_attr(&c, &attr);
+	if (s->target) {
+		/* Hotplug notifications only: the counters follow the tasks. */
+		ret = tprof_cpu_events_start(&s->events, NULL, 0, NULL, s,
+					     &tprof_sampling_cpu_ops);
+		if (ret)
+			goto err_unpublish;
+		s->counters_on = true;
+		attr.inherit = 1;
+		attr.exclude_kernel = exclude_kernel;
+		ret = tprof_sampling_task_events(s, &attr);
+	} else {
+		ret = tprof_cpu_events_start(&s->events, &attr, 1, tprof_sample,
+					     s, &tprof_sampling_cpu_ops);
+		s->counters_on = !ret;
+	}
+	if (ret)
+		goto err_unpublish;
+
+	c.nr_cpu_ids = nr_cpu_ids;
+	c.ctl_bytes = ctl_bytes;
+	c.map_bytes = s->area_bytes;
+	c.half_bytes_out = c.half_bytes;
+	c.frequency_out = c.event_type == TPROF_SAMPLE_ON_CLOCK ? c.frequency_hz : 0;
+	/* Published last: mmap() and poll() read it without the mutex. */
+	smp_store_release(&file->private_data, s);
+	mutex_unlock(&tprof_sampling_mutex);
+	if (copy_to_user(uarg, &c, sizeof(c)))
+		return -EFAULT;	/* the session runs; the owner can stop it */
+	return 0;
+
+err_unpublish:
+	tprof_sampling_stop_locked(s);
+	tprof_sampling_session = NULL;
+err_free:
+	tprof_session_free(s);
+out_unlock:
+	mutex_unlock(&tprof_sampling_mutex);
+	put_pid(target);
+	return ret;
+}
+
+static struct tprof_session *tprof_owned_session(struct file *file, long *err)
+{
+	struct tprof_session *s = file->private_data;
+
+	*err = 0;
+	if (!s) {
+		*err = tprof_sampling_session ? -EPERM : -ENODATA;
+		return NULL;
+	}
+	return s;
+}
+
+long tprof_ioctl_sampling_start(struct file *file,
+				struct tprof_sampling_config __user *uarg)
+{
+	if (file->private_data)
+		return -EBUSY;
+	return tprof_sampling_start(file, uarg);
+}
+
+long tprof_ioctl_sampling_stop(struct file *file)
+{
+	struct tprof_session *s;
+	long ret;
+
+	mutex_lock(&tprof_sampling_mutex);
+	s = tprof_owned_session(file, &ret);
+	if (s)
+		tprof_sampling_stop_locked(s);
+	mutex_unlock(&tprof_sampling_mutex);
+	return ret;
+}
+
+long tprof_ioctl_sampling_release(struct file *file,
+				  struct tprof_buffer_release __user *uarg)
+{
+	struct tprof_buffer_release rel;
+	struct tprof_session *s;
+	long ret;
+
+	if (copy_from_user(&rel, uarg, sizeof(rel)))
+		return -EFAULT;
+	if (rel.resv[0] || rel.cpu >= nr_cpu_ids || !cpu_possible(rel.cpu) ||
+	    rel.half > 1)
+		return -EINVAL;
+	mutex_lock(&tprof_sampling_mutex);
+	s = tprof_owned_session(file, &ret);
+	if (s) {
+		ret = tprof_sbuf_release(tprof_ctl(s, rel.cpu), rel.half);
+		/* Stopped: this CPU's writer is idle; hand over what is left. */
+		if (!ret && s->stopped) {
+			struct tprof_sbuf_writer *w =
+				&per_cpu_ptr(s->cpus, rel.cpu)->writer;
+
+			tprof_sbuf_flush(w, local_clock());
+		}
+	}
+	mutex_unlock(&tprof_sampling_mutex);
+	return ret;
+}
+
+long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg)
+{
+	struct tprof_sampling_status st;
+	struct tprof_session *s;
+	unsigned int cpu;
+
+	memset(&st, 0, sizeof(st));
+	mutex_lock(&tprof_sampling_mutex);
+	s = tprof_sampling_session;
+	if (s) {
+		st.active = 1;
+		st.running = READ_ONCE(s->running);
+		/* In the reader's pid namespace (0: not visible there). */
+		st.pid = s->target ? pid_vnr(s->target) : TPROF_PID_ALL;
+		st.frequency_hz = s->config.frequency_hz;
+		st.half_bytes = s->config.half_bytes;
+		st.event_type = s->config.event_type;
+		for_each_possible_cpu(cpu) {
+			struct tprof_buffer_ctl *ctl = tprof_ctl(s, cpu);
+
+			st.samples_taken += READ_ONCE(ctl->samples_taken);
+			st.lost_samples += READ_ONCE(ctl->lost_samples);
+			st.lost_records += READ_ONCE(ctl->lost_records);
+		}
+	}
+	mutex_unlock(&tprof_sampling_mutex);
+	return copy_to_user(uarg, &st, sizeof(st)) ? -EFAULT : 0;
+}
+
+/*
+ * An administrator stops whoever's session runs: stopped as by its owner
+ * (who still drains it and closes), and detached, so another may start.
+ */
+long tprof_ioctl_sampling_stop_any(void)
+{
+	struct tprof_session *s;
+
+	if (!perfmon_capable())
+		return -EPERM;
+	mutex_lock(&tprof_sampling_mutex);
+	s = tprof_sampling_session;
+	if (s) {
+		tprof_sampling_stop_locked(s);
+		tprof_sampling_session = NULL;
+	}
+	mutex_unlock(&tprof_sampling_mutex);
+	return s ? 0 : -ENODATA;
+}

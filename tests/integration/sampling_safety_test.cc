@@ -1,0 +1,587 @@
+// "Safe to load on a shared production machine", the sampling half: what a
+// hostile unprivileged user can and cannot get out of a sampling session.
+// Every test here failed before its fix.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <grp.h>
+#include <linux/tprof.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "guest_env.h"
+#include "tprof/sampling.h"
+
+namespace tprof::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One record, flattened.
+struct Rec {
+  uint32_t type = 0, pid = 0, parent_pid = 0, kind = 0, flags = 0;
+  uint64_t time_ns = 0, ip = 0;
+  std::string text;  // comm or map path
+};
+
+// Stops the session and returns every record it delivered; empty + *ok =
+// false if the session misbehaved.
+std::vector<Rec> StopAndDrain(SamplingSession& s, bool* ok) {
+  std::vector<Rec> out;
+  *ok = bool(s.Stop());
+  auto fn = [&](uint32_t, const tprof_rec_header* h, size_t) {
+    Rec r;
+    r.type = h->type;
+    switch (h->type) {
+      case TPROF_REC_SAMPLE: {
+        auto* x = reinterpret_cast<const tprof_rec_sample*>(h);
+        r.pid = x->pid, r.time_ns = x->time_ns, r.flags = x->flags, r.ip = x->ip;
+        break;
+      }
+      case TPROF_REC_COMM: {
+        auto* x = reinterpret_cast<const tprof_rec_comm*>(h);
+        r.pid = x->pid, r.time_ns = x->time_ns, r.parent_pid = x->parent_pid, r.kind = x->kind;
+        r.text.assign(x->comm, strnlen(x->comm, sizeof(x->comm)));
+        break;
+      }
+      case TPROF_REC_EXIT: {
+        auto* x = reinterpret_cast<const tprof_rec_exit*>(h);
+        r.pid = x->pid, r.time_ns = x->time_ns;
+        break;
+      }
+      case TPROF_REC_MAP: {
+        auto* x = reinterpret_cast<const tprof_rec_map*>(h);
+        r.pid = x->pid, r.time_ns = x->time_ns;
+        r.text.assign(reinterpret_cast<const char*>(x + 1), strnlen(reinterpret_cast<const char*>(x + 1), h->size - sizeof(*x)));
+        break;
+      }
+      default:
+        break;
+    }
+    out.push_back(r);
+    return true;
+  };
+  for (int i = 0; i < 1000 && *ok && !s.Finished(); ++i) {
+    *ok = bool(s.Consume(fn)) && bool(s.Wait(10));
+  }
+  *ok = *ok && s.Finished();
+  return out;
+}
+
+// Becomes uid/gid 65534 like a user who logged in: dumpable again (a
+// credential change from root leaves the process non-dumpable).
+bool DropToNobody() {
+  return ::setgroups(0, nullptr) == 0 && ::setresgid(65534, 65534, 65534) == 0 &&
+         ::setresuid(65534, 65534, 65534) == 0 && ::prctl(PR_SET_DUMPABLE, 1) == 0;
+}
+
+// perf's kernel.perf_event_paranoid rules with the caller's credentials:
+// 3 (Debian's default) refuses unprivileged sampling, 2 allows a user-only
+// session of one's own process (no kernel-mode sample at all), and a
+// privileged caller is not affected.
+TEST(SamplingSafety, ParanoidThreeRefusesTwoAllowsUserOnly) {
+  {
+    ScopedParanoid level(3);
+    int rc = RunUnprivileged([] {
+      SamplingOptions o;
+      o.pid = 0;
+      auto s = SamplingSession::Start(o);
+      if (s.ok()) return 1;
+      return s.error().code().value() == EACCES ? 0 : 2;
+    });
+    EXPECT_EQ(rc, 0) << "1: started at paranoid 3; 2: not EACCES";
+    SamplingOptions o;
+    o.pid = 0;
+    auto root = SamplingSession::Start(o);
+    EXPECT_TRUE(root) << "root refused at paranoid 3: " << root.error().message();
+  }
+  ScopedParanoid level(2);
+  int rc = RunUnprivileged([] {
+    SamplingOptions o;
+    o.pid = 0;
+    auto s = SamplingSession::Start(o);
+    if (!s) return 3;
+    uint64_t end = ThreadCpuNs() + 300'000'000;
+    while (ThreadCpuNs() < end) getppid();  // much of it in the kernel
+    bool ok = false;
+    auto recs = StopAndDrain(*s, &ok);
+    if (!ok) return 4;
+    uint64_t samples = 0, kernel = 0;
+    for (const Rec& r : recs) {
+      if (r.type != TPROF_REC_SAMPLE) continue;
+      ++samples;
+      if (!(r.flags & TPROF_SAMPLE_USER)) ++kernel;
+    }
+    if (samples == 0) return 5;
+    return kernel == 0 ? 0 : 6;
+  });
+  EXPECT_EQ(rc, 0) << "3: refused at 2; 4: drain; 5: no samples; 6: kernel-mode samples at 2";
+}
+
+// The recorder (uid 65534) follows its child and the child's own child;
+// once the child has exited and been reaped, a root process that gets the
+// same pid number (ns_last_pid) is invisible to it: no sample, COMM, MAP
+// or EXIT record of that pid after the child's EXIT.
+int FollowRecorder(int to_root, int from_root) {
+  int go[2];
+  if (pipe(go)) return 10;
+  pid_t c = fork();
+  if (c == 0) {
+    char b;
+    close(go[1]);
+    close(to_root);
+    close(from_root);
+    if (read(go[0], &b, 1) != 1) _exit(1);
+    pid_t g = fork();
+    if (g == 0) {
+      BurnCpu(150ms);
+      _exit(0);
+    }
+    BurnCpu(150ms);
+    waitpid(g, nullptr, 0);
+    _exit(0);
+  }
+  close(go[0]);
+  SamplingOptions o;
+  o.pid = c;
+  auto s = SamplingSession::Start(o);
+  if (!s) {
+    kill(c, SIGKILL);
+    return 11;
+  }
+  if (write(go[1], "x", 1) != 1) return 12;
+  int st = 0;
+  if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st)) return 13;
+  uint32_t cp = c;
+  if (write(to_root, &cp, sizeof(cp)) != sizeof(cp)) return 14;
+  uint8_t done = 0;
+  if (read(from_root, &done, 1) != 1) return 15;
+  bool ok = false;
+  auto recs = StopAndDrain(*s, &ok);
+  if (!ok) return 16;
+  uint64_t exit_ns = 0;
+  uint32_t g = 0;
+  for (const Rec& r : recs) {
+    if (r.type == TPROF_REC_EXIT && r.pid == uint32_t(c)) exit_ns = r.time_ns;
+    if (r.type == TPROF_REC_COMM && r.kind == TPROF_COMM_FORK && r.parent_pid == uint32_t(c))
+      g = r.pid;
+  }
+  if (!exit_ns) return 17;  // no EXIT record for the child
+  if (!g) return 18;        // no COMM record for the grandchild
+  uint64_t c_samples = 0, g_samples = 0;
+  for (const Rec& r : recs) {
+    if (r.type == TPROF_REC_LOST) continue;
+    if (r.pid != uint32_t(c) && r.pid != g) return 19;  // someone else's record
+    if (r.pid == uint32_t(c) && r.time_ns > exit_ns) return 20;  // the reused pid
+    if (r.type == TPROF_REC_SAMPLE) ++(r.pid == g ? g_samples : c_samples);
+  }
+  if (!c_samples) return 21;
+  if (!g_samples) return 22;
+  return done ? 0 : 23;  // 23: root could not take the pid over
+}
+
+TEST(SamplingSafety, FollowsItsChildNotAReusedPid) {
+  ScopedParanoid level(2);
+  int to_root[2], from_root[2];
+  ASSERT_EQ(pipe(to_root), 0);
+  ASSERT_EQ(pipe(from_root), 0);
+  pid_t p = fork();
+  ASSERT_GE(p, 0);
+  if (p == 0) {
+    close(to_root[0]);
+    close(from_root[1]);
+    if (!DropToNobody()) _exit(100);
+    _exit(FollowRecorder(to_root[1], from_root[0]));
+  }
+  close(to_root[1]);
+  close(from_root[0]);
+  uint32_t c = 0;
+  if (read(to_root[0], &c, sizeof(c)) != ssize_t(sizeof(c))) {
+    int st = 0;
+    waitpid(p, &st, 0);
+    FAIL() << "the recorder failed early: status " << st << " (exit " << WEXITSTATUS(st) << ")";
+  }
+  // Root takes the child's pid number, burns CPU in it, forks and execs.
+  bool got = false;
+  for (int attempt = 0; attempt < 5 && !got; ++attempt) {
+    {
+      std::ofstream f("/proc/sys/kernel/ns_last_pid");
+      f << c - 1 << std::flush;
+      ASSERT_TRUE(f) << "cannot write ns_last_pid";
+    }
+    pid_t r = fork();
+    ASSERT_GE(r, 0);
+    if (r == 0) {
+      if (getpid() != pid_t(c)) _exit(3);
+      BurnCpu(200ms);
+      ForkExecTrue();
+      _exit(0);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(r, &st, 0), r);
+    got = r == pid_t(c) && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  }
+  uint8_t done = got;
+  ASSERT_EQ(write(from_root[1], &done, 1), 1);
+  int st = 0;
+  ASSERT_EQ(waitpid(p, &st, 0), p);
+  EXPECT_TRUE(got) << "root never got pid " << c;
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0)
+      << "recorder: 11 start, 17 no EXIT, 18 no grandchild COMM, 19 another process's record, "
+         "20 a record of the reused pid, 21/22 child/grandchild not sampled";
+  close(to_root[0]);
+  close(from_root[1]);
+}
+
+// An unprivileged session stops seeing its child once the child execs a
+// setuid-root program (perf exits task counters at a non-dumpable exec):
+// no samples, no COMM, no MAP of the new image. The same program without
+// the setuid bit is sampled (the control).
+TEST(SamplingSafety, SetuidExecEndsTheSession) {
+  ScopedParanoid level(2);
+  const char* suid = "/tmp/tprof-wl-child-suid";
+  std::filesystem::copy_file("/usr/bin/tprof-wl-child", suid,
+                             std::filesystem::copy_options::overwrite_existing);
+  ASSERT_EQ(chown(suid, 0, 0), 0);
+  ASSERT_EQ(chmod(suid, 04755), 0);
+  int rc = RunUnprivileged([suid] {
+    if (prctl(PR_SET_DUMPABLE, 1)) return 4;
+    for (int setuid = 0; setuid < 2; ++setuid) {
+      const char* prog = setuid ? suid : "/usr/bin/tprof-wl-child";
+      int go[2];
+      if (pipe(go)) return 1;
+      pid_t c = fork();
+      if (c == 0) {
+        char b;
+        close(go[1]);
+        if (read(go[0], &b, 1) != 1) _exit(1);
+        execl(prog, prog, "--ms", "300", static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      close(go[0]);
+      SamplingOptions o;
+      o.pid = c;
+      auto s = SamplingSession::Start(o);
+      if (!s) {
+        kill(c, SIGKILL);
+        return 10 + setuid;
+      }
+      if (write(go[1], "x", 1) != 1) return 2;
+      rusage ru{};
+      int st = 0;
+      if (wait4(c, &st, 0, &ru) != c || !WIFEXITED(st) || WEXITSTATUS(st)) return 20 + setuid;
+      uint64_t utime_ms = uint64_t(ru.ru_utime.tv_sec) * 1000 + ru.ru_utime.tv_usec / 1000;
+      if (utime_ms < 200) return 30 + setuid;  // it did not run its 300 ms
+      bool ok = false;
+      auto recs = StopAndDrain(*s, &ok);
+      if (!ok) return 3;
+      uint64_t samples = 0, execs = 0, maps = 0;
+      for (const Rec& r : recs) {
+        if (r.pid != uint32_t(c)) continue;
+        samples += r.type == TPROF_REC_SAMPLE;
+        execs += r.type == TPROF_REC_COMM && r.kind == TPROF_COMM_EXEC;
+        maps += r.type == TPROF_REC_MAP && r.text.find("tprof-wl-child") != std::string::npos;
+      }
+      if (!setuid) {
+        // ~utime_ms samples at 1 kHz; a tenth leaves room for TCG.
+        if (samples < utime_ms / 10) return 40;
+        if (!execs) return 41;
+        if (!maps) return 42;
+      } else {
+        // Before the exec the child only waited (in the kernel, not sampled).
+        if (samples > 3) return 50;
+        if (execs) return 51;
+        if (maps) return 52;
+      }
+    }
+    return 0;
+  });
+  unlink(suid);
+  EXPECT_EQ(rc, 0) << "control (plain exec): 40 samples, 41 COMM, 42 MAP missing; setuid exec: "
+                      "50 samples, 51 COMM, 52 MAP of the setuid image; 30/31 the program did not run";
+}
+
+}  // namespace
+}  // namespace tprof::test
+
+namespace tprof::test {
+namespace {
+
+uint32_t StatusActive() {
+  Device dev = OpenDeviceOrFail();
+  tprof_sampling_status st{};
+  EXPECT_EQ(ioctl(dev.fd(), TPROF_IOC_SAMPLING_STATUS, &st), 0);
+  return st.active;
+}
+
+bool Mapped(uintptr_t addr) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (std::stoull(line.substr(0, line.find('-')), nullptr, 16) == addr) return true;
+  return false;
+}
+
+// Closing the owner's descriptor ends the session even while its (largest)
+// buffers are mapped; the mapping stays readable; a fork inherits no
+// mapping; the buffers cannot be mapped executable.
+TEST(SamplingSafety, CloseEndsTheSessionWhileMappedAndForkInheritsNothing) {
+  int fd = open(TPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  tprof_sampling_config c{};
+  c.pid = TPROF_PID_ALL;
+  c.half_bytes = TPROF_SAMPLING_MAX_HALF_BYTES;
+  ASSERT_EQ(ioctl(fd, TPROF_IOC_SAMPLING_START, &c), 0) << strerror(errno);
+  EXPECT_EQ(mmap(nullptr, c.map_bytes, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0), MAP_FAILED);
+  EXPECT_EQ(errno, EPERM);
+  void* m = mmap(nullptr, c.map_bytes, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(m, MAP_FAILED) << strerror(errno);
+  ASSERT_TRUE(Mapped(uintptr_t(m)));
+  EXPECT_EQ(RunInChild([m] { return Mapped(uintptr_t(m)) ? 1 : 0; }), 0)
+      << "a forked child inherited the sample buffers";
+  BurnCpu(20ms);
+  EXPECT_EQ(StatusActive(), 1u);
+  ASSERT_EQ(close(fd), 0);
+  EXPECT_EQ(StatusActive(), 0u) << "the mapping kept the closed session alive";
+  // Still readable: CPU 0's control block says it no longer samples.
+  EXPECT_EQ(static_cast<volatile tprof_buffer_ctl*>(m)->online, 0u);
+  uint64_t taken = static_cast<volatile tprof_buffer_ctl*>(m)->samples_taken;
+  auto s = SamplingSession::Start(SamplingOptions{});
+  ASSERT_TRUE(s) << "a new session after the close: " << s.error().message();
+  BurnCpu(20ms);
+  EXPECT_EQ(static_cast<volatile tprof_buffer_ctl*>(m)->samples_taken, taken)
+      << "the old buffers were written after their session ended";
+  EXPECT_TRUE(s->Stop());
+  EXPECT_EQ(munmap(m, c.map_bytes), 0);
+}
+
+// Buffer memory is charged like perf's ring buffers: beyond RLIMIT_MEMLOCK
+// plus the per-user allowance an unprivileged start fails with EPERM.
+TEST(SamplingSafety, MemlockLimitRefusesLargeUnprivilegedBuffers) {
+  ScopedParanoid level(2);
+  int rc = RunUnprivileged([] {
+    rlimit rl{64 << 10, 64 << 10};
+    if (setrlimit(RLIMIT_MEMLOCK, &rl)) return 1;
+    SamplingOptions o;
+    o.pid = 0;
+    o.half_bytes = TPROF_SAMPLING_MAX_HALF_BYTES;
+    auto big = SamplingSession::Start(o);
+    if (big.ok()) return 2;
+    if (big.error().code().value() != EPERM) return 3;
+    o.half_bytes = 0;  // the default fits the allowance
+    auto small = SamplingSession::Start(o);
+    return small.ok() ? 0 : 4;
+  });
+  EXPECT_EQ(rc, 0) << "2: 2 x 16 MiB per CPU accepted over RLIMIT_MEMLOCK; 3: not EPERM; "
+                      "4: default buffers refused";
+}
+
+// An administrator stops an unprivileged user's session (which sees
+// POLLHUP) and can start one of its own at once; nobody else can.
+TEST(SamplingSafety, AdminStopsAnyoneElsesSession) {
+  ScopedParanoid level(2);
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  pid_t u = fork();
+  ASSERT_GE(u, 0);
+  if (u == 0) {
+    close(ready[0]);
+    close(done[1]);
+    if (!DropToNobody()) _exit(100);
+    SamplingOptions o;
+    o.pid = 0;
+    auto s = SamplingSession::Start(o);
+    if (!s) _exit(1);
+    if (write(ready[1], "x", 1) != 1) _exit(2);
+    char b;
+    if (read(done[0], &b, 1) != 1) _exit(3);
+    for (int i = 0; i < 1000 && !s->Finished(); ++i) {
+      if (!s->Consume([](uint32_t, const tprof_rec_header*, size_t) { return true; })) _exit(4);
+      (void)s->Wait(10);
+    }
+    _exit(s->Finished() ? 0 : 5);
+  }
+  close(ready[1]);
+  close(done[0]);
+  char b;
+  ASSERT_EQ(read(ready[0], &b, 1), 1) << "the user's session did not start";
+  EXPECT_EQ(RunUnprivileged([] {
+              Device dev = OpenDeviceOrFail();
+              return ioctl(dev.fd(), TPROF_IOC_SAMPLING_STOP_ANY) == -1 && errno == EPERM ? 0 : 1;
+            }),
+            0)
+      << "an unprivileged user stopped someone else's session";
+  EXPECT_EQ(StatusActive(), 1u);
+  Device dev = OpenDeviceOrFail();
+  auto st = dev.StopAnySampling();
+  EXPECT_TRUE(st) << st.error().message();
+  EXPECT_EQ(StatusActive(), 0u);
+  {
+    auto mine = SamplingSession::Start(SamplingOptions{});
+    EXPECT_TRUE(mine) << "root cannot start after stopping the user's session";
+  }
+  EXPECT_EQ(ioctl(dev.fd(), TPROF_IOC_SAMPLING_STOP_ANY), -1);
+  EXPECT_EQ(errno, ENODATA);
+  ASSERT_EQ(write(done[1], "x", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(u, &status, 0), u);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the stopped session did not end with POLLHUP";
+  std::string out;
+  EXPECT_NE(RunCommand("tprofctl stop --force 2>&1", &out), 0) << out;  // nothing runs
+}
+
+}  // namespace
+}  // namespace tprof::test
+
+namespace tprof::test {
+namespace {
+
+// Threads of a process that exit together (each with SYS_exit, the last
+// one ending the process) give exactly one EXIT record for the process.
+TEST(SamplingSafety, ThreadsExitingTogetherGiveOneExitRecord) {
+  SamplingOptions o;
+  o.frequency_hz = 1;          // records, not samples (nor their MAPs), are the point
+  o.half_bytes = 4 << 20;      // nothing is consumed until the end
+  auto s = SamplingSession::Start(o);
+  ASSERT_TRUE(s) << s.error().message();
+  std::set<uint32_t> kids;
+  for (int i = 0; i < 60; ++i) {
+    pid_t p = fork();
+    ASSERT_GE(p, 0);
+    if (p == 0) {
+      static std::atomic<int> go{0};
+      for (int t = 0; t < 15; ++t)
+        std::thread([] {
+          while (!go.load()) {
+          }
+          syscall(SYS_exit, 0);
+        }).detach();
+      BurnCpu(5ms);  // let the threads start spinning
+      go = 1;
+      syscall(SYS_exit, 0);  // this thread only: the process ends with the last
+    }
+    kids.insert(uint32_t(p));
+  }
+  for (uint32_t k : kids) {
+    int st = 0;
+    ASSERT_EQ(waitpid(pid_t(k), &st, 0), pid_t(k));
+  }
+  bool ok = false;
+  auto recs = StopAndDrain(*s, &ok);
+  ASSERT_TRUE(ok);
+  std::map<uint32_t, int> exits;
+  for (const Rec& r : recs)
+    if (r.type == TPROF_REC_EXIT && kids.count(r.pid)) ++exits[r.pid];
+  std::string all;
+  for (const Rec& r : recs)
+    if (r.type == TPROF_REC_EXIT) all += " " + std::to_string(r.pid);
+  CpuBufferTotals t = s->TotalsAll();
+  ASSERT_EQ(t.lost_records, 0u) << "records were lost: the count below would mean nothing";
+  for (uint32_t k : kids)
+    EXPECT_EQ(exits[k], 1) << "EXIT records of process " << k << "; all EXITs:" << all
+                           << "; lost records " << t.lost_records;
+}
+
+// ptrace's capability rule: a process with the caller's uid and gids but
+// permitted capabilities the caller lacks is not the caller's to sample.
+TEST(SamplingSafety, SameUidTargetWithCapabilitiesIsRefused) {
+  ScopedParanoid level(2);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t t = fork();
+  ASSERT_GE(t, 0);
+  if (t == 0) {
+    close(ready[0]);
+    if (prctl(PR_SET_KEEPCAPS, 1) || !DropToNobody()) _exit(1);
+    if (write(ready[1], "x", 1) != 1) _exit(2);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char b;
+  ASSERT_EQ(read(ready[0], &b, 1), 1) << "the target did not set itself up";
+  int rc = RunUnprivileged([t] {
+    if (prctl(PR_SET_DUMPABLE, 1)) return 3;
+    SamplingOptions o;
+    o.pid = t;
+    auto s = SamplingSession::Start(o);
+    if (s.ok()) return 1;
+    return s.error().code().value() == EACCES ? 0 : 2;
+  });
+  kill(t, SIGKILL);
+  waitpid(t, nullptr, 0);
+  close(ready[0]);
+  EXPECT_EQ(rc, 0) << "1: sampled a process holding capabilities it lacks; 2: not EACCES";
+}
+
+}  // namespace
+}  // namespace tprof::test
+
+namespace tprof::test {
+namespace {
+
+// An owner inside a new pid namespace gets its namespace's pids in every
+// record and in SAMPLING_STATUS (here 1 and 2), never global ones.
+TEST(SamplingSafety, RecordsUseTheOwnersPidNamespace) {
+  int rc = RunInChild([] {
+    if (unshare(CLONE_NEWPID)) return 1;
+    pid_t init = fork();
+    if (init == 0) {
+      if (getpid() != 1) _exit(2);
+      SamplingOptions o;
+      o.pid = 0;
+      auto s = SamplingSession::Start(o);
+      if (!s) _exit(3);
+      pid_t k = fork();
+      if (k == 0) {
+        BurnCpu(100ms);
+        _exit(0);
+      }
+      BurnCpu(100ms);
+      waitpid(k, nullptr, 0);
+      tprof_sampling_status st{};
+      if (ioctl(s->fd(), TPROF_IOC_SAMPLING_STATUS, &st) || st.pid != 1) _exit(4);
+      bool ok = false;
+      auto recs = StopAndDrain(*s, &ok);
+      if (!ok) _exit(5);
+      uint64_t own = 0, kid = 0;
+      for (const Rec& r : recs) {
+        if (r.type == TPROF_REC_LOST) continue;
+        if (r.type == TPROF_REC_COMM && r.kind == TPROF_COMM_FORK && r.parent_pid != 1) _exit(6);
+        if (r.pid != 1 && r.pid != uint32_t(k)) _exit(7);
+        if (r.type == TPROF_REC_SAMPLE) ++(r.pid == 1 ? own : kid);
+      }
+      _exit(own && kid ? 0 : 8);
+    }
+    int st = 0;
+    waitpid(init, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 9;
+  });
+  EXPECT_EQ(rc, 0) << "4: STATUS pid not 1; 6: COMM parent not 1; 7: a pid from outside the "
+                      "namespace's numbering; 8: not sampled";
+}
+
+}  // namespace
+}  // namespace tprof::test

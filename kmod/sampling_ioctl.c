@@ -44,6 +44,10 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 			return -EINVAL;
 		break;
 	case TPROF_METRIC_SOFTWARE:
+		/* perf knows no software event past its table (ENOENT). */
+		if (c->event_config >= PERF_COUNT_SW_MAX)
+			return -EINVAL;
+		fallthrough;
 	case TPROF_METRIC_HARDWARE:
 	case TPROF_METRIC_RAW:
 		if (c->frequency_hz || !c->event_period)
@@ -75,12 +79,17 @@ static void tprof_sampling_attr(const struct tprof_sampling_config *c,
 	}
 }
 
-/* "No PMU" (e.g. a VM) for a non-software event: "not available". */
+/*
+ * "No PMU" (e.g. a VM) for a non-software event: "not available"; a
+ * software event perf does not know (e.g. a config it rejects): EINVAL.
+ */
 static int tprof_sampling_create_err(const struct perf_event_attr *attr, int err)
 {
 	if (attr->type != PERF_TYPE_SOFTWARE &&
 	    (err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP))
 		return -EOPNOTSUPP;
+	if (attr->type == PERF_TYPE_SOFTWARE && err == -ENOENT)
+		return -EINVAL;
 	return err;
 }
 

@@ -218,6 +218,25 @@ bool IsOwnPid(uint32_t pid) {
   return g_own_pids.count(pid) != 0;
 }
 
+// Whether live process `pid` descends from `ancestor` (its parent chain in
+// /proc). A process that is gone cannot be checked and counts as yes.
+bool DescendsFrom(uint32_t pid, uint32_t ancestor) {
+  for (int depth = 0; depth < 64; ++depth) {
+    if (pid == ancestor) return true;
+    if (pid <= 1) return false;
+    FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+    if (!f) return depth > 0 ? false : true;
+    char buf[512] = {};
+    size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    const char* rp = std::strrchr(buf, ')');
+    unsigned ppid = 0;
+    if (n == 0 || !rp || std::sscanf(rp + 1, " %*c %u", &ppid) != 1) return true;
+    pid = ppid;
+  }
+  return false;
+}
+
 // Any u64 field of an unprivileged output that looks like a kernel pointer.
 // ranges: {offset, bytes} runs of u64 fields of the struct at p.
 struct U64s {
@@ -880,13 +899,14 @@ const std::vector<IoctlSpec> kIoctls = {
     {"THREAD_READ", TPROF_IOC_THREAD_READ, {EACCES, ESRCH, ENODATA}, false, FillThreadRead, CheckThreadRead},
     {"DRAIN", TPROF_IOC_DRAIN, {EPERM, EACCES, ESRCH, ENODATA}, false, FillDrain, CheckDrain},
     {"READ_SELF", TPROF_IOC_READ_SELF, {ENODATA, ESRCH}, false, FillZero, CheckReadSelf},
-    {"SAMPLING_START", TPROF_IOC_SAMPLING_START, {EPERM, EACCES, ESRCH, EBUSY, EOPNOTSUPP, ENOMEM}, false, FillSamplingStart, CheckSamplingStart},
+    {"SAMPLING_START", TPROF_IOC_SAMPLING_START, {EPERM, EACCES, ESRCH, EBUSY, EOPNOTSUPP, ENOMEM, E2BIG}, false, FillSamplingStart, CheckSamplingStart},
     {"SAMPLING_STOP", TPROF_IOC_SAMPLING_STOP, {EPERM, ENODATA}, false, FillNone, CheckNothing},
     {"SAMPLING_RELEASE", TPROF_IOC_SAMPLING_RELEASE, {ENODATA, EPERM}, false, FillRelease, CheckNothing},
     {"SAMPLING_STATUS", TPROF_IOC_SAMPLING_STATUS, {}, false, FillZero, CheckSamplingStatus},
     {"WINDOW_ADD", TPROF_IOC_WINDOW_ADD, {EPERM, ENODATA, EACCES, ESRCH, ENOSPC, ENOMEM}, false, FillWindowAdd, CheckWindowAdd},
     {"WINDOW_READ", TPROF_IOC_WINDOW_READ, {EPERM, ENODATA}, false, FillWindowRead, CheckWindowRead},
     {"WINDOW_LIST", TPROF_IOC_WINDOW_LIST, {EPERM, ENODATA}, false, FillWindowList, CheckWindowList},
+    {"SAMPLING_STOP_ANY", TPROF_IOC_SAMPLING_STOP_ANY, {EPERM, ENODATA}, true, FillNone, CheckNothing},
 };
 
 bool KnownNr(unsigned nr) {
@@ -924,6 +944,9 @@ void FuzzIoctl(Worker& w, int fd) {
   // the time, and with it the metric paths: call it a quarter as often.
   while (pick->cmd == TPROF_IOC_METRICS_DISABLE && !g_unpriv && !r.OneIn(4))
     pick = &kIoctls[r.Below(kIoctls.size())];
+  // As root, SAMPLING_STOP_ANY would stop the accountant's session under
+  // its books: root calls it only in its broken forms (size, direction).
+  bool stop_any_broken_only = pick->cmd == TPROF_IOC_SAMPLING_STOP_ANY && !g_unpriv;
   const IoctlSpec& s = *pick;
   t_op = s.name;
   const size_t size = _IOC_SIZE(s.cmd);
@@ -931,7 +954,7 @@ void FuzzIoctl(Worker& w, int fd) {
 
   // Encoding mutations: unknown numbers are ENOTTY, known numbers with
   // another size or direction EINVAL.
-  if (r.OneIn(8)) {
+  if (stop_any_broken_only || r.OneIn(8)) {
     unsigned long cmd;
     int want;
     std::string what;
@@ -1110,7 +1133,7 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
         // A one-process session follows the children its target creates
         // after start (perf's inherit): those are the fuzzer's own here.
         if (session_pid != TPROF_PID_ALL && s.pid != session_pid &&
-            !(IsOwnPid(session_pid) && IsOwnPid(s.pid)))
+            !(IsOwnPid(session_pid) && (IsOwnPid(s.pid) || DescendsFrom(s.pid, session_pid))))
           VIOLATION("a session of pid %u delivered a sample of pid %u", session_pid, s.pid);
         break;
       }

@@ -21,10 +21,14 @@ u64 tprof_metric_read(struct tprof_metrics_state *st,
 	switch (st->sources[m]) {
 	case TPROF_SRC_CLOCK:
 		/*
-		 * PCum and PLastCum are per CPU, so this CPU's raw clock is
-		 * enough; a step back is clamped in tprof_metrics_charge().
+		 * The scheduler's own clock (its runqueue clock reads the
+		 * same): with a stable TSC it is sched_clock() plus an
+		 * offset; without one (e.g. under QEMU TCG) raw sched_clock()
+		 * drifts from it slice by slice, and time would move between
+		 * threads. PCum and PLastCum are per CPU; a step back is
+		 * clamped in tprof_metrics_take_deltas().
 		 */
-		return sched_clock();
+		return local_clock();
 	case TPROF_SRC_DISPATCHES:
 		return cs->dispatches;
 	default:

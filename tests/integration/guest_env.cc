@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -36,6 +38,40 @@ uint64_t ThreadCpuNs() {
 }
 
 uint32_t Gettid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
+
+namespace {
+std::string TaskFile(uint32_t tid, const char* name) {
+  return "/proc/self/task/" + std::to_string(tid) + "/" + name;
+}
+}  // namespace
+
+uint64_t SchedstatNs(uint32_t tid) {
+  std::ifstream in(TaskFile(tid, "schedstat"));
+  uint64_t ns = 0;
+  in >> ns;
+  return ns;
+}
+
+char ThreadState(uint32_t tid) {
+  std::ifstream in(TaskFile(tid, "stat"));
+  std::string line;
+  std::getline(in, line);
+  size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
+}
+
+uint64_t ContextSwitches(uint32_t tid) {
+  std::ifstream in(TaskFile(tid, "status"));
+  std::string key;
+  uint64_t total = 0, v = 0;
+  while (in >> key) {
+    if (key == "voluntary_ctxt_switches:" || key == "nonvoluntary_ctxt_switches:") {
+      in >> v;
+      total += v;
+    }
+  }
+  return total;
+}
 
 void BurnCpu(std::chrono::milliseconds ms) {
   uint64_t end = ThreadCpuNs() + uint64_t(ms.count()) * 1'000'000;

@@ -31,6 +31,14 @@ constexpr uint64_t kTickNs = 4'000'000;
 
 uint32_t Gettid();
 
+// What the scheduler says of one of this process's threads
+// (/proc/self/task/<tid>): sum_exec_runtime in ns (schedstat's first field),
+// its state letter ('R', 'S', ...), and its voluntary plus involuntary
+// context switches (each is one sched_switch with it as prev).
+uint64_t SchedstatNs(uint32_t tid);
+char ThreadState(uint32_t tid);
+uint64_t ContextSwitches(uint32_t tid);
+
 // Burns `ms` of the calling thread's CPU time (not wall time).
 void BurnCpu(std::chrono::milliseconds ms);
 

@@ -1,13 +1,12 @@
 // A switch storm: threads that ping-pong, yield and spawn short-lived
 // threads on every CPU, a concurrent drainer, READ_SELF callers and self-page
 // readers. Every delta must reach exactly one consumer. The exact witness is
-// the dispatch count: per thread, the dispatches handed out by every drain
-// and read add up to the context switches the scheduler counted for it
-// (/proc/thread-self/status). Time travels in the same records and must
-// match the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) within a margin
-// derived from its dispatch count. Workers park after their final read and
-// exit only after the comparison. (Only "nothing lost" is asserted for
-// now: see the comment at the comparison.)
+// the dispatch count: once a worker is parked, the dispatches handed out to
+// it by every drain and read add up to the context switches the scheduler
+// counted for it (/proc/self/task/<tid>/status), exactly. Time travels in
+// the same records and must match its schedstat sum_exec_runtime within a
+// margin derived from its dispatch count (the two clocks start and stop a
+// slice a few instructions apart). Workers exit only after the comparison.
 // make check runs it with two vCPUs; see the issue notes for -smp 4.
 #include <linux/tprof.h>
 #include <pthread.h>
@@ -17,7 +16,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <string>
 #include <cstdio>
 #include <map>
@@ -63,23 +61,8 @@ class Ledger {
 
 struct WorkerResult {
   uint64_t identity = 0;
-  uint64_t cpu_ns = 0;    // CLOCK_THREAD_CPUTIME_ID at its final READ_SELF
-  uint64_t switches = 0;  // its context switches then
+  uint32_t tid = 0;
 };
-
-// Voluntary plus involuntary context switches of the calling thread.
-uint64_t OwnContextSwitches() {
-  std::ifstream in("/proc/thread-self/status");
-  std::string key;
-  uint64_t total = 0, v = 0;
-  while (in >> key) {
-    if (key == "voluntary_ctxt_switches:" || key == "nonvoluntary_ctxt_switches:") {
-      in >> v;
-      total += v;
-    }
-  }
-  return total;
-}
 
 TEST(MetricsStress, SwitchStormTotalsMatchTheSchedulersCpuTime) {
   Device dev = OpenDeviceOrFail();
@@ -148,8 +131,7 @@ TEST(MetricsStress, SwitchStormTotalsMatchTheSchedulersCpuTime) {
             break;
         }
       }
-      results[size_t(w)].switches = OwnContextSwitches();
-      results[size_t(w)].cpu_ns = ThreadCpuNs();
+      results[size_t(w)].tid = Gettid();
       auto id = dev.ReadSelf(v);
       ASSERT_TRUE(id);
       ledger.Add(*id, v[0], v[1]);
@@ -161,42 +143,54 @@ TEST(MetricsStress, SwitchStormTotalsMatchTheSchedulersCpuTime) {
   while (done.load() < nworkers) std::this_thread::sleep_for(milliseconds(1));
   stop_drain = true;
   drainer.join();
-  // The workers now sleep (parked after their final read): drain what
-  // their last switch-out charged. Their exits come after the comparison:
-  // an exit costs CPU time the thread's own counters, read before it,
-  // cannot show (under TCG a TLB-shootdown IPI alone spins for a slice).
-  for (int tries = 0; tries < 3; ++tries) {
-    auto rest = dev.DrainAll(0);
-    ASSERT_TRUE(rest);
-    for (const ThreadMetrics& t : rest->threads)
-      ledger.Add(t.identity, t.values[0], t.values[1], t.exited);
-  }
   for (int p = 0; p < 2; ++p) {
     ::close(pipes[p][0]);
     ::close(pipes[p][1]);
   }
-
   EXPECT_GT(drains.load(), 10u);
+
+  // The workers are parked (state S after their final read): once their
+  // last switch-out is charged, a drain hands out all that is left and the
+  // ledger must equal the scheduler's counts. 'S' is set just before the
+  // switch, so a worker seen short by one is looked at again.
+  for (const WorkerResult& r : results) {
+    ASSERT_NE(r.identity, 0u);
+    while (ThreadState(r.tid) != 'S') std::this_thread::sleep_for(milliseconds(1));
+  }
+  std::vector<bool> settled(results.size(), false);
+  for (int round = 0; round < 50; ++round) {
+    auto rest = dev.DrainAll(0);
+    ASSERT_TRUE(rest);
+    for (const ThreadMetrics& t : rest->threads)
+      ledger.Add(t.identity, t.values[0], t.values[1], t.exited);
+    bool all = true;
+    for (size_t w = 0; w < results.size(); ++w) {
+      settled[w] = ledger.Get(results[w].identity).dispatches >= ContextSwitches(results[w].tid);
+      all = all && settled[w];
+    }
+    if (all) break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  uint64_t all_time = 0, all_cpu = 0;
   for (int w = 0; w < nworkers; ++w) {
     const WorkerResult& r = results[size_t(w)];
-    ASSERT_NE(r.identity, 0u);
     Totals t = ledger.Get(r.identity);
-    // Every switch-out of the worker up to its final read, and every
-    // nanosecond of CPU time, was handed out: nothing lost.
-    EXPECT_GE(t.dispatches, r.switches) << "worker " << w << ": dispatches lost";
-    EXPECT_GE(t.time + r.cpu_ns / 100 + 30'000 * t.dispatches + 2 * kTickNs, r.cpu_ns)
-        << "worker " << w << ": time lost: tprof " << t.time << " ns vs thread CPU time "
-        << r.cpu_ns << " ns";
-    // Not yet exact from above: in this storm, workers are handed up to
-    // ~25% more dispatches and up to 2x the time their own counters show,
-    // with this module and with the stop-7 one alike (an open question,
-    // see the issue notes). Reported, not asserted, until it is understood.
-    if (t.dispatches > r.switches + 2)
-      std::printf("note: worker %d: %llu dispatches handed out vs %llu context switches; "
-                  "%llu ns vs %llu ns CPU time\n",
-                  w, (unsigned long long)t.dispatches, (unsigned long long)r.switches,
-                  (unsigned long long)t.time, (unsigned long long)r.cpu_ns);
+    uint64_t switches = ContextSwitches(r.tid);
+    uint64_t cpu_ns = SchedstatNs(r.tid);
+    all_time += t.time;
+    all_cpu += cpu_ns;
+    EXPECT_EQ(t.dispatches, switches) << "worker " << w << ": dispatches handed out vs its context switches";
+    // Both read the scheduler's clock, but the runqueue's slice ends where
+    // __schedule() updates the clock and tprof's at the switch hook, after
+    // picking the next task (and perhaps balancing): time within a switch
+    // can fall on either side. Up to 100 us a switch under TCG.
+    uint64_t margin = 100'000 * switches + cpu_ns / 50;
+    uint64_t diff = t.time > cpu_ns ? t.time - cpu_ns : cpu_ns - t.time;
+    EXPECT_LE(diff, margin) << "worker " << w << ": tprof " << t.time << " ns vs schedstat "
+                            << cpu_ns << " ns over " << switches << " switches";
   }
+  std::printf("note: workers' time %llu ns from tprof, %llu ns from schedstat\n",
+              (unsigned long long)all_time, (unsigned long long)all_cpu);
   for (int w = 0; w < nworkers; ++w) {
     exit_turn[size_t(w)]->release();
     workers[size_t(w)].join();

@@ -37,37 +37,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// sum_exec_runtime of a thread, in ns (first field of schedstat).
-uint64_t SchedstatNs(uint32_t tid) {
-  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/schedstat");
-  uint64_t ns = 0;
-  in >> ns;
-  return ns;
-}
-
-// The scheduler state letter of one of our threads ('R', 'S', ...).
-char ThreadState(uint32_t tid) {
-  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  size_t paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
-}
-
-// Voluntary plus involuntary context switches of the calling thread.
-uint64_t OwnContextSwitches() {
-  std::ifstream in("/proc/thread-self/status");
-  std::string key;
-  uint64_t total = 0, v = 0;
-  while (in >> key) {
-    if (key == "voluntary_ctxt_switches:" || key == "nonvoluntary_ctxt_switches:") {
-      in >> v;
-      total += v;
-    }
-  }
-  return total;
-}
-
 // A thread that does some work, then parks until released.
 class ParkedThread {
  public:
@@ -234,9 +203,9 @@ TEST_F(ThreadMetricsTest, ContextSwitchesEqualDispatches) {
   ASSERT_TRUE(dev_.EnableMetrics(*ParseMetricList("dispatches,context-switches,time")));
   // A sleep whose timer expires before the thread gets to schedule() does
   // not switch (a loaded host stalls vCPUs): count what really happened.
-  uint64_t switches0 = OwnContextSwitches();
+  uint64_t switches0 = ContextSwitches(Gettid());
   for (int i = 0; i < 20; ++i) std::this_thread::sleep_for(milliseconds(1));
-  uint64_t switches = OwnContextSwitches() - switches0;
+  uint64_t switches = ContextSwitches(Gettid()) - switches0;
   ParkedThread other(milliseconds(1));  // something else to drain
   auto self = dev_.ReadThread(0);
   ASSERT_TRUE(self) << self.error().message();

@@ -8,6 +8,8 @@
  *   sampling_ioctl.c    SAMPLING_START/STOP/RELEASE/STATUS
  *   sampling_session.c  the session's lifetime: globals, stop, free, mmap,
  *                       poll, release of the owner's file, CPU hotplug
+ *   sampling_buffers.c  the buffers' memory: per online CPU, charged,
+ *                       mapped on fault, outliving the session while mapped
  *
  * Context rules: the sample handler and the hooks never sleep or allocate;
  * they write with IRQs off and a per-CPU nesting guard (a counter overflow
@@ -78,9 +80,10 @@ struct tprof_session {
 	struct perf_event **task_events;
 	unsigned int nr_task_events;
 	struct pid *follow[TPROF_FOLLOW_MAX];
-	void *area;			/* vmalloc_user: control area + halves */
-	struct file *buf_file;		/* owns area (tprof_buffers_alloc) */
-	size_t area_bytes;
+	struct tprof_buffers *buffers;	/* owned by buf_file */
+	struct file *buf_file;		/* the mappings hold it too */
+	struct tprof_buffer_ctl *ctl_area;	/* [nr_cpu_ids], in buffers */
+	size_t area_bytes;		/* of the mapping (uapi map_bytes) */
 	struct tprof_sampling_cpu __percpu *cpus;
 	siphash_key_t space_key;	/* space ids never reveal mm pointers */
 	atomic_t map_gen;		/* bumped by exec: forget cached spaces */
@@ -104,14 +107,22 @@ extern struct workqueue_struct *tprof_map_wq;
 extern const struct tprof_cpu_events_ops tprof_sampling_cpu_ops;
 void tprof_sampling_stop_locked(struct tprof_session *s);
 void tprof_session_free(struct tprof_session *s);
-int tprof_buffers_alloc(struct tprof_session *s, size_t bytes);
+int tprof_sampling_add_cpu(struct tprof_session *s, unsigned int cpu);
 void tprof_wake_reader(struct irq_work *work);
 
 static inline struct tprof_buffer_ctl *tprof_ctl(struct tprof_session *s,
 						 unsigned int cpu)
 {
-	return (struct tprof_buffer_ctl *)s->area + cpu;
+	return s->ctl_area + cpu;
 }
+
+/* sampling_buffers.c */
+struct tprof_buffers;
+int tprof_buffers_create(struct tprof_session *s, size_t ctl_bytes,
+			 u32 half_bytes);
+int tprof_buffers_add_cpu(struct tprof_buffers *b, unsigned int cpu,
+			  u8 **halves);
+int tprof_buffers_mmap(struct tprof_session *s, struct vm_area_struct *vma);
 
 /* The running session, for the hooks (preemption off: RCU-sched reader). */
 static inline struct tprof_session *tprof_live_session(void)

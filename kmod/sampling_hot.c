@@ -22,6 +22,17 @@
  * (an NMI inside a write); on success the caller fills the record and
  * calls tprof_record_end().
  */
+/* A record dropped without touching the writer: counted in the totals. */
+static void tprof_count_lost(struct tprof_buffer_ctl *ctl, bool is_sample)
+{
+	if (is_sample) {
+		WRITE_ONCE(ctl->samples_taken, ctl->samples_taken + 1);
+		WRITE_ONCE(ctl->lost_samples, ctl->lost_samples + 1);
+	} else {
+		WRITE_ONCE(ctl->lost_records, ctl->lost_records + 1);
+	}
+}
+
 void *tprof_record_begin(struct tprof_session *s,
 				struct tprof_sampling_cpu **pcp, u32 size,
 				bool is_sample)
@@ -30,16 +41,12 @@ void *tprof_record_begin(struct tprof_session *s,
 	void *rec;
 
 	*pcp = pc;
-	if (++pc->nesting != 1) {
-		struct tprof_buffer_ctl *ctl = pc->writer.ctl;
-
-		/* The interrupted writer owns the state: count it raw. */
-		if (is_sample) {
-			WRITE_ONCE(ctl->samples_taken, ctl->samples_taken + 1);
-			WRITE_ONCE(ctl->lost_samples, ctl->lost_samples + 1);
-		} else {
-			WRITE_ONCE(ctl->lost_records, ctl->lost_records + 1);
-		}
+	if (++pc->nesting != 1 || unlikely(!pc->writer.halves)) {
+		/*
+		 * The interrupted writer owns the state, or this CPU has no
+		 * halves (it came online over the owner's memory limit).
+		 */
+		tprof_count_lost(pc->writer.ctl, is_sample);
 		pc->nesting--;
 		return NULL;
 	}
@@ -112,10 +119,15 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 		return;
 	/*
 	 * A task counter can fire on a CPU after its cpu_down notification
-	 * published the partial half: nothing more goes into that buffer.
+	 * published the partial half (nothing more goes into that buffer), or
+	 * on a CPU without halves: counted as lost.
 	 */
-	if (s->target && !READ_ONCE(tprof_ctl(s, smp_processor_id())->online))
+	if (s->target && !READ_ONCE(tprof_ctl(s, smp_processor_id())->online)) {
+		local_irq_save(flags);
+		tprof_count_lost(tprof_ctl(s, smp_processor_id()), true);
+		local_irq_restore(flags);
 		return;
+	}
 	tprof_windows_sample(s, instruction_pointer(regs), task, user_mode(regs));
 
 	local_irq_save(flags);

@@ -224,7 +224,7 @@ static long tprof_sampling_start(struct file *file,
 	get_random_bytes(&s->space_key, sizeof(s->space_key));
 	ctl_bytes = PAGE_ALIGN(nr_cpu_ids * sizeof(struct tprof_buffer_ctl));
 	s->area_bytes = ctl_bytes + (size_t)nr_cpu_ids * 2 * c.half_bytes;
-	ret = tprof_buffers_alloc(s, s->area_bytes);
+	ret = tprof_buffers_create(s, ctl_bytes, c.half_bytes);
 	if (ret)
 		goto err_free;
 	ret = -ENOMEM;
@@ -232,12 +232,18 @@ static long tprof_sampling_start(struct file *file,
 	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL);
 	if (!s->cpus || !s->path_buf)
 		goto err_free;
+	/*
+	 * Halves for the CPUs online now (not published yet: any CPU may set
+	 * them up); one that comes online later gets its own in cpu_up.
+	 */
 	for_each_possible_cpu(cpu)
 		tprof_sbuf_init(&per_cpu_ptr(s->cpus, cpu)->writer,
-				tprof_ctl(s, cpu),
-				(u8 *)s->area + ctl_bytes +
-					(size_t)cpu * 2 * c.half_bytes,
-				c.half_bytes);
+				tprof_ctl(s, cpu), NULL, c.half_bytes);
+	for_each_online_cpu(cpu) {
+		ret = tprof_sampling_add_cpu(s, cpu);
+		if (ret)
+			goto err_free;
+	}
 
 	tprof_sampling_session = s;
 	WRITE_ONCE(s->running, true);

@@ -12,7 +12,6 @@
  * cpu_events.c; the notifications here only mark a CPU's buffer online or
  * offline and publish the partial half of one going down.
  */
-#include <linux/anon_inodes.h>
 #include <linux/capability.h>
 #include <linux/cpumask.h>
 #include <linux/cred.h>
@@ -22,13 +21,11 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/sched/signal.h>
-#include <linux/sched/user.h>
 #include <linux/pid.h>
 #include <linux/pid_namespace.h>
 #include <linux/poll.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
-#include <linux/vmalloc.h>
 #include "compat.h"
 #include "sampling.h"
 
@@ -47,12 +44,48 @@ void tprof_wake_reader(struct irq_work *work)
 	wake_up_interruptible(&s->wait);
 }
 
-/* cpuhp, on @cpu (a CPU online at start, or coming online). */
+/*
+ * @cpu's writer on its halves (allocated now if it has none yet). Before
+ * the session is published any CPU may do it; afterwards only @cpu itself,
+ * with the nesting guard up so a sample meanwhile is counted as lost.
+ * Returns 0, -EPERM (over the owner's limit) or -ENOMEM: then the CPU's
+ * samples are counted as lost.
+ */
+int tprof_sampling_add_cpu(struct tprof_session *s, unsigned int cpu)
+{
+	struct tprof_sampling_cpu *pc = per_cpu_ptr(s->cpus, cpu);
+	unsigned long flags;
+	u8 *halves;
+	int ret;
+
+	if (pc->writer.halves)
+		return 0;
+	ret = tprof_buffers_add_cpu(s->buffers, cpu, &halves);
+	if (ret)
+		return ret;
+	local_irq_save(flags);
+	pc->nesting++;
+	barrier();
+	tprof_sbuf_init(&pc->writer, tprof_ctl(s, cpu), halves,
+			s->config.half_bytes);
+	barrier();
+	pc->nesting--;
+	local_irq_restore(flags);
+	return 0;
+}
+
+/*
+ * cpuhp, on @cpu (each CPU online at start, and each coming online): a CPU
+ * that came online after start gets its halves now. Sleeping allocations
+ * are allowed in cpuhp callbacks; creating perf events is not (and none
+ * are created here).
+ */
 static void tprof_sampling_cpu_up(unsigned int cpu, void *ctx)
 {
 	struct tprof_session *s = ctx;
 
-	WRITE_ONCE(tprof_ctl(s, cpu)->online, 1);
+	if (tprof_sampling_add_cpu(s, cpu) == 0)
+		WRITE_ONCE(tprof_ctl(s, cpu)->online, 1);
 }
 
 /* cpuhp, on @cpu going offline, and on every CPU at stop. */
@@ -74,89 +107,6 @@ const struct tprof_cpu_events_ops tprof_sampling_cpu_ops = {
 	.cpu_up = tprof_sampling_cpu_up,
 	.cpu_down = tprof_sampling_cpu_down,
 };
-
-/*
- * The buffers are a refcounted object of their own, an anonymous file that
- * every mapping holds (vma_set_file()): the owner's descriptor does not stay
- * open because the buffers are mapped, so closing it ends the session, and
- * the mappings stay readable (nothing writes any more) until unmapped.
- * Their memory is charged like perf's ring buffers: to the owner's
- * user->locked_vm, against RLIMIT_MEMLOCK plus a per-user allowance of
- * sampling_mlock_kb per online CPU (perf_event_mlock_kb); CAP_IPC_LOCK is
- * exempt. Uncharged when the memory is freed. The buffers are sized for
- * nr_cpu_ids CPUs (every possible CPU, so a CPU that comes online later has
- * its buffer) and charged in full.
- */
-static unsigned int sampling_mlock_kb = 512 + (PAGE_SIZE >> 10);
-module_param(sampling_mlock_kb, uint, 0644);
-MODULE_PARM_DESC(sampling_mlock_kb,
-		 "per-user sample buffer allowance per online CPU, KiB, on top of RLIMIT_MEMLOCK (as perf_event_mlock_kb)");
-
-struct tprof_buffers {
-	void *area;
-	struct user_struct *user;	/* charged; NULL: CAP_IPC_LOCK */
-	unsigned long pages;
-};
-
-static void tprof_buffers_free(struct tprof_buffers *b)
-{
-	vfree(b->area);
-	if (b->user) {
-		atomic_long_sub(b->pages, &b->user->locked_vm);
-		free_uid(b->user);
-	}
-	kfree(b);
-}
-
-static int tprof_buffers_release(struct inode *inode, struct file *file)
-{
-	tprof_buffers_free(file->private_data);
-	return 0;
-}
-
-static const struct file_operations tprof_buffers_fops = {
-	.owner = THIS_MODULE,
-	.release = tprof_buffers_release,
-	.llseek = noop_llseek,
-};
-
-/* s->area and s->buf_file, charged to the caller; 0, -EPERM or -ENOMEM. */
-int tprof_buffers_alloc(struct tprof_session *s, size_t bytes)
-{
-	unsigned long pages = PAGE_ALIGN(bytes) >> PAGE_SHIFT, limit;
-	struct tprof_buffers *b;
-	struct file *f;
-
-	b = kzalloc(sizeof(*b), GFP_KERNEL);
-	if (!b)
-		return -ENOMEM;
-	if (!capable(CAP_IPC_LOCK)) {
-		b->user = get_current_user();
-		limit = (rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT) +
-			(READ_ONCE(sampling_mlock_kb) >> (PAGE_SHIFT - 10)) *
-			num_online_cpus();
-		if (atomic_long_add_return(pages, &b->user->locked_vm) > limit) {
-			atomic_long_sub(pages, &b->user->locked_vm);
-			free_uid(b->user);
-			kfree(b);
-			return -EPERM;	/* as perf's mmap() */
-		}
-		b->pages = pages;
-	}
-	b->area = vmalloc_user(bytes);
-	if (!b->area) {
-		tprof_buffers_free(b);
-		return -ENOMEM;
-	}
-	f = anon_inode_getfile("[tprof_buffers]", &tprof_buffers_fops, b, O_RDONLY);
-	if (IS_ERR(f)) {
-		tprof_buffers_free(b);
-		return PTR_ERR(f);
-	}
-	s->area = b->area;
-	s->buf_file = f;
-	return 0;
-}
 
 /* After stop (or a failed start): no hook or sample sees @s any more. */
 void tprof_session_free(struct tprof_session *s)
@@ -215,22 +165,10 @@ u32 tprof_sampling_state(void)
 int tprof_sampling_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct tprof_session *s = smp_load_acquire(&file->private_data);
-	int ret;
 
 	if (!s)
 		return -ENODATA;
-	if (vma->vm_pgoff != 0 || vma->vm_end - vma->vm_start != s->area_bytes)
-		return -EINVAL;
-	/* Read-only for the reader: only the kernel writes the buffers. */
-	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
-		return -EPERM;
-	tprof_vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
-	/* Not inherited: a forked child holds no session memory. */
-	tprof_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND);
-	ret = remap_vmalloc_range(vma, s->area, 0);
-	if (!ret)
-		vma_set_file(vma, s->buf_file);	/* pins the buffers, not @file */
-	return ret;
+	return tprof_buffers_mmap(s, vma);
 }
 
 __poll_t tprof_sampling_poll(struct file *file, poll_table *wait)

@@ -30,6 +30,7 @@
 
 #include "guest_env.h"
 #include "tprof/sampling.h"
+#include "tprof/windows.h"
 
 namespace tprof::test {
 namespace {
@@ -396,6 +397,104 @@ TEST(SamplingSafety, MemlockLimitRefusesLargeUnprivilegedBuffers) {
                       "4: default buffers refused";
 }
 
+// Writes a module parameter of tprof for the scope, restoring it after.
+class ScopedModuleParam {
+ public:
+  ScopedModuleParam(const std::string& name, const std::string& value)
+      : path_("/sys/module/tprof/parameters/" + name) {
+    std::ifstream in(path_);
+    std::getline(in, old_);
+    ok_ = Write(value);
+  }
+  ~ScopedModuleParam() {
+    if (!old_.empty()) Write(old_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  bool Write(const std::string& v) {
+    std::ofstream out(path_);
+    out << v << std::flush;
+    return bool(out);
+  }
+  std::string path_, old_;
+  bool ok_ = false;
+};
+
+bool SetCpuOnline(int cpu, bool online) {
+  std::ofstream f("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/online");
+  f << (online ? "1" : "0") << std::flush;
+  return bool(f);
+}
+
+// Buffers are allocated and charged for the CPUs online at start only
+// (before: for every possible CPU, so a limit that fits the CPUs in use
+// was refused with EPERM). A CPU that comes online later gets its halves
+// then, charged, if the limit allows; if not, its samples are counted as
+// lost and it is marked offline in its control block.
+TEST(SamplingSafety, BuffersAreChargedForOnlineCpusOnly) {
+  ScopedParanoid level(2);
+  ScopedModuleParam allowance("sampling_mlock_kb", "0");
+  ASSERT_TRUE(allowance.ok());
+  constexpr long kCtl = 4096, kCpu = 2 * 64 * 1024;  // default halves
+  for (int cpus_that_fit : {1, 2}) {
+    SCOPED_TRACE("a limit for " + std::to_string(cpus_that_fit) + " CPU(s)");
+    ASSERT_TRUE(SetCpuOnline(1, false)) << "kernel without CPU hotplug?";
+    int ready[2], online[2];
+    ASSERT_EQ(pipe(ready), 0);
+    ASSERT_EQ(pipe(online), 0);
+    pid_t u = fork();
+    ASSERT_GE(u, 0);
+    if (u == 0) {
+      close(ready[0]);
+      close(online[1]);
+      if (!DropToNobody()) _exit(100);
+      rlimit rl{rlim_t(kCtl + cpus_that_fit * kCpu), rlim_t(kCtl + cpus_that_fit * kCpu)};
+      if (setrlimit(RLIMIT_MEMLOCK, &rl)) _exit(101);
+      SamplingOptions o;
+      o.pid = 0;
+      auto s = SamplingSession::Start(o);
+      if (!s) _exit(s.error().code().value() == EPERM ? 2 : 3);
+      if (write(ready[1], "x", 1) != 1) _exit(4);
+      char b;
+      if (read(online[0], &b, 1) != 1) _exit(5);
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(1, &one);
+      if (sched_setaffinity(0, sizeof(one), &one)) _exit(6);
+      BurnCpu(100ms);
+      bool ok = false;
+      std::vector<Rec> recs = StopAndDrain(*s, &ok);
+      if (!ok) _exit(7);
+      uint64_t delivered = 0;
+      for (const Rec& r : recs) delivered += r.type == TPROF_REC_SAMPLE;
+      CpuBufferTotals cpu1 = s->Totals(1), all = s->TotalsAll();
+      if (delivered + all.lost_samples != all.samples_taken) _exit(8);
+      if (cpu1.samples_taken == 0) _exit(9);
+      if (cpus_that_fit == 1)  // no halves for cpu1: all its samples lost
+        _exit(cpu1.lost_samples == cpu1.samples_taken && reinterpret_cast<const tprof_buffer_ctl*>(s->map_data())[1].online == 0 ? 0 : 10);
+      _exit(cpu1.lost_samples == 0 ? 0 : 11);
+    }
+    close(ready[1]);
+    close(online[0]);
+    char b;
+    bool started = read(ready[0], &b, 1) == 1;
+    EXPECT_TRUE(SetCpuOnline(1, true));
+    if (started) {
+      EXPECT_EQ(write(online[1], "x", 1), 1);
+    }
+    close(ready[0]);
+    close(online[1]);
+    int status = 0;
+    ASSERT_EQ(waitpid(u, &status, 0), u);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0)
+        << "2: refused (EPERM) though the online CPU's buffers fit the limit; 9: cpu1 took no "
+           "samples; 10: cpu1 over the limit but its samples were not all counted lost or it "
+           "is marked online; 11: cpu1 within the limit lost samples; 8: a sample vanished";
+  }
+}
+
 // An administrator stops an unprivileged user's session (which sees
 // POLLHUP) and can start one of its own at once; nobody else can.
 TEST(SamplingSafety, AdminStopsAnyoneElsesSession) {
@@ -543,7 +642,8 @@ namespace tprof::test {
 namespace {
 
 // An owner inside a new pid namespace gets its namespace's pids in every
-// record and in SAMPLING_STATUS (here 1 and 2), never global ones.
+// record, in SAMPLING_STATUS and WINDOW_LIST (here 1 and 2), never global
+// ones.
 TEST(SamplingSafety, RecordsUseTheOwnersPidNamespace) {
   int rc = RunInChild([] {
     if (unshare(CLONE_NEWPID)) return 1;
@@ -554,6 +654,14 @@ TEST(SamplingSafety, RecordsUseTheOwnersPidNamespace) {
       o.pid = 0;
       auto s = SamplingSession::Start(o);
       if (!s) _exit(3);
+      tprof_window_add w{};
+      w.kind = TPROF_WINDOW_PROCESS;
+      w.start = 0x400000;
+      w.length = 1 << 20;
+      w.block_bytes = 4096;
+      if (!AddWindow(s->fd(), w)) _exit(10);
+      auto windows = ListWindows(s->fd());
+      if (!windows || windows->size() != 1 || (*windows)[0].pid != 1) _exit(11);
       pid_t k = fork();
       if (k == 0) {
         BurnCpu(100ms);
@@ -580,7 +688,8 @@ TEST(SamplingSafety, RecordsUseTheOwnersPidNamespace) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 9;
   });
   EXPECT_EQ(rc, 0) << "4: STATUS pid not 1; 6: COMM parent not 1; 7: a pid from outside the "
-                      "namespace's numbering; 8: not sampled";
+                      "namespace's numbering; 8: not sampled; 10: window refused; 11: "
+                      "WINDOW_LIST pid not 1";
 }
 
 }  // namespace

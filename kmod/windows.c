@@ -29,6 +29,7 @@
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
+#include <linux/pid_namespace.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/sched/coredump.h>
@@ -282,6 +283,22 @@ unlock:
 	return copy_to_user(uarg, &a, sizeof(a)) ? -EFAULT : 0;
 }
 
+/*
+ * A window keeps the global tgid it was added for; the reader gets it in
+ * its own pid namespace (0 if the process is not visible there or gone).
+ */
+static u32 tprof_window_pid_vnr(u32 global)
+{
+	u32 nr;
+
+	if (!global)
+		return 0;
+	rcu_read_lock();
+	nr = pid_vnr(find_pid_ns(global, &init_pid_ns));
+	rcu_read_unlock();
+	return nr;
+}
+
 static void tprof_window_fill_info(struct tprof_window *w, struct tprof_window_info *i)
 {
 	int j;
@@ -289,7 +306,7 @@ static void tprof_window_fill_info(struct tprof_window *w, struct tprof_window_i
 	memset(i, 0, sizeof(*i));
 	i->id = w->id;
 	i->kind = w->g.kind;
-	i->pid = w->pid;
+	i->pid = tprof_window_pid_vnr(w->pid);
 	i->flags = w->flags;
 	i->start = w->g.start;
 	i->length = w->g.length;

@@ -149,6 +149,16 @@ if [ "$build_ok" = 1 ]; then
 		count_gtest "integration $k" "$LOG_DIR/integration-$k.log" "$rc"
 	done
 
+	# The guests above have constant_tsc (tools/tprof-vm's CPU model); one
+	# whose CPU model lacks it checks that the self page then offers no TSC.
+	stage "self page on a CPU without constant_tsc (6.1)"
+	TPROF_VM_CPU=qemu64 TPROF_VM_NO_BUILD=1 tools/tprof-vm --kernel 6.1 -- \
+		tprof_integration_tests --gtest_color=no --gtest_filter='SelfPageTest.Tsc*' \
+		>"$LOG_DIR/integration-no-constant-tsc.log" 2>&1
+	rc=$?
+	grep -E '^\[  FAILED  \]|Failure|^tprof-vm:|^kernel log:' "$LOG_DIR/integration-no-constant-tsc.log" | head -n 20
+	count_gtest "no constant_tsc" "$LOG_DIR/integration-no-constant-tsc.log" "$rc"
+
 	# The fuzzer, in the debug kernel: any invariant violation, kernel report
 	# (KASAN, UBSAN, lockdep, WARNING, hung task, lockup, RCU stall) or
 	# kmemleak leak fails it. The seed is printed; CHECK_FUZZ_SEED repeats it.

@@ -113,7 +113,9 @@ Status SelfMeter::ReadTotals(uint64_t (&totals)[TPROF_MAX_METRICS]) const {
   if (!(flags & TPROF_SELF_LIVE))
     return Error::FromErrno(ENODATA, "self meter: accounting stopped or restarted: open a new "
                                      "SelfMeter when it is on again");
-  if (time_index_ >= 0 && now > tsc_in) {
+  // Without TPROF_SELF_TSC the time is the odometer as of the last switch
+  // or charge.
+  if (time_index_ >= 0 && (flags & TPROF_SELF_TSC) && now > tsc_in) {
     const unsigned __int128 cycles = now - tsc_in;
     totals[time_index_] += static_cast<uint64_t>((cycles * p->tsc_mult) >> p->tsc_shift);
   }

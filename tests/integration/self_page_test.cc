@@ -13,7 +13,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <cstdio>
 #include <functional>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -56,6 +58,29 @@ TEST_F(SelfPageTest, FeatureBitIsAdvertised) {
   Info info = GetInfoOrFail(dev_);
   EXPECT_TRUE(info.features & TPROF_FEAT_SELF_PAGE);
   EXPECT_GE(info.abi_minor, 4u);
+}
+
+// The page offers the TSC only where it ticks at a constant rate: the
+// kernel's constant_tsc. make check also runs this in a guest whose CPU
+// model lacks it (TPROF_VM_CPU=qemu64): there the meter must refuse
+// rather than scale cycles of a varying clock.
+TEST_F(SelfPageTest, TscIsOfferedOnlyWhenItIsConstant) {
+  std::string cpuinfo;
+  ASSERT_EQ(RunCommand("grep -m1 '^flags' /proc/cpuinfo", &cpuinfo), 0);
+  const bool constant = cpuinfo.find(" constant_tsc") != std::string::npos;
+  void* m = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, dev_.fd(), TPROF_SELF_PAGE_OFFSET);
+  ASSERT_NE(m, MAP_FAILED) << strerror(errno);
+  const auto* page = static_cast<const volatile tprof_self_page*>(m);
+  EXPECT_EQ((page->flags & TPROF_SELF_TSC) != 0, constant)
+      << (constant ? "constant_tsc, but the page offers no TSC"
+                   : "no constant_tsc, but the page offers the TSC");
+  EXPECT_EQ(munmap(m, 4096), 0);
+  auto meter = SelfMeter::Open(dev_);
+  EXPECT_EQ(meter.ok(), constant);
+  if (!constant && !meter.ok()) {
+    EXPECT_EQ(meter.error().code().value(), EOPNOTSUPP);
+  }
+  std::printf("note: constant_tsc %s\n", constant ? "present" : "absent");
 }
 
 TEST_F(SelfPageTest, DescribesTheCallingThread) {

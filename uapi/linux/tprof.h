@@ -153,12 +153,17 @@
  *     whoever owns it, as SAMPLING_STOP would, and detaches it: STATUS no
  *     longer shows it and a new session may start; its owner still drains
  *     it and closes. ENODATA: no session.
- *   Limits (ABI 1.5): the buffers (map_bytes) are charged to the owner's
- *   user like perf's ring buffers: locked memory beyond RLIMIT_MEMLOCK plus
- *   the module parameter sampling_mlock_kb per online CPU (perf's
- *   perf_event_mlock_kb) fails SAMPLING_START with EPERM, as perf's mmap()
- *   does, unless the caller has CAP_IPC_LOCK; the charge ends when the
- *   memory is freed. Closing the owner's descriptor ends the session even
+ *   Limits (ABI 1.5): the buffers are charged to the owner's user like
+ *   perf's ring buffers: locked memory beyond RLIMIT_MEMLOCK plus the module
+ *   parameter sampling_mlock_kb per online CPU (perf's perf_event_mlock_kb)
+ *   fails SAMPLING_START with EPERM, as perf's mmap() does, unless the
+ *   caller has CAP_IPC_LOCK; the charge ends when the memory is freed. Only
+ *   the control area and the halves of CPUs online at start are allocated
+ *   and charged then; a CPU that comes online later gets (and is charged)
+ *   its halves at that moment, or, over the limit, none: its ctl.online
+ *   stays 0 and its samples are counted in lost_samples. The mapping keeps
+ *   the layout above; reading the halves of a CPU that has none is SIGBUS
+ *   (the kernel never marks them full). Closing the owner's descriptor ends the session even
  *   while the buffers are mapped: the mapping stays readable (nothing is
  *   written any more) until unmapped. Mappings are never inherited by fork
  *   (VM_DONTCOPY); PROT_WRITE and PROT_EXEC fail with EPERM.
@@ -400,7 +405,11 @@ struct tprof_self_read {
 /* The self page (ABI 1.4): mmap offset, and tprof_self_page.flags. */
 #define TPROF_SELF_PAGE_OFFSET 0x40000000ULL
 #define TPROF_SELF_LIVE (1U << 0) /* the kernel updates this page */
-#define TPROF_SELF_TSC  (1U << 1) /* tsc_in/tsc_mult/tsc_shift are valid */
+#define TPROF_SELF_TSC  (1U << 1) /* tsc_in/tsc_mult/tsc_shift are valid:
+                                   * the TSC ticks at a constant rate
+                                   * (x86 constant_tsc); without it time
+                                   * is total[] alone, as of the last
+                                   * switch or charge */
 #define TPROF_SELF_NO_TIME 0xffffffffU /* time_index: time is not configured */
 
 /*
@@ -459,7 +468,7 @@ struct tprof_sampling_config {
 	__u64 event_config;   /* in: PERF_COUNT_SW_* / PERF_COUNT_HW_* / raw code */
 	__u64 event_period;   /* in: events per sample (counter sampling), >= 1 */
 	/* out: the mapping to mmap() */
-	__u32 nr_cpu_ids;     /* out: CPUs with a buffer (ids 0..nr_cpu_ids-1) */
+	__u32 nr_cpu_ids;     /* out: CPU ids in the layout (0..nr_cpu_ids-1) */
 	__u32 ctl_bytes;      /* out: bytes of the control area, page aligned */
 	__u64 map_bytes;      /* out: ctl_bytes + nr_cpu_ids * 2 * half_bytes */
 	__u32 half_bytes_out; /* out: the half size in effect */
@@ -611,7 +620,8 @@ struct tprof_window_add {
 struct tprof_window_info {
 	__u32 id;
 	__u32 kind;           /* enum tprof_window_kind */
-	__u32 pid;            /* global pid (PROCESS/PROFIL), 0 for KERNEL */
+	__u32 pid;            /* PROCESS/PROFIL: in the reader's pid namespace
+	                       * (0: not visible there, or gone); 0 for KERNEL */
 	__u32 flags;          /* TPROF_WINDOW_* */
 	__u64 start;          /* as added */
 	__u64 length;

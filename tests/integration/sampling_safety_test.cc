@@ -256,8 +256,9 @@ TEST(SamplingSafety, FollowsItsChildNotAReusedPid) {
 
 // An unprivileged session stops seeing its child once the child execs a
 // setuid-root program (perf exits task counters at a non-dumpable exec):
-// no samples, no COMM, no MAP of the new image. The same program without
-// the setuid bit is sampled (the control).
+// no samples, no COMM, no MAP of the new image, and its process window
+// stops counting. The same program without the setuid bit is sampled (the
+// control).
 TEST(SamplingSafety, SetuidExecEndsTheSession) {
   ScopedParanoid level(2);
   const char* suid = "/tmp/tprof-wl-child-suid";
@@ -287,6 +288,15 @@ TEST(SamplingSafety, SetuidExecEndsTheSession) {
         kill(c, SIGKILL);
         return 10 + setuid;
       }
+      // A process window on the child counts its user samples: it must
+      // stop at the setuid exec too.
+      tprof_window_add w{};
+      w.kind = TPROF_WINDOW_PROCESS;
+      w.pid = uint32_t(c);
+      w.start = 0;
+      w.length = 1ULL << 47;
+      w.block_bytes = 1U << 30;
+      if (!AddWindow(s->fd(), w)) return 5;
       if (write(go[1], "x", 1) != 1) return 2;
       rusage ru{};
       int st = 0;
@@ -296,6 +306,10 @@ TEST(SamplingSafety, SetuidExecEndsTheSession) {
       bool ok = false;
       auto recs = StopAndDrain(*s, &ok);
       if (!ok) return 3;
+      auto windows = ListWindows(s->fd());
+      if (!windows || windows->size() != 1) return 6;
+      uint64_t counted = (*windows)[0].in_range + (*windows)[0].out_of_range;
+      if (setuid ? counted > 3 : counted < utime_ms / 10) return 60 + setuid;
       uint64_t samples = 0, execs = 0, maps = 0;
       for (const Rec& r : recs) {
         if (r.pid != uint32_t(c)) continue;
@@ -319,7 +333,9 @@ TEST(SamplingSafety, SetuidExecEndsTheSession) {
   });
   unlink(suid);
   EXPECT_EQ(rc, 0) << "control (plain exec): 40 samples, 41 COMM, 42 MAP missing; setuid exec: "
-                      "50 samples, 51 COMM, 52 MAP of the setuid image; 30/31 the program did not run";
+                      "50 samples, 51 COMM, 52 MAP of the setuid image; 30/31 the program did not run; "
+                      "60 the control's process window counted nothing, 61 the window kept counting "
+                      "the setuid image";
 }
 
 }  // namespace

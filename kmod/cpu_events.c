@@ -35,13 +35,6 @@
 #include <linux/slab.h>
 #include "cpu_events.h"
 
-/* Per CPU: flags, then live[nr], own[nr], dead[nr]. */
-struct tprof_cpu_events_pcpu {
-	bool online;		/* between this CPU's up and down callbacks */
-	bool want;		/* the work should create this CPU's counters */
-	struct perf_event *ev[];
-};
-
 static inline struct perf_event **tprof_ce_live(struct tprof_cpu_events *ce,
 						struct tprof_cpu_events_pcpu *pc)
 {
@@ -58,14 +51,6 @@ static inline struct perf_event **tprof_ce_dead(struct tprof_cpu_events *ce,
 						struct tprof_cpu_events_pcpu *pc)
 {
 	return pc->ev + 2 * ce->nr;
-}
-
-struct perf_event *tprof_cpu_event(struct tprof_cpu_events *ce,
-				   unsigned int idx)
-{
-	if (idx >= ce->nr)
-		return NULL;
-	return READ_ONCE(this_cpu_ptr(ce->pcpu)->ev[idx]);
 }
 
 static void tprof_ce_release(struct perf_event **evs, unsigned int nr)

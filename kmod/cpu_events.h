@@ -33,6 +33,7 @@
 #define TPROF_CPU_EVENTS_H
 
 #include <linux/list.h>
+#include <linux/percpu.h>
 #include <linux/perf_event.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
@@ -42,7 +43,16 @@ struct tprof_cpu_events_ops {
 	void (*cpu_down)(unsigned int cpu, void *ctx);
 };
 
-struct tprof_cpu_events_pcpu;
+/*
+ * Per CPU: flags, then live[nr], own[nr], dead[nr]. Private to
+ * cpu_events.c; here only so that tprof_cpu_event() inlines into the
+ * context-switch path.
+ */
+struct tprof_cpu_events_pcpu {
+	bool online;		/* between this CPU's up and down callbacks */
+	bool want;		/* the work should create this CPU's counters */
+	struct perf_event *ev[];
+};
 
 /* Embeddable; every field is private to cpu_events.c. */
 struct tprof_cpu_events {
@@ -65,7 +75,12 @@ int tprof_cpu_events_start(struct tprof_cpu_events *ce,
 			   perf_overflow_handler_t handler, void *ctx,
 			   const struct tprof_cpu_events_ops *ops);
 void tprof_cpu_events_stop(struct tprof_cpu_events *ce);
-struct perf_event *tprof_cpu_event(struct tprof_cpu_events *ce,
-				   unsigned int idx);
+static inline struct perf_event *tprof_cpu_event(struct tprof_cpu_events *ce,
+						 unsigned int idx)
+{
+	if (idx >= ce->nr)
+		return NULL;
+	return READ_ONCE(this_cpu_ptr(ce->pcpu)->ev[idx]);
+}
 
 #endif /* TPROF_CPU_EVENTS_H */

@@ -52,6 +52,7 @@
 #include <linux/tprof.h>
 #include <linux/workqueue.h>
 #include "core/thread_index.h"
+#include "cpu_events.h"
 
 #define TPROF_MSLOT_LISTED (1U << 0)	/* on a nonzero list or a drain batch */
 #define TPROF_MSLOT_EXITED (1U << 1)	/* thread gone; final report pending */
@@ -143,7 +144,16 @@ void tprof_mslot_unlist(struct tprof_metrics_state *st,
 			struct tprof_mslot *slot);
 
 /* metrics_counters.c */
-struct perf_event *tprof_metrics_cpu_event(u32 m);
+extern struct tprof_cpu_events tprof_mcounters;
+extern int tprof_mcounter_of[TPROF_MAX_METRICS];	/* counter index or -1 */
+
+/* This CPU's counter of metric @m, or NULL. IRQs off. */
+static inline struct perf_event *tprof_metrics_cpu_event(u32 m)
+{
+	int idx = READ_ONCE(tprof_mcounter_of[m]);
+
+	return idx < 0 ? NULL : tprof_cpu_event(&tprof_mcounters, idx);
+}
 int tprof_metrics_counters_start(const struct tprof_metrics_config *c);
 void tprof_metrics_counters_stop(void);
 

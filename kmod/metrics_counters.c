@@ -12,10 +12,10 @@
 #include "tprof.h"
 
 /* Serialised by the metrics mutex (enable/disable). */
-static struct tprof_cpu_events tprof_mcounters;
+struct tprof_cpu_events tprof_mcounters;
 static bool tprof_mcounters_running;
 /* Metric -> counter index in tprof_mcounters, or -1. Read by the hooks. */
-static int tprof_mcounter_of[TPROF_MAX_METRICS];
+int tprof_mcounter_of[TPROF_MAX_METRICS];
 
 /* The perf event behind metric @m, if it needs one. */
 static bool tprof_mcounters_attr(const struct tprof_metric *m,
@@ -40,14 +40,6 @@ static bool tprof_mcounters_attr(const struct tprof_metric *m,
 	default:
 		return false;
 	}
-}
-
-/* This CPU's counter of metric @m, or NULL. IRQs off. */
-struct perf_event *tprof_metrics_cpu_event(u32 m)
-{
-	int idx = READ_ONCE(tprof_mcounter_of[m]);
-
-	return idx < 0 ? NULL : tprof_cpu_event(&tprof_mcounters, idx);
 }
 
 /*

@@ -12,23 +12,28 @@
 #include "metrics.h"
 #include "tprof.h"
 
-/* PCum(M) of this CPU; IRQs off. An event not counting gives no delta. */
-u64 tprof_metric_read(struct tprof_metrics_state *st,
-		      struct tprof_metrics_cpu *cs, u32 m)
+/*
+ * PCum(M) of this CPU; IRQs off. An event not counting gives no delta.
+ * Inlined into the switch path; tprof_metric_read() for everyone else.
+ */
+static __always_inline u64 __tprof_metric_read(struct tprof_metrics_state *st,
+					       struct tprof_metrics_cpu *cs,
+					       u32 m)
 {
 	struct perf_event *ev;
 
 	switch (st->sources[m]) {
 	case TPROF_SRC_CLOCK:
 		/*
-		 * The scheduler's own clock (its runqueue clock reads the
-		 * same): with a stable TSC it is sched_clock() plus an
-		 * offset; without one (e.g. under QEMU TCG) raw sched_clock()
-		 * drifts from it slice by slice, and time would move between
-		 * threads. PCum and PLastCum are per CPU; a step back is
-		 * clamped in tprof_metrics_take_deltas().
+		 * PCum and PLastCum are per CPU, so this CPU's raw clock is
+		 * enough: where the sched clock is stable (a constant TSC)
+		 * the runqueue clock is sched_clock() plus a constant, so the
+		 * deltas are the scheduler's own; local_clock() would add a
+		 * call on every switch. (Where it is not, the runqueue filters
+		 * each CPU's clock and single slices may differ a little from
+		 * schedstat.) A step back is clamped in take_deltas.
 		 */
-		return local_clock();
+		return sched_clock();
 	case TPROF_SRC_DISPATCHES:
 		return cs->dispatches;
 	default:
@@ -40,6 +45,12 @@ u64 tprof_metric_read(struct tprof_metrics_state *st,
 			ev->pmu->read(ev);
 		return local64_read(&ev->count);
 	}
+}
+
+u64 tprof_metric_read(struct tprof_metrics_state *st,
+		      struct tprof_metrics_cpu *cs, u32 m)
+{
+	return __tprof_metric_read(st, cs, m);
 }
 
 /* Puts @slot on this CPU's nonzero list. Slot lock held, IRQs off. */
@@ -105,15 +116,15 @@ void tprof_mslot_give_back(struct tprof_metrics_state *st,
  * PLastCum = PCum) into @delta. Returns false if they belong to nobody
  * (the CPU was not primed yet, or @task is its idle task). IRQs off.
  */
-bool tprof_metrics_take_deltas(struct tprof_metrics_state *st,
-			       struct task_struct *task, u64 *delta)
+static __always_inline bool __tprof_metrics_take_deltas(
+	struct tprof_metrics_state *st, struct task_struct *task, u64 *delta)
 {
 	struct tprof_metrics_cpu *cs = this_cpu_ptr(st->cpu);
 	u32 n = st->config.nr_metrics;
 	u32 m;
 
 	for (m = 0; m < n; m++) {
-		u64 now = tprof_metric_read(st, cs, m);
+		u64 now = __tprof_metric_read(st, cs, m);
 
 		delta[m] = (s64)(now - cs->last[m]) > 0 ? now - cs->last[m] : 0;
 		cs->last[m] = now;
@@ -125,14 +136,20 @@ bool tprof_metrics_take_deltas(struct tprof_metrics_state *st,
 	return !is_idle_task(task);
 }
 
+bool tprof_metrics_take_deltas(struct tprof_metrics_state *st,
+			       struct task_struct *task, u64 *delta)
+{
+	return __tprof_metrics_take_deltas(st, task, delta);
+}
+
 /* Charges this CPU's deltas since the last switch to @task. IRQs off. */
-void tprof_metrics_charge(struct tprof_metrics_state *st,
-			  struct task_struct *task)
+static __always_inline void __tprof_metrics_charge(struct tprof_metrics_state *st,
+						   struct task_struct *task)
 {
 	u64 delta[TPROF_MAX_METRICS];	/* [0, n) used: not zeroed, it is hot */
 	struct tprof_mslot *slot;
 
-	if (!tprof_metrics_take_deltas(st, task, delta))
+	if (!__tprof_metrics_take_deltas(st, task, delta))
 		return;
 	slot = tprof_mslot_of(st, task);
 	if (unlikely(!slot))
@@ -145,6 +162,12 @@ void tprof_metrics_charge(struct tprof_metrics_state *st,
 			tprof_self_page_charge(slot->self_page, delta);
 	}
 	raw_spin_unlock(&slot->lock);
+}
+
+void tprof_metrics_charge(struct tprof_metrics_state *st,
+			  struct task_struct *task)
+{
+	__tprof_metrics_charge(st, task);
 }
 
 /* Stamps the switch-in time on @next's self page. IRQs off. */
@@ -170,7 +193,7 @@ void tprof_metrics_sched_switch(struct task_struct *prev,
 	if (!st)
 		return;
 	this_cpu_ptr(st->cpu)->dispatches++;
-	tprof_metrics_charge(st, prev);
+	__tprof_metrics_charge(st, prev);
 	if (atomic_read(&st->self_pages) && !is_idle_task(next))
 		tprof_metrics_switch_in(st, next);
 }

@@ -23,8 +23,11 @@
  *  - cpu->list_lock guards that CPU's nonzero list: slots whose TCum became
  *    nonzero on it (or that exited) wait there for a consumer. A switch
  *    takes only its own CPU's list lock, and only when a slot becomes
- *    nonzero. Drainers take a CPU's list lock to detach or return at most
- *    TPROF_DRAIN_BATCH slots at a time.
+ *    nonzero. Drainers take a CPU's list lock to examine at most
+ *    TPROF_DRAIN_WALK slots and detach or return at most TPROF_DRAIN_BATCH
+ *    of them at a time, leaving other processes' slots in place; while a
+ *    slot is listed, its seen_gen is under the list lock, and its tgid
+ *    (set before it is first listed) is stable.
  *  - st->table_lock guards the index (key -> slot), the free list and the
  *    FIFO of exited slots: fork, exec, exit, enable's walk and the end of a
  *    drain take it, never a switch.
@@ -58,8 +61,12 @@
 #define TPROF_MSLOT_EXITED (1U << 1)	/* thread gone; final report pending */
 #define TPROF_MSLOT_DRAINED (1U << 2)	/* exited; its final record is being copied */
 
-/* Drainers detach or return at most this many slots per list-lock hold. */
+/*
+ * Per list-lock hold a drainer examines at most TPROF_DRAIN_WALK slots and
+ * detaches at most TPROF_DRAIN_BATCH of them (or returns that many).
+ */
 #define TPROF_DRAIN_BATCH 64
+#define TPROF_DRAIN_WALK 256
 
 struct tprof_self_page;
 

@@ -391,9 +391,16 @@ static int tprof_drain_flush(struct tprof_drain_ctx *d)
 }
 
 /*
- * Visits each slot listed on @cpu at the start at most once: detaches up to
- * TPROF_DRAIN_BATCH of them under the list lock, handles them with only
- * their own slot locks, copies the chunk out with nothing held.
+ * Visits each slot listed on @cpu at the start at most once: under the list
+ * lock, examines at most TPROF_DRAIN_WALK slots, moving up to
+ * TPROF_DRAIN_BATCH of the drained process's into a private batch and
+ * leaving other processes' slots in place, read only (a one-process drain
+ * compares slot->tgid, stable while the slot is listed); then handles the
+ * batch with only each slot's own lock and copies it out with nothing held.
+ * When it must stop early, the slots it left in place are the list's
+ * prefix: one splice moves them to the tail, the first marked with this
+ * drain's generation (seen_gen, under the list lock while listed), so the
+ * next round stops when it comes back to them.
  */
 static int tprof_drain_cpu(struct tprof_drain_ctx *d, unsigned int cpu)
 {
@@ -403,21 +410,39 @@ static int tprof_drain_cpu(struct tprof_drain_ctx *d, unsigned int cpu)
 	int ret = 0;
 
 	while (budget && !ret) {
-		struct tprof_mslot *slot, *next;
+		struct tprof_mslot *slot, *next, *last_kept = NULL;
 		LIST_HEAD(batch);
-		u32 taken = 0;
+		u32 taken = 0, examined = 0;
+		bool more = false;
 
 		local_irq_save(flags);
 		raw_spin_lock(&cs->list_lock);
 		list_for_each_entry_safe(slot, next, &cs->listed, node) {
-			/* Back at slots this drain already returned: done. */
-			if (taken == TPROF_DRAIN_BATCH || taken == budget ||
-			    slot->seen_gen == d->gen)
+			/* Back at slots this drain already examined: done. */
+			if (examined == budget || slot->seen_gen == d->gen)
 				break;
+			if (taken == TPROF_DRAIN_BATCH ||
+			    examined == TPROF_DRAIN_WALK) {
+				more = true;
+				break;
+			}
+			examined++;
+			if (d->tgid && READ_ONCE(slot->tgid) != d->tgid) {
+				last_kept = slot;
+				continue;
+			}
 			list_move_tail(&slot->node, &batch);
 			slot->list_cpu = -1;
 			cs->nr_listed--;
 			taken++;
+		}
+		if (more && last_kept) {
+			LIST_HEAD(seen);
+
+			list_first_entry(&cs->listed, struct tprof_mslot,
+					 node)->seen_gen = d->gen;
+			list_cut_position(&seen, &cs->listed, &last_kept->node);
+			list_splice_tail(&seen, &cs->listed);
 		}
 		raw_spin_unlock(&cs->list_lock);
 		list_for_each_entry_safe(slot, next, &batch, node)
@@ -425,9 +450,9 @@ static int tprof_drain_cpu(struct tprof_drain_ctx *d, unsigned int cpu)
 		local_irq_restore(flags);
 
 		ret = tprof_drain_flush(d);
-		if (taken < TPROF_DRAIN_BATCH || taken == budget)
+		if (!more)
 			break;
-		budget -= taken;
+		budget -= examined;
 		cond_resched();
 	}
 	return ret;

@@ -165,6 +165,11 @@ TEST(MetricsSafety, StalledDrainCopyDoesNotDoubleCount) {
   std::thread t([&] {
     tid = Gettid();
     ::sched_setaffinity(0, sizeof(cpu0), &cpu0);
+    // A slot waits on the list of the CPU where it became nonzero: this
+    // thread may have run elsewhere before the affinity took hold, so it
+    // zeroes itself (off every list) on CPU 0 before it burns there.
+    uint64_t v0[TPROF_MAX_METRICS];
+    (void)dev.ReadSelf(v0);
     BurnCpu(milliseconds(200));
     std::unique_lock<std::mutex> lock(mu);
     phase = 1;
@@ -252,6 +257,85 @@ TEST(MetricsSafety, StalledDrainCopyDoesNotDoubleCount) {
 
 // Issue: max_threads=2000000000 soft-locked the CPU at enable and 16000000
 // tripped a kvmalloc WARNING. The parameter is bounded at load.
+// A one-process drain walks a CPU's nonzero list in bounded rounds
+// (TPROF_DRAIN_WALK slots examined, TPROF_DRAIN_BATCH taken per list-lock
+// hold), leaving other processes' slots where they are. With 300 other
+// processes' slots and 150 of its own threads on CPU 0's list, it must
+// still hand out each of its threads exactly once, in one call.
+TEST(MetricsSafety, DrainOfOneProcessPassesOverOtherProcessesSlots) {
+  ReloadedModule mod("metrics=time,dispatches");
+  ASSERT_TRUE(mod.ok());
+  Device dev = OpenDeviceOrFail();
+  cpu_set_t cpu0, before;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(before), &before), 0);
+  CPU_ZERO(&cpu0);
+  CPU_SET(0, &cpu0);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof(cpu0), &cpu0), 0);
+  struct RestoreAffinity {
+    cpu_set_t mask;
+    ~RestoreAffinity() { ::sched_setaffinity(0, sizeof(mask), &mask); }
+  } restore{before};
+  int hold[2];
+  ASSERT_EQ(::pipe(hold), 0);
+  std::vector<pid_t> others;
+  for (int i = 0; i < 300; ++i) {
+    pid_t p = ::fork();
+    ASSERT_GE(p, 0);
+    if (p == 0) {  // runs on CPU 0 (inherited), then waits: listed there
+      ::close(hold[1]);
+      char b;
+      (void)!::read(hold[0], &b, 1);
+      ::_exit(0);
+    }
+    others.push_back(p);
+  }
+  ASSERT_TRUE(dev.DrainAll(0));  // this thread's own backlog
+  constexpr int kThreads = 150;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  int started = 0;
+  std::vector<uint32_t> tids(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      tids[size_t(i)] = Gettid();
+      BurnCpu(std::chrono::milliseconds(1));
+      std::unique_lock<std::mutex> lock(mu);
+      ++started;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return started == kThreads; });
+  }
+  for (uint32_t tid : tids)
+    while (ThreadState(tid) != 'S') std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto r = dev.Drain(0, 1000);
+  ASSERT_TRUE(r) << r.error().message();
+  std::map<uint32_t, int> seen;
+  for (const ThreadMetrics& t : r->threads) seen[t.tid]++;
+  int missing = 0, twice = 0;
+  for (uint32_t tid : tids) {
+    missing += seen[tid] == 0;
+    twice += seen[tid] > 1;
+  }
+  EXPECT_EQ(missing, 0) << "of " << kThreads << " parked threads";
+  EXPECT_EQ(twice, 0);
+  EXPECT_EQ(r->remaining, 0u);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& t : threads) t.join();
+  ::close(hold[0]);
+  ::close(hold[1]);
+  for (pid_t p : others) ::waitpid(p, nullptr, 0);
+}
+
 TEST(MetricsSafety, MaxThreadsIsBounded) {
   ASSERT_EQ(UnloadModule(), 0);
   EXPECT_EQ(LoadModule(ModulePath(), "max_threads=2000000000 metrics=time"), EINVAL);

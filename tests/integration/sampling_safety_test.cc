@@ -453,9 +453,12 @@ TEST(SamplingSafety, BuffersAreChargedForOnlineCpusOnly) {
   ScopedModuleParam allowance("sampling_mlock_kb", "0");
   ASSERT_TRUE(allowance.ok());
   constexpr long kCtl = 4096, kCpu = 2 * 64 * 1024;  // default halves
-  for (int cpus_that_fit : {1, 2}) {
-    SCOPED_TRACE("a limit for " + std::to_string(cpus_that_fit) + " CPU(s)");
+  for (bool cpu1_fits : {false, true}) {
+    SCOPED_TRACE(cpu1_fits ? "a limit with room for cpu1" : "a limit without room for cpu1");
     ASSERT_TRUE(SetCpuOnline(1, false)) << "kernel without CPU hotplug?";
+    // The control area and the halves of the CPUs online now, plus cpu1's.
+    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN) + (cpu1_fits ? 1 : 0);
+    const rlim_t limit = rlim_t(kCtl + cpus * kCpu);
     int ready[2], online[2];
     ASSERT_EQ(pipe(ready), 0);
     ASSERT_EQ(pipe(online), 0);
@@ -465,7 +468,7 @@ TEST(SamplingSafety, BuffersAreChargedForOnlineCpusOnly) {
       close(ready[0]);
       close(online[1]);
       if (!DropToNobody()) _exit(100);
-      rlimit rl{rlim_t(kCtl + cpus_that_fit * kCpu), rlim_t(kCtl + cpus_that_fit * kCpu)};
+      rlimit rl{limit, limit};
       if (setrlimit(RLIMIT_MEMLOCK, &rl)) _exit(101);
       SamplingOptions o;
       o.pid = 0;
@@ -487,7 +490,7 @@ TEST(SamplingSafety, BuffersAreChargedForOnlineCpusOnly) {
       CpuBufferTotals cpu1 = s->Totals(1), all = s->TotalsAll();
       if (delivered + all.lost_samples != all.samples_taken) _exit(8);
       if (cpu1.samples_taken == 0) _exit(9);
-      if (cpus_that_fit == 1)  // no halves for cpu1: all its samples lost
+      if (!cpu1_fits)  // no halves for cpu1: all its samples lost
         _exit(cpu1.lost_samples == cpu1.samples_taken && reinterpret_cast<const tprof_buffer_ctl*>(s->map_data())[1].online == 0 ? 0 : 10);
       _exit(cpu1.lost_samples == 0 ? 0 : 11);
     }

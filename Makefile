@@ -2,6 +2,7 @@
 #
 #   make               module (for KVER), library, tprofctl, test programs
 #   make deps          install every Debian package the project needs
+#   make deps-arm64    and what arm64 guests need (tools/tprof-vm --arch arm64)
 #   make check         the one test command: unit, KUnit, integration (debug, 6.1,
 #                      6.12), a 60 s /dev/tprof fuzz in the debug kernel
 #   make fuzz          a longer fuzz run (tests/fuzz/run.sh): FUZZ_SECONDS=600,
@@ -55,7 +56,7 @@ RUNTIME_EXAMPLE := $(B)/bin/tprof-runtime-example
 UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
 
-.PHONY: all module lib tools unit-tests guest-programs vm-inputs deps check fuzz demo \
+.PHONY: all module lib tools unit-tests guest-programs vm-inputs deps deps-arm64 check fuzz demo \
 	bench bench-programs install dkms-install clean
 .DELETE_ON_ERROR:
 
@@ -68,6 +69,13 @@ guest-programs: $(TPROFCTL) $(INTEGRATION_TESTS) $(RUNTIME_EXAMPLE) $(FUZZER)
 # What tools/tprof-vm packs into a guest for kernel $(KVER).
 vm-inputs: module guest-programs
 
+# arm64 kernels (KVER=6.1.0-NN-arm64) are cross-built against the headers
+# `make deps-arm64` unpacks into $(ARM64_SYSROOT) (tools/vm/arm64-sysroot).
+ARM64_SYSROOT ?= $(or $(TPROF_CACHE),$(HOME)/.cache/tprof)/arm64/sysroot
+ARM64_CROSS_COMPILE ?= aarch64-linux-gnu-
+kmod_cross = $(if $(filter %-arm64,$(1)),KDIR=$(ARM64_SYSROOT)/usr/src/linux-headers-$(1) \
+	ARCH=arm64 CROSS_COMPILE=$(ARM64_CROSS_COMPILE))
+
 # The module is built in a copy of kmod/ and uapi/ per kernel release, so
 # builds for several kernels do not trample each other's objects.
 module: $(MODULE)
@@ -75,7 +83,7 @@ $(B)/kmod/%/kmod/tprof.ko: $(KMOD_SRCS)
 	rm -rf $(B)/kmod/$*
 	mkdir -p $(B)/kmod/$*
 	cp -r kmod uapi $(B)/kmod/$*/
-	$(MAKE) -C $(B)/kmod/$*/kmod KVER=$*
+	$(MAKE) -C $(B)/kmod/$*/kmod KVER=$* $(call kmod_cross,$*)
 
 $(B)/obj/%.o: %.cc
 	@mkdir -p $(@D)
@@ -156,6 +164,11 @@ $(WL_LIB): tests/workloads/libtprofwl.c tests/workloads/wl.h
 
 deps:
 	tools/deps.sh
+
+# arm64 guests (tools/tprof-vm --arch arm64): qemu-system-arm, the
+# cross-compilers and a cached arm64 sysroot (kernel, headers, busybox).
+deps-arm64:
+	tools/deps.sh --arm64
 
 check:
 	tests/check.sh

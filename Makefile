@@ -56,7 +56,7 @@ RUNTIME_EXAMPLE := $(B)/bin/tprof-runtime-example
 UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
 
-.PHONY: all module lib tools unit-tests guest-programs vm-inputs deps deps-arm64 check fuzz demo \
+.PHONY: all module lib tools unit-tests guest-programs vm-inputs arm64-guest-programs deps deps-arm64 check fuzz demo \
 	bench bench-programs install dkms-install clean
 .DELETE_ON_ERROR:
 
@@ -159,6 +159,16 @@ $(WL_LIB): tests/workloads/libtprofwl.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -fPIC -shared -Wl,-soname,libtprofwl.so -o $@ $<
 # (end of workloads)
+
+# arm64 guests (tools/tprof-vm --arch arm64): small static C programs that
+# need only the uapi header, cross-built (the C++ tools are not yet).
+ARM64_CC ?= $(ARM64_CROSS_COMPILE)gcc
+ARM64_PROGRAMS := $(B)/arm64/bin/tprof-perf-count $(B)/arm64/bin/tprof-info
+ARM64_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS)
+arm64-guest-programs: $(ARM64_PROGRAMS)
+$(B)/arm64/bin/tprof-%: tests/arm64/%.c uapi/linux/tprof.h
+	@mkdir -p $(@D)
+	$(ARM64_CC) -static $(ARM64_CFLAGS) -Iuapi -o $@ $<
 
 -include $(shell find $(B)/obj $(B)/asan -name '*.d' 2>/dev/null)
 

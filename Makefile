@@ -26,14 +26,17 @@ CXX := g++
 AR := ar
 B := build
 
-CPPFLAGS := -Iuapi -Ilibtprofctl/include -Ikmod
+# Cross builds (make arm64-tools) add include and library directories.
+EXTRA_CPPFLAGS ?=
+EXTRA_LDFLAGS ?=
+CPPFLAGS := -Iuapi -Ilibtprofctl/include -Ikmod $(EXTRA_CPPFLAGS)
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
 CXXFLAGS := -std=c++20 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -MMD -MP
 CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -MMD -MP
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all
 GTEST_LIBS := -lgtest -lgtest_main -pthread
 # elfutils: symbols and source lines for reports (tprofctl dump).
-ELF_LIBS := -ldw -lelf
+ELF_LIBS := -ldw -lelf $(EXTRA_LDFLAGS)
 
 LIB_SRCS := $(wildcard libtprofctl/src/*.cc)
 TPROFCTL_SRCS := $(wildcard tools/tprofctl/*.cc)
@@ -56,7 +59,7 @@ RUNTIME_EXAMPLE := $(B)/bin/tprof-runtime-example
 UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
 
-.PHONY: all module lib tools unit-tests guest-programs vm-inputs arm64-guest-programs deps deps-arm64 check fuzz demo \
+.PHONY: all module lib tools unit-tests guest-programs vm-inputs arm64-guest-programs arm64-tools arm64-vm-inputs deps deps-arm64 check fuzz demo \
 	bench bench-programs install dkms-install clean
 .DELETE_ON_ERROR:
 
@@ -169,6 +172,22 @@ arm64-guest-programs: $(ARM64_PROGRAMS)
 $(B)/arm64/bin/tprof-%: tests/arm64/%.c uapi/linux/tprof.h
 	@mkdir -p $(@D)
 	$(ARM64_CC) -static $(ARM64_CFLAGS) -Iuapi -o $@ $<
+
+# tprofctl, the runtime example and the fuzzer for arm64 guests, built in
+# $(B)/arm64 (their programs land in $(B)/arm64/bin, which tprof-vm --arch
+# arm64 packs) with the cross-compilers, libdw/libelf from the arm64 sysroot
+# (make deps-arm64) and the host's Boost headers (header-only), linked
+# dynamically: tprof-vm copies the libraries. Not the GoogleTest programs.
+# What tools/tprof-vm --arch arm64 packs into a guest for kernel $(KVER).
+arm64-vm-inputs: module arm64-guest-programs arm64-tools
+ARM64_LIBDIRS := $(ARM64_SYSROOT)/usr/lib/aarch64-linux-gnu $(ARM64_SYSROOT)/lib/aarch64-linux-gnu
+arm64-tools:
+	@mkdir -p $(B)/arm64/boost-include
+	ln -sfn /usr/include/boost $(B)/arm64/boost-include/boost
+	$(MAKE) B=$(B)/arm64 CC=$(ARM64_CC) CXX=$(ARM64_CROSS_COMPILE)g++ AR=$(ARM64_CROSS_COMPILE)ar \
+		EXTRA_CPPFLAGS="-isystem $(ARM64_SYSROOT)/usr/include -isystem $(B)/arm64/boost-include" \
+		EXTRA_LDFLAGS="$(foreach d,$(ARM64_LIBDIRS),-L$(d) -Wl,-rpath-link,$(d))" \
+		$(B)/arm64/bin/tprofctl $(B)/arm64/bin/tprof-runtime-example $(B)/arm64/bin/tprof_fuzz
 
 -include $(shell find $(B)/obj $(B)/asan -name '*.d' 2>/dev/null)
 

@@ -4,9 +4,9 @@
 #
 # tools/deps.sh --arm64 (make deps-arm64): what the arm64 guests need on top
 # (tools/tprof-vm --arch arm64): the emulator and cross-compilers on the
-# host, then tools/vm/arm64-sysroot fetches the arm64 kernel, its headers
-# and busybox into ~/.cache/tprof/arm64 (the host's dpkg architectures are
-# not changed). Not part of plain `make deps`.
+# host, then tools/vm/arm64-sysroot fetches the arm64 kernel, its headers,
+# busybox and libdw/libelf into ~/.cache/tprof/arm64 (the host's dpkg
+# architectures are not changed). Not part of plain `make deps`.
 set -euo pipefail
 
 arm64=0
@@ -39,7 +39,7 @@ fi
 # After the host packages: the arm64 sysroot (cached; prints what it does).
 arm64_sysroot() {
 	[ "$arm64" = 1 ] || return 0
-	"$(dirname "${BASH_SOURCE[0]}")/vm/arm64-sysroot"
+	"$(dirname "${BASH_SOURCE[0]}")/vm/arm64-sysroot" --userspace
 }
 
 missing=()

@@ -2,6 +2,7 @@
 #
 #   make               module (for KVER), library, tprofctl, test programs
 #   make deps          install every Debian package the project needs
+#   make deps-arm64    and what arm64 guests need (tools/tprof-vm --arch arm64)
 #   make check         the one test command: unit, KUnit, integration (debug, 6.1,
 #                      6.12), a 60 s /dev/tprof fuzz in the debug kernel
 #   make fuzz          a longer fuzz run (tests/fuzz/run.sh): FUZZ_SECONDS=600,
@@ -25,14 +26,17 @@ CXX := g++
 AR := ar
 B := build
 
-CPPFLAGS := -Iuapi -Ilibtprofctl/include -Ikmod
+# Cross builds (make arm64-tools) add include and library directories.
+EXTRA_CPPFLAGS ?=
+EXTRA_LDFLAGS ?=
+CPPFLAGS := -Iuapi -Ilibtprofctl/include -Ikmod $(EXTRA_CPPFLAGS)
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
 CXXFLAGS := -std=c++20 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -MMD -MP
 CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -MMD -MP
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all
 GTEST_LIBS := -lgtest -lgtest_main -pthread
 # elfutils: symbols and source lines for reports (tprofctl dump).
-ELF_LIBS := -ldw -lelf
+ELF_LIBS := -ldw -lelf $(EXTRA_LDFLAGS)
 
 LIB_SRCS := $(wildcard libtprofctl/src/*.cc)
 TPROFCTL_SRCS := $(wildcard tools/tprofctl/*.cc)
@@ -55,7 +59,7 @@ RUNTIME_EXAMPLE := $(B)/bin/tprof-runtime-example
 UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
 
-.PHONY: all module lib tools unit-tests guest-programs vm-inputs deps check fuzz demo \
+.PHONY: all module lib tools unit-tests guest-programs vm-inputs arm64-guest-programs arm64-tools arm64-vm-inputs deps deps-arm64 check fuzz demo \
 	bench bench-programs install dkms-install clean
 .DELETE_ON_ERROR:
 
@@ -68,6 +72,13 @@ guest-programs: $(TPROFCTL) $(INTEGRATION_TESTS) $(RUNTIME_EXAMPLE) $(FUZZER)
 # What tools/tprof-vm packs into a guest for kernel $(KVER).
 vm-inputs: module guest-programs
 
+# arm64 kernels (KVER=6.1.0-NN-arm64) are cross-built against the headers
+# `make deps-arm64` unpacks into $(ARM64_SYSROOT) (tools/vm/arm64-sysroot).
+ARM64_SYSROOT ?= $(or $(TPROF_CACHE),$(HOME)/.cache/tprof)/arm64/sysroot
+ARM64_CROSS_COMPILE ?= aarch64-linux-gnu-
+kmod_cross = $(if $(filter %-arm64,$(1)),KDIR=$(ARM64_SYSROOT)/usr/src/linux-headers-$(1) \
+	ARCH=arm64 CROSS_COMPILE=$(ARM64_CROSS_COMPILE))
+
 # The module is built in a copy of kmod/ and uapi/ per kernel release, so
 # builds for several kernels do not trample each other's objects.
 module: $(MODULE)
@@ -75,7 +86,7 @@ $(B)/kmod/%/kmod/tprof.ko: $(KMOD_SRCS)
 	rm -rf $(B)/kmod/$*
 	mkdir -p $(B)/kmod/$*
 	cp -r kmod uapi $(B)/kmod/$*/
-	$(MAKE) -C $(B)/kmod/$*/kmod KVER=$*
+	$(MAKE) -C $(B)/kmod/$*/kmod KVER=$* $(call kmod_cross,$*)
 
 $(B)/obj/%.o: %.cc
 	@mkdir -p $(@D)
@@ -152,10 +163,44 @@ $(WL_LIB): tests/workloads/libtprofwl.c tests/workloads/wl.h
 	$(CC) $(WL_CFLAGS) -fPIC -shared -Wl,-soname,libtprofwl.so -o $@ $<
 # (end of workloads)
 
+# arm64 guests (tools/tprof-vm --arch arm64): small static C programs that
+# need only the uapi header, cross-built (the C++ tools are not yet).
+ARM64_CC ?= $(ARM64_CROSS_COMPILE)gcc
+ARM64_PROGRAMS := $(B)/arm64/bin/tprof-perf-count $(B)/arm64/bin/tprof-info
+ARM64_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS)
+arm64-guest-programs: $(ARM64_PROGRAMS)
+$(B)/arm64/bin/tprof-%: tests/arm64/%.c uapi/linux/tprof.h
+	@mkdir -p $(@D)
+	$(ARM64_CC) -static $(ARM64_CFLAGS) -Iuapi -o $@ $<
+
+# tprofctl, the runtime example and the fuzzer for arm64 guests, built in
+# $(B)/arm64 (their programs land in $(B)/arm64/bin, which tprof-vm --arch
+# arm64 packs) with the cross-compilers, libdw/libelf from the arm64 sysroot
+# (make deps-arm64) and the host's Boost headers (header-only), linked
+# dynamically: tprof-vm copies the libraries. The integration tests and the
+# workloads too, except tprof-wl-jit (hand-assembled x86-64 code).
+# What tools/tprof-vm --arch arm64 packs into a guest for kernel $(KVER).
+arm64-vm-inputs: module arm64-guest-programs arm64-tools
+ARM64_LIBDIRS := $(ARM64_SYSROOT)/usr/lib/aarch64-linux-gnu $(ARM64_SYSROOT)/lib/aarch64-linux-gnu
+arm64-tools:
+	@mkdir -p $(B)/arm64/boost-include
+	ln -sfn /usr/include/boost $(B)/arm64/boost-include/boost
+	$(MAKE) B=$(B)/arm64 CC=$(ARM64_CC) CXX=$(ARM64_CROSS_COMPILE)g++ AR=$(ARM64_CROSS_COMPILE)ar \
+		EXTRA_CPPFLAGS="-isystem $(ARM64_SYSROOT)/usr/include -isystem $(B)/arm64/boost-include" \
+		EXTRA_LDFLAGS="$(foreach d,$(ARM64_LIBDIRS),-L$(d) -Wl,-rpath-link,$(d))" \
+		$(B)/arm64/bin/tprofctl $(B)/arm64/bin/tprof-runtime-example $(B)/arm64/bin/tprof_fuzz \
+		$(B)/arm64/bin/tprof_integration_tests \
+		$(patsubst $(B)/bin/%,$(B)/arm64/bin/%,$(filter-out %/tprof-wl-jit,$(WORKLOADS)))
+
 -include $(shell find $(B)/obj $(B)/asan -name '*.d' 2>/dev/null)
 
 deps:
 	tools/deps.sh
+
+# arm64 guests (tools/tprof-vm --arch arm64): qemu-system-arm, the
+# cross-compilers and a cached arm64 sysroot (kernel, headers, busybox).
+deps-arm64:
+	tools/deps.sh --arm64
 
 check:
 	tests/check.sh

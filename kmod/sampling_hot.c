@@ -12,7 +12,9 @@
 #include <linux/sched/clock.h>
 #include <linux/siphash.h>
 #include <linux/uaccess.h>
+#ifdef CONFIG_X86_64
 #include <asm/unwind.h>
+#endif
 #include "compat.h"
 #include "sampling.h"
 
@@ -93,6 +95,20 @@ static bool tprof_sample_caller(struct pt_regs *regs, bool user, u64 *caller)
 		*caller = unwind_get_return_address(&state);
 		return *caller != 0;
 	}
+#elif defined(CONFIG_ARM64)
+	unsigned long ret;
+
+	/*
+	 * User mode only: the AAPCS64 frame record {fp, lr} that x29 points
+	 * at (frame-pointer builds). No kernel unwinder is exported here.
+	 */
+	if (!user || compat_user_mode(regs))
+		return false;
+	if (copy_from_user_nofault(&ret, (void __user *)(regs->regs[29] + 8),
+				   sizeof(ret)))
+		return false;
+	*caller = ret;
+	return ret != 0;
 #else
 	return false;
 #endif

@@ -285,7 +285,7 @@ static void tprof_capture_maps(struct tprof_session *s,
 		if (!(vma->vm_flags & VM_EXEC))
 			continue;
 		if (!vma->vm_file) {
-#ifdef CONFIG_X86
+#if defined(CONFIG_X86) || defined(CONFIG_ARM64)
 			/* Code every process runs (clock_gettime...): name it. */
 			if (vma->vm_start == (unsigned long)r->mm->context.vdso)
 				tprof_write_map(s, r->pid, r->space_id, vma, "[vdso]");

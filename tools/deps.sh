@@ -1,7 +1,20 @@
 #!/usr/bin/env bash
 # make deps: installs every Debian package tprof needs to build, test and
 # demo, and does nothing when they are all present. Needs root (or sudo).
+#
+# tools/deps.sh --arm64 (make deps-arm64): what the arm64 guests need on top
+# (tools/tprof-vm --arch arm64): the emulator and cross-compilers on the
+# host, then tools/vm/arm64-sysroot fetches the arm64 kernel, its headers,
+# busybox and libdw/libelf into ~/.cache/tprof/arm64 (the host's dpkg
+# architectures are not changed). Not part of plain `make deps`.
 set -euo pipefail
+
+arm64=0
+case "${1:-}" in
+--arm64) arm64=1 ;;
+"") ;;
+*) echo "deps: unknown option $1 (usage: tools/deps.sh [--arm64])" >&2; exit 2 ;;
+esac
 
 packages=(
 	# Build: compilers, Kbuild's needs, and the module's target kernels
@@ -19,6 +32,15 @@ packages=(
 	# sampling benchmark's reference (bench/run.sh adds it to the guest).
 	python3 dkms linux-perf
 )
+if [ "$arm64" = 1 ]; then
+	packages+=(qemu-system-arm gcc-aarch64-linux-gnu g++-aarch64-linux-gnu)
+fi
+
+# After the host packages: the arm64 sysroot (cached; prints what it does).
+arm64_sysroot() {
+	[ "$arm64" = 1 ] || return 0
+	"$(dirname "${BASH_SOURCE[0]}")/vm/arm64-sysroot" --userspace
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,6 +50,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "deps: all ${#packages[@]} packages installed"
+	arm64_sysroot
 	exit 0
 fi
 
@@ -39,3 +62,4 @@ fi
 echo "deps: installing ${missing[*]}"
 $sudo apt-get update -q
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+arm64_sysroot

@@ -182,6 +182,8 @@ static struct tprof_metrics_state *tprof_metrics_state_alloc(u32 capacity)
 		INIT_LIST_HEAD(&st->slots[i].node);
 		INIT_LIST_HEAD(&st->slots[i].exited);
 		st->slots[i].list_cpu = -1;
+		if (!(i & 4095))
+			cond_resched();	/* up to 2^20 slots */
 	}
 	for_each_possible_cpu(cpu) {
 		struct tprof_metrics_cpu *cs = per_cpu_ptr(st->cpu, cpu);
@@ -429,6 +431,8 @@ static void tprof_metrics_disable_locked(void)
 		page = tprof_mslot_detach_self_page(st, slot);
 		raw_spin_unlock_irqrestore(&slot->lock, flags);
 		tprof_self_page_put(page);
+		if (!(i & 4095))
+			cond_resched();	/* up to 2^20 slots */
 	}
 	/* Drains in flight hold their own references. */
 	tprof_metrics_state_put(st);

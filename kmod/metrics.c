@@ -203,17 +203,23 @@ static struct tprof_metrics_state *tprof_metrics_state_alloc(u32 capacity)
 
 /* ---- Slots: track, reclaim, free ----------------------------------------- */
 
-/* Gives an unlisted, private slot back (table_lock held). Returns its pids. */
+/*
+ * Gives an unlisted, private slot back (table_lock and the slot lock held:
+ * a consumer that still holds the slot's address, such as a drain whose
+ * copy faulted, sees identity 0 and keeps its hands off). Returns its pids.
+ */
 static void tprof_mslot_release_locked(struct tprof_metrics_state *st,
 				       struct tprof_mslot *slot,
 				       struct pid **tgid, struct pid **tid)
 {
 	lockdep_assert_held(&st->table_lock);
+	lockdep_assert_held(&slot->lock);
 	list_del_init(&slot->exited);
 	*tgid = slot->tgid;
 	*tid = slot->tid;
 	slot->tgid = slot->tid = NULL;
 	slot->key = 0;
+	slot->identity = 0;
 	slot->flags = 0;
 	slot->list_cpu = -1;
 	memset(slot->tcum, 0, sizeof(slot->tcum));
@@ -227,7 +233,9 @@ void tprof_mslot_free(struct tprof_metrics_state *st, struct tprof_mslot *slot)
 	unsigned long flags;
 
 	raw_spin_lock_irqsave(&st->table_lock, flags);
+	raw_spin_lock(&slot->lock);
 	tprof_mslot_release_locked(st, slot, &tgid, &tid);
+	raw_spin_unlock(&slot->lock);
 	raw_spin_unlock_irqrestore(&st->table_lock, flags);
 	put_pid(tgid);
 	put_pid(tid);
@@ -254,11 +262,12 @@ static bool tprof_metrics_reclaim_locked(struct tprof_metrics_state *st,
 		tprof_mslot_unlist(st, slot);
 		/* In a drainer's batch, or its record on its way out. */
 		busy = slot->flags & (TPROF_MSLOT_LISTED | TPROF_MSLOT_DRAINED);
+		if (!busy)	/* in the same section: nobody lists it between */
+			tprof_mslot_release_locked(st, slot, tgid, tid);
 		raw_spin_unlock(&slot->lock);
 		if (busy)
 			continue;
 		atomic64_inc(&st->reclaimed);
-		tprof_mslot_release_locked(st, slot, tgid, tid);
 		return true;
 	}
 	return false;
@@ -269,7 +278,7 @@ static void tprof_metrics_track(struct tprof_metrics_state *st,
 				struct task_struct *p)
 {
 	u64 key = (u64)(uintptr_t)p;
-	struct pid *old_tgid = NULL, *old_tid = NULL;
+	struct pid *old_tgid = NULL, *old_tid = NULL, *tgid, *tid;
 	struct tprof_mslot *slot;
 	unsigned long flags;
 	bool existed;
@@ -277,6 +286,18 @@ static void tprof_metrics_track(struct tprof_metrics_state *st,
 
 	if (is_idle_task(p))
 		return;
+	/*
+	 * enable's walk can meet a thread that is being released: its pids are
+	 * already detached (NULL), its last switch is behind it, and it would
+	 * be reported as tid 0. It is not tracked.
+	 */
+	tgid = get_task_pid(p, PIDTYPE_TGID);
+	tid = get_task_pid(p, PIDTYPE_PID);
+	if (!tgid || !tid) {
+		put_pid(tgid);
+		put_pid(tid);
+		return;
+	}
 	raw_spin_lock_irqsave(&st->table_lock, flags);
 	i = tprof_thread_index_insert(&st->index, key, &existed);
 	if (i == TPROF_TI_NONE &&
@@ -293,13 +314,16 @@ static void tprof_metrics_track(struct tprof_metrics_state *st,
 		slot->flags = 0;
 		slot->list_cpu = -1;
 		slot->seen_gen = 0;
-		slot->tgid = get_pid(task_tgid(p));
-		slot->tid = get_pid(task_pid(p));
+		slot->tgid = tgid;
+		slot->tid = tid;
+		tgid = tid = NULL;	/* the slot's references now */
 		slot->task = p;
 		strscpy_pad(slot->comm, p->comm, sizeof(slot->comm));
 		raw_spin_unlock(&slot->lock);
 	}
 	raw_spin_unlock_irqrestore(&st->table_lock, flags);
+	put_pid(tgid);
+	put_pid(tid);
 	put_pid(old_tgid);
 	put_pid(old_tid);
 }

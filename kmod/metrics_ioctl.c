@@ -376,11 +376,27 @@ static int tprof_drain_flush(struct tprof_drain_ctx *d)
 		}
 		local_irq_save(flags);
 		raw_spin_lock(&slot->lock);
-		slot->flags &= ~TPROF_MSLOT_DRAINED;
-		tprof_mslot_give_back(d->st, slot, d->buf[i].values);
-		/* An exited slot is listed even at zero (its final report). */
-		if (!(slot->flags & TPROF_MSLOT_LISTED))
-			tprof_mslot_list_here(d->st, slot);
+		if (slot->identity != d->buf[i].identity) {
+			/*
+			 * Taken alive; it exited since and its slot was
+			 * reclaimed (counted there), perhaps for another
+			 * thread: the values are gone with it.
+			 */
+		} else if (!(d->buf[i].flags & TPROF_THREAD_EXITED) &&
+			   (slot->flags & TPROF_MSLOT_DRAINED)) {
+			/*
+			 * Taken alive; it exited since and another drain is
+			 * delivering its final record and will free the slot:
+			 * dropped with it, counted like a reclaimed slot.
+			 */
+			atomic64_inc(&d->st->reclaimed);
+		} else {
+			slot->flags &= ~TPROF_MSLOT_DRAINED;
+			tprof_mslot_give_back(d->st, slot, d->buf[i].values);
+			/* An exited slot is listed even at zero (final report). */
+			if (!(slot->flags & TPROF_MSLOT_LISTED))
+				tprof_mslot_list_here(d->st, slot);
+		}
 		raw_spin_unlock(&slot->lock);
 		local_irq_restore(flags);
 	}

@@ -537,18 +537,26 @@ int tprof_metrics_init(void)
 	struct tprof_metrics_config c;
 	int ret;
 
+	ret = tprof_metrics_ioctl_init();
+	if (ret)
+		return ret;
 	if (!metrics || !*metrics)
 		return 0;
 	ret = tprof_metrics_parse_list(metrics, &c);
 	if (ret) {
 		pr_err("metrics=%s: unknown or invalid metric list\n", metrics);
-		return ret;
+		goto err;
 	}
 	mutex_lock(&tprof_metrics_mutex);
 	ret = tprof_metrics_enable_locked(&c);
 	mutex_unlock(&tprof_metrics_mutex);
-	if (ret)
+	if (ret) {
 		pr_err("metrics=%s: cannot enable: %d\n", metrics, ret);
+		goto err;
+	}
+	return 0;
+err:
+	tprof_metrics_ioctl_exit();
 	return ret;
 }
 
@@ -557,4 +565,5 @@ void tprof_metrics_exit(void)
 	mutex_lock(&tprof_metrics_mutex);
 	tprof_metrics_disable_locked();
 	mutex_unlock(&tprof_metrics_mutex);
+	tprof_metrics_ioctl_exit();
 }

@@ -136,6 +136,10 @@ static inline struct tprof_mslot *tprof_mslot_of(struct tprof_metrics_state *st,
 	return i == TPROF_TI_NONE ? NULL : &st->slots[i];
 }
 
+/* metrics_ioctl.c: the drain's chunk cache (module load / unload) */
+int tprof_metrics_ioctl_init(void);
+void tprof_metrics_ioctl_exit(void);
+
 /* metrics_switch.c */
 bool tprof_metrics_take_deltas(struct tprof_metrics_state *st,
 			       struct task_struct *task, u64 *delta);

@@ -71,9 +71,15 @@ static void tprof_mslot_take(struct tprof_metrics_state *st,
 	rec->identity = slot->identity;
 	rec->flags = (slot->flags & TPROF_MSLOT_EXITED) ? TPROF_THREAD_EXITED : 0;
 	rec->nr_metrics = n;
-	/* Names change (prctl, exec): the live one while the thread exists. */
+	/*
+	 * Names change (prctl, exec): the live one while the thread exists.
+	 * task->comm is always written whole and NUL-padded (__set_task_comm
+	 * uses strscpy_pad), so its last byte is 0 even if a rename races
+	 * with this copy: a plain copy is enough, and cheaper.
+	 */
+	BUILD_BUG_ON(sizeof(rec->comm) != TASK_COMM_LEN);
 	if (slot->task)
-		strscpy_pad((char *)rec->comm, slot->task->comm, sizeof(rec->comm));
+		memcpy(rec->comm, slot->task->comm, sizeof(rec->comm));
 	else
 		memcpy(rec->comm, slot->comm, sizeof(rec->comm));
 	memcpy(rec->values, slot->tcum, n * sizeof(u64));

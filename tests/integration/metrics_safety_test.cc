@@ -337,6 +337,46 @@ TEST(MetricsSafety, DrainOfOneProcessPassesOverOtherProcessesSlots) {
   for (pid_t p : others) ::waitpid(p, nullptr, 0);
 }
 
+// Fuzzer finding: a DRAIN row "pid 46 tid 0". Enabling walks every thread
+// under RCU and can meet one that is being released, whose pid is already
+// detached; it was tracked with no tid. Threads are born and reaped here
+// while accounting is enabled over and over; no row may lack a pid or tid.
+TEST(MetricsSafety, EnablingWhileThreadsExitTracksNoHalfGoneThread) {
+  ReloadedModule mod("max_threads=1024");  // a cheap enable: more rounds
+  ASSERT_TRUE(mod.ok());
+  Device dev = OpenDeviceOrFail();
+  auto specs = ParseMetricList("time,dispatches");
+  ASSERT_TRUE(specs);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> born{0};
+  std::vector<std::thread> churners;
+  for (int i = 0; i < 3; ++i)
+    churners.emplace_back([&] {
+      while (!stop.load()) {
+        std::thread([] {}).join();
+        born.fetch_add(1);
+      }
+    });
+  uint64_t rows = 0, bad = 0;
+  std::string first_bad;
+  for (int round = 0; round < 1000 && !HasFatalFailure(); ++round) {
+    ASSERT_TRUE(dev.EnableMetrics(*specs));
+    auto r = dev.DrainAll(TPROF_PID_ALL);
+    ASSERT_TRUE(r) << r.error().message();
+    for (const ThreadMetrics& t : r->threads) {
+      ++rows;
+      if (t.pid != 0 && t.tid != 0) continue;
+      if (!bad++)
+        first_bad = "pid " + std::to_string(t.pid) + " tid " + std::to_string(t.tid) + " comm " + t.comm;
+    }
+  }
+  stop = true;
+  for (auto& t : churners) t.join();
+  EXPECT_TRUE(dev.DisableMetrics());
+  EXPECT_EQ(bad, 0u) << "of " << rows << " rows; first: " << first_bad;
+  EXPECT_GT(born.load(), 300u) << "the churn must overlap the enables";
+}
+
 TEST(MetricsSafety, MaxThreadsIsBounded) {
   ASSERT_EQ(UnloadModule(), 0);
   EXPECT_EQ(LoadModule(ModulePath(), "max_threads=2000000000 metrics=time"), EINVAL);

@@ -158,4 +158,27 @@ ScopedParanoid::~ScopedParanoid() {
   if (!old_.empty()) WriteParanoid(old_);
 }
 
+namespace {
+bool WriteFile(const std::string& path, const std::string& value) {
+  std::ofstream out(path);
+  out << value << std::flush;
+  return bool(out);
+}
+}  // namespace
+
+ScopedModuleParam::ScopedModuleParam(const std::string& name, const std::string& value)
+    : path_("/sys/module/tprof/parameters/" + name) {
+  std::ifstream in(path_);
+  std::getline(in, old_);
+  ok_ = WriteFile(path_, value);
+}
+
+ScopedModuleParam::~ScopedModuleParam() {
+  if (!old_.empty()) WriteFile(path_, old_);
+}
+
+bool SetCpuOnline(int cpu, bool online) {
+  return WriteFile("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/online", online ? "1" : "0");
+}
+
 }  // namespace tprof::test

@@ -75,6 +75,25 @@ class ScopedParanoid {
   std::string old_;
 };
 
+// Writes a parameter of the loaded tprof.ko (/sys/module/tprof/parameters/)
+// for the scope and restores the old value after.
+class ScopedModuleParam {
+ public:
+  ScopedModuleParam(const std::string& name, const std::string& value);
+  ~ScopedModuleParam();
+  ScopedModuleParam(const ScopedModuleParam&) = delete;
+  ScopedModuleParam& operator=(const ScopedModuleParam&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  std::string path_, old_;
+  bool ok_ = false;
+};
+
+// Takes `cpu` offline or brings it online (sysfs); false if the kernel has
+// no CPU hotplug or refused.
+bool SetCpuOnline(int cpu, bool online);
+
 // A test with per-thread metrics on (time, dispatches, page-faults: values
 // 0, 1, 2) from SetUp, and off after it.
 class MetricsOnTest : public ::testing::Test {

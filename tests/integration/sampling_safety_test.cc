@@ -413,36 +413,6 @@ TEST(SamplingSafety, MemlockLimitRefusesLargeUnprivilegedBuffers) {
                       "4: default buffers refused";
 }
 
-// Writes a module parameter of tprof for the scope, restoring it after.
-class ScopedModuleParam {
- public:
-  ScopedModuleParam(const std::string& name, const std::string& value)
-      : path_("/sys/module/tprof/parameters/" + name) {
-    std::ifstream in(path_);
-    std::getline(in, old_);
-    ok_ = Write(value);
-  }
-  ~ScopedModuleParam() {
-    if (!old_.empty()) Write(old_);
-  }
-  bool ok() const { return ok_; }
-
- private:
-  bool Write(const std::string& v) {
-    std::ofstream out(path_);
-    out << v << std::flush;
-    return bool(out);
-  }
-  std::string path_, old_;
-  bool ok_ = false;
-};
-
-bool SetCpuOnline(int cpu, bool online) {
-  std::ofstream f("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/online");
-  f << (online ? "1" : "0") << std::flush;
-  return bool(f);
-}
-
 // Buffers are allocated and charged for the CPUs online at start only
 // (before: for every possible CPU, so a limit that fits the CPUs in use
 // was refused with EPERM). A CPU that comes online later gets its halves

@@ -182,16 +182,10 @@ TEST(SamplingTest, TinyBuffersAtHighRateCountEveryLoss) {
 // A CPU going offline mid-run publishes its partial half and stops
 // sampling; coming back, it samples again. Nothing is lost uncounted.
 TEST(SamplingTest, CpuHotplugDuringARun) {
-  const char* kOnline = "/sys/devices/system/cpu/cpu1/online";
-  auto set_online = [&](const char* v) {
-    std::ofstream f(kOnline);
-    f << v << std::flush;
-    return bool(f);
-  };
   SamplingSession s = StartOrDie(SamplingOptions{});
   Collected c;
   tprof_sampling_test_spin(50);
-  ASSERT_TRUE(set_online("0")) << kOnline << " not writable: kernel without CPU hotplug?";
+  ASSERT_TRUE(SetCpuOnline(1, false)) << "cpu1 cannot go offline: kernel without CPU hotplug?";
   Collect(s, &c);
   tprof_buffer_ctl offline_ctl;
   std::memcpy(&offline_ctl, s.map_data() + sizeof(tprof_buffer_ctl), sizeof(offline_ctl));
@@ -199,7 +193,7 @@ TEST(SamplingTest, CpuHotplugDuringARun) {
   uint64_t taken_offline = s.Totals(1).samples_taken;
   tprof_sampling_test_spin(100);
   EXPECT_EQ(s.Totals(1).samples_taken, taken_offline) << "an offline CPU took samples";
-  ASSERT_TRUE(set_online("1"));
+  ASSERT_TRUE(SetCpuOnline(1, true));
   // Keep cpu1 busy so it is sampled again after coming back.
   pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -233,12 +227,6 @@ void FaultPages(int pages) {
 // or released inside the CPU-hotplug callback hung cpuhp/1 (both ways).
 // cpu1 goes offline and online; faults on cpu1 are sampled again after.
 TEST(SamplingTest, PageFaultSamplingFollowsCpuHotplug) {
-  const char* kOnline = "/sys/devices/system/cpu/cpu1/online";
-  auto set_online = [&](const char* v) {
-    std::ofstream f(kOnline);
-    f << v << std::flush;
-    return bool(f);
-  };
   SamplingOptions o;
   ASSERT_TRUE(ParseSampleEvent("page-faults", &o));
   o.event_period = 1;
@@ -262,7 +250,7 @@ TEST(SamplingTest, PageFaultSamplingFollowsCpuHotplug) {
   EXPECT_GE(before, 256u) << "cpu1 page faults were not sampled";
   Collected c;
   for (int round = 0; round < 2; ++round) {
-    ASSERT_TRUE(set_online("0")) << kOnline << " not writable: kernel without CPU hotplug?";
+    ASSERT_TRUE(SetCpuOnline(1, false)) << "cpu1 cannot go offline: kernel without CPU hotplug?";
     Collect(s, &c);
     tprof_buffer_ctl ctl;
     std::memcpy(&ctl, s.map_data() + sizeof(tprof_buffer_ctl), sizeof(ctl));
@@ -270,7 +258,7 @@ TEST(SamplingTest, PageFaultSamplingFollowsCpuHotplug) {
     uint64_t offline = s.Totals(1).samples_taken;
     FaultPages(64);  // on cpu0
     EXPECT_EQ(s.Totals(1).samples_taken, offline) << "an offline CPU took samples";
-    ASSERT_TRUE(set_online("1"));
+    ASSERT_TRUE(SetCpuOnline(1, true));
     uint64_t back = s.Totals(1).samples_taken;
     ASSERT_TRUE(faults_on_cpu1());
     // 256 faults at period 1: at least as many samples on cpu1.

@@ -248,20 +248,13 @@ uint64_t PageFaultsCountedOnCpu(const Device& dev, int cpu) {
 // The per-CPU counters follow CPU hotplug: a CPU that comes online during
 // accounting counts its events too, also after going down and up again.
 TEST_F(ThreadMetricsTest, CountersFollowCpuHotplug) {
-  const char* kOnline = "/sys/devices/system/cpu/cpu1/online";
-  auto set_online = [&](const char* v) {
-    std::ofstream f(kOnline);
-    f << v;
-    f.flush();
-    return bool(f);
-  };
-  ASSERT_TRUE(set_online("0")) << kOnline << " not writable: kernel without CPU hotplug?";
+  ASSERT_TRUE(SetCpuOnline(1, false)) << "cpu1 cannot go offline: kernel without CPU hotplug?";
   auto st = dev_.EnableMetrics(*ParseMetricList("time,dispatches,page-faults"));
-  ASSERT_TRUE(set_online("1"));
+  ASSERT_TRUE(SetCpuOnline(1, true));
   ASSERT_TRUE(st) << st.error().message();
   EXPECT_GE(PageFaultsCountedOnCpu(dev_, 1), 64u) << "cpu1 came online after enable";
-  ASSERT_TRUE(set_online("0"));
-  ASSERT_TRUE(set_online("1"));
+  ASSERT_TRUE(SetCpuOnline(1, false));
+  ASSERT_TRUE(SetCpuOnline(1, true));
   EXPECT_GE(PageFaultsCountedOnCpu(dev_, 1), 64u) << "cpu1 went down and up during accounting";
   EXPECT_GE(PageFaultsCountedOnCpu(dev_, 0), 64u);
 }

@@ -25,7 +25,8 @@
 // metrics turned on and off. One "accountant" at a time runs a whole session
 // and checks its books. As root the main thread also checks that rmmod is
 // refused while a descriptor is open and cycles insmod/rmmod (with random
-// module parameters) while a fork storm runs. --unprivileged runs the
+// module parameters) while a fork storm runs, and takes CPUs other than 0
+// offline and back online while the workers run. --unprivileged runs the
 // workers as uid/gid 65534 without capabilities (a root parent keeps
 // metrics on, runs system-wide sessions and burns CPU meanwhile).
 //
@@ -53,11 +54,14 @@
 //     lost_samples == samples_taken after stop; LOST records never claim
 //     more; POLLHUP once stopped and drained; the status totals match;
 //     the buffer mapping is read-only and its contents do not change after
-//     the session ended;
+//     the session ended; reading it faults (SIGBUS, caught) only in the
+//     halves of a CPU that has none, never in the control area or for a
+//     CPU whose ctl says online;
 //   - the self page belongs to the caller (tid), is read-only, is not
 //     inherited by fork, its odometer does not run backwards;
 //   - rmmod is refused while a descriptor is open, succeeds once none is,
-//     and insmod succeeds;
+//     and insmod succeeds; a CPU taken offline comes back online, and no
+//     thread (workers or the hotplugging main thread) is stuck for 120 s;
 //   - at the end, with every descriptor closed, no session is left.
 // Kernel reports (WARNING, BUG, KASAN, UBSAN, lockdep, hung tasks, soft
 // lockups, RCU stalls, kmemleak) are caught by tools/vm/scan-kernel-log
@@ -92,6 +96,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <new>
 #include <set>
 #include <string>
@@ -1397,6 +1402,31 @@ int TouchCatching(const char* p) {
   return sig;
 }
 
+// A read of a fresh mapping faulted at offset o (from the mapping's start a,
+// device offset off). Only a half of a CPU without buffers may: one that was
+// offline when the session started and has not come online within the
+// memory limit. Such a CPU's ctl.online is 0 (read after the fault, when the
+// control area is in this mapping).
+// half_before: the fd's half size before mmap; another session by now (the
+// layout hints are racy) leaves only the control-area check.
+void CheckBufferFault(const Fd& f, bool self, const char* a, u64 off, u64 o, int sig, uint32_t half_before) {
+  const u64 at = off + o;
+  const uint32_t ctl_bytes = f.ctl_bytes.load(), half = f.half_bytes.load();
+  if (self || (ctl_bytes && at < ctl_bytes)) {
+    VIOLATION("%s at offset 0x%llx of a %s mapping (control area: 0x%x bytes)", strsignal(sig), at,
+              self ? "self-page" : "buffer", ctl_bytes);
+    return;
+  }
+  Count(std::string("mmap buffer: a CPU without halves faults: ") + strsignal(sig));
+  if (!ctl_bytes || !half || half != half_before) return;
+  const u64 cpu = (at - ctl_bytes) / (2 * u64(half));
+  if (off == 0 && cpu < f.nr_cpu.load() && (cpu + 1) * sizeof(tprof_buffer_ctl) <= ctl_bytes) {
+    auto* ctl = reinterpret_cast<const tprof_buffer_ctl*>(a + cpu * sizeof(tprof_buffer_ctl));
+    if (__atomic_load_n(&ctl->online, __ATOMIC_ACQUIRE))
+      VIOLATION("%s reading cpu %llu's half (offset 0x%llx) while its ctl says online", strsignal(sig), cpu, at);
+  }
+}
+
 // Random mmaps of the device on any descriptor.
 void OpMmap(Worker& w) {
   t_op = "mmap";
@@ -1404,6 +1434,7 @@ void OpMmap(Worker& w) {
   FdRef f = PoolPick(r);
   if (!f) return;
   u64 map_bytes = f->map_bytes.load();
+  const uint32_t half_before = f->half_bytes.load();
   u64 off, len;
   bool self = r.OneIn(2);
   if (self) {
@@ -1434,8 +1465,10 @@ void OpMmap(Worker& w) {
     VIOLATION("a self-page mapping of %llu bytes succeeded", len);
   char* a = static_cast<char*>(p);
   if (prot & PROT_READ) {
-    volatile char sink = 0;
-    for (u64 o = 0; o < len; o += u64(kPage)) sink = sink + a[o];
+    for (u64 o = 0; o < len; o += u64(kPage)) {
+      int sig = TouchCatching(a + o);
+      if (sig) CheckBufferFault(*f, self, a, off, o, sig, half_before);
+    }
     if (self && off == TPROF_SELF_PAGE_OFFSET && len == u64(kPage)) {
       auto* sp = reinterpret_cast<const tprof_self_page*>(a);
       uint32_t tid = __atomic_load_n(&sp->tid, __ATOMIC_ACQUIRE);
@@ -1964,6 +1997,106 @@ void ModuleCycle(Rng& r, int* anchor) {
   ResumeWorkers();
 }
 
+// ---- CPU hotplug (root) ------------------------------------------------------------------
+
+bool WriteSysfs(const std::string& path, const char* value) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, value, std::strlen(value)) == ssize_t(std::strlen(value));
+  ::close(fd);
+  return ok;
+}
+
+// A system-wide session started while `cpu` is offline: its control area and
+// CPU 0's halves read, `cpu`'s halves fault (none are allocated); once the
+// CPU is back (online_again runs that) it gets halves, root being exempt
+// from the memory limit, and its ctl says online. Skipped when another
+// session runs.
+struct OfflineCpuSession {
+  int fd = -1;
+  char* map = nullptr;
+  tprof_sampling_config cfg{};
+  int cpu;
+
+  explicit OfflineCpuSession(int c) : cpu(c) {
+    fd = OpenDevice();
+    if (fd < 0) return;
+    cfg.pid = TPROF_PID_ALL;
+    cfg.frequency_hz = 1000;
+    int err = RawIoctl("SAMPLING_START", fd, TPROF_IOC_SAMPLING_START, &cfg);
+    Count("offline-cpu session start " + ErrName(err));
+    if (err) return;
+    void* p = ::mmap(nullptr, cfg.map_bytes, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      VIOLATION("mmap of a new session's buffers: %s", ErrName(errno).c_str());
+      return;
+    }
+    map = static_cast<char*>(p);
+    for (u64 o = 0; o < cfg.ctl_bytes; o += u64(kPage))
+      if (int sig = TouchCatching(map + o)) VIOLATION("%s reading the control area at 0x%llx", strsignal(sig), o);
+    if (int sig = TouchCatching(Half(0, 0))) VIOLATION("%s reading cpu 0's first half", strsignal(sig));
+    for (int h = 0; h < 2; ++h) {
+      int sig = TouchCatching(Half(cpu, h));
+      Count(std::string("offline cpu's half: ") + (sig ? strsignal(sig) : "read a page"));
+      if (!sig) VIOLATION("cpu%d was offline at SAMPLING_START, yet its half %d reads", cpu, h);
+    }
+  }
+  const char* Half(int c, int h) const { return map + cfg.ctl_bytes + (2 * u64(c) + u64(h)) * cfg.half_bytes_out; }
+  void OnlineAgain() {
+    if (!map) return;
+    auto* ctl = reinterpret_cast<const tprof_buffer_ctl*>(map + size_t(cpu) * sizeof(tprof_buffer_ctl));
+    const u64 deadline = NowNs() + 20'000'000'000ULL;  // the counter comes from a work item
+    while (!__atomic_load_n(&ctl->online, __ATOMIC_ACQUIRE) && NowNs() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!__atomic_load_n(&ctl->online, __ATOMIC_ACQUIRE)) {
+      // A root worker's SAMPLING_STOP_ANY may have detached the session
+      // (then WINDOW_LIST on its descriptor fails): nothing to expect.
+      tprof_window_list wl{};
+      if (RawIoctl("WINDOW_LIST", fd, TPROF_IOC_WINDOW_LIST, &wl) == 0)
+        VIOLATION("cpu%d back online, its ctl not after 20 s", cpu);
+      else
+        Count("offline-cpu session detached by another");
+      return;
+    }
+    for (int h = 0; h < 2; ++h)
+      if (int sig = TouchCatching(Half(cpu, h)))
+        VIOLATION("%s reading cpu%d's half %d after it came online", strsignal(sig), cpu, h);
+    Count("offline-cpu session checked");
+  }
+  ~OfflineCpuSession() {
+    if (map) ::munmap(map, cfg.map_bytes);
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Takes a CPU other than 0 offline and brings it back while the workers run:
+// the module's per-CPU counters, sampling buffers and nonzero lists follow
+// hotplug (a cpuhp callback that makes or frees a perf event deadlocks; the
+// watchdog sees this thread stuck). Runs in the main thread (slot `slot`).
+void HotplugCycle(Rng& r, size_t slot) {
+  t_op = "cpu hotplug";
+  const long n = ::sysconf(_SC_NPROCESSORS_CONF);
+  if (n < 2) return;
+  const int cpu = 1 + int(r.Below(u64(n - 1)));
+  const std::string path = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/online";
+  (*g_op_start)[slot] = NowNs();
+  if (WriteSysfs(path, "0")) {
+    Count("cpu offline");
+    std::this_thread::sleep_for(std::chrono::milliseconds(r.Below(300)));
+    std::optional<OfflineCpuSession> session;
+    session.emplace(cpu);
+    if (!WriteSysfs(path, "1")) {
+      VIOLATION("cpu%d does not come back online: %s", cpu, ErrName(errno).c_str());
+    } else {
+      Count("cpu online again");
+      if (session) session->OnlineAgain();
+    }
+  } else {
+    Count("cpu offline refused " + ErrName(errno));
+  }
+  (*g_op_start)[slot] = 0;
+}
+
 // Dumps what a stuck thread is doing and fails.
 void Watchdog() {
   while (!g_stop.load()) {
@@ -1972,14 +2105,15 @@ void Watchdog() {
     for (size_t i = 0; i < g_op_start->size(); ++i) {
       u64 s = (*g_op_start)[i].load();
       if (s && now > s && now - s > 120'000'000'000ULL) {
-        Say("tprof_fuzz: worker %zu stuck in an operation for %llu s; blocked tasks follow in the kernel log", i,
+        Say("tprof_fuzz: %s %zu stuck in an operation for %llu s; blocked tasks follow in the kernel log",
+            i < size_t(g_opt.threads) ? "worker" : "main thread", i,
             (now - s) / 1'000'000'000ULL);
         int fd = ::open("/proc/sysrq-trigger", O_WRONLY);
         if (fd >= 0) {
           (void)!::write(fd, "w", 1);
           ::close(fd);
         }
-        VIOLATION("a worker is stuck (kernel deadlock?)");
+        VIOLATION("a thread is stuck (kernel deadlock?)");
         std::fflush(nullptr);
         ::_exit(1);
       }
@@ -1997,7 +2131,7 @@ void RunWorkers(bool cycles) {
   sa.sa_flags = SA_NODEFER;
   ::sigaction(SIGBUS, &sa, nullptr);
   ::sigaction(SIGSEGV, &sa, nullptr);
-  std::vector<std::atomic<u64>> starts(size_t(g_opt.threads));
+  std::vector<std::atomic<u64>> starts(size_t(g_opt.threads) + 1);  // the workers, then the main thread
   g_op_start = &starts;
   int anchor = OpenDevice();
   if (anchor < 0) {
@@ -2020,6 +2154,8 @@ void RunWorkers(bool cycles) {
     if (can_cycle && NowNs() >= next_cycle && NowNs() + 5'000'000'000ULL < end) {
       ModuleCycle(r, &anchor);
       next_cycle = NowNs() + u64(g_opt.seconds * 1e9 / 3);
+    } else if (!g_unpriv && r.OneIn(15)) {
+      HotplugCycle(r, size_t(g_opt.threads));
     } else if (anchor >= 0 && r.OneIn(20) && !g_unpriv) {
       t_op = "rmmod refused";
       int err = Rmmod();

@@ -404,6 +404,10 @@ TEST(MetricsSafety, PidsAreInTheReadersNamespace) {
                 std::thread w([&] {
                   worker_tid = Gettid();
                   BurnCpu(milliseconds(10));
+                  // A slice is charged when its thread is switched out; join()
+                  // returns before the exiting thread's last switch, so without
+                  // this sleep the drain can run while its time is uncharged.
+                  std::this_thread::sleep_for(milliseconds(1));
                 });
                 w.join();
                 auto self = d->ReadThread(0);

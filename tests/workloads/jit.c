@@ -5,7 +5,7 @@
  *   tprof-wl-jit [--ms MS] [--cleanup]
  *
  * Maps an anonymous region (read-write, then mprotect to read-execute),
- * copies in a hand-assembled x86-64 function jit_hot_loop(n) (count n down
+ * copies in a hand-assembled x86-64 or arm64 function jit_hot_loop(n) (count n down
  * to zero, ret), writes /tmp/perf-<pid>.map with the line
  * "<start> <size> jit_hot_loop" (perf's format: hex without 0x) and calls
  * the function repeatedly until MS ms (default 1000) of CPU time are spent.
@@ -14,22 +14,28 @@
  * jit_hot_loop. The map file is left in place (the profiler copies it when
  * it stops) unless --cleanup is given.
  */
-#ifndef __x86_64__
-#error "tprof-wl-jit hand-assembles x86-64 code"
-#endif
-
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "wl.h"
 
 /* uint64_t jit_hot_loop(uint64_t n), n >= 1; returns 0. */
+#if defined(__x86_64__)
 static const unsigned char hot_loop_code[] = {
 	0x48, 0x89, 0xf8, /*       mov  %rdi,%rax */
 	0x48, 0xff, 0xc8, /* 1:    dec  %rax      */
 	0x75, 0xfb,       /*       jnz  1b        */
 	0xc3,             /*       ret            */
 };
+#elif defined(__aarch64__)
+static const unsigned char hot_loop_code[] = {
+	0x00, 0x04, 0x00, 0xf1, /* 1:  subs x0, x0, #1 */
+	0xe1, 0xff, 0xff, 0x54, /*     b.ne 1b         */
+	0xc0, 0x03, 0x5f, 0xd6, /*     ret             */
+};
+#else
+#error "tprof-wl-jit hand-assembles x86-64 or arm64 code"
+#endif
 
 static void usage(void)
 {
@@ -82,7 +88,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* Calls of about 0.5 ms each, so the clock reads cost next to nothing. */
+	/* Calls of about 2 ms each, so the clock reads cost next to nothing. */
 	budget = (uint64_t)ms * 1000000u;
 	start = now = wl_thread_ns();
 	while (now - start < budget) {
@@ -91,10 +97,7 @@ int main(int argc, char **argv)
 		hot_loop(n);
 		calls++;
 		t = wl_thread_ns();
-		if (t - now < 250000 && n < (1ul << 40))
-			n *= 2;
-		else if (t - now > 1000000 && n > 1)
-			n /= 2;
+		n = wl_next_chunk(n, t - now);
 		now = t;
 	}
 

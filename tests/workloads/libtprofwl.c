@@ -20,11 +20,7 @@ uint64_t wl_lib_spin(unsigned ms)
 		for (unsigned long i = 0; i < chunk; i++)
 			x = (x ^ (x >> 11)) * 0x2545f4914f6cdd1dull;
 		t = wl_thread_ns();
-		/* Keep about 0.5 ms between clock reads. */
-		if (t - now < 250000 && chunk < (1ul << 40))
-			chunk *= 2;
-		else if (t - now > 1000000 && chunk > 1)
-			chunk /= 2;
+		chunk = wl_next_chunk(chunk, t - now);
 		now = t;
 	}
 	return now - start;

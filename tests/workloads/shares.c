@@ -11,24 +11,14 @@
  * Time is thread CPU time (CLOCK_THREAD_CPUTIME_ID), so the split holds
  * under a slow or overcommitted emulator. Each function spins in its own
  * body (a volatile arithmetic loop), so samples land inside it; the only
- * other code is the clock read every ~0.5 ms. Ends with one line giving the
+ * other code is the clock read every ~2 ms. Ends with one line giving the
  * CPU ns spent in each function.
  */
 #include "wl.h"
 
 #define QUANTUM_NS 5000000ull
 
-/* Loop iterations between clock reads, adapted to take about 0.5 ms. */
-static unsigned long chunk = 1000;
-
-static unsigned long next_chunk(unsigned long cur, uint64_t took_ns)
-{
-	if (took_ns < 250000 && cur < (1ul << 40))
-		return cur * 2;
-	if (took_ns > 1000000 && cur > 1)
-		return cur / 2;
-	return cur;
-}
+static unsigned long chunk = 1000; /* loop iterations between clock reads */
 
 /* The three functions the profile must tell apart; not static, so they are
  * in .symtab. Each returns the CPU ns it spent. */
@@ -41,7 +31,7 @@ uint64_t wl_alpha(uint64_t budget_ns)
 		for (unsigned long i = 0; i < chunk; i++)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 		t = wl_thread_ns();
-		chunk = next_chunk(chunk, t - now);
+		chunk = wl_next_chunk(chunk, t - now);
 		now = t;
 	}
 	return now - start;
@@ -59,7 +49,7 @@ uint64_t wl_beta(uint64_t budget_ns)
 			x ^= x << 17;
 		}
 		t = wl_thread_ns();
-		chunk = next_chunk(chunk, t - now);
+		chunk = wl_next_chunk(chunk, t - now);
 		now = t;
 	}
 	return now - start;
@@ -74,7 +64,7 @@ uint64_t wl_gamma(uint64_t budget_ns)
 		for (unsigned long i = 0; i < chunk; i++)
 			x = x + (x >> 3) + 0x9e3779b9u;
 		t = wl_thread_ns();
-		chunk = next_chunk(chunk, t - now);
+		chunk = wl_next_chunk(chunk, t - now);
 		now = t;
 	}
 	return now - start;

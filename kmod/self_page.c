@@ -2,9 +2,10 @@
 /*
  * The self page (ABI 1.4): one zeroed page per thread that asked for it,
  * mapped read-only into its process, where the kernel keeps the thread's
- * odometer (every delta charged to it) and the TSC at its last switch-in.
- * The thread adds the TSC time of its current slice itself, so reading its
- * own CPU time costs no system call.
+ * odometer (every delta charged to it) and the TSC (on arm64 the generic
+ * timer's cntvct_el0) at its last switch-in. The thread adds the time of
+ * its current slice itself, so reading its own CPU time costs no system
+ * call.
  *
  * This file knows the page's layout; metrics.c owns the pages (one
  * reference from the thread's table slot, one per mapping) and calls these
@@ -49,6 +50,29 @@ static u64 tprof_tsc_mult(u32 *shift)
 static u64 tprof_tsc_now(void)
 {
 	return rdtsc();
+}
+#elif defined(CONFIG_ARM64)
+#include <asm/arch_timer.h>
+
+/*
+ * arm64: the generic timer's virtual counter (cntvct_el0, what the vDSO
+ * reads), which ticks at cntfrq on every CPU whatever their frequency.
+ * Offered only while EL0 may read it (CNTKCTL_EL1.EL0VCTEN, which the
+ * kernel clears where a timer erratum makes user reads unsafe).
+ */
+static u64 tprof_tsc_mult(u32 *shift)
+{
+	u32 rate = arch_timer_get_cntfrq();	/* arch_timer_get_rate: not exported */
+
+	*shift = 32;
+	if (!rate || !(arch_timer_get_cntkctl() & ARCH_TIMER_USR_VCT_ACCESS_EN))
+		return 0;
+	return div_u64((u64)NSEC_PER_SEC << 32, rate);
+}
+
+static u64 tprof_tsc_now(void)
+{
+	return __arch_counter_get_cntvct_stable();
 }
 #else
 static u64 tprof_tsc_mult(u32 *shift)

@@ -23,9 +23,15 @@ std::atomic<uint64_t> g_fork_generation{0};
 
 void OnForkChild() { g_fork_generation.fetch_add(1, std::memory_order_relaxed); }
 
+// The counter the kernel stamps tsc_in with: the TSC, or on arm64 the
+// generic timer's virtual counter (isb: not read ahead of earlier loads).
 uint64_t ReadTsc() {
 #if defined(__x86_64__) || defined(__i386__)
   return __rdtsc();
+#elif defined(__aarch64__)
+  uint64_t v;
+  __asm__ volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+  return v;
 #else
   return 0;
 #endif

@@ -407,7 +407,9 @@ struct tprof_self_read {
 #define TPROF_SELF_LIVE (1U << 0) /* the kernel updates this page */
 #define TPROF_SELF_TSC  (1U << 1) /* tsc_in/tsc_mult/tsc_shift are valid:
                                    * the TSC ticks at a constant rate
-                                   * (x86 constant_tsc); without it time
+                                   * (x86 constant_tsc; on arm64 the
+                                   * "TSC" is cntvct_el0, when EL0 may
+                                   * read it); without it time
                                    * is total[] alone, as of the last
                                    * switch or charge */
 #define TPROF_SELF_NO_TIME 0xffffffffU /* time_index: time is not configured */
@@ -418,7 +420,7 @@ struct tprof_self_read {
  *
  *   do {
  *           seq = load_acquire(&page->seq);   // odd: being written, retry
- *           copy total[], tsc_in; now = rdtsc();
+ *           copy total[], tsc_in; now = rdtsc();  // arm64: isb; mrs cntvct_el0
  *   } while (seq & 1 || load_acquire(&page->seq) != seq);
  *   time_ns = total[time_index] +
  *             (((unsigned __int128)(now - tsc_in) * tsc_mult) >> tsc_shift);

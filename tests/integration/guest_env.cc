@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -166,15 +167,38 @@ bool WriteFile(const std::string& path, const std::string& value) {
 }
 }  // namespace
 
-ScopedModuleParam::ScopedModuleParam(const std::string& name, const std::string& value)
-    : path_("/sys/module/tprof/parameters/" + name) {
+ScopedFileValue::ScopedFileValue(const std::string& path, const std::string& value) : path_(path) {
   std::ifstream in(path_);
   std::getline(in, old_);
   ok_ = WriteFile(path_, value);
 }
 
-ScopedModuleParam::~ScopedModuleParam() {
+ScopedFileValue::~ScopedFileValue() {
   if (!old_.empty()) WriteFile(path_, old_);
+}
+
+bool HasHardwarePmu() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/bus/event_source/devices", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name == "cpu" || name.rfind("armv8", 0) == 0) return true;
+  }
+  return false;
+}
+
+int IcountShift() {
+  const char* s = std::getenv("TPROF_VM_ICOUNT_SHIFT");
+  return s && *s ? std::atoi(s) : -1;
+}
+
+extern "C" __attribute__((noinline)) void tprof_known_loop(uint64_t n) {
+#if defined(__aarch64__)
+  __asm__ volatile("1: subs %0, %0, #1\n\tb.ne 1b" : "+r"(n) : : "cc");
+#elif defined(__x86_64__)
+  __asm__ volatile("1: dec %0\n\tjnz 1b" : "+r"(n) : : "cc");
+#else
+#error "tprof_known_loop: no hand-written loop for this architecture"
+#endif
 }
 
 bool SetCpuOnline(int cpu, bool online) {

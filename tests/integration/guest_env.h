@@ -75,14 +75,14 @@ class ScopedParanoid {
   std::string old_;
 };
 
-// Writes a parameter of the loaded tprof.ko (/sys/module/tprof/parameters/)
-// for the scope and restores the old value after.
-class ScopedModuleParam {
+// Writes a file (a sysctl, a module parameter) for the scope and restores
+// the old value after.
+class ScopedFileValue {
  public:
-  ScopedModuleParam(const std::string& name, const std::string& value);
-  ~ScopedModuleParam();
-  ScopedModuleParam(const ScopedModuleParam&) = delete;
-  ScopedModuleParam& operator=(const ScopedModuleParam&) = delete;
+  ScopedFileValue(const std::string& path, const std::string& value);
+  ~ScopedFileValue();
+  ScopedFileValue(const ScopedFileValue&) = delete;
+  ScopedFileValue& operator=(const ScopedFileValue&) = delete;
   bool ok() const { return ok_; }
 
  private:
@@ -90,9 +90,30 @@ class ScopedModuleParam {
   bool ok_ = false;
 };
 
+// A parameter of the loaded tprof.ko (/sys/module/tprof/parameters/).
+class ScopedModuleParam : public ScopedFileValue {
+ public:
+  ScopedModuleParam(const std::string& name, const std::string& value)
+      : ScopedFileValue("/sys/module/tprof/parameters/" + name, value) {}
+};
+
 // Takes `cpu` offline or brings it online (sysfs); false if the kernel has
 // no CPU hotplug or refused.
 bool SetCpuOnline(int cpu, bool online);
+
+// Whether the guest's CPU has a hardware PMU perf can use: the arm64 guests'
+// emulated PMUv3 (armv8_pmuv3*), or a real x86 one ("cpu"); QEMU's x86 TCG
+// has none. Tests of hardware counters assert real counts where it does and
+// "not available" where it does not.
+bool HasHardwarePmu();
+
+// Under tools/tprof-vm --icount (QEMU -icount shift=S) cycles are exactly
+// 2^S x instructions: S, or -1 when the guest does not run that way.
+int IcountShift();
+
+// A loop of exactly 2 x n instructions (n >= 1), hand-written per
+// architecture (subs + b.ne on arm64, dec + jnz on x86-64).
+extern "C" void tprof_known_loop(uint64_t n);
 
 // A test with per-thread metrics on (time, dispatches, page-faults: values
 // 0, 1, 2) from SetUp, and off after it.

@@ -376,18 +376,65 @@ TEST_F(ThreadMetricsTest, BadArgumentsAreRefused) {
   EXPECT_EQ(errno, EINVAL);
 }
 
-TEST_F(ThreadMetricsTest, HardwareMetricIsRefusedWithoutAPmu) {
-  // QEMU TCG has no PMU: "not available", never silently zero.
-  auto specs = ParseMetricList("time,cycles");
+// Hardware metrics. Without a PMU (QEMU's x86 TCG): "not available", never
+// silently zero. With one (the arm64 guests' emulated PMUv3): the calling
+// thread's instructions over a loop of a known length, read and zeroed
+// around it, are that length plus what the two reads themselves run (the
+// smallest of three runs of a 1-iteration loop); under --icount, cycles are
+// 2^S times the instructions.
+TEST_F(ThreadMetricsTest, HardwareMetricsCountAKnownLoopOrAreRefused) {
+  auto specs = ParseMetricList("time,instructions,cycles");
   ASSERT_TRUE(specs);
   auto st = dev_.EnableMetrics(*specs);
-  ASSERT_FALSE(st) << "cycles enabled on a machine without PMU?";
-  EXPECT_EQ(st.error().code().value(), EOPNOTSUPP);
-  EXPECT_NE(st.error().message().find("not available"), std::string::npos);
-  auto status = dev_.GetMetricsStatus();
-  ASSERT_TRUE(status);
-  EXPECT_FALSE(status->enabled) << "a refused enable must leave accounting off";
-  ASSERT_TRUE(dev_.EnableMetrics(*ParseMetricList("time")));  // for TearDown
+  if (!HasHardwarePmu()) {
+    ASSERT_FALSE(st) << "instructions enabled on a machine without PMU?";
+    EXPECT_EQ(st.error().code().value(), EOPNOTSUPP);
+    EXPECT_NE(st.error().message().find("not available"), std::string::npos);
+    auto status = dev_.GetMetricsStatus();
+    ASSERT_TRUE(status);
+    EXPECT_FALSE(status->enabled) << "a refused enable must leave accounting off";
+    ASSERT_TRUE(dev_.EnableMetrics(*ParseMetricList("time")));  // for TearDown
+    return;
+  }
+  ASSERT_TRUE(st) << st.error().message()
+                  << " (QEMU's arm64 CPU counts instructions only with -icount: tools/tprof-vm --icount)";
+  struct Counts {
+    uint64_t instructions, cycles;
+  };
+  auto around = [&](uint64_t n) {
+    uint64_t v[TPROF_MAX_METRICS] = {};
+    EXPECT_TRUE(dev_.ReadSelf(v));  // zeroes
+    tprof_known_loop(n);
+    EXPECT_TRUE(dev_.ReadSelf(v));
+    return Counts{v[1], v[2]};
+  };
+  Counts base{~0ULL, ~0ULL};
+  for (int i = 0; i < 3; ++i) {
+    Counts c = around(1);
+    base.instructions = std::min(base.instructions, c.instructions);
+    base.cycles = std::min(base.cycles, c.cycles);
+  }
+  constexpr uint64_t kN = 5'000'000;
+  const Counts loop = around(kN);
+  const uint64_t want = 2 * (kN - 1);
+  const uint64_t got = loop.instructions - std::min(loop.instructions, base.instructions);
+  // Interrupts that land in the loop add their kernel instructions (a few
+  // ticks' worth in 10 million): 0.5% above, nothing below.
+  EXPECT_GE(got, want) << "instructions " << loop.instructions << ", the reads alone " << base.instructions;
+  EXPECT_LE(got, want + want / 200) << "instructions " << loop.instructions << ", the reads alone "
+                                    << base.instructions;
+  EXPECT_GT(loop.cycles, 0u);
+  if (IcountShift() >= 0) {
+    const uint64_t per = uint64_t(1) << IcountShift();
+    const uint64_t diff = loop.cycles > per * loop.instructions ? loop.cycles - per * loop.instructions
+                                                                : per * loop.instructions - loop.cycles;
+    // The two counters are read one after the other: a few instructions apart.
+    EXPECT_LE(diff, 64 * per) << "cycles " << loop.cycles << " vs 2^" << IcountShift() << " x instructions "
+                              << loop.instructions;
+  }
+  std::printf("  known loop of %llu instructions: counted %llu (+%llu for the reads), cycles %llu\n",
+              static_cast<unsigned long long>(want + 2), static_cast<unsigned long long>(loop.instructions),
+              static_cast<unsigned long long>(base.instructions), static_cast<unsigned long long>(loop.cycles));
 }
 
 TEST_F(ThreadMetricsTest, UnprivilegedProcessReadsItselfOnly) {

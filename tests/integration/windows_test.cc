@@ -37,8 +37,10 @@ namespace {
 extern "C" __attribute__((noinline)) void tprof_windows_test_spin(int ms) {
   uint64_t end = ThreadCpuNs() + uint64_t(ms) * 1'000'000;
   volatile uint64_t x = 0;
+  // Long stretches between clock reads: the read is a syscall that costs
+  // tens of µs under TCG arm64, and its samples fall outside the window.
   while (ThreadCpuNs() < end)
-    for (int i = 0; i < 1000; ++i) x = x + i;
+    for (int i = 0; i < 100000; ++i) x = x + i;
 }
 
 uint64_t SpinAddr() { return reinterpret_cast<uintptr_t>(&tprof_windows_test_spin); }
@@ -412,11 +414,29 @@ TEST(WindowTest, ProfilFollowsForkAndStopsAtExec) {
   close(proceed[1]);
 }
 
+// Where a 2 GiB window over the kernel's text starts: x86-64's kernel
+// image lives in the top 2 GiB; arm64's (KASLR) from _stext, rounded down
+// to the window's 2 MiB blocks.
+uint64_t KernelTextWindowStart() {
+#if defined(__aarch64__)
+  std::ifstream in("/proc/kallsyms");
+  std::string addr, type, name;
+  while (in >> addr >> type >> name) {
+    if (name == "_stext") return std::stoull(addr, nullptr, 16) & ~((uint64_t(1) << 21) - 1);
+    in.ignore(1 << 20, '\n');
+  }
+  ADD_FAILURE() << "no _stext in /proc/kallsyms";
+  return 0;
+#else
+  return 0xffffffff80000000ULL;
+#endif
+}
+
 TEST(WindowTest, KernelWindowCountsWaitStateOnAnIdleGuest) {
   SamplingSession s = StartOrDie(SamplingOptions{});
   tprof_window_add k{};
   k.kind = TPROF_WINDOW_KERNEL;
-  k.start = 0xffffffff80000000ULL;
+  k.start = KernelTextWindowStart();
   k.length = 0x80000000ULL;
   k.block_bytes = 1u << 21;
   auto a = AddWindow(s.fd(), k);

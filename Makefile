@@ -1,10 +1,10 @@
 # tprof: top-level build.
 #
 #   make               module (for KVER), library, tprofctl, test programs
-#   make deps          install every Debian package the project needs
-#   make deps-arm64    and what arm64 guests need (tools/tprof-vm --arch arm64)
+#   make deps          install every Debian package the project needs, and the
+#                      arm64 guests' sysroot (~/.cache/tprof/arm64)
 #   make check         the one test command: unit, KUnit, integration (debug, 6.1,
-#                      6.12), a 60 s /dev/tprof fuzz in the debug kernel
+#                      6.12, arm64 6.1), a 60 s /dev/tprof fuzz in the debug kernel
 #   make fuzz          a longer fuzz run (tests/fuzz/run.sh): FUZZ_SECONDS=600,
 #                      FUZZ_SEED= (random, printed), FUZZ_KERNEL=debug|6.1|6.12,
 #                      FUZZ_THREADS=4; a failure prints the seed that repeats it
@@ -178,7 +178,7 @@ $(B)/arm64/bin/tprof-%: tests/arm64/%.c uapi/linux/tprof.h
 # arm64 packs) with the cross-compilers, libdw/libelf from the arm64 sysroot
 # (make deps-arm64) and the host's Boost headers (header-only), linked
 # dynamically: tprof-vm copies the libraries. The integration tests and the
-# workloads too, except tprof-wl-jit (hand-assembled x86-64 code).
+# workloads too.
 # What tools/tprof-vm --arch arm64 packs into a guest for kernel $(KVER).
 arm64-vm-inputs: module arm64-guest-programs arm64-tools
 ARM64_LIBDIRS := $(ARM64_SYSROOT)/usr/lib/aarch64-linux-gnu $(ARM64_SYSROOT)/lib/aarch64-linux-gnu
@@ -190,15 +190,15 @@ arm64-tools:
 		EXTRA_LDFLAGS="$(foreach d,$(ARM64_LIBDIRS),-L$(d) -Wl,-rpath-link,$(d))" \
 		$(B)/arm64/bin/tprofctl $(B)/arm64/bin/tprof-runtime-example $(B)/arm64/bin/tprof_fuzz \
 		$(B)/arm64/bin/tprof_integration_tests \
-		$(patsubst $(B)/bin/%,$(B)/arm64/bin/%,$(filter-out %/tprof-wl-jit,$(WORKLOADS)))
+		$(patsubst $(B)/bin/%,$(B)/arm64/bin/%,$(WORKLOADS))
 
 -include $(shell find $(B)/obj $(B)/asan -name '*.d' 2>/dev/null)
 
 deps:
 	tools/deps.sh
 
-# arm64 guests (tools/tprof-vm --arch arm64): qemu-system-arm, the
-# cross-compilers and a cached arm64 sysroot (kernel, headers, busybox).
+# The same (make deps includes the arm64 guests' needs since they are in
+# make check); kept for old habits.
 deps-arm64:
 	tools/deps.sh --arm64
 

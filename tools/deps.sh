@@ -2,17 +2,16 @@
 # make deps: installs every Debian package tprof needs to build, test and
 # demo, and does nothing when they are all present. Needs root (or sudo).
 #
-# tools/deps.sh --arm64 (make deps-arm64): what the arm64 guests need on top
-# (tools/tprof-vm --arch arm64): the emulator and cross-compilers on the
-# host, then tools/vm/arm64-sysroot fetches the arm64 kernel, its headers,
-# busybox and libdw/libelf into ~/.cache/tprof/arm64 (the host's dpkg
-# architectures are not changed). Not part of plain `make deps`.
+# That includes what the arm64 guests need (tools/tprof-vm --arch arm64,
+# which make check runs): the emulator and cross-compilers on the host,
+# then tools/vm/arm64-sysroot fetches the arm64 kernel, its headers,
+# busybox, libdw/libelf and GoogleTest into ~/.cache/tprof/arm64 (about
+# 530 MB, once; the host's dpkg architectures are not changed).
+# `make deps-arm64` (tools/deps.sh --arm64) is the same, kept for old habits.
 set -euo pipefail
 
-arm64=0
 case "${1:-}" in
---arm64) arm64=1 ;;
-"") ;;
+--arm64 | "") ;;
 *) echo "deps: unknown option $1 (usage: tools/deps.sh [--arm64])" >&2; exit 2 ;;
 esac
 
@@ -31,14 +30,12 @@ packages=(
 	# Tools the scripts use; dkms for `make dkms-install`; perf, the
 	# sampling benchmark's reference (bench/run.sh adds it to the guest).
 	python3 dkms linux-perf
+	# The arm64 guests: emulator and cross-compilers (the rest: the sysroot).
+	qemu-system-arm gcc-aarch64-linux-gnu g++-aarch64-linux-gnu
 )
-if [ "$arm64" = 1 ]; then
-	packages+=(qemu-system-arm gcc-aarch64-linux-gnu g++-aarch64-linux-gnu)
-fi
 
 # After the host packages: the arm64 sysroot (cached; prints what it does).
 arm64_sysroot() {
-	[ "$arm64" = 1 ] || return 0
 	"$(dirname "${BASH_SOURCE[0]}")/vm/arm64-sysroot" --userspace
 }
 

@@ -37,4 +37,21 @@ static inline void tprof_vm_flags_set(struct vm_area_struct *vma,
 #endif
 }
 
+#ifdef CONFIG_ARM64
+/*
+ * A return address read from an arm64 frame record may carry a pointer
+ * authentication code: strip it. 6.4 split the helper by kernel/user.
+ */
+#include <asm/pointer_auth.h>
+static inline unsigned long tprof_strip_pac(unsigned long ptr, bool user)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+	return user ? ptrauth_strip_user_insn_pac(ptr) :
+		      ptrauth_strip_kernel_insn_pac(ptr);
+#else
+	return ptrauth_strip_insn_pac(ptr);
+#endif
+}
+#endif
+
 #endif /* TPROF_COMPAT_H */

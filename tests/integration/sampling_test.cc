@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstring>
@@ -48,6 +49,7 @@ struct Collected {
   bool own_exe_ip_in_map = false;
   std::vector<tprof_rec_map> own_maps;
   std::vector<uint64_t> own_user_ips;
+  std::vector<std::pair<uint64_t, uint64_t>> own_kernel_callers;  // {ip, caller}
 };
 
 void CollectOne(const tprof_rec_header* h, Collected* c, uint32_t self);
@@ -78,6 +80,8 @@ void CollectOne(const tprof_rec_header* h, Collected* c, uint32_t self) {
             ++c->own_user;
             c->own_spaces.insert(r->space_id);
             c->own_user_ips.push_back(r->ip);
+          } else if (r->flags & TPROF_SAMPLE_CALLER) {
+            c->own_kernel_callers.emplace_back(r->ip, r->caller);
           }
         }
         break;
@@ -167,6 +171,74 @@ TEST(SamplingTest, DeliveredPlusLostEqualsTakenAndOwnCodeIsSampled) {
     for (const tprof_rec_map& m : c.own_maps)
       if (ip >= m.start && ip < m.end && ip >= spin - 4096 && ip < spin + 4096) ++in_exe;
   EXPECT_GT(in_exe, c.own_user / 4) << "samples should land near the spinning function";
+}
+
+// The kernel's text symbols (/proc/kallsyms, read as root), to name
+// kernel addresses.
+class KernelSymbols {
+ public:
+  KernelSymbols() {
+    std::ifstream in("/proc/kallsyms");
+    std::string addr, type, name;
+    while (in >> addr >> type >> name) {
+      in.ignore(1 << 20, '\n');  // a module's [name]
+      const uint64_t a = std::stoull(addr, nullptr, 16);
+      if (name == "_stext") stext_ = a;
+      if (name == "_etext") etext_ = a;
+      if ((type == "t" || type == "T") && a) text_[a] = name;
+    }
+  }
+  bool InKernelText(uint64_t a) const { return a >= stext_ && a < etext_; }
+  std::string Name(uint64_t a) const {
+    auto it = text_.upper_bound(a);
+    return it == text_.begin() ? "?" : std::prev(it)->second;
+  }
+  bool ok() const { return stext_ && etext_ > stext_; }
+
+ private:
+  uint64_t stext_ = 0, etext_ = 0;
+  std::map<uint64_t, std::string> text_;
+};
+
+// Kernel callers (--callers): a sample taken in the kernel carries the
+// return address of the interrupted function, the step the kernel's own
+// unwinder takes first (ORC on x86-64, frame records on arm64, where the
+// address may carry a pointer-authentication code to strip). A process
+// looping on getppid() spends its kernel time in the syscall path: the
+// callers are kernel text, and some of them are its dispatch functions.
+TEST(SamplingTest, KernelCallersAreKernelTextOnTheSyscallPath) {
+  KernelSymbols syms;
+  ASSERT_TRUE(syms.ok()) << "no _stext/_etext in /proc/kallsyms";
+  SamplingOptions o;
+  o.frequency_hz = 1000;
+  o.callers = true;
+  o.pid = getpid();
+  SamplingSession s = StartOrDie(o);
+  Collected c;
+  const uint64_t end = ThreadCpuNs() + 300'000'000;  // CPU time, not wall time
+  while (ThreadCpuNs() < end)
+    for (int i = 0; i < 100; ++i) (void)getppid();
+  StopAndDrain(s, &c);
+  ASSERT_GT(c.own_kernel_callers.size(), 10u) << "kernel samples with a caller of 300 ms in syscalls";
+  size_t in_text = 0, syscall_path = 0;
+  std::map<std::string, int> names;
+  for (auto [ip, caller] : c.own_kernel_callers) {
+    if (!syms.InKernelText(caller)) continue;
+    ++in_text;
+    const std::string n = syms.Name(caller);
+    ++names[syms.Name(ip) + " <- " + n];
+    syscall_path += n.find("sys") != std::string::npos || n.find("svc") != std::string::npos;
+  }
+  std::vector<std::pair<int, std::string>> by_count;
+  for (auto& [n, k] : names) by_count.emplace_back(k, n);
+  std::sort(by_count.rbegin(), by_count.rend());
+  std::string top;
+  for (size_t i = 0; i < by_count.size() && i < 8; ++i)
+    top += "\n  " + std::to_string(by_count[i].first) + " " + by_count[i].second;
+  std::printf("  most frequent kernel ip <- caller:%s\n", top.c_str());
+  EXPECT_GE(in_text * 10, c.own_kernel_callers.size() * 9)
+      << in_text << " of " << c.own_kernel_callers.size() << " callers in the kernel text:" << top;
+  EXPECT_GT(syscall_path, 0u) << "no caller in a syscall dispatch function:" << top;
 }
 
 TEST(SamplingTest, TinyBuffersAtHighRateCountEveryLoss) {

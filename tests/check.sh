@@ -185,6 +185,15 @@ if [ "$build_ok" = 1 ]; then
 		tail -n 30 "$LOG_DIR/arm64-build.log"
 		fail "integration arm64 6.1: cannot build for ${KA61:-the arm64 kernel (none in the sysroot: make deps)} (see $LOG_DIR/arm64-build.log)"
 	fi
+	# The arm64 6.12 module is built (warnings are errors) but its suite is
+	# not run here yet: see the README's arm64 notes.
+	KA612=$(tools/vm/arm64-sysroot --kernel 6.12 --print-release 2>>"$LOG_DIR/arm64-build.log")
+	if [ -n "$KA612" ] && make -s module KVER="$KA612" >>"$LOG_DIR/arm64-build.log" 2>&1; then
+		pass "build: module for $KA612 (cross)"
+	else
+		tail -n 30 "$LOG_DIR/arm64-build.log"
+		fail "build: module for ${KA612:-the arm64 6.12 kernel (none in the sysroot: make deps)} (see $LOG_DIR/arm64-build.log)"
+	fi
 
 	# The guests above have constant_tsc (tools/tprof-vm's CPU model); one
 	# whose CPU model lacks it checks that the self page then offers no TSC.

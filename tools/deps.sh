@@ -4,9 +4,9 @@
 #
 # That includes what the arm64 guests need (tools/tprof-vm --arch arm64,
 # which make check runs): the emulator and cross-compilers on the host,
-# then tools/vm/arm64-sysroot fetches the arm64 kernel, its headers,
-# busybox, libdw/libelf and GoogleTest into ~/.cache/tprof/arm64 (about
-# 530 MB, once; the host's dpkg architectures are not changed).
+# then tools/vm/arm64-sysroot fetches the arm64 6.1 and 6.12 kernels, their
+# headers, busybox, libdw/libelf and GoogleTest into ~/.cache/tprof/arm64
+# (about 700 MB, once; the host's dpkg architectures are not changed).
 # `make deps-arm64` (tools/deps.sh --arm64) is the same, kept for old habits.
 set -euo pipefail
 
@@ -36,7 +36,8 @@ packages=(
 
 # After the host packages: the arm64 sysroot (cached; prints what it does).
 arm64_sysroot() {
-	"$(dirname "${BASH_SOURCE[0]}")/vm/arm64-sysroot" --userspace
+	"$(dirname "${BASH_SOURCE[0]}")/vm/arm64-sysroot" --kernel 6.1 --userspace
+	"$(dirname "${BASH_SOURCE[0]}")/vm/arm64-sysroot" --kernel 6.12
 }
 
 missing=()

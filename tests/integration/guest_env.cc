@@ -61,6 +61,15 @@ char ThreadState(uint32_t tid) {
   return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
 }
 
+uint64_t VoluntarySwitches(uint32_t tid) {
+  std::ifstream in(TaskFile(tid, "status"));
+  std::string key;
+  uint64_t v = 0;
+  while (in >> key)
+    if (key == "voluntary_ctxt_switches:" && in >> v) return v;
+  return 0;
+}
+
 uint64_t ContextSwitches(uint32_t tid) {
   std::ifstream in(TaskFile(tid, "status"));
   std::string key;

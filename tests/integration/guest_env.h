@@ -37,6 +37,11 @@ uint32_t Gettid();
 // context switches (each is one sched_switch with it as prev).
 uint64_t SchedstatNs(uint32_t tid);
 char ThreadState(uint32_t tid);
+// voluntary_ctxt_switches of /proc/self/task/TID/status: counted under the
+// runqueue lock right before the switch-out (and tprof's charge of the
+// slice), so unlike the state 'S' (set before schedule() is called) an
+// increase means the thread is off the CPU or just leaving it.
+uint64_t VoluntarySwitches(uint32_t tid);
 uint64_t ContextSwitches(uint32_t tid);
 
 // Burns `ms` of the calling thread's CPU time (not wall time).

@@ -140,6 +140,7 @@ static void tprof_ce_work(struct work_struct *work)
 			if (!ce->err)
 				ce->err = err;
 		} else {
+			WRITE_ONCE(pc->gen, pc->gen + 1);
 			for (i = 0; i < nr; i++) {
 				if (own[i]) {
 					/* An earlier life of this CPU (cannot be live). */

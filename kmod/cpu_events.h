@@ -22,7 +22,7 @@
  *   tprof_cpu_events_stop(ce)
  *     Unpublishes every counter (cpu_down on each CPU), waits for readers
  *     (an RCU grace period) and releases every counter. Process context.
- *   tprof_cpu_event(ce, idx)
+ *   tprof_cpu_event(ce, idx), tprof_cpu_event_gen(ce, idx, &gen)
  *     This CPU's counter idx, or NULL (not created yet, CPU going down,
  *     stopped). The caller has preemption or IRQs off; the pointer is valid
  *     until it enables them again. An overflow handler must check that
@@ -51,6 +51,7 @@ struct tprof_cpu_events_ops {
 struct tprof_cpu_events_pcpu {
 	bool online;		/* between this CPU's up and down callbacks */
 	bool want;		/* the work should create this CPU's counters */
+	u32 gen;		/* bumped before each publication of new counters */
 	struct perf_event *ev[];
 };
 
@@ -81,6 +82,26 @@ static inline struct perf_event *tprof_cpu_event(struct tprof_cpu_events *ce,
 	if (idx >= ce->nr)
 		return NULL;
 	return READ_ONCE(this_cpu_ptr(ce->pcpu)->ev[idx]);
+}
+
+/*
+ * As tprof_cpu_event(), with the generation of this CPU's counters in
+ * *@gen: it changes each time they are created anew (the CPU came online
+ * again), so a reader that keeps a counter's last value knows when that
+ * value belongs to an earlier counter. Same context rules.
+ */
+static inline struct perf_event *tprof_cpu_event_gen(struct tprof_cpu_events *ce,
+						     unsigned int idx, u32 *gen)
+{
+	struct tprof_cpu_events_pcpu *pc = this_cpu_ptr(ce->pcpu);
+	struct perf_event *ev;
+
+	if (idx >= ce->nr)
+		return NULL;
+	/* Pairs with the publication's release: a new counter, a new gen. */
+	ev = smp_load_acquire(&pc->ev[idx]);
+	*gen = READ_ONCE(pc->gen);
+	return ev;
 }
 
 #endif /* TPROF_CPU_EVENTS_H */

@@ -99,6 +99,8 @@ struct tprof_metrics_cpu {
 	u64 last[TPROF_MAX_METRICS];	/* PLastCum */
 	u64 dispatches;			/* PCum of dispatches */
 	bool primed;			/* last[] holds real readings */
+	u64 uncounted;			/* switches with an event counter missing */
+	u32 gen_seen[TPROF_MAX_METRICS];	/* counter generation of last[] */
 	raw_spinlock_t list_lock;
 	struct list_head listed;	/* the nonzero list of this CPU */
 	u32 nr_listed;
@@ -164,6 +166,14 @@ static inline struct perf_event *tprof_metrics_cpu_event(u32 m)
 	int idx = READ_ONCE(tprof_mcounter_of[m]);
 
 	return idx < 0 ? NULL : tprof_cpu_event(&tprof_mcounters, idx);
+}
+
+/* The same, with its generation (tprof_cpu_event_gen()). IRQs off. */
+static inline struct perf_event *tprof_metrics_cpu_event_gen(u32 m, u32 *gen)
+{
+	int idx = READ_ONCE(tprof_mcounter_of[m]);
+
+	return idx < 0 ? NULL : tprof_cpu_event_gen(&tprof_mcounters, idx, gen);
 }
 int tprof_metrics_counters_start(const struct tprof_metrics_config *c);
 void tprof_metrics_counters_stop(void);

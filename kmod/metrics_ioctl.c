@@ -39,8 +39,11 @@ long tprof_ioctl_metrics_status(struct tprof_metrics_status __user *uarg)
 		raw_spin_unlock_irqrestore(&st->table_lock, flags);
 		out.untracked_threads = atomic64_read(&st->untracked);
 		out.reclaimed_threads = atomic64_read(&st->reclaimed);
-		for_each_possible_cpu(cpu)
+		for_each_possible_cpu(cpu) {
 			out.listed += READ_ONCE(per_cpu_ptr(st->cpu, cpu)->nr_listed);
+			out.uncounted_switches +=
+				READ_ONCE(per_cpu_ptr(st->cpu, cpu)->uncounted);
+		}
 		tprof_metrics_state_put(st);
 	}
 	if (copy_to_user(uarg, &out, sizeof(out)))

@@ -13,14 +13,17 @@
 #include "tprof.h"
 
 /*
- * PCum(M) of this CPU; IRQs off. An event not counting gives no delta.
+ * PCum(M) of this CPU; IRQs off. An event not counting gives no delta and
+ * sets *missing (a counter not created yet, or new since the last read).
  * Inlined into the switch path; tprof_metric_read() for everyone else.
  */
 static __always_inline u64 __tprof_metric_read(struct tprof_metrics_state *st,
 					       struct tprof_metrics_cpu *cs,
-					       u32 m)
+					       u32 m, bool *missing)
 {
 	struct perf_event *ev;
+	u64 now;
+	u32 gen;
 
 	switch (st->sources[m]) {
 	case TPROF_SRC_CLOCK:
@@ -37,20 +40,36 @@ static __always_inline u64 __tprof_metric_read(struct tprof_metrics_state *st,
 	case TPROF_SRC_DISPATCHES:
 		return cs->dispatches;
 	default:
-		ev = tprof_metrics_cpu_event(m);
+		ev = tprof_metrics_cpu_event_gen(m, &gen);
 		if (!ev || ev->state != PERF_EVENT_STATE_ACTIVE ||
-		    ev->oncpu != smp_processor_id())
+		    ev->oncpu != smp_processor_id()) {
+			/* Not created yet (the CPU just came online). */
+			*missing = true;
 			return cs->last[m];
+		}
 		if (st->sources[m] == TPROF_SRC_EVENT_READ)
 			ev->pmu->read(ev);
-		return local64_read(&ev->count);
+		now = local64_read(&ev->count);
+		if (unlikely(gen != cs->gen_seen[m])) {
+			/*
+			 * A counter created anew since last[] was read (this
+			 * CPU went down and up): it counts from here on, and
+			 * what came before it was missed.
+			 */
+			cs->gen_seen[m] = gen;
+			cs->last[m] = now;
+			*missing = true;
+		}
+		return now;
 	}
 }
 
 u64 tprof_metric_read(struct tprof_metrics_state *st,
 		      struct tprof_metrics_cpu *cs, u32 m)
 {
-	return __tprof_metric_read(st, cs, m);
+	bool missing = false;
+
+	return __tprof_metric_read(st, cs, m, &missing);
 }
 
 /* Puts @slot on this CPU's nonzero list. Slot lock held, IRQs off. */
@@ -121,14 +140,18 @@ static __always_inline bool __tprof_metrics_take_deltas(
 {
 	struct tprof_metrics_cpu *cs = this_cpu_ptr(st->cpu);
 	u32 n = st->config.nr_metrics;
+	bool missing = false;
 	u32 m;
 
 	for (m = 0; m < n; m++) {
-		u64 now = __tprof_metric_read(st, cs, m);
+		u64 now = __tprof_metric_read(st, cs, m, &missing);
 
 		delta[m] = (s64)(now - cs->last[m]) > 0 ? now - cs->last[m] : 0;
 		cs->last[m] = now;
 	}
+	/* Only this CPU writes it (IRQs off); the status sums all CPUs. */
+	if (unlikely(missing))
+		WRITE_ONCE(cs->uncounted, cs->uncounted + 1);
 	if (unlikely(!cs->primed)) {
 		cs->primed = true;
 		return false;

@@ -168,6 +168,7 @@ Expected<MetricsStatus> Device::GetMetricsStatus() const {
   st.table_used = raw.table_used;
   st.untracked_threads = raw.untracked_threads;
   st.reclaimed_threads = raw.reclaimed_threads;
+  st.uncounted_switches = raw.uncounted_switches;
   st.listed = raw.listed;
   return st;
 }

@@ -40,6 +40,7 @@ int Status(const Device& dev, bool json) {
         .Field("table_used", st->table_used)
         .Field("untracked_threads", st->untracked_threads)
         .Field("reclaimed_threads", st->reclaimed_threads)
+        .Field("uncounted_switches", st->uncounted_switches)
         .Field("listed", st->listed)
         .EndObject();
     std::printf("%s\n", w.str().c_str());
@@ -60,6 +61,9 @@ int Status(const Device& dev, bool json) {
   std::printf("exited, dropped undrained: %llu%s\n",
               static_cast<unsigned long long>(st->reclaimed_threads),
               st->reclaimed_threads ? " (drain more often: tprofctl threads, or raise max_threads)" : "");
+  if (st->uncounted_switches)
+    std::printf("switches without event counters: %llu (a CPU had just come online; time is exact)\n",
+                static_cast<unsigned long long>(st->uncounted_switches));
   return 0;
 }
 

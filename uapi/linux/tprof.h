@@ -53,7 +53,9 @@
  *   TPROF_IOC_METRICS_STATUS (struct tprof_metrics_status, read)
  *     Anyone. Whether accounting is on, its metrics, the table's size and use,
  *     the number of threads it could not track (table full) and of exited
- *     threads dropped undrained to make room (reclaimed_threads, ABI 1.5).
+ *     threads dropped undrained to make room (reclaimed_threads, ABI 1.5),
+ *     and the switches whose event metrics went uncounted because that
+ *     CPU's counter was not created yet (uncounted_switches, ABI 1.6).
  *   TPROF_IOC_THREAD_READ (struct tprof_thread_read, read/write)
  *     Read-and-zero of one thread's TCum. tid 0 is the calling thread, and
  *     then the value includes the current time slice. Another process's
@@ -228,7 +230,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 5
+#define TPROF_ABI_MINOR 6
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -348,7 +350,15 @@ struct tprof_metrics_status {
 	 * dropped (counted here, never silently).
 	 */
 	__u64 reclaimed_threads;
-	__u64 resv[3];
+	/*
+	 * (ABI 1.6) context switches whose event metrics (page-faults,
+	 * hardware counters, ...) could not be read because that CPU's counter
+	 * did not exist: a CPU's counters are created by a work item shortly
+	 * after it comes online. Time and dispatches are still charged; the
+	 * events of those slices are missing (counted here, never silently).
+	 */
+	__u64 uncounted_switches;
+	__u64 resv[2];
 };
 
 /* tprof_thread_metrics.flags */

@@ -177,8 +177,8 @@ $(B)/arm64/bin/tprof-%: tests/arm64/%.c uapi/linux/tprof.h
 # $(B)/arm64 (their programs land in $(B)/arm64/bin, which tprof-vm --arch
 # arm64 packs) with the cross-compilers, libdw/libelf from the arm64 sysroot
 # (make deps-arm64) and the host's Boost headers (header-only), linked
-# dynamically: tprof-vm copies the libraries. The integration tests and the
-# workloads too.
+# dynamically: tprof-vm copies the libraries. The integration tests, the
+# workloads and the benchmarks (build/arm64/bench, bench/run.sh arm64) too.
 # What tools/tprof-vm --arch arm64 packs into a guest for kernel $(KVER).
 arm64-vm-inputs: module arm64-guest-programs arm64-tools
 ARM64_LIBDIRS := $(ARM64_SYSROOT)/usr/lib/aarch64-linux-gnu $(ARM64_SYSROOT)/lib/aarch64-linux-gnu
@@ -190,7 +190,8 @@ arm64-tools:
 		EXTRA_LDFLAGS="$(foreach d,$(ARM64_LIBDIRS),-L$(d) -Wl,-rpath-link,$(d))" \
 		$(B)/arm64/bin/tprofctl $(B)/arm64/bin/tprof-runtime-example $(B)/arm64/bin/tprof_fuzz \
 		$(B)/arm64/bin/tprof_integration_tests \
-		$(patsubst $(B)/bin/%,$(B)/arm64/bin/%,$(WORKLOADS))
+		$(patsubst $(B)/bin/%,$(B)/arm64/bin/%,$(WORKLOADS)) \
+		$(patsubst $(B)/bench/%,$(B)/arm64/bench/%,$(BENCH_PROGRAMS))
 
 -include $(shell find $(B)/obj $(B)/asan -name '*.d' 2>/dev/null)
 

@@ -2,7 +2,8 @@
 # make bench: builds the benchmark programs and runs them in one guest boot
 # per kernel, printing ratios against baselines measured in the same boot;
 # then the metrics costs again in an instruction-counting (--icount) guest.
-#   bench/run.sh [6.1|6.12]...   (default: 6.1)
+#   bench/run.sh [6.1|6.12|arm64]...   (default: 6.1; arm64: the arm64 6.1
+#   guest under --icount only)
 # The sampling benchmark compares with `perf record` (Debian's linux-perf,
 # installed by `make deps`): the perf ELF binary is added to the guest, and
 # tools/tprof-vm copies the shared libraries it needs.
@@ -35,6 +36,22 @@ else
 fi
 
 for k in "${kernels[@]}"; do
+	if [ "$k" = arm64 ]; then
+		# The arm64 6.1 guest under --icount (guest ns = instructions):
+		# the same per-call and per-switch costs and sampling overhead,
+		# without the perf rows: Debian's arm64 perf links libpython3.11,
+		# libperl, libslang, libunwind, libbabeltrace and more, which the
+		# arm64 sysroot does not carry (and perf's own -F throttling
+		# rules are the x86 rows' subject).
+		ka=$(tools/vm/arm64-sysroot --userspace --print-release)
+		make -s arm64-vm-inputs KVER="$ka"
+		echo "== Debian arm64 $ka kernel, QEMU TCG --icount (guest ns = instructions), -smp 1 =="
+		TPROF_VM_NO_BUILD=1 tools/tprof-vm --arch arm64 --smp 1 --icount --mem 2048 --timeout 1800 \
+			--add build/arm64/bench/tprof_metrics_bench \
+			--add build/arm64/bench/tprof_sampling_bench -- \
+			sh -c "TPROF_BENCH_PAIRS=3 ./tprof_metrics_bench read-self ping-pong && ./tprof_sampling_bench --reps 3 --seconds 1"
+		continue
+	fi
 	echo "== Debian $k kernel, $(nproc) host cores, QEMU TCG, -smp 2 =="
 	echo "(host load average before boot: $(cut -d' ' -f1-3 /proc/loadavg); other work on the host skews TCG timings)"
 	tools/tprof-vm --kernel "$k" --mem 2048 --timeout 2400 \

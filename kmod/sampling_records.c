@@ -300,7 +300,10 @@ static void tprof_capture_maps(struct tprof_session *s,
 	mmap_read_unlock(r->mm);
 }
 
-/* irq_work (hard IRQ): queue_work() is not NMI-safe, this is. */
+/*
+ * irq_work (hard IRQ; the irq_work thread on PREEMPT_RT): queue_work() is
+ * not NMI-safe, irq_work_queue() is.
+ */
 void tprof_map_kick(struct irq_work *work)
 {
 	struct tprof_session *s = container_of(work, struct tprof_session,

@@ -8,7 +8,7 @@
 #   5. integration tests (GoogleTest) inside the KUnit kernel (the debug
 #      kernel: KASAN, UBSAN, lockdep, atomic-sleep checks, kmemleak, debug
 #      objects, hung-task and lockup detectors; kmemleak is scanned after the
-#      run), Debian's 6.1 and 6.12 kernels, and Debian's arm64 6.1 kernel
+#      run), Debian's 6.1, 6.12 and 6.1 PREEMPT_RT kernels, and Debian's arm64 6.1 kernel
 #      (qemu-system-aarch64, emulated PMU: hardware counters count there)
 #   6. the /dev/tprof fuzzer (tests/fuzz/) in the debug kernel, root and
 #      unprivileged halves of CHECK_FUZZ_SECONDS/2 each (default 60 in all),
@@ -65,11 +65,13 @@ if make -s deps; then pass "make deps"; else fail "make deps"; fi
 stage "build (warnings are errors)"
 K61=$(tools/vm/find-kernel --image 6.1)
 K612=$(tools/vm/find-kernel --image 6.12)
-echo "kernels: $K61, $K612"
+K61RT=$(tools/vm/find-kernel --image 6.1-rt)
+echo "kernels: $K61, $K612, $K61RT"
 build_ok=1
 if make -j"$(nproc)" all KVER="$K61" >"$LOG_DIR/build.log" 2>&1 &&
-	make module KVER="$K612" >>"$LOG_DIR/build.log" 2>&1; then
-	pass "build: module for $K61 and $K612, library, tprofctl, tests"
+	make module KVER="$K612" >>"$LOG_DIR/build.log" 2>&1 &&
+	make module KVER="$K61RT" >>"$LOG_DIR/build.log" 2>&1; then
+	pass "build: module for $K61, $K612 and $K61RT, library, tprofctl, tests"
 else
 	tail -n 40 "$LOG_DIR/build.log"
 	fail "build (see $LOG_DIR/build.log)"
@@ -145,7 +147,9 @@ if [ "$build_ok" = 1 ]; then
 	# after the patch completed (Oops: int3 in __schedule, 6.12) and once a
 	# guest wedged during module reloads; one host thread for all vCPUs makes
 	# code patching coherent, at little cost for this suite.
-	for k in 6.1 6.12; do
+	# 6.1-rt: Debian's PREEMPT_RT 6.1, where spinlock_t sleeps: every lock
+	# the switch hook, the sample handler and IRQ context take is raw.
+	for k in 6.1 6.12 6.1-rt; do
 		stage "integration tests in Debian's $k kernel"
 		TPROF_VM_NO_BUILD=1 tools/tprof-vm --tcg-single --kernel "$k" -- \
 			tprof_integration_tests --gtest_color=no >"$LOG_DIR/integration-$k.log" 2>&1

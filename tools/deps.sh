@@ -21,6 +21,8 @@ packages=(
 	build-essential pkg-config bc bison flex kmod libelf-dev libssl-dev xz-utils
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
+	# PREEMPT_RT 6.1 (tools/tprof-vm --kernel 6.1-rt; never picked for 6.1).
+	linux-image-rt-amd64 linux-headers-rt-amd64
 	# KUnit: a kernel of our own is built from these sources.
 	linux-source-6.1
 	# The QEMU bench: the emulator, the guest's userland, initramfs packing.

@@ -518,6 +518,12 @@ TEST(SamplingTest, InstructionSamplesOfAKnownLoopMatchItsLength) {
   std::printf("  cycles: %llu samples in a loop of %llu instructions at period %llu\n",
               static_cast<unsigned long long>(cycles.in_loop), static_cast<unsigned long long>(2 * kN),
               static_cast<unsigned long long>(kPeriod));
+#if defined(__aarch64__)
+  // The same through a raw PMUv3 event: r11 is CPU_CYCLES.
+  KnownLoopSamples raw = SampleKnownLoop("r11", kPeriod, [&] { tprof_known_loop(kN); });
+  EXPECT_GE(raw.in_loop + 2, want_cycles) << "r11: " << raw.own << " samples of this process";
+  EXPECT_LE(raw.in_loop, want_cycles + 2) << "r11: " << raw.own << " samples of this process";
+#endif
 }
 
 TEST(SamplingTest, SoftwareEventOverflowSamples) {

@@ -59,6 +59,18 @@ count_gtest() {
 	fi
 }
 
+# Runs the integration tests in a guest (tools/tprof-vm ARGS...: the
+# programs are built) into $LOG_DIR/integration-NAME.log, shows what
+# failed (and the known-count lines), counts the results.
+guest_suite() {
+	local name=$1 log=$LOG_DIR/integration-$1.log rc
+	shift
+	TPROF_VM_NO_BUILD=1 tools/tprof-vm "$@" >"$log" 2>&1
+	rc=$?
+	grep -E '^\[  FAILED  \]|Failure|^tprof-vm:|^kernel log:|^  (instructions|cycles):|known loop' "$log" | head -n 60
+	count_gtest "integration $name" "$log" "$rc"
+}
+
 stage "dependencies"
 if make -s deps; then pass "make deps"; else fail "make deps"; fi
 
@@ -129,13 +141,9 @@ if [ "$build_ok" = 1 ]; then
 	if tree=$(ktests/build-kunit-kernel.sh 2>>"$LOG_DIR/kunit.log") &&
 		kv=kunit-$(basename "$tree") &&
 		make -s module KVER="$kv" KDIR="$tree" >"$LOG_DIR/debug-module.log" 2>&1; then
-		TPROF_VM_NO_BUILD=1 tools/tprof-vm --tcg-single --kmemleak --timeout 1200 \
+		guest_suite debug --tcg-single --kmemleak --timeout 1200 \
 			--vmlinuz "$tree/arch/x86/boot/bzImage" --module "build/kmod/$kv/kmod/tprof.ko" -- \
-			tprof_integration_tests --gtest_color=no --gtest_filter="-$DEBUG_KERNEL_EXCLUDED" \
-			>"$LOG_DIR/integration-debug.log" 2>&1
-		rc=$?
-		grep -E '^\[  FAILED  \]|Failure|^tprof-vm:|^kernel log:' "$LOG_DIR/integration-debug.log" | head -n 60
-		count_gtest "integration debug" "$LOG_DIR/integration-debug.log" "$rc"
+			tprof_integration_tests --gtest_color=no --gtest_filter="-$DEBUG_KERNEL_EXCLUDED"
 	else
 		tail -n 20 "$LOG_DIR/debug-module.log"
 		fail "integration debug: cannot build tprof.ko for the KUnit kernel"
@@ -151,11 +159,7 @@ if [ "$build_ok" = 1 ]; then
 	# the switch hook, the sample handler and IRQ context take is raw.
 	for k in 6.1 6.12 6.1-rt; do
 		stage "integration tests in Debian's $k kernel"
-		TPROF_VM_NO_BUILD=1 tools/tprof-vm --tcg-single --kernel "$k" -- \
-			tprof_integration_tests --gtest_color=no >"$LOG_DIR/integration-$k.log" 2>&1
-		rc=$?
-		grep -E '^\[  FAILED  \]|Failure|^tprof-vm:|^kernel log:' "$LOG_DIR/integration-$k.log" | head -n 60
-		count_gtest "integration $k" "$LOG_DIR/integration-$k.log" "$rc"
+		guest_suite "$k" --tcg-single --kernel "$k" -- tprof_integration_tests --gtest_color=no
 	done
 
 	# arm64: Debian's arm64 6.1 kernel under qemu-system-aarch64 -M virt
@@ -170,21 +174,12 @@ if [ "$build_ok" = 1 ]; then
 	stage "integration tests in Debian's arm64 6.1 kernel (emulated PMU)"
 	KA61=$(tools/vm/arm64-sysroot --userspace --print-release 2>>"$LOG_DIR/arm64-build.log")
 	if [ -n "$KA61" ] && make -s -j"$(nproc)" arm64-vm-inputs KVER="$KA61" >>"$LOG_DIR/arm64-build.log" 2>&1; then
-		TPROF_VM_NO_BUILD=1 tools/tprof-vm --arch arm64 --timeout 1200 -- \
-			tprof_integration_tests --gtest_color=no --gtest_filter="-$HW_TESTS" \
-			>"$LOG_DIR/integration-arm64-6.1.log" 2>&1
-		rc=$?
-		grep -E '^\[  FAILED  \]|Failure|^tprof-vm:|^kernel log:' "$LOG_DIR/integration-arm64-6.1.log" | head -n 60
-		count_gtest "integration arm64 6.1" "$LOG_DIR/integration-arm64-6.1.log" "$rc"
+		guest_suite arm64-6.1 --arch arm64 --timeout 1200 -- \
+			tprof_integration_tests --gtest_color=no --gtest_filter="-$HW_TESTS"
 
 		stage "hardware counts of known loops in the arm64 6.1 kernel (--icount)"
-		TPROF_VM_NO_BUILD=1 tools/tprof-vm --arch arm64 --icount --timeout 900 -- \
-			tprof_integration_tests --gtest_color=no --gtest_filter="$HW_TESTS" \
-			>"$LOG_DIR/integration-arm64-6.1-icount.log" 2>&1
-		rc=$?
-		grep -E '^\[  FAILED  \]|Failure|^tprof-vm:|^kernel log:|samples in a loop|counted' \
-			"$LOG_DIR/integration-arm64-6.1-icount.log" | head -n 60
-		count_gtest "integration arm64 6.1 icount" "$LOG_DIR/integration-arm64-6.1-icount.log" "$rc"
+		guest_suite arm64-6.1-icount --arch arm64 --icount --timeout 900 -- \
+			tprof_integration_tests --gtest_color=no --gtest_filter="$HW_TESTS"
 	else
 		tail -n 30 "$LOG_DIR/arm64-build.log"
 		fail "integration arm64 6.1: cannot build for ${KA61:-the arm64 kernel (none in the sysroot: make deps)} (see $LOG_DIR/arm64-build.log)"
@@ -202,12 +197,8 @@ if [ "$build_ok" = 1 ]; then
 	# The guests above have constant_tsc (tools/tprof-vm's CPU model); one
 	# whose CPU model lacks it checks that the self page then offers no TSC.
 	stage "self page on a CPU without constant_tsc (6.1)"
-	TPROF_VM_CPU=qemu64 TPROF_VM_NO_BUILD=1 tools/tprof-vm --kernel 6.1 -- \
-		tprof_integration_tests --gtest_color=no --gtest_filter='SelfPageTest.Tsc*' \
-		>"$LOG_DIR/integration-no-constant-tsc.log" 2>&1
-	rc=$?
-	grep -E '^\[  FAILED  \]|Failure|^tprof-vm:|^kernel log:' "$LOG_DIR/integration-no-constant-tsc.log" | head -n 20
-	count_gtest "no constant_tsc" "$LOG_DIR/integration-no-constant-tsc.log" "$rc"
+	TPROF_VM_CPU=qemu64 guest_suite no-constant-tsc --kernel 6.1 -- \
+		tprof_integration_tests --gtest_color=no --gtest_filter='SelfPageTest.Tsc*'
 
 	# The fuzzer, in the debug kernel: any invariant violation, kernel report
 	# (KASAN, UBSAN, lockdep, WARNING, hung task, lockup, RCU stall) or

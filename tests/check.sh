@@ -8,8 +8,9 @@
 #   5. integration tests (GoogleTest) inside the KUnit kernel (the debug
 #      kernel: KASAN, UBSAN, lockdep, atomic-sleep checks, kmemleak, debug
 #      objects, hung-task and lockup detectors; kmemleak is scanned after the
-#      run), Debian's 6.1, 6.12 and 6.1 PREEMPT_RT kernels, and Debian's arm64 6.1 kernel
-#      (qemu-system-aarch64, emulated PMU: hardware counters count there)
+#      run), Debian's 6.1, 6.12 and 6.1 PREEMPT_RT kernels, and Debian's arm64
+#      6.1 and 6.12 kernels (qemu-system-aarch64, emulated PMU: hardware
+#      counters count there; the known-count tests run under --icount)
 #   6. the /dev/tprof fuzzer (tests/fuzz/) in the debug kernel, root and
 #      unprivileged halves of CHECK_FUZZ_SECONDS/2 each (default 60 in all),
 #      a random seed printed (CHECK_FUZZ_SEED=N repeats one); kmemleak after
@@ -184,14 +185,22 @@ if [ "$build_ok" = 1 ]; then
 		tail -n 30 "$LOG_DIR/arm64-build.log"
 		fail "integration arm64 6.1: cannot build for ${KA61:-the arm64 kernel (none in the sysroot: make deps)} (see $LOG_DIR/arm64-build.log)"
 	fi
-	# The arm64 6.12 module is built (warnings are errors) but its suite is
-	# not run here yet: see the README's arm64 notes.
+	# arm64 6.12: the same suite but one test. TooSmallBufferLosesNothing
+	# compares 20 new threads' time with schedstat, and there the 6.12
+	# kernel's sum_exec_runtime of a new thread woken onto an idle CPU
+	# includes milliseconds of that CPU's idle time (traced: tprof's time
+	# equals the sched_switch intervals exactly); the arm64 guest's slow
+	# idle exits make that common (about one run in four). It runs in the
+	# three x86 guests.
+	stage "integration tests in Debian's arm64 6.12 kernel (emulated PMU)"
 	KA612=$(tools/vm/arm64-sysroot --kernel 6.12 --print-release 2>>"$LOG_DIR/arm64-build.log")
-	if [ -n "$KA612" ] && make -s module KVER="$KA612" >>"$LOG_DIR/arm64-build.log" 2>&1; then
-		pass "build: module for $KA612 (cross)"
+	if [ -n "$KA612" ] && make -s -j"$(nproc)" arm64-vm-inputs KVER="$KA612" >>"$LOG_DIR/arm64-build.log" 2>&1; then
+		guest_suite arm64-6.12 --arch arm64 --kernel 6.12 --timeout 1200 -- \
+			tprof_integration_tests --gtest_color=no \
+			--gtest_filter="-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"
 	else
 		tail -n 30 "$LOG_DIR/arm64-build.log"
-		fail "build: module for ${KA612:-the arm64 6.12 kernel (none in the sysroot: make deps)} (see $LOG_DIR/arm64-build.log)"
+		fail "integration arm64 6.12: cannot build for ${KA612:-the arm64 6.12 kernel (none in the sysroot: make deps)} (see $LOG_DIR/arm64-build.log)"
 	fi
 
 	# The guests above have constant_tsc (tools/tprof-vm's CPU model); one

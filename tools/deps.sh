@@ -6,7 +6,7 @@
 # which make check runs): the emulator and cross-compilers on the host,
 # then tools/vm/arm64-sysroot fetches the arm64 6.1 and 6.12 kernels, their
 # headers, busybox, libdw/libelf and GoogleTest into ~/.cache/tprof/arm64
-# (about 700 MB, once; the host's dpkg architectures are not changed).
+# (about 900 MB, once; the host's dpkg architectures are not changed).
 # `make deps-arm64` (tools/deps.sh --arm64) is the same, kept for old habits.
 set -euo pipefail
 

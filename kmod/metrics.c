@@ -91,12 +91,18 @@ static void tprof_metrics_state_free(struct kref *ref)
 {
 	struct tprof_metrics_state *st =
 		container_of(ref, struct tprof_metrics_state, ref);
-	u32 i;
+	u32 i, j;
 
+	flush_work(&st->reap_work);	/* enable's walk may have queued it */
 	for (i = 0; st->slots && i < st->index.capacity; i++) {
-		put_pid(st->slots[i].tgid);
-		put_pid(st->slots[i].tid);
-		tprof_self_page_put(st->slots[i].self_page);
+		struct tprof_mslot *slot = &st->slots[i];
+
+		put_pid(slot->tgid);
+		put_pid(slot->tid);
+		tprof_self_page_put(slot->self_page);
+		for (j = 0; j < ARRAY_SIZE(slot->dead_pids); j++)
+			put_pid(slot->dead_pids[j]);
+		tprof_self_page_put(slot->dead_page);
 	}
 	free_percpu(st->cpu);
 	kvfree(st->slots);
@@ -151,6 +157,122 @@ static void tprof_metrics_rehash_fn(struct work_struct *work)
 	raw_spin_unlock_irqrestore(&st->table_lock, flags);
 }
 
+/* ---- References dropped by the hooks ------------------------------------ */
+
+/*
+ * Takes @slot's dead references into @pids / @page (slot lock held).
+ * Returns how many pids.
+ */
+static int tprof_mslot_take_dead(struct tprof_mslot *slot, struct pid **pids,
+				 struct tprof_self_page **page)
+{
+	int i, n = 0;
+
+	lockdep_assert_held(&slot->lock);
+	for (i = 0; i < ARRAY_SIZE(slot->dead_pids); i++) {
+		if (slot->dead_pids[i])
+			pids[n++] = slot->dead_pids[i];
+		slot->dead_pids[i] = NULL;
+	}
+	*page = slot->dead_page;
+	slot->dead_page = NULL;
+	return n;
+}
+
+static bool tprof_mslot_has_dead(const struct tprof_mslot *slot)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(slot->dead_pids); i++)
+		if (slot->dead_pids[i])
+			return true;
+	return slot->dead_page;
+}
+
+/* Process context: drops the references the hooks left in the slots. */
+static void tprof_metrics_reap_fn(struct work_struct *work)
+{
+	struct tprof_metrics_state *st =
+		container_of(work, struct tprof_metrics_state, reap_work);
+	struct tprof_mslot *slot, *next;
+	struct llist_node *list = llist_del_all(&st->reap);
+
+	llist_for_each_entry_safe(slot, next, list, reap_node) {
+		struct pid *pids[ARRAY_SIZE(slot->dead_pids)];
+		struct tprof_self_page *page;
+		unsigned long flags;
+		int n;
+
+		raw_spin_lock_irqsave(&slot->lock, flags);
+		n = tprof_mslot_take_dead(slot, pids, &page);
+		slot->reap_queued = false;	/* its node is free again */
+		raw_spin_unlock_irqrestore(&slot->lock, flags);
+		while (n)
+			put_pid(pids[--n]);
+		tprof_self_page_put(page);
+		cond_resched();
+	}
+}
+
+/*
+ * Lists @slot for the reaper (slot lock held). The caller kicks the reaper
+ * with tprof_metrics_kick_reap() once it holds no slot lock: queue_work()
+ * may wake a worker, which takes a runqueue lock, and the switch hook takes
+ * slot locks under its runqueue lock.
+ */
+static void tprof_mslot_queue_reap(struct tprof_metrics_state *st,
+				   struct tprof_mslot *slot)
+{
+	if (slot->reap_queued)
+		return;
+	slot->reap_queued = true;
+	llist_add(&slot->reap_node, &st->reap);
+}
+
+/* No slot lock held (table_lock may be, as for the rehash work). */
+static void tprof_metrics_kick_reap(struct tprof_metrics_state *st)
+{
+	if (!llist_empty(&st->reap))
+		queue_work(system_unbound_wq, &st->reap_work);
+}
+
+/*
+ * Hands a reference a hook drops to the reaper (slot lock held). The bound
+ * in metrics.h keeps a free entry; were it broken, the put happens here
+ * (right everywhere but PREEMPT_RT) after a warning.
+ */
+static void tprof_mslot_defer_put_pid(struct tprof_metrics_state *st,
+				      struct tprof_mslot *slot, struct pid *pid)
+{
+	int i;
+
+	if (!pid)
+		return;
+	for (i = 0; i < ARRAY_SIZE(slot->dead_pids); i++) {
+		if (!slot->dead_pids[i]) {
+			slot->dead_pids[i] = pid;
+			tprof_mslot_queue_reap(st, slot);
+			return;
+		}
+	}
+	WARN_ON_ONCE(1);
+	put_pid(pid);
+}
+
+static void tprof_mslot_defer_put_page(struct tprof_metrics_state *st,
+				       struct tprof_mslot *slot,
+				       struct tprof_self_page *page)
+{
+	if (!page)
+		return;
+	if (WARN_ON_ONCE(slot->dead_page)) {
+		tprof_self_page_put(page);
+		return;
+	}
+	slot->dead_page = page;
+	tprof_mslot_queue_reap(st, slot);
+}
+
 static struct tprof_metrics_state *tprof_metrics_state_alloc(u32 capacity)
 {
 	u32 hash_size = tprof_thread_index_hash_size(capacity);
@@ -163,6 +285,8 @@ static struct tprof_metrics_state *tprof_metrics_state_alloc(u32 capacity)
 	if (!st)
 		return NULL;
 	kref_init(&st->ref);
+	INIT_WORK(&st->reap_work, tprof_metrics_reap_fn);	/* state_free flushes it */
+	init_llist_head(&st->reap);
 	st->slots = kvcalloc(capacity, sizeof(*st->slots), GFP_KERNEL);
 	/* Two hash arrays (the live one and the rehash spare), the free list. */
 	st->index_mem = kvzalloc((size_t)hash_size * 2 * sizeof(*hash) +
@@ -229,28 +353,37 @@ static void tprof_mslot_release_locked(struct tprof_metrics_state *st,
 /* A drain delivered an exited slot's final record: the slot is free. */
 void tprof_mslot_free(struct tprof_metrics_state *st, struct tprof_mslot *slot)
 {
-	struct pid *tgid, *tid;
+	struct pid *tgid, *tid, *dead[ARRAY_SIZE(slot->dead_pids)];
+	struct tprof_self_page *page;
 	unsigned long flags;
+	int n;
 
 	raw_spin_lock_irqsave(&st->table_lock, flags);
 	raw_spin_lock(&slot->lock);
 	tprof_mslot_release_locked(st, slot, &tgid, &tid);
+	/* Process context: the next life of the slot starts with none. */
+	n = tprof_mslot_take_dead(slot, dead, &page);
 	raw_spin_unlock(&slot->lock);
 	raw_spin_unlock_irqrestore(&st->table_lock, flags);
 	put_pid(tgid);
 	put_pid(tid);
+	while (n)
+		put_pid(dead[--n]);
+	tprof_self_page_put(page);
 }
 
 /*
  * The table is full: the oldest exited slot whose final report nobody
  * collected is dropped (counted in reclaimed_threads), so exited threads
- * cannot keep the table full. A slot a drainer holds is skipped. Returns
- * whether a slot was freed; table_lock held.
+ * cannot keep the table full. A slot a drainer holds, or whose earlier
+ * references the reaper has not dropped yet, is skipped. Its pids go to
+ * the reaper (this runs in the new-task hook). Returns whether a slot was
+ * freed; table_lock held.
  */
-static bool tprof_metrics_reclaim_locked(struct tprof_metrics_state *st,
-					 struct pid **tgid, struct pid **tid)
+static bool tprof_metrics_reclaim_locked(struct tprof_metrics_state *st)
 {
 	struct tprof_mslot *slot, *next;
+	struct pid *tgid, *tid;
 	int tries = 0;
 
 	list_for_each_entry_safe(slot, next, &st->exited, exited) {
@@ -261,9 +394,13 @@ static bool tprof_metrics_reclaim_locked(struct tprof_metrics_state *st,
 		raw_spin_lock(&slot->lock);
 		tprof_mslot_unlist(st, slot);
 		/* In a drainer's batch, or its record on its way out. */
-		busy = slot->flags & (TPROF_MSLOT_LISTED | TPROF_MSLOT_DRAINED);
-		if (!busy)	/* in the same section: nobody lists it between */
-			tprof_mslot_release_locked(st, slot, tgid, tid);
+		busy = slot->flags & (TPROF_MSLOT_LISTED | TPROF_MSLOT_DRAINED) ||
+		       tprof_mslot_has_dead(slot);
+		if (!busy) {	/* in the same section: nobody lists it between */
+			tprof_mslot_release_locked(st, slot, &tgid, &tid);
+			tprof_mslot_defer_put_pid(st, slot, tgid);
+			tprof_mslot_defer_put_pid(st, slot, tid);
+		}
 		raw_spin_unlock(&slot->lock);
 		if (busy)
 			continue;
@@ -278,7 +415,7 @@ static void tprof_metrics_track(struct tprof_metrics_state *st,
 				struct task_struct *p)
 {
 	u64 key = (u64)(uintptr_t)p;
-	struct pid *old_tgid = NULL, *old_tid = NULL, *tgid, *tid;
+	struct pid *tgid, *tid;
 	struct tprof_mslot *slot;
 	unsigned long flags;
 	bool existed;
@@ -300,8 +437,7 @@ static void tprof_metrics_track(struct tprof_metrics_state *st,
 	}
 	raw_spin_lock_irqsave(&st->table_lock, flags);
 	i = tprof_thread_index_insert(&st->index, key, &existed);
-	if (i == TPROF_TI_NONE &&
-	    tprof_metrics_reclaim_locked(st, &old_tgid, &old_tid))
+	if (i == TPROF_TI_NONE && tprof_metrics_reclaim_locked(st))
 		i = tprof_thread_index_insert(&st->index, key, &existed);
 	if (i == TPROF_TI_NONE) {
 		atomic64_inc(&st->untracked);
@@ -322,10 +458,10 @@ static void tprof_metrics_track(struct tprof_metrics_state *st,
 		raw_spin_unlock(&slot->lock);
 	}
 	raw_spin_unlock_irqrestore(&st->table_lock, flags);
+	tprof_metrics_kick_reap(st);
+	/* Untracked or already tracked: @p holds these pids, never the last. */
 	put_pid(tgid);
 	put_pid(tid);
-	put_pid(old_tgid);
-	put_pid(old_tid);
 }
 
 /*
@@ -345,7 +481,6 @@ void tprof_metrics_newtask(struct task_struct *p)
 void tprof_metrics_exec(struct task_struct *p)
 {
 	struct tprof_metrics_state *st = rcu_dereference_sched(tprof_metrics_live);
-	struct pid *old_tid = NULL;
 	struct tprof_mslot *slot;
 	unsigned long flags;
 
@@ -357,13 +492,17 @@ void tprof_metrics_exec(struct task_struct *p)
 	raw_spin_lock_irqsave(&slot->lock, flags);
 	if (slot->key == (u64)(uintptr_t)p) {
 		if (slot->tid != task_pid(p)) {
-			old_tid = slot->tid;
+			/*
+			 * The old tid went to the old leader, which de_thread()
+			 * released: ours may be its last reference.
+			 */
+			tprof_mslot_defer_put_pid(st, slot, slot->tid);
 			slot->tid = get_pid(task_pid(p));
 		}
 		strscpy_pad(slot->comm, p->comm, sizeof(slot->comm));
 	}
 	raw_spin_unlock_irqrestore(&slot->lock, flags);
-	put_pid(old_tid);
+	tprof_metrics_kick_reap(st);
 }
 
 /* Takes a slot's self page away from it (slot lock held); caller puts it. */
@@ -384,7 +523,6 @@ static struct tprof_self_page *tprof_mslot_detach_self_page(struct tprof_metrics
 void tprof_metrics_free(struct task_struct *p)
 {
 	struct tprof_metrics_state *st = rcu_dereference_sched(tprof_metrics_live);
-	struct tprof_self_page *page = NULL;
 	u64 key = (u64)(uintptr_t)p;
 	struct tprof_mslot *slot;
 	unsigned long flags;
@@ -404,7 +542,9 @@ void tprof_metrics_free(struct task_struct *p)
 			/* Keep the last name for the final report. */
 			strscpy_pad(slot->comm, p->comm, sizeof(slot->comm));
 			slot->flags |= TPROF_MSLOT_EXITED;
-			page = tprof_mslot_detach_self_page(st, slot);
+			/* The mappings may be gone: ours may be the last. */
+			tprof_mslot_defer_put_page(st, slot,
+				tprof_mslot_detach_self_page(st, slot));
 			/* Listed for one final report, even at zero. */
 			if (!(slot->flags & TPROF_MSLOT_LISTED))
 				tprof_mslot_list_here(st, slot);
@@ -413,7 +553,7 @@ void tprof_metrics_free(struct task_struct *p)
 		raw_spin_unlock(&slot->lock);
 	}
 	raw_spin_unlock_irqrestore(&st->table_lock, flags);
-	tprof_self_page_put(page);
+	tprof_metrics_kick_reap(st);
 }
 
 /* ---- Enable / disable ------------------------------------------------------ */
@@ -444,6 +584,7 @@ static void tprof_metrics_disable_locked(void)
 	RCU_INIT_POINTER(tprof_metrics_live, NULL);
 	synchronize_rcu();
 	flush_work(&st->rehash_work);	/* nothing queues it any more */
+	flush_work(&st->reap_work);	/* nor this: the hooks' puts are done */
 	tprof_metrics_counters_stop();
 	/* Mapped self pages stay with their processes, marked not live. */
 	for (i = 0; i < st->index.capacity; i++) {

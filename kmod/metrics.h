@@ -32,6 +32,12 @@
  *    FIFO of exited slots: fork, exec, exit, enable's walk and the end of a
  *    drain take it, never a switch.
  *  Order: table_lock -> slot->lock -> cpu->list_lock.
+ *  All three are raw spinlocks: the switch hook takes them under the
+ *  runqueue lock with IRQs off, where a PREEMPT_RT spinlock_t (a sleeping
+ *  lock) is not allowed. Hooks free nothing: they run with preemption off,
+ *  where PREEMPT_RT's slab and page allocators (sleeping locks inside)
+ *  must not be entered; the references they drop wait in the slot
+ *  (dead_pids, dead_page) for st->reap_work.
  *
  * Invariants:
  *  - TPROF_MSLOT_LISTED is set iff the slot is on some CPU's nonzero list
@@ -49,6 +55,7 @@
 
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/llist.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
@@ -85,6 +92,18 @@ struct tprof_mslot {
 	struct task_struct *task;	/* while alive (not a reference) */
 	char comm[TASK_COMM_LEN];	/* the name at exit */
 	struct tprof_self_page *self_page;
+	/*
+	 * References the hooks let go of, dropped by st->reap_work: a hook
+	 * runs with preemption off, and the last put_pid() or put_page()
+	 * frees memory, which PREEMPT_RT allows only where one may sleep.
+	 * Per lifetime of a slot at most the previous thread's two pids (a
+	 * reclaim), one tid (a non-leader's exec: once, it is then the
+	 * leader) and its self page (the free hook) wait here.
+	 */
+	struct pid *dead_pids[3];
+	struct tprof_self_page *dead_page;
+	bool reap_queued;		/* on st->reap */
+	struct llist_node reap_node;
 };
 
 /* Where PCum(M) comes from, decided once at enable (see metrics.c). */
@@ -117,6 +136,8 @@ struct tprof_metrics_state {
 	struct tprof_thread_index index;
 	struct tprof_ti_entry *spare;	/* the next rehash's array, or NULL */
 	struct work_struct rehash_work;
+	struct llist_head reap;		/* slots with dead references */
+	struct work_struct reap_work;
 	struct tprof_mslot *slots;	/* index.capacity of them */
 	void *index_mem;
 	struct list_head exited;	/* exited, still listed: oldest first */

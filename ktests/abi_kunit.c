@@ -27,6 +27,9 @@ static void tprof_abi_struct_sizes_are_pinned(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_sampling_status), (size_t)80);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_sample), (size_t)56);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_map), (size_t)56);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_program), (size_t)1592);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_values), (size_t)256);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_event), (size_t)136);
 }
 
 static void tprof_abi_offsets_match_userspace(struct kunit *test)

@@ -86,6 +86,7 @@ std::vector<std::string> Info::FeatureNames() const {
   if (features & TPROF_FEAT_SAMPLING) names.push_back("sampling");
   if (features & TPROF_FEAT_WINDOWS) names.push_back("windows");
   if (features & TPROF_FEAT_SELF_PAGE) names.push_back("self_page");
+  if (features & TPROF_FEAT_PMU_PROGRAMS) names.push_back("pmu_programs");
   return names;
 }
 

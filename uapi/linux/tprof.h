@@ -230,7 +230,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 6
+#define TPROF_ABI_MINOR 7
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -249,6 +249,7 @@
 #define TPROF_FEAT_SAMPLING (1ULL << 2)       /* sampling into mmap'd double buffers */
 #define TPROF_FEAT_WINDOWS (1ULL << 3)        /* counting windows, profil (ABI 1.3) */
 #define TPROF_FEAT_SELF_PAGE (1ULL << 4)      /* per-thread self page (ABI 1.4) */
+#define TPROF_FEAT_PMU_PROGRAMS (1ULL << 5)   /* PMU programs, generic netlink (ABI 1.7) */
 
 /* tprof_info.state */
 enum tprof_state {
@@ -671,6 +672,214 @@ struct tprof_window_list {
 #define TPROF_IOC_WINDOW_READ _IOWR(TPROF_IOC_MAGIC, 0x31, struct tprof_window_read)
 #define TPROF_IOC_WINDOW_LIST _IOWR(TPROF_IOC_MAGIC, 0x32, struct tprof_window_list)
 
+/* ---- PMU programs (ABI 1.7; design: US8191049) ----------------------------
+ *
+ * A PMU program is up to TPROF_PMU_MAX_COUNTERS counters over one thread or
+ * one process (its threads, and the threads and processes they create
+ * afterwards), with per-counter thresholds and up to TPROF_PMU_MAX_RULES
+ * arithmetic rules
+ *     m0*c[i0] + m1*c[i1] + ... OP constant      (up to 4 terms)
+ * evaluated in the kernel whenever a member counter moves. A threshold
+ * crossing or a rule that becomes true raises an event to the program's
+ * monitor: a generic netlink socket (family TPROF_PMU_GENL_NAME) that
+ * subscribed with the program's descriptor. Nothing is broadcast.
+ *
+ * Counting. Each counter is a perf event of the target with an overflow
+ * handler. Software events, tracepoints, breakpoints and watchpoints are
+ * counted at period 1: every event is seen, and the value, the thresholds,
+ * the instruction range and the rules are exact (TPROF_PMU_EXACT in
+ * tprof_pmu_values.exact). Hardware and raw events are counted at the
+ * counter's period K (granularity): the value moves by K at each overflow,
+ * rules and thresholds are evaluated then, and an instruction range is
+ * checked against the overflow's address (an estimate, as sampling is).
+ *
+ * Instruction range (TPROF_PMU_CTR_RANGE): only events whose user-mode
+ * instruction address (the interrupted or faulting instruction; for a
+ * syscall tracepoint the caller's) is in [range_start, range_end) count. A
+ * range in kernel addresses needs CAP_PERFMON. Visits of a range: an
+ * execution breakpoint (TPROF_PMU_EV_BREAKPOINT) on its first instruction
+ * counts every execution of that instruction, exactly.
+ * Data range: a watchpoint (TPROF_PMU_EV_WATCHPOINT) on [addr, addr + len),
+ * len 1, 2, 4 or 8 and aligned to it, counts every access of its kind.
+ *
+ * TPROF_IOC_PMU_CREATE (struct tprof_pmu_program, read/write)
+ *   Creates a program and returns a new descriptor for it in fd (O_CLOEXEC):
+ *   the program counts from now until that descriptor is closed. Scope
+ *   THREAD: tid (0 = the calling thread); PROCESS: pid (0 = the caller's
+ *   process) with inherited counters (as perf stat -p). Permissions as
+ *   sampling: TPROF_IOC_THREAD_READ rights over the target (EACCES, ESRCH)
+ *   and, without CAP_PERFMON, kernel.perf_event_paranoid <= 2 (else EACCES);
+ *   at 2, or with TPROF_PMU_CTR_USER_ONLY, kernel mode is not counted;
+ *   kernel addresses (breakpoints, watchpoints, ranges) need CAP_PERFMON
+ *   (EACCES); without it an event's ip is 0 when it is a kernel address.
+ *   EINVAL: no counter or too many, unknown kind/flags/scope/op/rearm, a
+ *   rule term naming no counter, more than 4 terms or none, |multiplier|
+ *   above TPROF_PMU_MAX_MULTIPLIER, an empty or inverted range, a bad
+ *   watchpoint length or alignment, a hardware counter without a period,
+ *   period above 1 for an exact kind, nonzero reserved fields.
+ *   ENOENT: no such event (unknown software event or tracepoint id).
+ *   EOPNOTSUPP: hardware events without a usable PMU. ENOSPC: no free
+ *   debug register for a breakpoint or watchpoint.
+ *
+ * On the program's descriptor:
+ * TPROF_IOC_PMU_READ (struct tprof_pmu_values, read)
+ *   The counters' values now, which are exact, how often each rule and
+ *   threshold fired, events queued, sent and lost.
+ *
+ * Events (generic netlink, family TPROF_PMU_GENL_NAME, version 1):
+ *   TPROF_PMU_CMD_SUBSCRIBE (userspace -> kernel), attribute
+ *     TPROF_PMU_A_PROGRAM_FD (u32): a descriptor of a program in the
+ *     sending process. Its events go to the sending socket from then on (a
+ *     program has one monitor; a new subscription replaces the old one).
+ *     EBADF: not an open descriptor; EINVAL: not a PMU program.
+ *   TPROF_PMU_CMD_EVENT (kernel -> the monitor), attribute
+ *     TPROF_PMU_A_EVENT: a struct tprof_pmu_event. Events are numbered per
+ *     program from 1; an event that could not be queued (the program's queue
+ *     of TPROF_PMU_QUEUE_LEN is full) or delivered (the socket's receive
+ *     buffer is full, or no monitor yet) is counted, and the next delivered
+ *     event carries that count in lost: seq + lost accounts for every event.
+ *   When the monitor's socket closes the program has none until the next
+ *   subscription (events meanwhile are lost, and counted).
+ */
+#define TPROF_PMU_GENL_NAME "tprof_pmu"
+#define TPROF_PMU_GENL_VERSION 1
+
+enum tprof_pmu_genl_cmd {
+	TPROF_PMU_CMD_UNSPEC = 0,
+	TPROF_PMU_CMD_SUBSCRIBE = 1,
+	TPROF_PMU_CMD_EVENT = 2,
+};
+
+enum tprof_pmu_genl_attr {
+	TPROF_PMU_A_UNSPEC = 0,
+	TPROF_PMU_A_PROGRAM_FD = 1, /* u32 */
+	TPROF_PMU_A_EVENT = 2,      /* struct tprof_pmu_event */
+	__TPROF_PMU_A_MAX,
+};
+#define TPROF_PMU_A_MAX (__TPROF_PMU_A_MAX - 1)
+
+#define TPROF_PMU_MAX_COUNTERS 8
+#define TPROF_PMU_MAX_RULES 8
+#define TPROF_PMU_MAX_TERMS 4
+#define TPROF_PMU_MAX_MULTIPLIER (1LL << 24)
+#define TPROF_PMU_QUEUE_LEN 256
+
+/* tprof_pmu_counter.kind */
+enum tprof_pmu_event_kind {
+	TPROF_PMU_EV_SOFTWARE = 1,   /* config: PERF_COUNT_SW_* (not cpu-clock/task-clock) */
+	TPROF_PMU_EV_HARDWARE = 2,   /* config: PERF_COUNT_HW_*; period >= 1 */
+	TPROF_PMU_EV_RAW = 3,        /* config: the PMU's raw event code; period >= 1 */
+	TPROF_PMU_EV_TRACEPOINT = 4, /* config: tracefs events/<sys>/<name>/id */
+	TPROF_PMU_EV_BREAKPOINT = 5, /* execution of the instruction at addr */
+	TPROF_PMU_EV_WATCHPOINT = 6, /* accesses to [addr, addr + len) */
+};
+
+/* tprof_pmu_counter.flags */
+#define TPROF_PMU_CTR_RANGE (1U << 0)      /* count only ip in [range_start, range_end) */
+#define TPROF_PMU_CTR_USER_ONLY (1U << 1)  /* do not count kernel mode */
+#define TPROF_PMU_CTR_WATCH_READ (1U << 2) /* watchpoint: reads (and writes) */
+#define TPROF_PMU_CTR_WATCH_WRITE (1U << 3) /* watchpoint: writes */
+#define TPROF_PMU_CTR_FLAGS 0xfU
+
+struct tprof_pmu_counter {
+	__u32 kind;            /* enum tprof_pmu_event_kind */
+	__u32 flags;           /* TPROF_PMU_CTR_* */
+	__u64 config;          /* software/hardware/raw/tracepoint: the event */
+	__u64 addr;            /* breakpoint, watchpoint: the address */
+	__u64 len;             /* watchpoint: 1, 2, 4 or 8; otherwise 0 */
+	__u64 period;          /* 0 or 1 for exact kinds; hardware/raw: K >= 1 */
+	__u64 range_start;     /* with TPROF_PMU_CTR_RANGE */
+	__u64 range_end;
+	__u64 threshold;       /* 0: none; else fire when the value reaches it */
+	__u64 threshold_every; /* 0: fire once; N: again at each further N */
+	__u64 resv[2];
+};
+
+/* tprof_pmu_rule.op */
+enum tprof_pmu_op {
+	TPROF_PMU_OP_GT = 1,
+	TPROF_PMU_OP_GE = 2,
+	TPROF_PMU_OP_LT = 3,
+	TPROF_PMU_OP_LE = 4,
+};
+
+/* tprof_pmu_rule.rearm: after firing (the rule went from false to true) */
+enum tprof_pmu_rearm {
+	TPROF_PMU_REARM_ONCE = 0,     /* never fire again */
+	TPROF_PMU_REARM_ON_FALSE = 1, /* fire again once it has been false */
+};
+
+struct tprof_pmu_term {
+	__u32 counter;         /* index into the program's counters */
+	__u32 __pad;
+	__s64 multiplier;      /* nonzero, |m| <= TPROF_PMU_MAX_MULTIPLIER */
+};
+
+struct tprof_pmu_rule {
+	__u32 nr_terms;        /* 1..TPROF_PMU_MAX_TERMS */
+	__u32 op;              /* enum tprof_pmu_op */
+	__u32 rearm;           /* enum tprof_pmu_rearm */
+	__u32 __pad;
+	__s64 constant;        /* the right-hand side */
+	struct tprof_pmu_term terms[TPROF_PMU_MAX_TERMS];
+	__u64 resv[2];
+};
+
+/* tprof_pmu_program.scope */
+enum tprof_pmu_scope {
+	TPROF_PMU_SCOPE_THREAD = 1,
+	TPROF_PMU_SCOPE_PROCESS = 2,
+};
+
+struct tprof_pmu_program {
+	__u32 scope;           /* in: enum tprof_pmu_scope */
+	__u32 pid;             /* in: tid or pid (see scope); 0 = the caller's */
+	__u32 flags;           /* in: 0 */
+	__u32 nr_counters;     /* in: 1..TPROF_PMU_MAX_COUNTERS */
+	__u32 nr_rules;        /* in: 0..TPROF_PMU_MAX_RULES */
+	__s32 fd;              /* out: the program's descriptor */
+	struct tprof_pmu_counter counters[TPROF_PMU_MAX_COUNTERS];
+	struct tprof_pmu_rule rules[TPROF_PMU_MAX_RULES];
+	__u64 resv[4];
+};
+
+/* tprof_pmu_values.exact: bit i set if counter i's value is exact */
+struct tprof_pmu_values {
+	__u32 nr_counters;
+	__u32 exact;
+	__u64 values[TPROF_PMU_MAX_COUNTERS];
+	__u64 threshold_fired[TPROF_PMU_MAX_COUNTERS];
+	__u64 rule_fired[TPROF_PMU_MAX_RULES];
+	__u64 events_queued;   /* raised and queued */
+	__u64 events_sent;     /* delivered to the monitor's socket */
+	__u64 events_lost;     /* raised but not delivered */
+	__u64 resv[4];
+};
+
+/* tprof_pmu_event.kind */
+enum tprof_pmu_event_type {
+	TPROF_PMU_EVENT_THRESHOLD = 1, /* index: the counter */
+	TPROF_PMU_EVENT_RULE = 2,      /* index: the rule */
+};
+
+struct tprof_pmu_event {
+	__u64 seq;             /* per program, from 1 */
+	__u64 lost;            /* events lost since the previous delivered one */
+	__u64 time_ns;         /* CLOCK_MONOTONIC */
+	__u64 ip;              /* instruction address (0: withheld kernel address) */
+	__u32 kind;            /* enum tprof_pmu_event_type */
+	__u32 index;
+	__u32 pid;             /* in the program creator's pid namespace (0: not visible there) */
+	__u32 tid;
+	__u32 cpu;
+	__u32 nr_counters;
+	__u64 values[TPROF_PMU_MAX_COUNTERS]; /* every counter at that moment */
+	__u64 resv[2];
+};
+
+#define TPROF_IOC_PMU_CREATE _IOWR(TPROF_IOC_MAGIC, 0x40, struct tprof_pmu_program)
+#define TPROF_IOC_PMU_READ _IOR(TPROF_IOC_MAGIC, 0x41, struct tprof_pmu_values)
+
 /* Size checks: a change here is an ABI change. */
 #ifdef __cplusplus
 #define TPROF_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
@@ -702,5 +911,11 @@ TPROF_STATIC_ASSERT(sizeof(struct tprof_window_add) == 72, "tprof_window_add siz
 TPROF_STATIC_ASSERT(sizeof(struct tprof_window_info) == 104, "tprof_window_info size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_window_read) == 160, "tprof_window_read size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_window_list) == 32, "tprof_window_list size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_pmu_counter) == 88, "tprof_pmu_counter size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_pmu_term) == 16, "tprof_pmu_term size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_pmu_rule) == 104, "tprof_pmu_rule size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_pmu_program) == 1592, "tprof_pmu_program size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_pmu_values) == 256, "tprof_pmu_values size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_pmu_event) == 136, "tprof_pmu_event size");
 
 #endif /* _UAPI_LINUX_TPROF_H */

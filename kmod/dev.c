@@ -50,7 +50,7 @@ static long tprof_ioctl_get_info(struct tprof_info __user *uinfo)
 	info.nr_online_cpus = num_online_cpus();
 	info.features = TPROF_FEAT_SCHED_COUNTERS | TPROF_FEAT_THREAD_METRICS |
 			 TPROF_FEAT_SAMPLING | TPROF_FEAT_WINDOWS |
-			 TPROF_FEAT_SELF_PAGE;
+			 TPROF_FEAT_SELF_PAGE | TPROF_FEAT_PMU_PROGRAMS;
 	tprof_stats_read_total(&info.total);
 	info.cpu_stats = (u64)(uintptr_t)ustats;
 	info.cpu_stats_count = count;
@@ -91,6 +91,7 @@ static long tprof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	TPROF_IOCTL(TPROF_IOC_WINDOW_ADD, tprof_ioctl_window_add(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_WINDOW_READ, tprof_ioctl_window_read(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_WINDOW_LIST, tprof_ioctl_window_list(file, uarg));
+	TPROF_IOCTL(TPROF_IOC_PMU_CREATE, tprof_ioctl_pmu_create(uarg));
 #undef TPROF_IOCTL
 	default:
 		return -ENOTTY;

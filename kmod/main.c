@@ -20,13 +20,18 @@ static int __init tprof_init(void)
 	ret = tprof_sampling_init();
 	if (ret)
 		goto err_metrics;
-	ret = tprof_dev_init();
+	ret = tprof_pmu_init();
 	if (ret)
 		goto err_sampling;
+	ret = tprof_dev_init();
+	if (ret)
+		goto err_pmu;
 	pr_info("loaded, version %s, ABI %d.%d\n", TPROF_MODULE_VERSION_STR,
 		TPROF_ABI_MAJOR, TPROF_ABI_MINOR);
 	return 0;
 
+err_pmu:
+	tprof_pmu_exit();
 err_sampling:
 	tprof_sampling_exit();
 err_metrics:
@@ -39,6 +44,7 @@ err_hooks:
 static void __exit tprof_exit(void)
 {
 	tprof_dev_exit();
+	tprof_pmu_exit();
 	tprof_sampling_exit();
 	tprof_metrics_exit();
 	tprof_hooks_exit();

@@ -74,6 +74,12 @@ long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *u
 long tprof_ioctl_window_read(struct file *file, struct tprof_window_read __user *uarg);
 long tprof_ioctl_window_list(struct file *file, struct tprof_window_list __user *uarg);
 
+/* pmu*.c: PMU programs (see pmu.h). */
+struct tprof_pmu_program;
+long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg);
+int tprof_pmu_init(void);
+void tprof_pmu_exit(void);
+
 /* perm.c: who may read whose data. */
 bool tprof_may_read_task(struct task_struct *task);
 int tprof_check_process_access(u32 *pid);

@@ -1,0 +1,593 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PMU programs (US8191049): up to 8 counters of one thread or process,
+ * each a perf event with our overflow handler. Exact kinds (software
+ * events, tracepoints, breakpoints, watchpoints) run at period 1, so the
+ * handler sees every event; hardware ones every K events. The handler
+ * checks the counter's instruction range, adds to its value, then checks
+ * its threshold and the rules that read it, all with atomics: it may run
+ * in NMI, IRQ, or with any lock of the code it interrupts held. An event
+ * goes into the program's lock-free queue and an irq_work kicks the send
+ * work (pmu_netlink.c), which sends it to the monitor's socket.
+ *
+ * The program belongs to the descriptor TPROF_IOC_PMU_CREATE returns;
+ * closing it releases the perf events (and their inherited copies), then
+ * waits for the irq_work and the send work.
+ */
+#include <linux/anon_inodes.h>
+#include <linux/capability.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/module.h>
+#include <linux/perf_event.h>
+#include <linux/pid.h>
+#include <linux/pid_namespace.h>
+#include <linux/ptrace.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include "tprof.h"
+#include "pmu.h"
+#include "core/pmu_rules.h"
+
+/* Threads of a process target at creation, as sampling's limit. */
+#define TPROF_PMU_MAX_THREADS 4096
+
+DEFINE_MUTEX(tprof_pmu_programs_lock);
+LIST_HEAD(tprof_pmu_programs);
+
+static const struct file_operations tprof_pmu_fops;
+
+struct tprof_pmu_prog *tprof_pmu_prog_from_file(struct file *file)
+{
+	return file->f_op == &tprof_pmu_fops ? file->private_data : NULL;
+}
+
+/* ---- The event queue ---------------------------------------------------- */
+
+/* Any context, NMI included: a slot, or NULL when the queue is full. */
+static struct tprof_pmu_event *tprof_pmu_reserve(struct tprof_pmu_prog *p,
+						 struct tprof_pmu_cell **cellp)
+{
+	long pos = atomic_long_read(&p->enqueue_pos);
+
+	for (;;) {
+		struct tprof_pmu_cell *cell = &p->cells[pos & (TPROF_PMU_QUEUE_LEN - 1)];
+		long dif = (long)smp_load_acquire(&cell->seq) - pos;
+
+		if (dif == 0) {
+			if (atomic_long_try_cmpxchg(&p->enqueue_pos, &pos, pos + 1)) {
+				*cellp = cell;
+				return &cell->ev;
+			}
+		} else if (dif < 0) {
+			return NULL;	/* full: the consumer has not freed it */
+		} else {
+			pos = atomic_long_read(&p->enqueue_pos);
+		}
+	}
+}
+
+static void tprof_pmu_publish(struct tprof_pmu_cell *cell)
+{
+	/* The cell's position + 1: ready for the consumer. */
+	smp_store_release(&cell->seq, cell->seq + 1);
+}
+
+/* The send work only (one consumer). */
+bool tprof_pmu_pop(struct tprof_pmu_prog *p, struct tprof_pmu_event *ev)
+{
+	unsigned long pos = p->dequeue_pos;
+	struct tprof_pmu_cell *cell = &p->cells[pos & (TPROF_PMU_QUEUE_LEN - 1)];
+
+	if (smp_load_acquire(&cell->seq) != pos + 1)
+		return false;	/* empty, or its producer is still writing */
+	*ev = cell->ev;
+	p->dequeue_pos = pos + 1;
+	smp_store_release(&cell->seq, pos + TPROF_PMU_QUEUE_LEN);
+	return true;
+}
+
+/* ---- The overflow handler ----------------------------------------------- */
+
+static void tprof_pmu_snapshot(struct tprof_pmu_prog *p, u64 *values)
+{
+	u32 i;
+
+	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++)
+		values[i] = i < p->config.nr_counters ?
+			atomic64_read(&p->ctr[i].value) : 0;
+}
+
+static void tprof_pmu_raise(struct tprof_pmu_prog *p, u32 kind, u32 index,
+			    struct pt_regs *regs, const u64 *values)
+{
+	struct tprof_pmu_cell *cell;
+	struct tprof_pmu_event *ev;
+	u64 seq = atomic64_inc_return(&p->raised);
+	u64 ip = regs ? instruction_pointer(regs) : 0;
+
+	ev = tprof_pmu_reserve(p, &cell);
+	if (!ev) {
+		atomic64_inc(&p->lost);
+		atomic64_inc(&p->lost_pending);
+		return;
+	}
+	memset(ev, 0, sizeof(*ev));
+	ev->seq = seq;
+	ev->time_ns = ktime_get_mono_fast_ns();
+	ev->ip = regs && !user_mode(regs) && !p->show_kernel ? 0 : ip;
+	ev->kind = kind;
+	ev->index = index;
+	ev->pid = task_tgid_nr_ns(current, p->pid_ns);
+	ev->tid = task_pid_nr_ns(current, p->pid_ns);
+	ev->cpu = smp_processor_id();
+	ev->nr_counters = p->config.nr_counters;
+	memcpy(ev->values, values, sizeof(ev->values));
+	tprof_pmu_publish(cell);
+	atomic64_inc(&p->queued);
+	irq_work_queue(&p->kick);
+}
+
+static bool tprof_pmu_in_range(const struct tprof_pmu_counter *c,
+			       struct pt_regs *regs)
+{
+	u64 ip;
+
+	if (!(c->flags & TPROF_PMU_CTR_RANGE))
+		return true;
+	if (!regs)
+		return false;
+	ip = instruction_pointer(regs);
+	return ip >= c->range_start && ip < c->range_end;
+}
+
+static void tprof_pmu_overflow(struct perf_event *event,
+			       struct perf_sample_data *data,
+			       struct pt_regs *regs)
+{
+	struct tprof_pmu_ctr *ctr = event->overflow_handler_context;
+	struct tprof_pmu_prog *p = ctr->prog;
+	const struct tprof_pmu_counter *c = &p->config.counters[ctr->index];
+	u64 values[TPROF_PMU_MAX_COUNTERS], v, next;
+	unsigned long rules = ctr->rules;
+	unsigned int r;
+
+	if (!tprof_pmu_in_range(c, regs))
+		return;
+	v = atomic64_add_return(c->period ? c->period : 1, &ctr->value);
+
+	next = atomic64_read(&ctr->next_threshold);
+	while (v >= next) {
+		u64 after = c->threshold_every ? next + c->threshold_every : U64_MAX;
+
+		if (atomic64_try_cmpxchg(&ctr->next_threshold, &next, after)) {
+			atomic64_inc(&ctr->threshold_fired);
+			tprof_pmu_snapshot(p, values);
+			tprof_pmu_raise(p, TPROF_PMU_EVENT_THRESHOLD, ctr->index,
+					regs, values);
+			break;
+		}
+	}
+
+	if (!rules)
+		return;
+	tprof_pmu_snapshot(p, values);
+	for_each_set_bit(r, &rules, TPROF_PMU_MAX_RULES) {
+		const struct tprof_pmu_rule *rule = &p->config.rules[r];
+		int holds = tprof_pmu_rule_holds(rule, values);
+
+		/* Edge-triggered: false (or never evaluated) -> true. */
+		if (atomic_xchg(&p->rule_state[r], holds) || !holds)
+			continue;
+		if (rule->rearm == TPROF_PMU_REARM_ONCE &&
+		    atomic_xchg(&p->rule_done[r], 1))
+			continue;
+		atomic64_inc(&p->rule_fired[r]);
+		tprof_pmu_raise(p, TPROF_PMU_EVENT_RULE, r, regs, values);
+	}
+}
+
+static void tprof_pmu_kick(struct irq_work *work)
+{
+	struct tprof_pmu_prog *p = container_of(work, struct tprof_pmu_prog, kick);
+
+	queue_work(system_unbound_wq, &p->send_work);
+}
+
+/* ---- Creation ----------------------------------------------------------- */
+
+static void tprof_pmu_attr(const struct tprof_pmu_counter *c, bool inherit,
+			   bool exclude_kernel, struct perf_event_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->sample_period = c->period ? c->period : 1;
+	attr->inherit = inherit;
+	attr->exclude_kernel = exclude_kernel || (c->flags & TPROF_PMU_CTR_USER_ONLY);
+	attr->exclude_hv = 1;
+	attr->config = c->config;
+	switch (c->kind) {
+	case TPROF_PMU_EV_SOFTWARE:
+		attr->type = PERF_TYPE_SOFTWARE;
+		break;
+	case TPROF_PMU_EV_HARDWARE:
+		attr->type = PERF_TYPE_HARDWARE;
+		break;
+	case TPROF_PMU_EV_RAW:
+		attr->type = PERF_TYPE_RAW;
+		break;
+	case TPROF_PMU_EV_TRACEPOINT:
+		attr->type = PERF_TYPE_TRACEPOINT;
+		break;
+	case TPROF_PMU_EV_BREAKPOINT:
+		attr->type = PERF_TYPE_BREAKPOINT;
+		attr->config = 0;
+		attr->bp_type = HW_BREAKPOINT_X;
+		attr->bp_addr = c->addr;
+		attr->bp_len = sizeof(long);
+		break;
+	case TPROF_PMU_EV_WATCHPOINT:
+		attr->type = PERF_TYPE_BREAKPOINT;
+		attr->config = 0;
+		attr->bp_type = c->flags & TPROF_PMU_CTR_WATCH_READ ?
+			HW_BREAKPOINT_RW : HW_BREAKPOINT_W;
+		attr->bp_addr = c->addr;
+		attr->bp_len = c->len;
+		break;
+	}
+}
+
+/* perf's errors in the UAPI's terms. */
+static int tprof_pmu_create_err(const struct tprof_pmu_counter *c, int err)
+{
+	if ((c->kind == TPROF_PMU_EV_HARDWARE || c->kind == TPROF_PMU_EV_RAW) &&
+	    (err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP))
+		return -EOPNOTSUPP;
+	if (c->kind == TPROF_PMU_EV_TRACEPOINT && err == -EINVAL)
+		return -ENOENT;
+	return err;
+}
+
+static bool tprof_pmu_user_address(u64 start, u64 len)
+{
+	return len <= TASK_SIZE && start <= TASK_SIZE - len;
+}
+
+/* Kernel addresses (breakpoints, watchpoints, ranges) need CAP_PERFMON. */
+static bool tprof_pmu_kernel_addresses(const struct tprof_pmu_program *c)
+{
+	u32 i;
+
+	for (i = 0; i < c->nr_counters; i++) {
+		const struct tprof_pmu_counter *ctr = &c->counters[i];
+
+		if (ctr->kind == TPROF_PMU_EV_BREAKPOINT &&
+		    !tprof_pmu_user_address(ctr->addr, sizeof(long)))
+			return true;
+		if (ctr->kind == TPROF_PMU_EV_WATCHPOINT &&
+		    !tprof_pmu_user_address(ctr->addr, ctr->len))
+			return true;
+		if (ctr->flags & TPROF_PMU_CTR_RANGE &&
+		    !tprof_pmu_user_address(ctr->range_start,
+					    ctr->range_end - ctr->range_start))
+			return true;
+	}
+	return false;
+}
+
+/* The target's threads (a reference each): one, or a process's. */
+static int tprof_pmu_targets(const struct tprof_pmu_program *c, struct pid *pid,
+			     struct task_struct ***tasksp, unsigned int *nr)
+{
+	struct task_struct **tasks, *leader, *t;
+	unsigned int n = 0;
+	int ret = 0;
+
+	tasks = kvcalloc(c->scope == TPROF_PMU_SCOPE_THREAD ? 1 : TPROF_PMU_MAX_THREADS,
+			 sizeof(*tasks), GFP_KERNEL_ACCOUNT);
+	if (!tasks)
+		return -ENOMEM;
+	rcu_read_lock();
+	if (c->scope == TPROF_PMU_SCOPE_THREAD) {
+		t = pid_task(pid, PIDTYPE_PID);
+		if (t) {
+			get_task_struct(t);
+			tasks[n++] = t;
+		}
+	} else {
+		leader = pid_task(pid, PIDTYPE_TGID);
+		if (leader)
+			for_each_thread(leader, t) {
+				if (n == TPROF_PMU_MAX_THREADS) {
+					ret = -E2BIG;
+					break;
+				}
+				get_task_struct(t);
+				tasks[n++] = t;
+			}
+	}
+	rcu_read_unlock();
+	if (!ret && !n)
+		ret = -ESRCH;
+	*tasksp = tasks;
+	*nr = n;
+	return ret;
+}
+
+static void tprof_pmu_release_events(struct tprof_pmu_prog *p)
+{
+	u32 i;
+
+	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++) {
+		struct tprof_pmu_ctr *ctr = &p->ctr[i];
+
+		while (ctr->nr_events)	/* with the copies inherited from them */
+			perf_event_release_kernel(ctr->events[--ctr->nr_events]);
+		kvfree(ctr->events);
+		ctr->events = NULL;
+	}
+}
+
+static void tprof_pmu_free(struct tprof_pmu_prog *p)
+{
+	tprof_pmu_release_events(p);
+	/* No handler runs any more: flush what it queued to the monitor. */
+	irq_work_sync(&p->kick);
+	flush_work(&p->send_work);
+	tprof_pmu_drop_monitor(p);
+	if (p->pid_ns)
+		put_pid_ns(p->pid_ns);
+	kvfree(p->cells);
+	kfree(p);
+}
+
+static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
+				   struct task_struct **tasks, unsigned int n,
+				   bool exclude_kernel)
+{
+	struct perf_event_attr attr;
+	unsigned int i, t;
+
+	for (i = 0; i < p->config.nr_counters; i++) {
+		const struct tprof_pmu_counter *c = &p->config.counters[i];
+		struct tprof_pmu_ctr *ctr = &p->ctr[i];
+
+		ctr->events = kvcalloc(n, sizeof(*ctr->events), GFP_KERNEL_ACCOUNT);
+		if (!ctr->events)
+			return -ENOMEM;
+		tprof_pmu_attr(c, p->config.scope == TPROF_PMU_SCOPE_PROCESS,
+			       exclude_kernel, &attr);
+		for (t = 0; t < n; t++) {
+			struct perf_event *ev;
+
+			ev = perf_event_create_kernel_counter(&attr, -1, tasks[t],
+							      tprof_pmu_overflow, ctr);
+			if (IS_ERR(ev)) {
+				if (PTR_ERR(ev) == -ESRCH)	/* it exited */
+					continue;
+				return tprof_pmu_create_err(c, PTR_ERR(ev));
+			}
+			ctr->events[ctr->nr_events++] = ev;
+		}
+		if (!ctr->nr_events)
+			return -ESRCH;	/* every thread exited meanwhile */
+	}
+	return 0;
+}
+
+static struct tprof_pmu_prog *tprof_pmu_alloc(const struct tprof_pmu_program *c)
+{
+	struct tprof_pmu_prog *p;
+	u32 i;
+
+	p = kzalloc(sizeof(*p), GFP_KERNEL_ACCOUNT);
+	if (!p)
+		return NULL;
+	p->cells = kvcalloc(TPROF_PMU_QUEUE_LEN, sizeof(*p->cells), GFP_KERNEL_ACCOUNT);
+	if (!p->cells) {
+		kfree(p);
+		return NULL;
+	}
+	for (i = 0; i < TPROF_PMU_QUEUE_LEN; i++)
+		p->cells[i].seq = i;
+	p->config = *c;
+	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++) {
+		p->ctr[i].prog = p;
+		p->ctr[i].index = i;
+		atomic64_set(&p->ctr[i].next_threshold,
+			     c->counters[i].threshold ?: U64_MAX);
+	}
+	for (i = 0; i < c->nr_rules; i++) {
+		u32 mask = tprof_pmu_rule_counters(&c->rules[i]), j;
+
+		for (j = 0; j < TPROF_PMU_MAX_COUNTERS; j++)
+			if (mask & (1U << j))
+				p->ctr[j].rules |= 1U << i;
+	}
+	init_irq_work(&p->kick, tprof_pmu_kick);
+	INIT_WORK(&p->send_work, tprof_pmu_send_work);
+	spin_lock_init(&p->monitor_lock);
+	INIT_LIST_HEAD(&p->node);
+	p->pid_ns = get_pid_ns(task_active_pid_ns(current));
+	return p;
+}
+
+/*
+ * Who may count what: sampling's rules (sampling_ioctl.c) with the
+ * caller's credentials. The target is held by identity (struct pid) while
+ * its threads are collected.
+ */
+static int tprof_pmu_check_access(const struct tprof_pmu_program *c,
+				  struct pid **pidp, bool *exclude_kernel)
+{
+	bool privileged = perfmon_capable();
+	struct task_struct *task;
+	struct pid *pid;
+	u32 vpid = c->pid;
+	bool ok;
+
+	*exclude_kernel = false;
+	if (!privileged) {
+		int paranoid = tprof_perf_event_paranoid();
+
+		if (paranoid > 2 || tprof_pmu_kernel_addresses(c))
+			return -EACCES;
+		*exclude_kernel = paranoid > 1;
+	}
+	if (vpid == 0)
+		vpid = c->scope == TPROF_PMU_SCOPE_THREAD ?
+			task_pid_vnr(current) : task_tgid_vnr(current);
+	pid = find_get_pid(vpid);
+	if (!pid)
+		return -ESRCH;
+	rcu_read_lock();
+	task = pid_task(pid, c->scope == TPROF_PMU_SCOPE_THREAD ?
+			PIDTYPE_PID : PIDTYPE_TGID);
+	if (task)
+		get_task_struct(task);
+	rcu_read_unlock();
+	if (!task) {
+		put_pid(pid);
+		return -ESRCH;
+	}
+	ok = tprof_may_read_task(task);
+	put_task_struct(task);
+	if (!ok) {
+		put_pid(pid);
+		return -EACCES;
+	}
+	*pidp = pid;
+	return 0;
+}
+
+long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg)
+{
+	struct tprof_pmu_program c;
+	struct task_struct **tasks = NULL;
+	struct tprof_pmu_prog *p;
+	unsigned int n = 0, i;
+	bool exclude_kernel;
+	struct file *file;
+	struct pid *pid;
+	int ret, fd;
+
+	if (copy_from_user(&c, uarg, sizeof(c)))
+		return -EFAULT;
+	c.fd = 0;	/* output */
+	ret = tprof_pmu_program_check(&c);
+	if (ret)
+		return ret;
+	ret = tprof_pmu_check_access(&c, &pid, &exclude_kernel);
+	if (ret)
+		return ret;
+	p = tprof_pmu_alloc(&c);
+	if (!p) {
+		put_pid(pid);
+		return -ENOMEM;
+	}
+	p->show_kernel = perfmon_capable();
+	ret = tprof_pmu_targets(&c, pid, &tasks, &n);
+	put_pid(pid);
+	if (!ret)
+		ret = tprof_pmu_create_events(p, tasks, n, exclude_kernel);
+	for (i = 0; i < n; i++)
+		put_task_struct(tasks[i]);
+	kvfree(tasks);
+	if (ret)
+		goto err_free;
+
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		ret = fd;
+		goto err_free;
+	}
+	file = anon_inode_getfile("[tprof_pmu]", &tprof_pmu_fops, p, O_RDWR);
+	if (IS_ERR(file)) {
+		put_unused_fd(fd);
+		ret = PTR_ERR(file);
+		goto err_free;
+	}
+	mutex_lock(&tprof_pmu_programs_lock);
+	list_add(&p->node, &tprof_pmu_programs);
+	mutex_unlock(&tprof_pmu_programs_lock);
+	if (put_user(fd, &uarg->fd)) {
+		put_unused_fd(fd);
+		fput(file);	/* releases the program */
+		return -EFAULT;
+	}
+	fd_install(fd, file);
+	return 0;
+
+err_free:
+	tprof_pmu_free(p);
+	return ret;
+}
+
+/* ---- The program's descriptor ------------------------------------------- */
+
+static long tprof_pmu_read(struct tprof_pmu_prog *p,
+			   struct tprof_pmu_values __user *uarg)
+{
+	struct tprof_pmu_values v;
+	u32 i;
+
+	memset(&v, 0, sizeof(v));
+	v.nr_counters = p->config.nr_counters;
+	for (i = 0; i < p->config.nr_counters; i++) {
+		v.values[i] = atomic64_read(&p->ctr[i].value);
+		v.threshold_fired[i] = atomic64_read(&p->ctr[i].threshold_fired);
+		if (tprof_pmu_kind_is_exact(p->config.counters[i].kind))
+			v.exact |= 1U << i;
+	}
+	for (i = 0; i < p->config.nr_rules; i++)
+		v.rule_fired[i] = atomic64_read(&p->rule_fired[i]);
+	v.events_queued = atomic64_read(&p->queued);
+	v.events_sent = atomic64_read(&p->sent);
+	v.events_lost = atomic64_read(&p->lost);
+	return copy_to_user(uarg, &v, sizeof(v)) ? -EFAULT : 0;
+}
+
+static long tprof_pmu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct tprof_pmu_prog *p = file->private_data;
+
+	if (_IOC_TYPE(cmd) != TPROF_IOC_MAGIC)
+		return -ENOTTY;
+	if (_IOC_NR(cmd) == _IOC_NR(TPROF_IOC_PMU_READ))
+		return cmd == TPROF_IOC_PMU_READ ?
+			tprof_pmu_read(p, (void __user *)arg) : -EINVAL;
+	return -ENOTTY;
+}
+
+static int tprof_pmu_release(struct inode *inode, struct file *file)
+{
+	struct tprof_pmu_prog *p = file->private_data;
+
+	mutex_lock(&tprof_pmu_programs_lock);
+	list_del(&p->node);
+	mutex_unlock(&tprof_pmu_programs_lock);
+	tprof_pmu_free(p);
+	return 0;
+}
+
+static const struct file_operations tprof_pmu_fops = {
+	.owner = THIS_MODULE,
+	.release = tprof_pmu_release,
+	.unlocked_ioctl = tprof_pmu_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = noop_llseek,
+};
+
+int tprof_pmu_init(void)
+{
+	return tprof_pmu_netlink_init();
+}
+
+void tprof_pmu_exit(void)
+{
+	/* Programs hold the module: none is left here. */
+	tprof_pmu_netlink_exit();
+}

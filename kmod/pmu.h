@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * PMU programs (US8191049): counters with thresholds and arithmetic rules,
+ * evaluated in the perf overflow handlers; events go through a lock-free
+ * queue to a work item that sends them over generic netlink.
+ *   pmu.c          programs: creation, permissions, counters, rules, queue
+ *   pmu_netlink.c  the generic netlink family, subscriptions, delivery
+ */
+#ifndef TPROF_PMU_H
+#define TPROF_PMU_H
+
+#include <linux/atomic.h>
+#include <linux/irq_work.h>
+#include <linux/list.h>
+#include <linux/spinlock.h>
+#include <linux/tprof.h>
+#include <linux/workqueue.h>
+
+struct net;
+struct perf_event;
+struct pid_namespace;
+struct tprof_pmu_prog;
+
+struct tprof_pmu_ctr {
+	struct tprof_pmu_prog *prog;
+	u32 index;
+	u32 rules;		/* bit r: rule r reads this counter */
+	struct perf_event **events;	/* one per thread of the target at creation */
+	unsigned int nr_events;
+	atomic64_t value;
+	atomic64_t next_threshold;	/* the value that fires next; U64_MAX: never */
+	atomic64_t threshold_fired;
+};
+
+/* A queue cell (Vyukov's bounded queue: producers anywhere, one consumer). */
+struct tprof_pmu_cell {
+	unsigned long seq;
+	struct tprof_pmu_event ev;
+};
+
+struct tprof_pmu_prog {
+	struct tprof_pmu_program config;
+	struct tprof_pmu_ctr ctr[TPROF_PMU_MAX_COUNTERS];
+	atomic_t rule_state[TPROF_PMU_MAX_RULES];	/* last truth value */
+	atomic_t rule_done[TPROF_PMU_MAX_RULES];	/* a ONCE rule that fired */
+	atomic64_t rule_fired[TPROF_PMU_MAX_RULES];
+	bool show_kernel;	/* kernel addresses may reach the monitor */
+	struct pid_namespace *pid_ns;	/* the creator's: pids in events */
+
+	struct tprof_pmu_cell *cells;	/* TPROF_PMU_QUEUE_LEN */
+	atomic_long_t enqueue_pos;
+	unsigned long dequeue_pos;	/* the send work's */
+	atomic64_t raised, queued, sent, lost, lost_pending;
+	struct irq_work kick;	/* from the overflow handler (any context) */
+	struct work_struct send_work;
+
+	/* The monitor: a generic netlink socket (net, portid). */
+	spinlock_t monitor_lock;
+	struct net *net;	/* holds a reference; NULL: no monitor */
+	u32 portid;
+	struct list_head node;	/* tprof_pmu_programs, for socket releases */
+};
+
+/* pmu.c */
+bool tprof_pmu_pop(struct tprof_pmu_prog *p, struct tprof_pmu_event *ev);
+struct tprof_pmu_prog *tprof_pmu_prog_from_file(struct file *file);
+extern struct mutex tprof_pmu_programs_lock;
+extern struct list_head tprof_pmu_programs;
+
+/* pmu_netlink.c */
+int tprof_pmu_netlink_init(void);
+void tprof_pmu_netlink_exit(void);
+void tprof_pmu_send_work(struct work_struct *work);
+void tprof_pmu_drop_monitor(struct tprof_pmu_prog *p);
+
+#endif /* TPROF_PMU_H */

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The generic netlink family of PMU programs (TPROF_PMU_GENL_NAME).
+ *
+ * A monitor subscribes by sending TPROF_PMU_CMD_SUBSCRIBE with a program
+ * descriptor of its own process: genetlink runs the handler in the
+ * sender's context, so the descriptor is looked up in the sender's table
+ * and holding it is the permission. Events are unicast to that socket
+ * only. A socket's portid can be reused once it is closed, so the
+ * NETLINK_URELEASE notification drops every subscription of a closing
+ * socket before its portid can be reused.
+ */
+#include <linux/file.h>
+#include <linux/netlink.h>
+#include <linux/notifier.h>
+#include <net/genetlink.h>
+#include <net/net_namespace.h>
+#include "tprof.h"
+#include "pmu.h"
+
+static const struct nla_policy tprof_pmu_policy[TPROF_PMU_A_MAX + 1] = {
+	[TPROF_PMU_A_PROGRAM_FD] = { .type = NLA_U32 },
+	[TPROF_PMU_A_EVENT] = { .type = NLA_BINARY,
+				.len = sizeof(struct tprof_pmu_event) },
+};
+
+static struct genl_family tprof_pmu_family;
+
+static void tprof_pmu_set_monitor(struct tprof_pmu_prog *p, struct net *net,
+				  u32 portid)
+{
+	struct net *old;
+
+	spin_lock_bh(&p->monitor_lock);
+	old = p->net;
+	p->net = get_net(net);
+	p->portid = portid;
+	spin_unlock_bh(&p->monitor_lock);
+	if (old)
+		put_net(old);
+}
+
+void tprof_pmu_drop_monitor(struct tprof_pmu_prog *p)
+{
+	struct net *old;
+
+	spin_lock_bh(&p->monitor_lock);
+	old = p->net;
+	p->net = NULL;
+	p->portid = 0;
+	spin_unlock_bh(&p->monitor_lock);
+	if (old)
+		put_net(old);
+}
+
+static int tprof_pmu_subscribe(struct sk_buff *skb, struct genl_info *info)
+{
+	struct tprof_pmu_prog *p;
+	struct file *file;
+
+	if (!info->attrs[TPROF_PMU_A_PROGRAM_FD])
+		return -EINVAL;
+	file = fget(nla_get_u32(info->attrs[TPROF_PMU_A_PROGRAM_FD]));
+	if (!file)
+		return -EBADF;
+	p = tprof_pmu_prog_from_file(file);
+	if (!p) {
+		fput(file);
+		return -EINVAL;
+	}
+	tprof_pmu_set_monitor(p, genl_info_net(info), info->snd_portid);
+	/* Events queued before the subscription go out now. */
+	queue_work(system_unbound_wq, &p->send_work);
+	fput(file);
+	return 0;
+}
+
+static int tprof_pmu_send(struct net *net, u32 portid,
+			  const struct tprof_pmu_event *ev)
+{
+	struct sk_buff *skb;
+	void *hdr;
+
+	skb = genlmsg_new(nla_total_size(sizeof(*ev)), GFP_KERNEL);
+	if (!skb)
+		return -ENOMEM;
+	hdr = genlmsg_put(skb, 0, 0, &tprof_pmu_family, 0, TPROF_PMU_CMD_EVENT);
+	if (!hdr || nla_put(skb, TPROF_PMU_A_EVENT, sizeof(*ev), ev)) {
+		nlmsg_free(skb);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return genlmsg_unicast(net, skb, portid);	/* frees skb */
+}
+
+/*
+ * The program's one consumer of its queue. An event that cannot reach
+ * the monitor (no memory, receive buffer full, socket gone) is counted as
+ * lost and the next delivered event says so; without a monitor events
+ * wait in the queue (then new ones are lost when it is full).
+ */
+void tprof_pmu_send_work(struct work_struct *work)
+{
+	struct tprof_pmu_prog *p = container_of(work, struct tprof_pmu_prog,
+						send_work);
+	struct tprof_pmu_event ev;
+	struct net *net;
+	u32 portid;
+	int ret;
+
+	for (;;) {
+		spin_lock_bh(&p->monitor_lock);
+		net = p->net ? get_net(p->net) : NULL;
+		portid = p->portid;
+		spin_unlock_bh(&p->monitor_lock);
+		if (!net)
+			return;
+		if (!tprof_pmu_pop(p, &ev)) {
+			put_net(net);
+			return;
+		}
+		ev.lost = atomic64_xchg(&p->lost_pending, 0);
+		ret = tprof_pmu_send(net, portid, &ev);
+		put_net(net);
+		if (ret) {
+			atomic64_add(ev.lost + 1, &p->lost_pending);
+			atomic64_inc(&p->lost);
+		} else {
+			atomic64_inc(&p->sent);
+		}
+		cond_resched();
+	}
+}
+
+static int tprof_pmu_netlink_event(struct notifier_block *nb,
+				   unsigned long event, void *ptr)
+{
+	struct netlink_notify *n = ptr;
+	struct tprof_pmu_prog *p;
+
+	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC)
+		return NOTIFY_DONE;
+	mutex_lock(&tprof_pmu_programs_lock);
+	list_for_each_entry(p, &tprof_pmu_programs, node) {
+		bool mine;
+
+		spin_lock_bh(&p->monitor_lock);
+		mine = p->net == n->net && p->portid == n->portid;
+		spin_unlock_bh(&p->monitor_lock);
+		if (mine)
+			tprof_pmu_drop_monitor(p);
+	}
+	mutex_unlock(&tprof_pmu_programs_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block tprof_pmu_netlink_notifier = {
+	.notifier_call = tprof_pmu_netlink_event,
+};
+
+static const struct genl_small_ops tprof_pmu_ops[] = {
+	{
+		.cmd = TPROF_PMU_CMD_SUBSCRIBE,
+		.validate = GENL_DONT_VALIDATE_STRICT | GENL_DONT_VALIDATE_DUMP,
+		.doit = tprof_pmu_subscribe,
+	},
+};
+
+static struct genl_family tprof_pmu_family __ro_after_init = {
+	.name = TPROF_PMU_GENL_NAME,
+	.version = TPROF_PMU_GENL_VERSION,
+	.maxattr = TPROF_PMU_A_MAX,
+	.policy = tprof_pmu_policy,
+	.netnsok = true,
+	.module = THIS_MODULE,
+	.small_ops = tprof_pmu_ops,
+	.n_small_ops = ARRAY_SIZE(tprof_pmu_ops),
+	.resv_start_op = TPROF_PMU_CMD_EVENT + 1,
+};
+
+int tprof_pmu_netlink_init(void)
+{
+	int ret = genl_register_family(&tprof_pmu_family);
+
+	if (ret) {
+		pr_err("cannot register generic netlink family %s: %d\n",
+		       TPROF_PMU_GENL_NAME, ret);
+		return ret;
+	}
+	ret = netlink_register_notifier(&tprof_pmu_netlink_notifier);
+	if (ret)
+		genl_unregister_family(&tprof_pmu_family);
+	return ret;
+}
+
+void tprof_pmu_netlink_exit(void)
+{
+	netlink_unregister_notifier(&tprof_pmu_netlink_notifier);
+	genl_unregister_family(&tprof_pmu_family);
+}

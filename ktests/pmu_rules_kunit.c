@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tprof_pmu_rules: PMU program validation and rule evaluation in the kernel. */
+#include <kunit/test.h>
+#include <linux/slab.h>
+#include "core/pmu_rules.h"
+
+static struct tprof_pmu_program *tprof_pmu_one_counter(struct kunit *test)
+{
+	struct tprof_pmu_program *p = kunit_kzalloc(test, sizeof(*p), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, p);
+	p->scope = TPROF_PMU_SCOPE_PROCESS;
+	p->nr_counters = 1;
+	p->counters[0].kind = TPROF_PMU_EV_SOFTWARE;
+	p->counters[0].config = PERF_COUNT_SW_PAGE_FAULTS;
+	return p;
+}
+
+static void tprof_pmu_check_refuses_bad_programs(struct kunit *test)
+{
+	struct tprof_pmu_program *p = tprof_pmu_one_counter(test);
+
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	p->counters[0].config = PERF_COUNT_SW_CPU_CLOCK;	/* a clock */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->counters[0].config = PERF_COUNT_SW_PAGE_FAULTS;
+	p->counters[0].flags = TPROF_PMU_CTR_RANGE;	/* empty range */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->counters[0].range_start = 0x2000;
+	p->counters[0].range_end = 0x1000;		/* inverted */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->counters[0].range_end = 0x3000;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	p->counters[0].period = 2;			/* exact kinds: period 1 */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->counters[0].period = 0;
+	p->counters[1].kind = TPROF_PMU_EV_SOFTWARE;	/* unused entry */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->counters[1].kind = 0;
+	p->nr_counters = TPROF_PMU_MAX_COUNTERS + 1;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->nr_counters = 1;
+	p->counters[0].kind = TPROF_PMU_EV_WATCHPOINT;
+	p->counters[0].config = 0;
+	p->counters[0].flags = TPROF_PMU_CTR_WATCH_WRITE;
+	p->counters[0].range_start = p->counters[0].range_end = 0;
+	p->counters[0].addr = 0x1004;
+	p->counters[0].len = 8;				/* misaligned */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->counters[0].len = 4;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	p->counters[0].len = 3;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->counters[0].len = 4;
+	p->counters[0].kind = TPROF_PMU_EV_HARDWARE;	/* no period, addr set */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+}
+
+static void tprof_pmu_check_refuses_bad_rules(struct kunit *test)
+{
+	struct tprof_pmu_program *p = tprof_pmu_one_counter(test);
+	struct tprof_pmu_rule *r = &p->rules[0];
+
+	p->nr_rules = 1;
+	r->nr_terms = 1;
+	r->op = TPROF_PMU_OP_GE;
+	r->terms[0].multiplier = 3;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	r->terms[0].counter = 1;			/* no such counter */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	r->terms[0].counter = 0;
+	r->terms[0].multiplier = TPROF_PMU_MAX_MULTIPLIER + 1;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	r->terms[0].multiplier = 0;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	r->terms[0].multiplier = -TPROF_PMU_MAX_MULTIPLIER;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	r->nr_terms = TPROF_PMU_MAX_TERMS + 1;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	r->nr_terms = 0;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	r->nr_terms = 1;
+	r->op = 5;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	r->op = TPROF_PMU_OP_LT;
+	r->terms[2].multiplier = 1;			/* beyond nr_terms */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+}
+
+static void tprof_pmu_rules_saturate(struct kunit *test)
+{
+	struct tprof_pmu_rule r = { .nr_terms = 2, .op = TPROF_PMU_OP_GT };
+	u64 v[TPROF_PMU_MAX_COUNTERS] = { 3, 10 };
+
+	/* 3*a - b > 0 is CPI > 3 with a = instructions, b = cycles. */
+	r.terms[0] = (struct tprof_pmu_term){ .counter = 0, .multiplier = 3 };
+	r.terms[1] = (struct tprof_pmu_term){ .counter = 1, .multiplier = -1 };
+	KUNIT_EXPECT_FALSE(test, tprof_pmu_rule_holds(&r, v));
+	v[0] = 4;
+	KUNIT_EXPECT_TRUE(test, tprof_pmu_rule_holds(&r, v));
+	/* Huge values saturate instead of wrapping to the other sign. */
+	v[0] = U64_MAX;
+	v[1] = 0;
+	KUNIT_EXPECT_TRUE(test, tprof_pmu_rule_holds(&r, v));
+	v[0] = 0;
+	v[1] = U64_MAX;
+	KUNIT_EXPECT_FALSE(test, tprof_pmu_rule_holds(&r, v));
+	KUNIT_EXPECT_EQ(test, tprof_pmu_rule_counters(&r), 3U);
+}
+
+static struct kunit_case tprof_pmu_rules_cases[] = {
+	KUNIT_CASE(tprof_pmu_check_refuses_bad_programs),
+	KUNIT_CASE(tprof_pmu_check_refuses_bad_rules),
+	KUNIT_CASE(tprof_pmu_rules_saturate),
+	{}
+};
+
+static struct kunit_suite tprof_pmu_rules_suite = {
+	.name = "tprof_pmu_rules",
+	.test_cases = tprof_pmu_rules_cases,
+};
+
+kunit_test_suites(&tprof_pmu_rules_suite);

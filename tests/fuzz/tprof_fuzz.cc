@@ -389,7 +389,7 @@ constexpr unsigned char kCanaryByte = 0xA5;
 
 // A thread's scratch: the argument struct, and embedded arrays with canaries.
 struct Scratch {
-  alignas(64) unsigned char arg[1024];
+  alignas(64) unsigned char arg[4096];
   alignas(64) unsigned char array[64 * 1024 + kCanary];
 };
 thread_local Scratch* t_scratch = nullptr;
@@ -894,6 +894,121 @@ void CheckWindowList(Worker&, const void* i, const void* o, const Call& c) {
   }
 }
 
+
+// -- PMU programs
+volatile u64 g_pmu_word;
+// A PMU program: mostly valid (software events, a breakpoint on the spin
+// routine, a watchpoint, a tracepoint id, rules and thresholds), sometimes
+// broken in one documented way.
+void FillPmuCreate(Rng& r, Worker&, void* a, Call& c) {
+  auto* in = static_cast<tprof_pmu_program*>(a);
+  std::memset(in, 0, sizeof(*in));
+  in->scope = r.OneIn(2) ? TPROF_PMU_SCOPE_THREAD : TPROF_PMU_SCOPE_PROCESS;
+  in->pid = r.OneIn(4) ? (in->scope == TPROF_PMU_SCOPE_THREAD ? RandomTid(r) : RandomPid(r)) : 0;
+  in->nr_counters = 1 + uint32_t(r.Below(TPROF_PMU_MAX_COUNTERS));
+  for (uint32_t i = 0; i < in->nr_counters; ++i) {
+    tprof_pmu_counter& k = in->counters[i];
+    switch (r.Below(6)) {
+      case 0: k.kind = TPROF_PMU_EV_BREAKPOINT; k.addr = u64(uintptr_t(&tprof_fuzz_spin)); break;
+      case 1:
+        k.kind = TPROF_PMU_EV_WATCHPOINT; k.addr = u64(uintptr_t(&g_pmu_word)); k.len = 8;
+        k.flags = r.OneIn(2) ? TPROF_PMU_CTR_WATCH_WRITE : TPROF_PMU_CTR_WATCH_READ;
+        break;
+      case 2: k.kind = TPROF_PMU_EV_TRACEPOINT; k.config = r.Below(2000); break;
+      case 3: k.kind = TPROF_PMU_EV_HARDWARE; k.config = r.Below(10); k.period = r.Pick<u64>({1, 1000, 100000}); break;
+      default: k.kind = TPROF_PMU_EV_SOFTWARE; k.config = r.Pick<u64>({2, 3, 4, 5, 6}); break;
+    }
+    if (r.OneIn(3)) {
+      k.flags |= TPROF_PMU_CTR_RANGE;
+      k.range_start = u64(uintptr_t(&tprof_fuzz_spin));
+      k.range_end = k.range_start + 64 + r.Below(4096);
+    }
+    if (r.OneIn(3)) {
+      k.threshold = 1 + r.Below(1000);
+      if (r.OneIn(2)) k.threshold_every = 1 + r.Below(100);
+    }
+    if (r.OneIn(8)) k.flags |= TPROF_PMU_CTR_USER_ONLY;
+  }
+  in->nr_rules = uint32_t(r.Below(TPROF_PMU_MAX_RULES + 1));
+  for (uint32_t i = 0; i < in->nr_rules; ++i) {
+    tprof_pmu_rule& rule = in->rules[i];
+    rule.nr_terms = 1 + uint32_t(r.Below(TPROF_PMU_MAX_TERMS));
+    rule.op = TPROF_PMU_OP_GT + uint32_t(r.Below(4));
+    rule.rearm = uint32_t(r.Below(2));
+    rule.constant = int64_t(r.Below(2000)) - 1000;
+    for (uint32_t t = 0; t < rule.nr_terms; ++t) {
+      rule.terms[t].counter = uint32_t(r.Below(in->nr_counters));
+      rule.terms[t].multiplier = r.OneIn(2) ? 1 + int64_t(r.Below(5)) : -1 - int64_t(r.Below(5));
+    }
+  }
+  switch (r.Below(12)) {
+    case 0: in->nr_counters = TPROF_PMU_MAX_COUNTERS + 1 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "nr_counters"; break;
+    case 1: in->flags = 1 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "flags"; break;
+    case 2: in->scope = 3 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "scope"; break;
+    case 3: in->counters[0].kind = 7 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "kind"; break;
+    case 4:
+      in->counters[0].flags |= TPROF_PMU_CTR_RANGE;
+      in->counters[0].range_end = in->counters[0].range_start;
+      c.must_fail = true; c.defect = "empty range";
+      break;
+    case 5:
+      if (in->nr_rules) {
+        in->rules[0].terms[0].multiplier = TPROF_PMU_MAX_MULTIPLIER + 1 + int64_t(r.Below(100));
+        c.must_fail = true; c.defect = "multiplier";
+      }
+      break;
+    case 6:
+      if (in->nr_rules) {
+        in->rules[0].terms[0].counter = in->nr_counters + uint32_t(r.Below(100));
+        c.must_fail = true; c.defect = "term counter";
+      }
+      break;
+    case 7: MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv"); break;
+    case 8: MaybeDefectReserved(r, c, in->counters[0].resv, sizeof(in->counters[0].resv), "counter resv"); break;
+    case 9:  // a kernel address: CAP_PERFMON only
+      in->counters[0] = {};
+      in->counters[0].kind = TPROF_PMU_EV_BREAKPOINT;
+      in->counters[0].addr = 0xffffffff81000000ULL;
+      if (g_unpriv) { c.must_fail = true; c.defect = "kernel breakpoint unprivileged"; }
+      break;
+    default: break;
+  }
+  if (r.OneIn(4)) in->fd = int32_t(r.Next());  // output: ignored on input
+}
+void CheckPmuCreate(Worker&, const void* i, const void* o, const Call&) {
+  auto* in = static_cast<const tprof_pmu_program*>(i);
+  auto* out = static_cast<const tprof_pmu_program*>(o);
+  if (out->fd < 0) {
+    VIOLATION("PMU_CREATE succeeded with fd %d", out->fd);
+    return;
+  }
+  if (g_unpriv && in->pid && !IsOwnPid(in->pid) && in->scope == TPROF_PMU_SCOPE_PROCESS)
+    VIOLATION("PMU_CREATE: unprivileged program on process %u (not its own)", in->pid);
+  // Count a little, read the values, then close (ends the program).
+  for (int k = 0; k < 3; ++k) {
+    tprof_fuzz_spin(10);
+    g_pmu_word = g_pmu_word + 1;
+  }
+  tprof_pmu_values v;
+  std::memset(&v, 0xa5, sizeof(v));
+  if (::ioctl(out->fd, TPROF_IOC_PMU_READ, &v) != 0) {
+    VIOLATION("PMU_READ on a fresh program: %s", ErrName(errno).c_str());
+  } else {
+    if (v.nr_counters != in->nr_counters || !AllZero(v.resv, sizeof(v.resv)) ||
+        v.events_sent > v.events_queued)
+      VIOLATION("PMU_READ: nr_counters %u (want %u), sent %llu > queued %llu, resv %d", v.nr_counters,
+                in->nr_counters, v.events_sent, v.events_queued, !AllZero(v.resv, sizeof(v.resv)));
+    for (uint32_t k = v.nr_counters; k < TPROF_PMU_MAX_COUNTERS; ++k)
+      if (v.values[k] || v.threshold_fired[k]) VIOLATION("PMU_READ: unused counter %u nonzero", k);
+    CheckNoKernelPointers("PMU_READ", &v, {U64F(tprof_pmu_values, values), U64F(tprof_pmu_values, events_lost)});
+  }
+  if (::ioctl(out->fd, TPROF_IOC_PMU_READ, 8) == 0 || errno != EFAULT)
+    VIOLATION("PMU_READ to an unmapped pointer: %s", ErrName(errno).c_str());
+  if (::ioctl(out->fd, TPROF_IOC_GET_INFO, t_scratch->array) == 0 || errno != ENOTTY)
+    VIOLATION("GET_INFO on a program descriptor: %s, want ENOTTY", ErrName(errno).c_str());
+  ::close(out->fd);
+}
+
 // The table. Errnos: the uapi header's per-ioctl lists; every ioctl may also
 // fail with EFAULT and EINVAL. ENOMEM is listed where the ioctl allocates.
 const std::vector<IoctlSpec> kIoctls = {
@@ -912,6 +1027,7 @@ const std::vector<IoctlSpec> kIoctls = {
     {"WINDOW_READ", TPROF_IOC_WINDOW_READ, {EPERM, ENODATA}, false, FillWindowRead, CheckWindowRead},
     {"WINDOW_LIST", TPROF_IOC_WINDOW_LIST, {EPERM, ENODATA}, false, FillWindowList, CheckWindowList},
     {"SAMPLING_STOP_ANY", TPROF_IOC_SAMPLING_STOP_ANY, {EPERM, ENODATA}, true, FillNone, CheckNothing},
+    {"PMU_CREATE", TPROF_IOC_PMU_CREATE, {EACCES, ESRCH, ENOENT, EOPNOTSUPP, ENOSPC, ENOMEM, E2BIG, EMFILE}, false, FillPmuCreate, CheckPmuCreate},
 };
 
 bool KnownNr(unsigned nr) {
@@ -1007,7 +1123,7 @@ void FuzzIoctl(Worker& w, int fd) {
   }
 
   Call c;
-  unsigned char in[1024];
+  unsigned char in[2048];
   std::memset(in, 0, sizeof(in));
   s.fill(r, w, in, c);
   if (r.OneIn(25)) {  // random bytes: only the errno set is checked
@@ -1074,7 +1190,7 @@ void FuzzIoctl(Worker& w, int fd) {
         break;
       }
     if (c.defect != "random bytes") {
-      unsigned char out[1024];
+      unsigned char out[2048];
       std::memcpy(out, buf, size);
       s.check(w, in, out, c);
     }

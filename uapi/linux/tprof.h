@@ -719,7 +719,12 @@ struct tprof_window_list {
  *   period above 1 for an exact kind, nonzero reserved fields.
  *   ENOENT: no such event (unknown software event or tracepoint id).
  *   EOPNOTSUPP: hardware events without a usable PMU. ENOSPC: no free
- *   debug register for a breakpoint or watchpoint.
+ *   debug register for a breakpoint or watchpoint. E2BIG: a process with
+ *   more than 4096 threads. EMFILE, ENOMEM: no descriptor or memory (the
+ *   program's memory is charged to the caller's memory cgroup).
+ *   Rules are edge-triggered: a rule is first evaluated when one of its
+ *   counters first moves, and fires when it holds then and had not (or,
+ *   with TPROF_PMU_REARM_ON_FALSE, whenever it goes from false to true).
  *
  * On the program's descriptor:
  * TPROF_IOC_PMU_READ (struct tprof_pmu_values, read)

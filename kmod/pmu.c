@@ -155,9 +155,15 @@ static void tprof_pmu_overflow(struct perf_event *event,
 	unsigned long rules = ctr->rules;
 	unsigned int r;
 
+	if (ctr->armed_mask && !(atomic_read(&p->armed) & ctr->armed_mask))
+		return;	/* a secondary counter whose rule has not fired */
 	if (!tprof_pmu_in_range(c, regs))
 		return;
 	v = atomic64_add_return(c->period ? c->period : 1, &ctr->value);
+	if (ctr->sub)
+		atomic64_add(c->period ? c->period : 1,
+			     &ctr->sub[(instruction_pointer(regs) - c->range_start) /
+				       ctr->sub_width]);
 
 	next = atomic64_read(&ctr->next_threshold);
 	while (v >= next) {
@@ -186,6 +192,8 @@ static void tprof_pmu_overflow(struct perf_event *event,
 		    atomic_xchg(&p->rule_done[r], 1))
 			continue;
 		atomic64_inc(&p->rule_fired[r]);
+		/* Its secondary counters count from the next event on. */
+		atomic_or(1U << r, &p->armed);
 		tprof_pmu_raise(p, TPROF_PMU_EVENT_RULE, r, regs, values);
 	}
 }
@@ -328,6 +336,8 @@ static void tprof_pmu_release_events(struct tprof_pmu_prog *p)
 			perf_event_release_kernel(ctr->events[--ctr->nr_events]);
 		kvfree(ctr->events);
 		ctr->events = NULL;
+		kvfree(ctr->sub);
+		ctr->sub = NULL;
 	}
 }
 
@@ -395,10 +405,21 @@ static struct tprof_pmu_prog *tprof_pmu_alloc(const struct tprof_pmu_program *c)
 		p->cells[i].seq = i;
 	p->config = *c;
 	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++) {
-		p->ctr[i].prog = p;
-		p->ctr[i].index = i;
-		atomic64_set(&p->ctr[i].next_threshold,
-			     c->counters[i].threshold ?: U64_MAX);
+		const struct tprof_pmu_counter *k = &c->counters[i];
+		struct tprof_pmu_ctr *ctr = &p->ctr[i];
+
+		ctr->prog = p;
+		ctr->index = i;
+		atomic64_set(&ctr->next_threshold, k->threshold ?: U64_MAX);
+		if (k->armed_by)
+			ctr->armed_mask = 1U << (k->armed_by - 1);
+		if (i < c->nr_counters && k->nr_subranges) {
+			ctr->sub_width = tprof_pmu_subrange_width(k);
+			ctr->sub = kvcalloc(k->nr_subranges, sizeof(*ctr->sub),
+					    GFP_KERNEL_ACCOUNT);
+			if (!ctr->sub)
+				goto err;
+		}
 	}
 	for (i = 0; i < c->nr_rules; i++) {
 		u32 mask = tprof_pmu_rule_counters(&c->rules[i]), j;
@@ -413,6 +434,13 @@ static struct tprof_pmu_prog *tprof_pmu_alloc(const struct tprof_pmu_program *c)
 	INIT_LIST_HEAD(&p->node);
 	p->pid_ns = get_pid_ns(task_active_pid_ns(current));
 	return p;
+
+err:
+	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++)
+		kvfree(p->ctr[i].sub);
+	kvfree(p->cells);
+	kfree(p);
+	return NULL;
 }
 
 /*
@@ -547,7 +575,33 @@ static long tprof_pmu_read(struct tprof_pmu_prog *p,
 	v.events_queued = atomic64_read(&p->queued);
 	v.events_sent = atomic64_read(&p->sent);
 	v.events_lost = atomic64_read(&p->lost);
+	v.armed = atomic_read(&p->armed);
 	return copy_to_user(uarg, &v, sizeof(v)) ? -EFAULT : 0;
+}
+
+static long tprof_pmu_read_subranges(struct tprof_pmu_prog *p,
+				     struct tprof_pmu_subranges __user *uarg)
+{
+	struct tprof_pmu_subranges a;
+	const struct tprof_pmu_counter *c;
+	u64 __user *out;
+	u32 i, n;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	if (a.__pad || a.resv[0] || a.resv[1] || a.counter >= p->config.nr_counters)
+		return -EINVAL;
+	c = &p->config.counters[a.counter];
+	if (!c->nr_subranges)
+		return -EINVAL;
+	out = u64_to_user_ptr(a.values);
+	n = min(a.capacity, c->nr_subranges);
+	for (i = 0; i < n; i++)
+		if (put_user(atomic64_read(&p->ctr[a.counter].sub[i]), &out[i]))
+			return -EFAULT;
+	a.nr_subranges = c->nr_subranges;
+	a.width = p->ctr[a.counter].sub_width;
+	return copy_to_user(uarg, &a, sizeof(a)) ? -EFAULT : 0;
 }
 
 static long tprof_pmu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -556,9 +610,14 @@ static long tprof_pmu_ioctl(struct file *file, unsigned int cmd, unsigned long a
 
 	if (_IOC_TYPE(cmd) != TPROF_IOC_MAGIC)
 		return -ENOTTY;
-	if (_IOC_NR(cmd) == _IOC_NR(TPROF_IOC_PMU_READ))
+	switch (_IOC_NR(cmd)) {
+	case _IOC_NR(TPROF_IOC_PMU_READ):
 		return cmd == TPROF_IOC_PMU_READ ?
 			tprof_pmu_read(p, (void __user *)arg) : -EINVAL;
+	case _IOC_NR(TPROF_IOC_PMU_READ_SUBRANGES):
+		return cmd == TPROF_IOC_PMU_READ_SUBRANGES ?
+			tprof_pmu_read_subranges(p, (void __user *)arg) : -EINVAL;
+	}
 	return -ENOTTY;
 }
 

@@ -30,6 +30,9 @@ struct tprof_pmu_ctr {
 	atomic64_t value;
 	atomic64_t next_threshold;	/* the value that fires next; U64_MAX: never */
 	atomic64_t threshold_fired;
+	u32 armed_mask;		/* 0, or the rule bit that arms this counter */
+	u64 sub_width;		/* bytes per subrange */
+	atomic64_t *sub;	/* nr_subranges values, or NULL */
 };
 
 /* A queue cell (Vyukov's bounded queue: producers anywhere, one consumer). */
@@ -44,6 +47,7 @@ struct tprof_pmu_prog {
 	atomic_t rule_state[TPROF_PMU_MAX_RULES];	/* last truth value */
 	atomic_t rule_done[TPROF_PMU_MAX_RULES];	/* a ONCE rule that fired */
 	atomic64_t rule_fired[TPROF_PMU_MAX_RULES];
+	atomic_t armed;		/* bit r: rule r fired (its secondaries count) */
 	bool show_kernel;	/* kernel addresses may reach the monitor */
 	struct pid_namespace *pid_ns;	/* the creator's: pids in events */
 

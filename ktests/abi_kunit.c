@@ -30,6 +30,7 @@ static void tprof_abi_struct_sizes_are_pinned(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_program), (size_t)1592);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_values), (size_t)256);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_event), (size_t)136);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_subranges), (size_t)48);
 }
 
 static void tprof_abi_offsets_match_userspace(struct kunit *test)

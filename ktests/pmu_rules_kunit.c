@@ -56,6 +56,33 @@ static void tprof_pmu_check_refuses_bad_programs(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
 }
 
+static void tprof_pmu_check_secondaries_and_subranges(struct kunit *test)
+{
+	struct tprof_pmu_program *p = tprof_pmu_one_counter(test);
+	struct tprof_pmu_counter *c = &p->counters[0];
+
+	c->armed_by = 1;				/* no rule 0 */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->nr_rules = 1;
+	p->rules[0].nr_terms = 1;
+	p->rules[0].op = TPROF_PMU_OP_GE;
+	p->rules[0].terms[0].multiplier = 1;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	c->nr_subranges = 3;				/* no range */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	c->flags = TPROF_PMU_CTR_RANGE;
+	c->range_start = 0x1000;
+	c->range_end = 0x1002;				/* 2 bytes, 3 parts */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	c->range_end = 0x100a;				/* 10 bytes: 4, 4, 2 */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	KUNIT_EXPECT_EQ(test, tprof_pmu_subrange_width(c), (u64)4);
+	c->nr_subranges = 1;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	c->nr_subranges = TPROF_PMU_MAX_SUBRANGES + 1;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+}
+
 static void tprof_pmu_check_refuses_bad_rules(struct kunit *test)
 {
 	struct tprof_pmu_program *p = tprof_pmu_one_counter(test);
@@ -111,6 +138,7 @@ static void tprof_pmu_rules_saturate(struct kunit *test)
 static struct kunit_case tprof_pmu_rules_cases[] = {
 	KUNIT_CASE(tprof_pmu_check_refuses_bad_programs),
 	KUNIT_CASE(tprof_pmu_check_refuses_bad_rules),
+	KUNIT_CASE(tprof_pmu_check_secondaries_and_subranges),
 	KUNIT_CASE(tprof_pmu_rules_saturate),
 	{}
 };

@@ -171,7 +171,8 @@ if [ "$build_ok" = 1 ]; then
 	# suite under -icount crawls (a thread-exit race test took >15 min
 	# instead of 34 s). The module, the tests and the workloads are
 	# cross-built (make arm64-vm-inputs).
-	HW_TESTS='ThreadMetricsTest.HardwareMetricsCountAKnownLoopOrAreRefused:SamplingTest.InstructionSamplesOfAKnownLoopMatchItsLength'
+	# PMU programs' CPI rules run again at shifts 1 and 2 (CPI 2 and 4).
+	HW_TESTS='ThreadMetricsTest.HardwareMetricsCountAKnownLoopOrAreRefused:SamplingTest.InstructionSamplesOfAKnownLoopMatchItsLength:PmuHardwareTest.*'
 	stage "integration tests in Debian's arm64 6.1 kernel (emulated PMU)"
 	KA61=$(tools/vm/arm64-sysroot --userspace --print-release 2>>"$LOG_DIR/arm64-build.log")
 	if [ -n "$KA61" ] && make -s -j"$(nproc)" arm64-vm-inputs KVER="$KA61" >>"$LOG_DIR/arm64-build.log" 2>&1; then
@@ -181,6 +182,11 @@ if [ "$build_ok" = 1 ]; then
 		stage "hardware counts of known loops in the arm64 6.1 kernel (--icount)"
 		guest_suite arm64-6.1-icount --arch arm64 --icount --timeout 900 -- \
 			tprof_integration_tests --gtest_color=no --gtest_filter="$HW_TESTS"
+		for shift in 1 2; do
+			stage "PMU program CPI rules in the arm64 6.1 kernel (--icount=$shift: CPI $((1 << shift)))"
+			guest_suite "arm64-6.1-icount$shift" --arch arm64 --icount=$shift --timeout 900 -- \
+				tprof_integration_tests --gtest_color=no --gtest_filter='PmuHardwareTest.Cpi*'
+		done
 	else
 		tail -n 30 "$LOG_DIR/arm64-build.log"
 		fail "integration arm64 6.1: cannot build for ${KA61:-the arm64 kernel (none in the sysroot: make deps)} (see $LOG_DIR/arm64-build.log)"

@@ -38,7 +38,8 @@ static bool tprof_pmu_sw_ok(u64 config)
 	}
 }
 
-static int tprof_pmu_counter_check(const struct tprof_pmu_counter *c)
+static int tprof_pmu_counter_check(const struct tprof_pmu_counter *c,
+				   u32 nr_rules)
 {
 	bool watch = c->kind == TPROF_PMU_EV_WATCHPOINT;
 	u32 watch_flags = c->flags & (TPROF_PMU_CTR_WATCH_READ | TPROF_PMU_CTR_WATCH_WRITE);
@@ -87,7 +88,22 @@ static int tprof_pmu_counter_check(const struct tprof_pmu_counter *c)
 	}
 	if (!c->threshold && c->threshold_every)
 		return -EINVAL;
+	if (c->armed_by > nr_rules)
+		return -EINVAL;
+	if (c->nr_subranges) {
+		if (c->nr_subranges < 2 || c->nr_subranges > TPROF_PMU_MAX_SUBRANGES ||
+		    !(c->flags & TPROF_PMU_CTR_RANGE) ||
+		    c->range_end - c->range_start < c->nr_subranges)
+			return -EINVAL;
+	}
 	return 0;
+}
+
+u64 tprof_pmu_subrange_width(const struct tprof_pmu_counter *c)
+{
+	u64 len = c->range_end - c->range_start;
+
+	return len / c->nr_subranges + (len % c->nr_subranges != 0);
 }
 
 static int tprof_pmu_rule_check(const struct tprof_pmu_rule *r, u32 nr_counters)
@@ -132,7 +148,7 @@ int tprof_pmu_program_check(const struct tprof_pmu_program *p)
 		if (i >= p->nr_counters) {
 			if (!tprof_pmu_zero(&p->counters[i], sizeof(p->counters[i])))
 				return -EINVAL;
-		} else if (tprof_pmu_counter_check(&p->counters[i])) {
+		} else if (tprof_pmu_counter_check(&p->counters[i], p->nr_rules)) {
 			return -EINVAL;
 		}
 	}

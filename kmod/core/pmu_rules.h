@@ -30,6 +30,9 @@ bool tprof_pmu_kind_is_exact(u32 kind);
  */
 bool tprof_pmu_rule_holds(const struct tprof_pmu_rule *r, const u64 *values);
 
+/* Bytes per subrange of a counter with nr_subranges (ceil(len / K)). */
+u64 tprof_pmu_subrange_width(const struct tprof_pmu_counter *c);
+
 /* Bit i set for each counter rule @r reads. */
 u32 tprof_pmu_rule_counters(const struct tprof_pmu_rule *r);
 

@@ -20,6 +20,14 @@ TEST(Abi, StructSizesArePinned) {
   EXPECT_EQ(sizeof(tprof_drain), 64u);
   EXPECT_EQ(sizeof(tprof_self_read), 72u);
   EXPECT_EQ(sizeof(tprof_self_page), 144u);
+  EXPECT_EQ(sizeof(tprof_pmu_counter), 88u);
+  EXPECT_EQ(sizeof(tprof_pmu_rule), 104u);
+  EXPECT_EQ(sizeof(tprof_pmu_program), 1592u);
+  EXPECT_EQ(sizeof(tprof_pmu_values), 256u);
+  EXPECT_EQ(sizeof(tprof_pmu_event), 136u);
+  EXPECT_EQ(sizeof(tprof_pmu_subranges), 48u);
+  EXPECT_EQ(offsetof(tprof_pmu_program, counters), 24u);
+  EXPECT_EQ(offsetof(tprof_pmu_event, values), 56u);
 }
 
 TEST(Abi, SelfPageOffsetsArePinned) {

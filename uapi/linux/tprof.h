@@ -716,7 +716,9 @@ struct tprof_window_list {
  *   rule term naming no counter, more than 4 terms or none, |multiplier|
  *   above TPROF_PMU_MAX_MULTIPLIER, an empty or inverted range, a bad
  *   watchpoint length or alignment, a hardware counter without a period,
- *   period above 1 for an exact kind, nonzero reserved fields.
+ *   period above 1 for an exact kind, armed_by naming no rule, nr_subranges
+ *   1 or above TPROF_PMU_MAX_SUBRANGES or without a range of at least K
+ *   bytes, nonzero reserved fields.
  *   ENOENT: no such event (unknown software event or tracepoint id).
  *   EOPNOTSUPP: hardware events without a usable PMU. ENOSPC: no free
  *   debug register for a breakpoint or watchpoint. E2BIG: a process with
@@ -726,10 +728,22 @@ struct tprof_window_list {
  *   counters first moves, and fires when it holds then and had not (or,
  *   with TPROF_PMU_REARM_ON_FALSE, whenever it goes from false to true).
  *
+ * Secondary counters (armed_by = r + 1) are created with the program but
+ * count nothing until rule r first fires; the rule's handler arms them, in
+ * the kernel, so they count from the very next event. A secondary counter
+ * may carry rules of its own (which may arm tertiary ones, and so on: any
+ * depth up to TPROF_PMU_MAX_RULES levels). With nr_subranges K a counter's
+ * range is also cut into K parts of width ceil(len / K) bytes (the last
+ * one shorter), each counted on its own (TPROF_IOC_PMU_READ_SUBRANGES).
+ *
  * On the program's descriptor:
  * TPROF_IOC_PMU_READ (struct tprof_pmu_values, read)
  *   The counters' values now, which are exact, how often each rule and
- *   threshold fired, events queued, sent and lost.
+ *   threshold fired, events queued, sent and lost, which rules have armed
+ *   their secondary counters (armed, bit r).
+ * TPROF_IOC_PMU_READ_SUBRANGES (struct tprof_pmu_subranges, read/write)
+ *   Copies min(K, capacity) per-subrange values of one counter. EINVAL: the
+ *   counter has no subranges, nonzero reserved fields; EFAULT: values.
  *
  * Events (generic netlink, family TPROF_PMU_GENL_NAME, version 1):
  *   TPROF_PMU_CMD_SUBSCRIBE (userspace -> kernel), attribute
@@ -768,6 +782,7 @@ enum tprof_pmu_genl_attr {
 #define TPROF_PMU_MAX_TERMS 4
 #define TPROF_PMU_MAX_MULTIPLIER (1LL << 24)
 #define TPROF_PMU_QUEUE_LEN 256
+#define TPROF_PMU_MAX_SUBRANGES 4096
 
 /* tprof_pmu_counter.kind */
 enum tprof_pmu_event_kind {
@@ -797,7 +812,11 @@ struct tprof_pmu_counter {
 	__u64 range_end;
 	__u64 threshold;       /* 0: none; else fire when the value reaches it */
 	__u64 threshold_every; /* 0: fire once; N: again at each further N */
-	__u64 resv[2];
+	__u32 armed_by;        /* 0: counts from the start; r + 1: a secondary
+	                        * counter, counting from when rule r first fires */
+	__u32 nr_subranges;    /* 0; or K in 2..TPROF_PMU_MAX_SUBRANGES: also
+	                        * count per K equal parts of the range */
+	__u64 resv[1];
 };
 
 /* tprof_pmu_rule.op */
@@ -858,7 +877,9 @@ struct tprof_pmu_values {
 	__u64 events_queued;   /* raised and queued */
 	__u64 events_sent;     /* delivered to the monitor's socket */
 	__u64 events_lost;     /* raised but not delivered */
-	__u64 resv[4];
+	__u32 armed;           /* bit r: rule r fired and armed its secondary counters */
+	__u32 __pad;
+	__u64 resv[3];
 };
 
 /* tprof_pmu_event.kind */
@@ -882,8 +903,20 @@ struct tprof_pmu_event {
 	__u64 resv[2];
 };
 
+/* TPROF_IOC_PMU_READ_SUBRANGES: a counter's per-subrange values. */
+struct tprof_pmu_subranges {
+	__u32 counter;         /* in: a counter with nr_subranges */
+	__u32 capacity;        /* in: __u64s at values */
+	__u64 values;          /* in: pointer to __u64[capacity] */
+	__u32 nr_subranges;    /* out: the counter's K; min(K, capacity) written */
+	__u32 __pad;
+	__u64 width;           /* out: bytes per subrange (the last may be shorter) */
+	__u64 resv[2];
+};
+
 #define TPROF_IOC_PMU_CREATE _IOWR(TPROF_IOC_MAGIC, 0x40, struct tprof_pmu_program)
 #define TPROF_IOC_PMU_READ _IOR(TPROF_IOC_MAGIC, 0x41, struct tprof_pmu_values)
+#define TPROF_IOC_PMU_READ_SUBRANGES _IOWR(TPROF_IOC_MAGIC, 0x42, struct tprof_pmu_subranges)
 
 /* Size checks: a change here is an ABI change. */
 #ifdef __cplusplus
@@ -922,5 +955,6 @@ TPROF_STATIC_ASSERT(sizeof(struct tprof_pmu_rule) == 104, "tprof_pmu_rule size")
 TPROF_STATIC_ASSERT(sizeof(struct tprof_pmu_program) == 1592, "tprof_pmu_program size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_pmu_values) == 256, "tprof_pmu_values size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_pmu_event) == 136, "tprof_pmu_event size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_pmu_subranges) == 48, "tprof_pmu_subranges size");
 
 #endif /* _UAPI_LINUX_TPROF_H */

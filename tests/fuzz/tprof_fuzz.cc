@@ -928,6 +928,8 @@ void FillPmuCreate(Rng& r, Worker&, void* a, Call& c) {
       if (r.OneIn(2)) k.threshold_every = 1 + r.Below(100);
     }
     if (r.OneIn(8)) k.flags |= TPROF_PMU_CTR_USER_ONLY;
+    if (k.flags & TPROF_PMU_CTR_RANGE && r.OneIn(3))
+      k.nr_subranges = 2 + uint32_t(r.Below(k.range_end - k.range_start - 1));
   }
   in->nr_rules = uint32_t(r.Below(TPROF_PMU_MAX_RULES + 1));
   for (uint32_t i = 0; i < in->nr_rules; ++i) {
@@ -941,7 +943,9 @@ void FillPmuCreate(Rng& r, Worker&, void* a, Call& c) {
       rule.terms[t].multiplier = r.OneIn(2) ? 1 + int64_t(r.Below(5)) : -1 - int64_t(r.Below(5));
     }
   }
-  switch (r.Below(12)) {
+  for (uint32_t i = 0; i < in->nr_counters && in->nr_rules; ++i)  // secondaries
+    if (r.OneIn(4)) in->counters[i].armed_by = 1 + uint32_t(r.Below(in->nr_rules));
+  switch (r.Below(14)) {
     case 0: in->nr_counters = TPROF_PMU_MAX_COUNTERS + 1 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "nr_counters"; break;
     case 1: in->flags = 1 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "flags"; break;
     case 2: in->scope = 3 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "scope"; break;
@@ -965,6 +969,14 @@ void FillPmuCreate(Rng& r, Worker&, void* a, Call& c) {
       break;
     case 7: MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv"); break;
     case 8: MaybeDefectReserved(r, c, in->counters[0].resv, sizeof(in->counters[0].resv), "counter resv"); break;
+    case 10:
+      in->counters[0].armed_by = in->nr_rules + 1 + uint32_t(r.Below(10));
+      c.must_fail = true; c.defect = "armed_by names no rule";
+      break;
+    case 11:
+      in->counters[0].nr_subranges = r.OneIn(2) ? 1 : TPROF_PMU_MAX_SUBRANGES + 1;
+      c.must_fail = true; c.defect = "nr_subranges";
+      break;
     case 9:  // a kernel address: CAP_PERFMON only
       in->counters[0] = {};
       in->counters[0].kind = TPROF_PMU_EV_BREAKPOINT;
@@ -974,6 +986,11 @@ void FillPmuCreate(Rng& r, Worker&, void* a, Call& c) {
     default: break;
   }
   if (r.OneIn(4)) in->fd = int32_t(r.Next());  // output: ignored on input
+}
+uint64_t t_scratch_capacity(uint32_t salt) {
+  // 0, a few, or as many as the scratch array holds (with its canary).
+  static const uint64_t caps[] = {0, 1, 3, 64, (sizeof(t_scratch->array) - kCanary) / sizeof(u64)};
+  return caps[(salt * 7 + uint32_t(::getpid())) % 5];
 }
 void CheckPmuCreate(Worker&, const void* i, const void* o, const Call&) {
   auto* in = static_cast<const tprof_pmu_program*>(i);
@@ -1001,6 +1018,25 @@ void CheckPmuCreate(Worker&, const void* i, const void* o, const Call&) {
     for (uint32_t k = v.nr_counters; k < TPROF_PMU_MAX_COUNTERS; ++k)
       if (v.values[k] || v.threshold_fired[k]) VIOLATION("PMU_READ: unused counter %u nonzero", k);
     CheckNoKernelPointers("PMU_READ", &v, {U64F(tprof_pmu_values, values), U64F(tprof_pmu_values, events_lost)});
+  }
+  // Each counter's subranges, into a canaried array of a random capacity.
+  for (uint32_t k = 0; k < in->nr_counters + 1; ++k) {
+    tprof_pmu_subranges sr{};
+    sr.counter = k;
+    sr.capacity = uint32_t(t_scratch_capacity(k));
+    sr.values = u64(uintptr_t(t_scratch->array));
+    std::memset(t_scratch->array, kCanaryByte, sizeof(t_scratch->array));
+    int err = ::ioctl(out->fd, TPROF_IOC_PMU_READ_SUBRANGES, &sr) == 0 ? 0 : errno;
+    bool has = k < in->nr_counters && in->counters[k].nr_subranges;
+    if (has != (err == 0))
+      VIOLATION("PMU_READ_SUBRANGES counter %u (nr_subranges %u): %s", k,
+                k < in->nr_counters ? in->counters[k].nr_subranges : 0, ErrName(err).c_str());
+    if (!err) {
+      if (sr.nr_subranges != in->counters[k].nr_subranges || sr.width == 0)
+        VIOLATION("PMU_READ_SUBRANGES: K %u (want %u), width %llu", sr.nr_subranges,
+                  in->counters[k].nr_subranges, sr.width);
+      CheckArrayCanary("PMU_READ_SUBRANGES values", std::min(sr.capacity, sr.nr_subranges) * sizeof(u64));
+    }
   }
   if (::ioctl(out->fd, TPROF_IOC_PMU_READ, 8) == 0 || errno != EFAULT)
     VIOLATION("PMU_READ to an unmapped pointer: %s", ErrName(errno).c_str());

@@ -32,8 +32,13 @@
 #include "pmu.h"
 #include "core/pmu_rules.h"
 
-/* Threads of a process target at creation, as sampling's limit. */
-#define TPROF_PMU_MAX_THREADS 4096
+/*
+ * perf events of one program: threads of the target at creation x
+ * counters (E2BIG above). With the descriptor limit this bounds what one
+ * user makes the kernel hold, as perf's one event per descriptor does.
+ */
+#define TPROF_PMU_MAX_EVENTS 4096
+#define TPROF_PMU_MAX_THREADS TPROF_PMU_MAX_EVENTS
 
 DEFINE_MUTEX(tprof_pmu_programs_lock);
 LIST_HEAD(tprof_pmu_programs);
@@ -519,6 +524,8 @@ long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg)
 	p->show_kernel = perfmon_capable();
 	ret = tprof_pmu_targets(&c, pid, &tasks, &n);
 	put_pid(pid);
+	if (!ret && n * c.nr_counters > TPROF_PMU_MAX_EVENTS)
+		ret = -E2BIG;
 	if (!ret)
 		ret = tprof_pmu_create_events(p, tasks, n, exclude_kernel);
 	for (i = 0; i < n; i++)

@@ -721,8 +721,8 @@ struct tprof_window_list {
  *   bytes, nonzero reserved fields.
  *   ENOENT: no such event (unknown software event or tracepoint id).
  *   EOPNOTSUPP: hardware events without a usable PMU. ENOSPC: no free
- *   debug register for a breakpoint or watchpoint. E2BIG: a process with
- *   more than 4096 threads. EMFILE, ENOMEM: no descriptor or memory (the
+ *   debug register for a breakpoint or watchpoint. E2BIG: more than 4096
+ *   perf events (the target's threads at creation x counters). EMFILE, ENOMEM: no descriptor or memory (the
  *   program's memory is charged to the caller's memory cgroup).
  *   Rules are edge-triggered: a rule is first evaluated when one of its
  *   counters first moves, and fires when it holds then and had not (or,

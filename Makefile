@@ -29,14 +29,16 @@ B := build
 # Cross builds (make arm64-tools) add include and library directories.
 EXTRA_CPPFLAGS ?=
 EXTRA_LDFLAGS ?=
-CPPFLAGS := -Iuapi -Ilibtprofctl/include -Ikmod $(EXTRA_CPPFLAGS)
+CPPFLAGS := -Iuapi -Ilibtprofctl/include -Ikmod $(EXTRA_CPPFLAGS) -isystem /usr/include/libnl3
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
 CXXFLAGS := -std=c++20 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -MMD -MP
 CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -MMD -MP
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all
 GTEST_LIBS := -lgtest -lgtest_main -pthread
-# elfutils: symbols and source lines for reports (tprofctl dump).
-ELF_LIBS := -ldw -lelf $(EXTRA_LDFLAGS)
+# elfutils: symbols and source lines for reports (tprofctl dump); libnl:
+# PMU program events over generic netlink. libnl's headers are the same on
+# every architecture, so cross builds use the host's too.
+ELF_LIBS := -ldw -lelf -lnl-genl-3 -lnl-3 $(EXTRA_LDFLAGS)
 
 LIB_SRCS := $(wildcard libtprofctl/src/*.cc)
 TPROFCTL_SRCS := $(wildcard tools/tprofctl/*.cc)

@@ -66,6 +66,6 @@ for k in "${kernels[@]}"; do
 	echo "== Debian $k kernel, QEMU TCG --icount (guest ns = instructions), -smp 1 =="
 	tools/tprof-vm --kernel "$k" --smp 1 --icount --mem 2048 --timeout 1200 \
 		--add build/bench/tprof_metrics_bench \
-		--add build/bench/tprof_sampling_bench "${perf_add[@]}" -- \
-		sh -c "TPROF_BENCH_PAIRS=3 ./tprof_metrics_bench read-self ping-pong && ./tprof_sampling_bench --reps 3 --seconds 1 $perf_arg"
+		--add build/bench/tprof_sampling_bench --add build/bench/tprof_pmu_bench "${perf_add[@]}" -- \
+		sh -c "TPROF_BENCH_PAIRS=3 ./tprof_metrics_bench read-self ping-pong && ./tprof_sampling_bench --reps 3 --seconds 1 $perf_arg && ./tprof_pmu_bench $perf_arg"
 done

@@ -1,0 +1,153 @@
+// PMU programs (uapi/linux/tprof.h, "PMU programs"; design: US8191049).
+//
+//   SymbolResolver  names -> run-time addresses of a live process
+//                   (/proc/PID/maps + ELF symbol tables, libelf)
+//   ParseEvent      perf-style event names -> EventSpec
+//   ProgramSpec     counters "NAME=EVENT[@RANGE]", thresholds "NAME>=N[/M]",
+//                   rules "3*ins-cyc<0" -> the TPROF_IOC_PMU_CREATE argument
+//   Program         the program's descriptor (RAII): create, read values
+//   Monitor         a libnl generic netlink socket subscribed to programs:
+//                   receives their events (fd() fits a Boost.Asio loop)
+#ifndef TPROF_PMU_H_
+#define TPROF_PMU_H_
+
+#include <linux/tprof.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tprof/device.h"
+#include "tprof/expected.h"
+#include "tprof/scoped_fd.h"
+
+struct nl_sock;
+
+namespace tprof::pmu {
+
+// The default granularity of hardware and raw counters ("cycles" = "cycles:100000").
+constexpr uint64_t kDefaultHardwarePeriod = 100000;
+
+struct EventSpec {
+  uint32_t kind = 0;  // enum tprof_pmu_event_kind
+  uint64_t config = 0;
+  uint64_t addr = 0, len = 0;  // breakpoint / watchpoint
+  uint32_t flags = 0;          // TPROF_PMU_CTR_WATCH_*
+  uint64_t period = 0;         // hardware / raw granularity K
+};
+
+struct AddressRange {
+  uint64_t start = 0, end = 0;  // [start, end)
+};
+
+class SymbolResolver {
+ public:
+  // pid 0: the calling process.
+  [[nodiscard]] static Expected<SymbolResolver> ForProcess(pid_t pid);
+  // "func", "file.c:func" (a local symbol of that source file), or a data
+  // symbol: its run-time [start, start + size). ENOENT: not found; EINVAL:
+  // the symbol has no size.
+  [[nodiscard]] Expected<AddressRange> Find(std::string_view symbol) const;
+
+  struct Symbol {
+    std::string name, file;  // file: the STT_FILE before a local symbol, else ""
+    uint64_t start = 0, size = 0;
+  };
+
+ private:
+  std::vector<Symbol> symbols_;
+};
+
+// Software: page-faults (faults), minor-faults, major-faults,
+// context-switches (cs), cpu-migrations (migrations), alignment-faults,
+// emulation-faults. Hardware: cycles, instructions, branches,
+// branch-misses, cache-references, cache-misses, with ":K" for the
+// granularity (default kDefaultHardwarePeriod); raw "rHEX[:K]".
+// Tracepoints "sys:name" (tracefs id). Breakpoint "bp:ADDR|SYMBOL";
+// watchpoints "w:ADDR|SYMBOL[/LEN]" (writes) and "rw:..." (reads and
+// writes), LEN 1, 2, 4 or 8 (default: the symbol's size if one of those,
+// else 8). `resolver` may be null: then only numeric addresses.
+[[nodiscard]] Expected<EventSpec> ParseEvent(std::string_view text, const SymbolResolver* resolver);
+// "0xSTART-0xEND", "0xSTART+LEN" or a symbol.
+[[nodiscard]] Expected<AddressRange> ParseRange(std::string_view text, const SymbolResolver* resolver);
+
+enum class Rearm { kOnce, kOnFalse };
+
+class ProgramSpec {
+ public:
+  // "NAME=EVENT[@RANGE[/K]]": K splits the range into K counted parts.
+  [[nodiscard]] Status AddCounter(std::string_view definition, const SymbolResolver* resolver);
+  [[nodiscard]] Status AddCounter(std::string name, EventSpec event,
+                                  std::optional<AddressRange> range = {}, uint32_t subranges = 0);
+  // "NAME>=N" or "NAME>=N/EVERY".
+  [[nodiscard]] Status AddThreshold(std::string_view definition);
+  // TERM (('+'|'-') TERM)* OP INTEGER, TERM = [INTEGER['*']]NAME, OP one of
+  // > >= < <=; at most 4 distinct names (a name twice is merged).
+  [[nodiscard]] Status AddRule(std::string_view expression, Rearm rearm = Rearm::kOnce);
+  // Makes counter `name` secondary: it counts from when rule `rule` first fires.
+  [[nodiscard]] Status ArmBy(std::string_view name, size_t rule);
+
+  [[nodiscard]] tprof_pmu_program Build(uint32_t scope, uint32_t pid) const;
+  const std::vector<std::string>& counter_names() const { return names_; }
+  const std::vector<std::string>& rule_texts() const { return rule_texts_; }
+  [[nodiscard]] std::optional<size_t> CounterIndex(std::string_view name) const;
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<tprof_pmu_counter> counters_;
+  std::vector<std::string> rule_texts_;
+  std::vector<tprof_pmu_rule> rules_;
+};
+
+class Program {
+ public:
+  [[nodiscard]] static Expected<Program> Create(const Device& device, const tprof_pmu_program& program);
+  [[nodiscard]] Expected<tprof_pmu_values> Read() const;
+  // A counter's per-subrange values (TPROF_IOC_PMU_READ_SUBRANGES).
+  [[nodiscard]] Expected<std::vector<uint64_t>> ReadSubranges(uint32_t counter) const;
+  int fd() const { return fd_.get(); }
+
+ private:
+  explicit Program(ScopedFd fd) : fd_(std::move(fd)) {}
+  ScopedFd fd_;
+};
+
+class Monitor {
+ public:
+  // ENOENT (with how to load the module) when the family is not registered.
+  [[nodiscard]] static Expected<Monitor> Open();
+  [[nodiscard]] Status Subscribe(const Program& program) { return SubscribeFd(program.fd()); }
+  // Any descriptor number of the calling process: the kernel checks it.
+  [[nodiscard]] Status SubscribeFd(int program_fd);
+  using Callback = std::function<void(const tprof_pmu_event&)>;
+  // Every event available now, without blocking; returns how many.
+  [[nodiscard]] Expected<size_t> Receive(const Callback& cb);
+  // Waits up to `timeout` for events, then Receive(); 0 is not an error.
+  [[nodiscard]] Expected<size_t> Wait(std::chrono::milliseconds timeout, const Callback& cb);
+  int fd() const;
+
+ private:
+  struct SockDeleter {
+    void operator()(nl_sock* s) const;
+  };
+  Monitor(std::unique_ptr<nl_sock, SockDeleter> sock, int family)
+      : sock_(std::move(sock)), family_(family) {}
+  std::unique_ptr<nl_sock, SockDeleter> sock_;
+  int family_ = 0;
+  // Events that arrived while SubscribeFd waited for its ACK (the kernel
+  // may send queued events before it): Receive() delivers them first.
+  std::vector<tprof_pmu_event> pending_;
+};
+
+// "rule 0 (3*ins-cyc<0) fired: ins=... cyc=... pid 12 tid 12 cpu 0 ip 0x..."
+std::string FormatEvent(const tprof_pmu_event& e, const ProgramSpec& spec);
+
+}  // namespace tprof::pmu
+
+#endif  // TPROF_PMU_H_

@@ -1,0 +1,226 @@
+// PMU programs: the program descriptor and the generic netlink monitor
+// (libnl-genl-3), see tprof/pmu.h.
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <netlink/netlink.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/netlink.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <utility>
+
+#include "tprof/pmu.h"
+
+namespace tprof::pmu {
+
+Expected<Program> Program::Create(const Device& device, const tprof_pmu_program& program) {
+  tprof_pmu_program arg = program;
+  if (::ioctl(device.fd(), TPROF_IOC_PMU_CREATE, &arg) != 0) {
+    int err = errno;
+    std::string hint;
+    if (err == EACCES) hint = " (another user's process, a kernel address, or kernel.perf_event_paranoid > 2)";
+    if (err == EOPNOTSUPP) hint = " (no usable hardware PMU here)";
+    if (err == ENOSPC) hint = " (no free debug register for a breakpoint or watchpoint)";
+    if (err == ENOTTY) hint = " (the module is older than ABI 1.7)";
+    return Error::FromErrno(err, std::string("creating the PMU program: ") + std::strerror(err) + hint);
+  }
+  return Program(ScopedFd(arg.fd));
+}
+
+Expected<tprof_pmu_values> Program::Read() const {
+  tprof_pmu_values v{};
+  if (::ioctl(fd_.get(), TPROF_IOC_PMU_READ, &v) != 0)
+    return Error::FromErrno(errno, std::string("reading the PMU program: ") + std::strerror(errno));
+  return v;
+}
+
+Expected<std::vector<uint64_t>> Program::ReadSubranges(uint32_t counter) const {
+  std::vector<uint64_t> out(TPROF_PMU_MAX_SUBRANGES);
+  tprof_pmu_subranges a{};
+  a.counter = counter;
+  a.capacity = uint32_t(out.size());
+  a.values = reinterpret_cast<uint64_t>(out.data());
+  if (::ioctl(fd_.get(), TPROF_IOC_PMU_READ_SUBRANGES, &a) != 0)
+    return Error::FromErrno(errno, std::string("reading subranges: ") + std::strerror(errno));
+  out.resize(a.nr_subranges);
+  return out;
+}
+
+void Monitor::SockDeleter::operator()(nl_sock* s) const { nl_socket_free(s); }
+
+namespace {
+
+Error NlError(int nlerr, const std::string& what) {
+  // libnl's errors are negative NLE_* codes; keep the kernel's errno when
+  // it sent one (nl_syserr2nlerr's inverse is not public).
+  int err = EIO;
+  switch (-nlerr) {
+    case NLE_OBJ_NOTFOUND: err = ENOENT; break;
+    case NLE_BAD_SOCK: err = EBADF; break;
+    case NLE_INVAL: err = EINVAL; break;
+    case NLE_NOMEM: err = ENOMEM; break;
+    case NLE_PERM: err = EPERM; break;
+    case NLE_NOACCESS: err = EACCES; break;
+    case NLE_AGAIN: err = EAGAIN; break;
+    case NLE_OPNOTSUPP: err = EOPNOTSUPP; break;
+  }
+  return Error::FromErrno(err, what + ": " + nl_geterror(nlerr));
+}
+
+// The kernel's errno of an ACK (nlmsgerr), kept exactly.
+int OnAckError(sockaddr_nl*, nlmsgerr* e, void* arg) {
+  *static_cast<int*>(arg) = -e->error;
+  return NL_STOP;
+}
+int OnAck(nl_msg*, void* arg) {
+  *static_cast<int*>(arg) = 0;
+  return NL_STOP;
+}
+
+struct Dispatch {
+  const Monitor::Callback* cb;
+  size_t n = 0;
+};
+
+int OnEarlyEvent(nl_msg* msg, void* arg);
+
+int OnEvent(nl_msg* msg, void* arg) {
+  auto* d = static_cast<Dispatch*>(arg);
+  nlattr* attrs[TPROF_PMU_A_MAX + 1];
+  if (genlmsg_parse(nlmsg_hdr(msg), 0, attrs, TPROF_PMU_A_MAX, nullptr) != 0 || !attrs[TPROF_PMU_A_EVENT] ||
+      nla_len(attrs[TPROF_PMU_A_EVENT]) < int(sizeof(tprof_pmu_event)))
+    return NL_SKIP;
+  tprof_pmu_event e;
+  std::memcpy(&e, nla_data(attrs[TPROF_PMU_A_EVENT]), sizeof(e));
+  d->n++;
+  (*d->cb)(e);
+  return NL_OK;
+}
+
+// Events carry no sequence number: no check on any of our callback sets.
+int NoSeqCheck(nl_msg*, void*) { return NL_OK; }
+
+int OnEarlyEvent(nl_msg* msg, void* arg) {
+  auto* pending = static_cast<std::vector<tprof_pmu_event>*>(arg);
+  Monitor::Callback keep = [pending](const tprof_pmu_event& e) { pending->push_back(e); };
+  Dispatch d{&keep};
+  return OnEvent(msg, &d);
+}
+
+}  // namespace
+
+Expected<Monitor> Monitor::Open() {
+  std::unique_ptr<nl_sock, SockDeleter> sock(nl_socket_alloc());
+  if (!sock) return Error::FromErrno(ENOMEM, "cannot allocate a netlink socket");
+  if (int r = genl_connect(sock.get()); r < 0) return NlError(r, "cannot open a generic netlink socket");
+  int family = genl_ctrl_resolve(sock.get(), TPROF_PMU_GENL_NAME);
+  if (family < 0)
+    return Error::FromErrno(ENOENT, "no generic netlink family " TPROF_PMU_GENL_NAME
+                                    " (is tprof.ko loaded, ABI 1.7 or later? sudo insmod kmod/tprof.ko)");
+  // Events come unsolicited: no sequence check; a large receive buffer so
+  // bursts wait in the socket (what does not fit is counted as lost).
+  nl_socket_disable_seq_check(sock.get());
+  nl_socket_set_buffer_size(sock.get(), 4 << 20, 0);
+  nl_socket_set_nonblocking(sock.get());
+  // A full receive buffer must not turn into ENOBUFS errors on receive:
+  // the kernel counts every event it could not deliver (lost).
+  int one = 1;
+  ::setsockopt(nl_socket_get_fd(sock.get()), SOL_NETLINK, NETLINK_NO_ENOBUFS, &one, sizeof(one));
+  return Monitor(std::move(sock), family);
+}
+
+int Monitor::fd() const { return nl_socket_get_fd(sock_.get()); }
+
+Status Monitor::SubscribeFd(int program_fd) {
+  nl_msg* msg = nlmsg_alloc();
+  if (!msg) return Error::FromErrno(ENOMEM, "cannot allocate a netlink message");
+  if (!genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family_, 0, NLM_F_ACK, TPROF_PMU_CMD_SUBSCRIBE,
+                   TPROF_PMU_GENL_VERSION) ||
+      nla_put_u32(msg, TPROF_PMU_A_PROGRAM_FD, uint32_t(program_fd)) < 0) {
+    nlmsg_free(msg);
+    return Error::FromErrno(ENOMEM, "cannot build the subscription");
+  }
+  int r = nl_send_auto(sock_.get(), msg);
+  nlmsg_free(msg);
+  if (r < 0) return NlError(r, "cannot send the subscription");
+  // Wait for the ACK (or the kernel's errno). Queued events may come
+  // before it: they are kept for Receive().
+  int result = EINPROGRESS;
+  nl_cb* cb = nl_cb_alloc(NL_CB_DEFAULT);
+  if (!cb) return Error::FromErrno(ENOMEM, "cannot allocate netlink callbacks");
+  nl_cb_err(cb, NL_CB_CUSTOM, OnAckError, &result);
+  nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, OnAck, &result);
+  nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, OnEarlyEvent, &pending_);
+  nl_cb_set(cb, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, NoSeqCheck, nullptr);
+  while (result == EINPROGRESS) {
+    pollfd p{fd(), POLLIN, 0};
+    if (::poll(&p, 1, 5000) <= 0) {
+      result = ETIMEDOUT;
+      break;
+    }
+    int rr = nl_recvmsgs(sock_.get(), cb);
+    if (rr < 0 && rr != -NLE_AGAIN && result == EINPROGRESS) result = EIO;
+  }
+  nl_cb_put(cb);
+  if (result != 0)
+    return Error::FromErrno(result, std::string("subscribing to the PMU program: ") + std::strerror(result));
+  return OkStatus();
+}
+
+Expected<size_t> Monitor::Receive(const Callback& cb) {
+  Dispatch d{&cb};
+  for (const tprof_pmu_event& e : std::exchange(pending_, {})) {
+    d.n++;
+    cb(e);
+  }
+  nl_cb* c = nl_cb_alloc(NL_CB_DEFAULT);
+  if (!c) return Error::FromErrno(ENOMEM, "cannot allocate netlink callbacks");
+  nl_cb_set(c, NL_CB_VALID, NL_CB_CUSTOM, OnEvent, &d);
+  nl_cb_set(c, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, NoSeqCheck, nullptr);
+  for (;;) {
+    int r = nl_recvmsgs(sock_.get(), c);
+    if (r == -NLE_AGAIN || r == 0) break;  // drained
+    if (r < 0) {
+      nl_cb_put(c);
+      return NlError(r, "receiving PMU events");
+    }
+  }
+  nl_cb_put(c);
+  return d.n;
+}
+
+Expected<size_t> Monitor::Wait(std::chrono::milliseconds timeout, const Callback& cb) {
+  if (!pending_.empty()) return Receive(cb);
+  pollfd p{fd(), POLLIN, 0};
+  int r = ::poll(&p, 1, int(timeout.count()));
+  if (r < 0) return Error::FromErrno(errno, "waiting for PMU events");
+  if (r == 0) return size_t(0);
+  return Receive(cb);
+}
+
+std::string FormatEvent(const tprof_pmu_event& e, const ProgramSpec& spec) {
+  std::string s;
+  char buf[128];
+  if (e.kind == TPROF_PMU_EVENT_RULE) {
+    s = "rule " + std::to_string(e.index);
+    if (e.index < spec.rule_texts().size()) s += " (" + spec.rule_texts()[e.index] + ")";
+  } else {
+    s = "threshold of " +
+        (e.index < spec.counter_names().size() ? spec.counter_names()[e.index] : std::to_string(e.index));
+  }
+  std::snprintf(buf, sizeof(buf), " #%" PRIu64 ":", uint64_t(e.seq));
+  s += buf;
+  for (uint32_t i = 0; i < e.nr_counters && i < TPROF_PMU_MAX_COUNTERS; i++)
+    s += " " + (i < spec.counter_names().size() ? spec.counter_names()[i] : "c" + std::to_string(i)) + "=" +
+         std::to_string(e.values[i]);
+  std::snprintf(buf, sizeof(buf), " pid %u tid %u cpu %u ip 0x%" PRIx64, e.pid, e.tid, e.cpu, uint64_t(e.ip));
+  s += buf;
+  if (e.lost) s += " (" + std::to_string(e.lost) + " lost before)";
+  return s;
+}
+
+}  // namespace tprof::pmu

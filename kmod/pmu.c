@@ -291,6 +291,26 @@ static bool tprof_pmu_kernel_addresses(const struct tprof_pmu_program *c)
 	return false;
 }
 
+/*
+ * arm64 steps over a breakpoint or watchpoint only when perf's default
+ * overflow handler owns the event (uses_default_overflow_handler() in
+ * arch/arm64/kernel/hw_breakpoint.c); with ours the task would trap on
+ * the same instruction forever. Until there is another way to see each
+ * hit there, PMU programs refuse them on arm64.
+ */
+static bool tprof_pmu_debug_registers_usable(const struct tprof_pmu_program *c)
+{
+	u32 i;
+
+	if (!IS_ENABLED(CONFIG_ARM64))
+		return true;
+	for (i = 0; i < c->nr_counters; i++)
+		if (c->counters[i].kind == TPROF_PMU_EV_BREAKPOINT ||
+		    c->counters[i].kind == TPROF_PMU_EV_WATCHPOINT)
+			return false;
+	return true;
+}
+
 /* The target's threads (a reference each): one, or a process's. */
 static int tprof_pmu_targets(const struct tprof_pmu_program *c, struct pid *pid,
 			     struct task_struct ***tasksp, unsigned int *nr)
@@ -513,6 +533,8 @@ long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg)
 	ret = tprof_pmu_program_check(&c);
 	if (ret)
 		return ret;
+	if (!tprof_pmu_debug_registers_usable(&c))
+		return -EOPNOTSUPP;
 	ret = tprof_pmu_check_access(&c, &pid, &exclude_kernel);
 	if (ret)
 		return ret;

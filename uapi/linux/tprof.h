@@ -720,7 +720,9 @@ struct tprof_window_list {
  *   1 or above TPROF_PMU_MAX_SUBRANGES or without a range of at least K
  *   bytes, nonzero reserved fields.
  *   ENOENT: no such event (unknown software event or tracepoint id).
- *   EOPNOTSUPP: hardware events without a usable PMU. ENOSPC: no free
+ *   EOPNOTSUPP: hardware events without a usable PMU; breakpoints and
+ *   watchpoints on arm64 (its kernel steps over them only for perf's own
+ *   overflow handler). ENOSPC: no free
  *   debug register for a breakpoint or watchpoint. E2BIG: more than 4096
  *   perf events (the target's threads at creation x counters). EMFILE, ENOMEM: no descriptor or memory (the
  *   program's memory is charged to the caller's memory cgroup).

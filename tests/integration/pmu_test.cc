@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../common/json_value.h"
 #include "guest_env.h"
 #include "tprof/pmu.h"
 
@@ -610,6 +611,54 @@ TEST(PmuHardwareTest, RangeThresholdFiresFromTheOverflowInterrupt) {
   EXPECT_GE(events[0].ip, loop->start);
   EXPECT_LT(events[0].ip, loop->end);
   EXPECT_GE(ReadOrFail(*prog).values[0], 200000u);
+}
+
+}  // namespace
+}  // namespace tprof::test
+
+// The acceptance command: tprofctl pmu watch on a command it starts, a
+// range resolved from the command's own symbols after its exec.
+namespace tprof::test {
+namespace {
+
+TEST(TprofctlPmu, WatchPrintsOneEventAtTheThousandthFaultAndTheTotals) {
+  std::string out;
+  ASSERT_EQ(RunCommand("tprofctl pmu watch --json --counter f=page-faults@fault_hot "
+                       "--counter all=page-faults --when 'f >= 1000' -- tprof-wl-faults 1500 300",
+                       &out),
+            0)
+      << out;
+  std::vector<JsonValue> lines;
+  size_t pos = 0;
+  while (pos < out.size()) {
+    size_t nl = out.find('\n', pos);
+    std::string line = out.substr(pos, nl == std::string::npos ? nl : nl - pos);
+    pos = nl == std::string::npos ? out.size() : nl + 1;
+    std::string error;
+    auto doc = JsonParser::Parse(line, &error);
+    ASSERT_TRUE(doc) << error << ": " << line;
+    lines.push_back(*doc);
+  }
+  ASSERT_EQ(lines.size(), 2u) << out;  // one event, then the totals
+  EXPECT_EQ(lines[0]["event"].string, "rule");
+  EXPECT_EQ(lines[0]["values"]["f"].number, 1000);
+  EXPECT_GE(lines[0]["values"]["all"].number, 1300);  // the 300 cold faults came first
+  EXPECT_EQ(lines[1]["totals"]["f"]["value"].number, 1500);
+  EXPECT_TRUE(lines[1]["totals"]["f"]["exact"].boolean);
+  EXPECT_EQ(lines[1]["rules"].array[0]["fired"].number, 1);
+  EXPECT_EQ(lines[1]["events_lost"].number, 0);
+
+  // The text form, and a usage error without a target.
+  ASSERT_EQ(RunCommand("tprofctl pmu watch --counter f=page-faults@fault_hot --threshold 'f>=100' "
+                       "-- tprof-wl-faults 150 10",
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("threshold of f #1: f=100"), std::string::npos) << out;
+  EXPECT_NE(out.find("exact"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand("tprofctl pmu watch --counter f=page-faults 2>&1", &out), 2) << out;
+  EXPECT_EQ(RunCommand("tprofctl pmu list", &out), 0) << out;
+  EXPECT_NE(out.find("page-faults"), std::string::npos) << out;
 }
 
 }  // namespace

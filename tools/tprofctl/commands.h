@@ -18,6 +18,7 @@ int RunStop(const Args& args);    // record.cc
 int RunRecord(const Args& args);  // record.cc
 int RunDump(const Args& args);    // dump.cc
 int RunWindow(const Args& args);  // windows.cc
+int RunPmu(const Args& args);     // pmu.cc
 
 }  // namespace tprof::cli
 

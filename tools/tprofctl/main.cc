@@ -28,6 +28,8 @@ constexpr Command kCommands[] = {
      "report a profile [-i FILE] [--by process|symbol] [--pid PID] [--top N] [--format F]"},
     {"window", tprof::cli::RunWindow,
      "counting windows saved by start/record --window/--profil [list|show] [-i FILE]"},
+    {"pmu", tprof::cli::RunPmu,
+     "PMU programs: counters, ranges, thresholds, rules [list | watch --counter ... -- CMD]"},
 };
 
 void Usage(FILE* out) {

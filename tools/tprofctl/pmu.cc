@@ -1,0 +1,336 @@
+// tprofctl pmu: PMU programs (US8191049). `pmu list` shows the events;
+// `pmu watch` builds a program from --counter/--threshold/--when/--then,
+// runs it on a process (or a command it starts), prints each event the
+// kernel raises as it arrives (Boost.Asio loop on the monitor socket) and
+// the totals, with their exactness, at the end.
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <string>
+#include <utility>  // boost/asio/awaitable.hpp needs std::exchange first
+#include <vector>
+
+#include <boost/asio.hpp>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "tprof/json_writer.h"
+#include "tprof/pmu.h"
+
+namespace tprof::cli {
+
+namespace {
+
+void Usage(FILE* out) {
+  std::fprintf(out,
+               "usage: tprofctl pmu list [--all]\n"
+               "       tprofctl pmu watch [--pid PID | --tid TID | -- CMD [ARGS...]]\n"
+               "                          --counter NAME=EVENT[@RANGE[/K]] ... [--threshold NAME>=N[/EVERY]] ...\n"
+               "                          [--when EXPR [--then NAME,...]] ... [--rearm] [--json]\n\n"
+               "A PMU program: up to 8 counters of one process (and the processes it\n"
+               "creates) or one thread, each optionally restricted to an address range;\n"
+               "thresholds and rules are evaluated in the kernel at every event and each\n"
+               "crossing is printed as it happens, with every counter's value.\n"
+               "  --counter NAME=EVENT[@RANGE[/K]]  EVENT: see `tprofctl pmu list`; RANGE: a\n"
+               "                   function or data symbol of the target, file.c:func,\n"
+               "                   0xSTART-0xEND or 0xSTART+LEN; /K also counts K equal parts\n"
+               "  --threshold NAME>=N[/EVERY]  an event when NAME reaches N (then every EVERY)\n"
+               "  --when EXPR      a rule, e.g. '3*ins-cyc<0' (CPI > 3): up to 4 counters with\n"
+               "                   integer multipliers, compared (> >= < <=) with an integer\n"
+               "  --then NAMES     counters (comma-separated) that the preceding --when arms:\n"
+               "                   they count only from its first firing (secondary counters)\n"
+               "  --rearm          rules fire again after they were false (default: once)\n"
+               "  --json           one JSON object per event and for the totals\n"
+               "Without CAP_PERFMON only your own processes, within kernel.perf_event_paranoid.\n");
+}
+
+// The target's executable is mapped only after exec: the child stops at
+// its exec (PTRACE_TRACEME), the program is built against its maps, then
+// the child is let go.
+pid_t StartStopped(const std::vector<std::string>& cmd) {
+  pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+  std::vector<char*> argv;
+  for (const std::string& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  std::fprintf(stderr, "tprofctl: cannot run %s: %s\n", argv[0], std::strerror(errno));
+  ::_exit(127);
+}
+
+void PrintEventJson(const tprof_pmu_event& e, const pmu::ProgramSpec& spec) {
+  JsonWriter w;
+  w.BeginObject()
+      .Field("event", std::string(e.kind == TPROF_PMU_EVENT_RULE ? "rule" : "threshold"))
+      .Field("index", uint64_t(e.index))
+      .Field("seq", uint64_t(e.seq))
+      .Field("lost", uint64_t(e.lost))
+      .Field("time_ns", uint64_t(e.time_ns))
+      .Field("pid", uint64_t(e.pid))
+      .Field("tid", uint64_t(e.tid))
+      .Field("cpu", uint64_t(e.cpu))
+      .Field("ip", uint64_t(e.ip));
+  w.Key("values").BeginObject();
+  for (uint32_t i = 0; i < e.nr_counters && i < spec.counter_names().size(); i++)
+    w.Field(spec.counter_names()[i], uint64_t(e.values[i]));
+  w.EndObject().EndObject();
+  std::printf("%s\n", w.str().c_str());
+}
+
+void PrintTotals(const tprof_pmu_values& v, const pmu::ProgramSpec& spec, bool json) {
+  const auto& names = spec.counter_names();
+  if (json) {
+    JsonWriter w;
+    w.BeginObject().Key("totals").BeginObject();
+    for (size_t i = 0; i < names.size(); i++) {
+      w.Key(names[i]).BeginObject().Field("value", uint64_t(v.values[i]))
+          .Field("exact", bool(v.exact & (1U << i)))
+          .Field("threshold_fired", uint64_t(v.threshold_fired[i])).EndObject();
+    }
+    w.EndObject().Key("rules").BeginArray();
+    for (size_t r = 0; r < spec.rule_texts().size(); r++)
+      w.BeginObject().Field("rule", spec.rule_texts()[r]).Field("fired", uint64_t(v.rule_fired[r])).EndObject();
+    w.EndArray().Field("events_sent", uint64_t(v.events_sent)).Field("events_lost", uint64_t(v.events_lost));
+    w.EndObject();
+    std::printf("%s\n", w.str().c_str());
+    return;
+  }
+  std::printf("%-16s %20s  %s\n", "COUNTER", "VALUE", "EXACTNESS");
+  for (size_t i = 0; i < names.size(); i++)
+    std::printf("%-16s %20" PRIu64 "  %s%s\n", names[i].c_str(), uint64_t(v.values[i]),
+                v.exact & (1U << i) ? "exact" : "estimate (hardware: every K events)",
+                v.threshold_fired[i] ? (", threshold fired " + std::to_string(v.threshold_fired[i])).c_str() : "");
+  for (size_t r = 0; r < spec.rule_texts().size(); r++)
+    std::printf("rule %zu %-24s fired %" PRIu64 "%s\n", r, spec.rule_texts()[r].c_str(), uint64_t(v.rule_fired[r]),
+                v.armed & (1U << r) ? " (armed its secondary counters)" : "");
+  std::printf("events: %" PRIu64 " sent, %" PRIu64 " lost\n", uint64_t(v.events_sent), uint64_t(v.events_lost));
+}
+
+int RunList(const Args& args) {
+  bool all = args.size() > 1 && args[1] == "--all";
+  std::printf("software (exact, every event):\n  page-faults (faults) minor-faults major-faults context-switches (cs)\n"
+              "  cpu-migrations (migrations) alignment-faults emulation-faults\n"
+              "hardware (every K events, NAME:K, default K %" PRIu64 "; where the CPU has a PMU):\n"
+              "  cycles instructions branches branch-misses cache-references cache-misses rHEX[:K]\n"
+              "breakpoints and watchpoints (exact; not on arm64):\n"
+              "  bp:ADDR|SYMBOL   w:ADDR|SYMBOL[/LEN] (writes)   rw:ADDR|SYMBOL[/LEN] (reads and writes)\n",
+              pmu::kDefaultHardwarePeriod);
+  const char* root = "/sys/kernel/tracing/events";
+  DIR* d = ::opendir(root);
+  if (!d) {
+    std::printf("tracepoints: none found (mount tracefs: sudo mount -t tracefs nodev /sys/kernel/tracing)\n");
+    return 0;
+  }
+  size_t n = 0;
+  std::vector<std::string> names;
+  while (dirent* sys = ::readdir(d)) {
+    if (sys->d_name[0] == '.' || sys->d_type != DT_DIR) continue;
+    DIR* e = ::opendir((std::string(root) + "/" + sys->d_name).c_str());
+    if (!e) continue;
+    while (dirent* ev = ::readdir(e))
+      if (ev->d_name[0] != '.' && ev->d_type == DT_DIR) {
+        n++;
+        if (all) names.push_back(std::string(sys->d_name) + ":" + ev->d_name);
+      }
+    ::closedir(e);
+  }
+  ::closedir(d);
+  std::printf("tracepoints (exact): %zu, as SYSTEM:NAME, e.g. syscalls:sys_enter_getppid%s\n", n,
+              all ? "" : " (--all lists them)");
+  for (const std::string& s : names) std::printf("  %s\n", s.c_str());
+  return 0;
+}
+
+int RunWatch(const Args& args) {
+  std::vector<std::string> counters, thresholds, cmd;
+  std::vector<std::pair<std::string, std::string>> rules;  // expression, --then
+  uint32_t pid = 0, scope = TPROF_PMU_SCOPE_PROCESS;
+  bool json = false, rearm = false;
+  for (size_t i = 1; i < args.size(); i++) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
+    const std::string* v = nullptr;
+    if (a == "--") {
+      cmd.assign(args.begin() + long(i) + 1, args.end());
+      break;
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--rearm") {
+      rearm = true;
+    } else if ((a == "--counter" || a == "-e") && (v = value())) {
+      counters.push_back(*v);
+    } else if (a == "--threshold" && (v = value())) {
+      thresholds.push_back(*v);
+    } else if (a == "--when" && (v = value())) {
+      rules.push_back({*v, ""});
+    } else if (a == "--then" && (v = value()) && !rules.empty()) {
+      rules.back().second = *v;
+    } else if ((a == "--pid" || a == "-p" || a == "--tid" || a == "-t") && (v = value())) {
+      auto n = ParseNumber(a, *v);
+      if (!n) return 2;
+      pid = uint32_t(*n);
+      scope = a == "--tid" || a == "-t" ? TPROF_PMU_SCOPE_THREAD : TPROF_PMU_SCOPE_PROCESS;
+    } else if (a == "-h" || a == "--help") {
+      Usage(stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "tprofctl pmu watch: bad option '%s'\n", a.c_str());
+      Usage(stderr);
+      return 2;
+    }
+  }
+  if (counters.empty() || (pid == 0) == cmd.empty()) {
+    std::fprintf(stderr, "tprofctl pmu watch: give --counter and one of --pid, --tid or -- CMD\n");
+    return 2;
+  }
+  auto dev = OpenDeviceOrReport();
+  if (!dev) return 1;
+
+  pid_t child = 0;
+  if (!cmd.empty()) {
+    child = StartStopped(cmd);
+    int st = 0;
+    if (child < 0 || ::waitpid(child, &st, 0) != child || !WIFSTOPPED(st)) {
+      std::fprintf(stderr, "tprofctl: %s did not start\n", cmd[0].c_str());
+      return 1;
+    }
+    pid = uint32_t(child);
+  }
+  auto kill_child = [&] {
+    if (child > 0) {
+      ::kill(child, SIGKILL);
+      ::ptrace(PTRACE_DETACH, child, nullptr, nullptr);
+      ::waitpid(child, nullptr, 0);
+    }
+  };
+  // Symbols of a thread: its process's maps.
+  auto resolver = pmu::SymbolResolver::ForProcess(pid_t(pid));
+  pmu::ProgramSpec spec;
+  Status st = OkStatus();
+  for (const std::string& c : counters)
+    if (st) st = spec.AddCounter(c, resolver ? &*resolver : nullptr);
+  for (const std::string& t : thresholds)
+    if (st) st = spec.AddThreshold(t);
+  for (size_t r = 0; r < rules.size() && st; r++) {
+    st = spec.AddRule(rules[r].first, rearm ? pmu::Rearm::kOnFalse : pmu::Rearm::kOnce);
+    std::string names = rules[r].second;
+    for (size_t pos = 0; st && !names.empty() && pos != std::string::npos;) {
+      size_t comma = names.find(',', pos);
+      st = spec.ArmBy(names.substr(pos, comma == std::string::npos ? comma : comma - pos), r);
+      pos = comma == std::string::npos ? comma : comma + 1;
+    }
+  }
+  if (!st) {
+    kill_child();
+    return ReportError(st.error());
+  }
+  auto prog = pmu::Program::Create(*dev, spec.Build(scope, pid));
+  if (!prog) {
+    kill_child();
+    ReportError(prog.error());
+    if (prog.error().code().value() == EACCES)
+      std::fprintf(stderr, "tprofctl: see `sysctl kernel.perf_event_paranoid` (2 allows your own processes)"
+                           " or run with CAP_PERFMON\n");
+    return 1;
+  }
+  auto mon = pmu::Monitor::Open();
+  if (!mon) {
+    kill_child();
+    return ReportError(mon.error());
+  }
+  if (Status s = mon->Subscribe(*prog); !s) {
+    kill_child();
+    return ReportError(s.error());
+  }
+  if (child > 0) ::ptrace(PTRACE_DETACH, child, nullptr, nullptr);
+
+  auto print = [&](const tprof_pmu_event& e) {
+    if (json)
+      PrintEventJson(e, spec);
+    else
+      std::printf("%s\n", pmu::FormatEvent(e, spec).c_str());
+    std::fflush(stdout);
+  };
+  boost::asio::io_context io;
+  boost::asio::posix::stream_descriptor sock(io, ::dup(mon->fd()));
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  if (child > 0) signals.add(SIGCHLD);
+  int child_status = 0;
+  Status failure = OkStatus();
+  std::function<void()> wait_events = [&] {
+    sock.async_wait(boost::asio::posix::descriptor_base::wait_read, [&](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (auto n = mon->Receive(print); !n) {
+        failure = n.error();
+        io.stop();
+        return;
+      }
+      wait_events();
+    });
+  };
+  std::function<void()> wait_signal = [&] {
+    signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+      if (ec) return;
+      if (signo == SIGCHLD && ::waitpid(child, &child_status, WNOHANG) != child) {
+        wait_signal();
+        return;
+      }
+      io.stop();
+    });
+  };
+  // A --pid target that exits: checked once a second.
+  boost::asio::steady_timer timer(io);
+  std::function<void()> tick = [&] {
+    timer.expires_after(std::chrono::seconds(1));
+    timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (child == 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
+        io.stop();
+        return;
+      }
+      tick();
+    });
+  };
+  wait_events();
+  wait_signal();
+  tick();
+  if (child > 0)
+    boost::asio::post(io, [&] {
+      if (::waitpid(child, &child_status, WNOHANG) == child) io.stop();
+    });
+  io.run();
+  if (!failure) return ReportError(failure.error());
+  // What the kernel queued before the end, then the totals.
+  while (true) {
+    auto n = mon->Wait(std::chrono::milliseconds(200), print);
+    if (!n || *n == 0) break;
+  }
+  auto values = prog->Read();
+  if (!values) return ReportError(values.error());
+  PrintTotals(*values, spec, json);
+  if (child > 0) return WIFEXITED(child_status) ? WEXITSTATUS(child_status) : 128 + WTERMSIG(child_status);
+  return 0;
+}
+
+}  // namespace
+
+int RunPmu(const Args& args) {
+  if (args.empty() || args[0] == "-h" || args[0] == "--help") {
+    Usage(args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "list") return RunList(args);
+  if (args[0] == "watch") return RunWatch(args);
+  std::fprintf(stderr, "tprofctl pmu: unknown subcommand '%s'\n", args[0].c_str());
+  Usage(stderr);
+  return 2;
+}
+
+}  // namespace tprof::cli

@@ -6,7 +6,10 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <cxxabi.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -82,6 +85,19 @@ void AddFileSymbols(const std::string& path, const std::vector<Mapping>& maps,
   elf_end(elf);
 }
 
+// A C++ symbol matches its demangled name, with or without the
+// parameter list ("ns::f" or "ns::f(int)").
+bool DemangledMatches(const std::string& mangled, std::string_view name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  if (!d) return false;
+  std::string_view full(d);
+  bool ok = full == name || (full.size() > name.size() && full.substr(0, name.size()) == name &&
+                             full[name.size()] == '(');
+  std::free(d);
+  return ok;
+}
+
 }  // namespace
 
 Expected<SymbolResolver> SymbolResolver::ForProcess(pid_t pid) {
@@ -124,7 +140,8 @@ Expected<AddressRange> SymbolResolver::Find(std::string_view symbol) const {
     name = symbol.substr(colon + 1);
   }
   for (const Symbol& s : symbols_) {
-    if (s.name != name || (!file.empty() && s.file != Basename(file))) continue;
+    if (!file.empty() && s.file != Basename(file)) continue;
+    if (s.name != name && !(s.name.starts_with("_Z") && DemangledMatches(s.name, name))) continue;
     if (s.size == 0) return Error::FromErrno(EINVAL, "symbol '" + std::string(symbol) + "' has no size");
     return AddressRange{s.start, s.start + s.size};
   }

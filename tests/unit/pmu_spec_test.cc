@@ -1,0 +1,133 @@
+// PMU program specs (libtprofctl/src/pmu_spec.cc, pmu_symbols.cc) on the
+// host: event names, ranges, thresholds, the rule grammar, symbols of the
+// test binary itself.
+#include <gtest/gtest.h>
+#include <linux/perf_event.h>
+
+#include "tprof/pmu.h"
+
+extern "C" __attribute__((noinline, used)) int tprof_pmu_spec_probe(int x) { return x * 3 + 1; }
+static __attribute__((noinline, used)) int tprof_pmu_spec_local(int x) { return x + 2; }
+
+namespace tprof::pmu {
+namespace {
+
+TEST(PmuSpec, EventNames) {
+  auto e = ParseEvent("page-faults", nullptr);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, uint32_t(TPROF_PMU_EV_SOFTWARE));
+  EXPECT_EQ(e->config, uint64_t(PERF_COUNT_SW_PAGE_FAULTS));
+  e = ParseEvent("cycles:5000", nullptr);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, uint32_t(TPROF_PMU_EV_HARDWARE));
+  EXPECT_EQ(e->period, 5000u);
+  EXPECT_EQ(ParseEvent("instructions", nullptr)->period, kDefaultHardwarePeriod);
+  e = ParseEvent("r1c2:100", nullptr);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, uint32_t(TPROF_PMU_EV_RAW));
+  EXPECT_EQ(e->config, 0x1c2u);
+  e = ParseEvent("bp:0x401000", nullptr);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, uint32_t(TPROF_PMU_EV_BREAKPOINT));
+  EXPECT_EQ(e->addr, 0x401000u);
+  e = ParseEvent("rw:0x1000/4", nullptr);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, uint32_t(TPROF_PMU_EV_WATCHPOINT));
+  EXPECT_EQ(e->len, 4u);
+  EXPECT_EQ(e->flags, uint32_t(TPROF_PMU_CTR_WATCH_READ));
+  EXPECT_EQ(ParseEvent("w:0x1000", nullptr)->len, 8u);
+  EXPECT_EQ(ParseEvent("bogus", nullptr).error().code().value(), ENOENT);
+  EXPECT_EQ(ParseEvent("cycles:0", nullptr).error().code().value(), EINVAL);
+  EXPECT_EQ(ParseEvent("bp:main", nullptr).error().code().value(), EINVAL);  // no symbols
+  EXPECT_EQ(ParseEvent("nosuchsys:nosuchevent", nullptr).error().code().value(), ENOENT);
+}
+
+TEST(PmuSpec, Ranges) {
+  auto r = ParseRange("0x1000-0x2000", nullptr);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->start, 0x1000u);
+  EXPECT_EQ(r->end, 0x2000u);
+  r = ParseRange("0x1000+16", nullptr);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->end, 0x1010u);
+  EXPECT_FALSE(ParseRange("0x2000-0x1000", nullptr));
+  EXPECT_FALSE(ParseRange("0x2000-0x2000", nullptr));
+  EXPECT_FALSE(ParseRange("0x1000+0", nullptr));
+}
+
+TEST(PmuSpec, SymbolsOfThisProcessAreAtTheirRunTimeAddresses) {
+  auto syms = SymbolResolver::ForProcess(0);
+  ASSERT_TRUE(syms) << syms.error().message();
+  auto f = syms->Find("tprof_pmu_spec_probe");
+  ASSERT_TRUE(f) << f.error().message();
+  EXPECT_EQ(f->start, reinterpret_cast<uint64_t>(&tprof_pmu_spec_probe));
+  EXPECT_GT(f->end, f->start);
+  auto local = syms->Find("pmu_spec_test.cc:tprof_pmu_spec_local");
+  ASSERT_TRUE(local) << local.error().message();
+  EXPECT_EQ(local->start, reinterpret_cast<uint64_t>(&tprof_pmu_spec_local));
+  EXPECT_EQ(syms->Find("other.cc:tprof_pmu_spec_local").error().code().value(), ENOENT);
+  EXPECT_EQ(syms->Find("no_such_symbol_here").error().code().value(), ENOENT);
+  auto e = ParseEvent("bp:tprof_pmu_spec_probe", &*syms);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->addr, f->start);
+}
+
+TEST(PmuSpec, CountersThresholdsAndBuild) {
+  ProgramSpec s;
+  ASSERT_TRUE(s.AddCounter("f=page-faults@0x1000-0x2000/4", nullptr));
+  ASSERT_TRUE(s.AddCounter("cs=context-switches", nullptr));
+  EXPECT_FALSE(s.AddCounter("f=cs", nullptr));          // duplicate name
+  EXPECT_FALSE(s.AddCounter("9x=page-faults", nullptr)); // bad name
+  EXPECT_FALSE(s.AddCounter("nofunc", nullptr));
+  ASSERT_TRUE(s.AddThreshold("f>=100/10"));
+  EXPECT_FALSE(s.AddThreshold("zz>=1"));
+  EXPECT_FALSE(s.AddThreshold("f>=0"));
+  EXPECT_FALSE(s.AddThreshold("f>=5/0"));
+  ASSERT_TRUE(s.AddRule("2*f - cs > 0"));
+  ASSERT_TRUE(s.ArmBy("cs", 0));
+  EXPECT_FALSE(s.ArmBy("cs", 1));
+  tprof_pmu_program p = s.Build(TPROF_PMU_SCOPE_PROCESS, 42);
+  EXPECT_EQ(p.scope, uint32_t(TPROF_PMU_SCOPE_PROCESS));
+  EXPECT_EQ(p.pid, 42u);
+  EXPECT_EQ(p.nr_counters, 2u);
+  EXPECT_EQ(p.counters[0].flags, uint32_t(TPROF_PMU_CTR_RANGE));
+  EXPECT_EQ(p.counters[0].range_start, 0x1000u);
+  EXPECT_EQ(p.counters[0].nr_subranges, 4u);
+  EXPECT_EQ(p.counters[0].threshold, 100u);
+  EXPECT_EQ(p.counters[0].threshold_every, 10u);
+  EXPECT_EQ(p.counters[1].armed_by, 1u);
+  EXPECT_EQ(p.nr_rules, 1u);
+  EXPECT_EQ(p.rules[0].op, uint32_t(TPROF_PMU_OP_GT));
+  EXPECT_EQ(p.rules[0].nr_terms, 2u);
+  EXPECT_EQ(p.rules[0].terms[0].multiplier, 2);
+  EXPECT_EQ(p.rules[0].terms[1].counter, 1u);
+  EXPECT_EQ(p.rules[0].terms[1].multiplier, -1);
+  EXPECT_EQ(p.rules[0].rearm, uint32_t(TPROF_PMU_REARM_ONCE));
+}
+
+TEST(PmuSpec, RuleGrammar) {
+  ProgramSpec s;
+  for (const char* c : {"a=page-faults", "b=cs", "c=migrations", "d=minor-faults", "e=major-faults"})
+    ASSERT_TRUE(s.AddCounter(c, nullptr));
+  EXPECT_TRUE(s.AddRule("3*a-b<0"));
+  EXPECT_TRUE(s.AddRule("-a+2b>=-5"));
+  EXPECT_TRUE(s.AddRule("a+a+a-b<=7", Rearm::kOnFalse));  // merged: 3*a - b
+  tprof_pmu_program p = s.Build(TPROF_PMU_SCOPE_THREAD, 0);
+  EXPECT_EQ(p.rules[1].terms[0].multiplier, -1);
+  EXPECT_EQ(p.rules[1].terms[1].multiplier, 2);
+  EXPECT_EQ(p.rules[1].constant, -5);
+  EXPECT_EQ(p.rules[2].nr_terms, 2u);
+  EXPECT_EQ(p.rules[2].terms[0].multiplier, 3);
+  EXPECT_EQ(p.rules[2].rearm, uint32_t(TPROF_PMU_REARM_ON_FALSE));
+  EXPECT_FALSE(s.AddRule("a+b+c+d+e>0"));     // 5 counters
+  EXPECT_FALSE(s.AddRule("a-a>0"));           // nothing left
+  EXPECT_FALSE(s.AddRule("99999999999*a>0")); // multiplier too large
+  EXPECT_FALSE(s.AddRule("a+zz>0"));          // unknown counter
+  EXPECT_FALSE(s.AddRule("a==1"));            // no such operator
+  EXPECT_FALSE(s.AddRule("a>"));              // no constant
+  EXPECT_FALSE(s.AddRule("a>b"));             // constant must be a number
+  EXPECT_FALSE(s.AddRule(">0"));
+}
+
+}  // namespace
+}  // namespace tprof::pmu

@@ -1,9 +1,9 @@
 // PMU programs' cost and latency (issue 11), run by bench/run.sh in an
 // --icount guest, where guest time advances 1 ns per instruction:
 //   1. the cost per page fault of a loop touching fresh pages: bare, under
-//      `perf stat -e page-faults` (perf counting the same events), with a
-//      tprof program counting page faults, and with that counter read by a
-//      rule evaluated at every fault (granularity 1) that never fires;
+//      `perf stat -e page-faults,context-switches` (perf counting the same
+//      events), with a tprof program counting them, and with a rule over
+//      both evaluated at every fault (granularity 1) that never fires;
 //   2. the delay from a threshold crossing to the monitor's callback, in
 //      instructions: the event's kernel timestamp against CLOCK_MONOTONIC
 //      when the monitoring thread receives it (it waits in poll()).
@@ -74,7 +74,7 @@ tprof::pmu::Program MakeProgram(const tprof::Device& dev, bool with_rule) {
 
 // The fault loop in a child under `perf stat -e page-faults`.
 double UnderPerfStat(const char* perf, const char* self, int reps) {
-  std::string cmd = std::string(perf) + " stat -x, -e page-faults -o /dev/null -- " + self +
+  std::string cmd = std::string(perf) + " stat -x, -e page-faults,context-switches -o /dev/null -- " + self +
                     " --fault-loop " + std::to_string(reps);
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return 0;
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   std::printf("  %-44s %9.0f ns  1.000x\n", "bare loop", bare);
   if (perf) {
     double ps = UnderPerfStat(perf, argv[0], reps);
-    std::printf("  %-44s %9.0f ns  %.3fx\n", "perf stat -e page-faults", ps, ps / bare);
+    std::printf("  %-44s %9.0f ns  %.3fx\n", "perf stat -e page-faults,context-switches", ps, ps / bare);
   }
   {
     auto prog = MakeProgram(*dev, false);

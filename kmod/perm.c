@@ -87,6 +87,15 @@ int tprof_check_process_access(u32 *pid)
  */
 int tprof_get_process(u32 vpid, struct pid **pidp)
 {
+	return tprof_get_target(vpid, PIDTYPE_TGID, pidp);
+}
+
+/*
+ * The same for a thread (PIDTYPE_PID) or a process (PIDTYPE_TGID): a
+ * reference on its struct pid if the caller may read it; -ESRCH, -EACCES.
+ */
+int tprof_get_target(u32 vpid, enum pid_type type, struct pid **pidp)
+{
 	struct task_struct *task;
 	struct pid *pid;
 	bool ok;
@@ -95,7 +104,7 @@ int tprof_get_process(u32 vpid, struct pid **pidp)
 	if (!pid)
 		return -ESRCH;
 	rcu_read_lock();
-	task = pid_task(pid, PIDTYPE_TGID);
+	task = pid_task(pid, type);
 	if (task)
 		get_task_struct(task);
 	rcu_read_unlock();

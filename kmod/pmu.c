@@ -477,10 +477,7 @@ static int tprof_pmu_check_access(const struct tprof_pmu_program *c,
 				  struct pid **pidp, bool *exclude_kernel)
 {
 	bool privileged = perfmon_capable();
-	struct task_struct *task;
-	struct pid *pid;
 	u32 vpid = c->pid;
-	bool ok;
 
 	*exclude_kernel = false;
 	if (!privileged) {
@@ -493,27 +490,8 @@ static int tprof_pmu_check_access(const struct tprof_pmu_program *c,
 	if (vpid == 0)
 		vpid = c->scope == TPROF_PMU_SCOPE_THREAD ?
 			task_pid_vnr(current) : task_tgid_vnr(current);
-	pid = find_get_pid(vpid);
-	if (!pid)
-		return -ESRCH;
-	rcu_read_lock();
-	task = pid_task(pid, c->scope == TPROF_PMU_SCOPE_THREAD ?
-			PIDTYPE_PID : PIDTYPE_TGID);
-	if (task)
-		get_task_struct(task);
-	rcu_read_unlock();
-	if (!task) {
-		put_pid(pid);
-		return -ESRCH;
-	}
-	ok = tprof_may_read_task(task);
-	put_task_struct(task);
-	if (!ok) {
-		put_pid(pid);
-		return -EACCES;
-	}
-	*pidp = pid;
-	return 0;
+	return tprof_get_target(vpid, c->scope == TPROF_PMU_SCOPE_THREAD ?
+				PIDTYPE_PID : PIDTYPE_TGID, pidp);
 }
 
 long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg)

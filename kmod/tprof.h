@@ -4,6 +4,7 @@
 #define TPROF_H
 
 #include <linux/percpu.h>
+#include <linux/pid.h>
 #include <linux/tprof.h>
 
 #define TPROF_MODULE_VERSION_STR "0.1.0"
@@ -85,6 +86,7 @@ bool tprof_may_read_task(struct task_struct *task);
 int tprof_check_process_access(u32 *pid);
 struct pid;
 int tprof_get_process(u32 vpid, struct pid **pidp);
+int tprof_get_target(u32 vpid, enum pid_type type, struct pid **pidp);
 int tprof_perf_event_paranoid(void);
 
 /* dev.c: /dev/tprof. */

@@ -34,6 +34,8 @@
 #define TPROF_MAP_REQUESTS 64	/* address spaces queued for the worker */
 #define TPROF_FOLLOW_MAX 64	/* processes a one-process session follows */
 #define TPROF_SAMPLING_MAX_THREADS 4096	/* threads of its target at start */
+#define TPROF_EXITED_SETS 256	/* processes remembered as exited: sets x ways */
+#define TPROF_EXITED_WAYS 8
 
 enum { MAP_REQ_FREE, MAP_REQ_FILLING, MAP_REQ_READY };
 
@@ -90,8 +92,14 @@ struct tprof_session {
 	struct tprof_map_request map_req[TPROF_MAP_REQUESTS];
 	struct work_struct map_work;
 	struct irq_work map_kick;	/* queues map_work: NMI-safe */
-	/* Processes whose EXIT was written (signal_struct; see on_exit). */
-	struct signal_struct *exited[64];
+	/*
+	 * Processes whose EXIT was written (signal_struct; see on_exit): a
+	 * set-associative table under exited_lock (exits and forks only,
+	 * never the switch path).
+	 */
+	raw_spinlock_t exited_lock;
+	unsigned int exited_victim;
+	struct signal_struct *exited[TPROF_EXITED_SETS * TPROF_EXITED_WAYS];
 	char *path_buf;			/* PATH_MAX, for the map worker only */
 	struct irq_work wake_work;
 	wait_queue_head_t wait;

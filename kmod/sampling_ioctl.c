@@ -216,6 +216,7 @@ static long tprof_sampling_start(struct file *file,
 	s->target = target;	/* the session's reference now */
 	target = NULL;
 	init_waitqueue_head(&s->wait);
+	raw_spin_lock_init(&s->exited_lock);
 	init_irq_work(&s->wake_work, tprof_wake_reader);
 	INIT_WORK(&s->map_work, tprof_map_worker);
 	init_irq_work(&s->map_kick, tprof_map_kick);

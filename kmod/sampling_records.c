@@ -148,6 +148,52 @@ void tprof_write_comm(struct tprof_session *s, struct task_struct *p,
 	local_irq_restore(flags);
 }
 
+/*
+ * The EXIT of a process is written by the first of its last threads to get
+ * here: each looks for its signal_struct in the exited table and only the
+ * one that does not find it (and inserts it) writes the record. Under a
+ * lock, so two threads never both miss it. A full set replaces one of its
+ * 8 entries in turn: that process's exit is long over (its threads pass
+ * here within microseconds of each other).
+ */
+static bool tprof_exit_claim(struct tprof_session *s, struct signal_struct *sig)
+{
+	struct signal_struct **set =
+		&s->exited[hash_ptr(sig, ilog2(TPROF_EXITED_SETS)) * TPROF_EXITED_WAYS];
+	unsigned long flags;
+	int i, free = -1;
+	bool first = true;
+
+	raw_spin_lock_irqsave(&s->exited_lock, flags);
+	for (i = 0; i < TPROF_EXITED_WAYS; i++) {
+		if (set[i] == sig) {
+			first = false;
+			break;
+		}
+		if (!set[i] && free < 0)
+			free = i;
+	}
+	if (first)
+		set[free >= 0 ? free : s->exited_victim++ % TPROF_EXITED_WAYS] = sig;
+	raw_spin_unlock_irqrestore(&s->exited_lock, flags);
+	return first;
+}
+
+/* A new process reuses @sig: it has not exited. */
+static void tprof_exit_forget(struct tprof_session *s, struct signal_struct *sig)
+{
+	struct signal_struct **set =
+		&s->exited[hash_ptr(sig, ilog2(TPROF_EXITED_SETS)) * TPROF_EXITED_WAYS];
+	unsigned long flags;
+	int i;
+
+	raw_spin_lock_irqsave(&s->exited_lock, flags);
+	for (i = 0; i < TPROF_EXITED_WAYS; i++)
+		if (set[i] == sig)
+			set[i] = NULL;
+	raw_spin_unlock_irqrestore(&s->exited_lock, flags);
+}
+
 void tprof_sampling_on_fork(struct task_struct *parent, struct task_struct *child)
 {
 	struct tprof_session *s = tprof_live_session();
@@ -158,8 +204,7 @@ void tprof_sampling_on_fork(struct task_struct *parent, struct task_struct *chil
 	/* New processes only; new threads share their process's records. */
 	if (child->pid != child->tgid)
 		return;
-	cmpxchg(&s->exited[hash_ptr(child->signal, ilog2(ARRAY_SIZE(s->exited)))],
-		child->signal, NULL);
+	tprof_exit_forget(s, child->signal);
 	if (s->target) {
 		if (!tprof_session_follows(s, parent))
 			return;
@@ -216,20 +261,8 @@ void tprof_sampling_on_exit(struct task_struct *p)
 	 */
 	if (atomic_read(&p->signal->live) != 0)
 		return;
-	{
-		struct signal_struct **slot =
-			&s->exited[hash_ptr(p->signal, ilog2(ARRAY_SIZE(s->exited)))];
-		struct signal_struct *old = READ_ONCE(*slot), *prev;
-
-		for (;;) {
-			if (old == p->signal)
-				return;	/* another thread wrote it */
-			prev = cmpxchg(slot, old, p->signal);
-			if (prev == old)
-				break;
-			old = prev;
-		}
-	}
+	if (!tprof_exit_claim(s, p->signal))
+		return;	/* another thread wrote it */
 	if (s->target && !tprof_follow_remove(s, task_tgid(p)))
 		return;
 	local_irq_save(flags);

@@ -494,9 +494,10 @@ static int tprof_pmu_check_access(const struct tprof_pmu_program *c,
 				PIDTYPE_PID : PIDTYPE_TGID, pidp);
 }
 
-long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg)
+/* @c: the caller's program, copied and checked for nothing yet. */
+static long tprof_pmu_create(struct tprof_pmu_program *c,
+			     struct tprof_pmu_program __user *uarg)
 {
-	struct tprof_pmu_program c;
 	struct task_struct **tasks = NULL;
 	struct tprof_pmu_prog *p;
 	unsigned int n = 0, i;
@@ -505,26 +506,24 @@ long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg)
 	struct pid *pid;
 	int ret, fd;
 
-	if (copy_from_user(&c, uarg, sizeof(c)))
-		return -EFAULT;
-	c.fd = 0;	/* output */
-	ret = tprof_pmu_program_check(&c);
+	c->fd = 0;	/* output */
+	ret = tprof_pmu_program_check(c);
 	if (ret)
 		return ret;
-	if (!tprof_pmu_debug_registers_usable(&c))
+	if (!tprof_pmu_debug_registers_usable(c))
 		return -EOPNOTSUPP;
-	ret = tprof_pmu_check_access(&c, &pid, &exclude_kernel);
+	ret = tprof_pmu_check_access(c, &pid, &exclude_kernel);
 	if (ret)
 		return ret;
-	p = tprof_pmu_alloc(&c);
+	p = tprof_pmu_alloc(c);
 	if (!p) {
 		put_pid(pid);
 		return -ENOMEM;
 	}
 	p->show_kernel = perfmon_capable();
-	ret = tprof_pmu_targets(&c, pid, &tasks, &n);
+	ret = tprof_pmu_targets(c, pid, &tasks, &n);
 	put_pid(pid);
-	if (!ret && n * c.nr_counters > TPROF_PMU_MAX_EVENTS)
+	if (!ret && n * c->nr_counters > TPROF_PMU_MAX_EVENTS)
 		ret = -E2BIG;
 	if (!ret)
 		ret = tprof_pmu_create_events(p, tasks, n, exclude_kernel);
@@ -558,6 +557,19 @@ long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg)
 
 err_free:
 	tprof_pmu_free(p);
+	return ret;
+}
+
+long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg)
+{
+	/* 1.6 KiB: not on the kernel stack. */
+	struct tprof_pmu_program *c = memdup_user(uarg, sizeof(*c));
+	long ret;
+
+	if (IS_ERR(c))
+		return PTR_ERR(c);
+	ret = tprof_pmu_create(c, uarg);
+	kfree(c);
 	return ret;
 }
 

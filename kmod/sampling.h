@@ -43,6 +43,12 @@ struct tprof_map_request {
 	atomic_t state;
 	u32 pid;
 	u64 space_id;
+	/*
+	 * When the sample that asked was taken: the MAP records carry it, so
+	 * a capture the worker makes after the process exited (it holds the
+	 * mm) never looks like a record of whoever reused the pid.
+	 */
+	u64 time_ns;
 	struct mm_struct *mm;	/* mmget() reference */
 };
 

@@ -53,6 +53,7 @@ void tprof_request_maps(struct tprof_session *s,
 		r->mm = mm;
 		r->pid = task_tgid_nr_ns(current, s->pid_ns);
 		r->space_id = space_id;
+		r->time_ns = local_clock();
 		atomic_set_release(&r->state, MAP_REQ_READY);
 		irq_work_queue(&s->map_kick);
 		e->space_id = space_id;
@@ -255,8 +256,8 @@ void tprof_sampling_on_exit(struct task_struct *p)
 	 * The last thread of the process: signal->live already counts it out.
 	 * Several threads exiting together can all see it at zero here (the
 	 * decrement happens earlier in do_exit()), so the process's
-	 * signal_struct is claimed once in exited[] with cmpxchg: one EXIT per
-	 * process. A slot is cleared when a new process reuses that
+	 * signal_struct is claimed once in exited[] (tprof_exit_claim): one
+	 * EXIT per process. A slot is cleared when a new process reuses that
 	 * signal_struct (fork hook, before the new process can run or exit).
 	 */
 	if (atomic_read(&p->signal->live) != 0)
@@ -279,7 +280,8 @@ void tprof_sampling_on_exit(struct task_struct *p)
 
 /* ---- Address-space records (workqueue) ------------------------------------ */
 
-static void tprof_write_map(struct tprof_session *s, u32 pid, u64 space_id,
+static void tprof_write_map(struct tprof_session *s,
+			    const struct tprof_map_request *r,
 			    struct vm_area_struct *vma, const char *path)
 {
 	size_t len = strlen(path) + 1;
@@ -293,9 +295,9 @@ static void tprof_write_map(struct tprof_session *s, u32 pid, u64 space_id,
 	if (rec) {
 		rec->hdr.type = TPROF_REC_MAP;
 		rec->hdr.size = size;
-		rec->time_ns = local_clock();
-		rec->pid = pid;
-		rec->space_id = space_id;
+		rec->time_ns = r->time_ns;
+		rec->pid = r->pid;
+		rec->space_id = r->space_id;
 		rec->start = vma->vm_start;
 		rec->end = vma->vm_end;
 		rec->pgoff = (u64)vma->vm_pgoff << PAGE_SHIFT;
@@ -321,14 +323,14 @@ static void tprof_capture_maps(struct tprof_session *s,
 #if defined(CONFIG_X86) || defined(CONFIG_ARM64)
 			/* Code every process runs (clock_gettime...): name it. */
 			if (vma->vm_start == (unsigned long)r->mm->context.vdso)
-				tprof_write_map(s, r->pid, r->space_id, vma, "[vdso]");
+				tprof_write_map(s, r, vma, "[vdso]");
 #endif
 			continue;
 		}
 		path = d_path(&vma->vm_file->f_path, buf, PATH_MAX);
 		if (IS_ERR(path))
 			continue;
-		tprof_write_map(s, r->pid, r->space_id, vma, path);
+		tprof_write_map(s, r, vma, path);
 	}
 	mmap_read_unlock(r->mm);
 }

@@ -577,7 +577,10 @@ struct tprof_rec_exit {
 /* Followed by the mapped file's path, NUL-terminated, padded to 8 bytes. */
 struct tprof_rec_map {
 	struct tprof_rec_header hdr;
-	__u64 time_ns;
+	__u64 time_ns;        /* of the sample that saw this address space: the
+			       * mappings are read a moment later, at most
+			       * once per change of the space, and come before
+			       * the process's EXIT in time */
 	__u32 pid;
 	__u32 __pad;
 	__u64 space_id;       /* the address space these mappings belong to */

@@ -68,7 +68,10 @@ guest_suite() {
 	shift
 	TPROF_VM_NO_BUILD=1 tools/tprof-vm "$@" >"$log" 2>&1
 	rc=$?
-	grep -E '^\[  FAILED  \]|Failure|^tprof-vm:|^kernel log:|^  (instructions|cycles):|known loop' "$log" | head -n 60
+	# A failure's next lines carry its values ("Which is: 20"): CI shows them.
+	awk '/: Failure/ { n = 4; print; next }
+		n > 0 { n--; print; next }
+		/^\[  FAILED  \]|^tprof-vm:|^kernel log:|^  (instructions|cycles):|known loop/' "$log" | head -n 80
 	count_gtest "integration $name" "$log" "$rc"
 }
 

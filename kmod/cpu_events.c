@@ -10,9 +10,11 @@
  * the counters outside the hotplug lock.
  *
  * Locking rules:
- *   - Each instance has its own multi-instance dynamic cpuhp state; its
- *     callbacks run on the CPU concerned (in its cpuhp thread), so the
- *     unpublishing WRITE_ONCE() of a CPU's pointers happens on that CPU.
+ *   - Every instance is an instance of one multi-instance dynamic cpuhp
+ *     state (set up by the first start, removed by the last stop, under
+ *     tprof_ce_state_lock); its callbacks run on the CPU concerned (in its
+ *     cpuhp thread), so the unpublishing WRITE_ONCE() of a CPU's pointers
+ *     happens on that CPU.
  *   - ce->lock (raw spinlock, IRQs off) guards every CPU's online/want
  *     flags and own/dead arrays and ce->err. Nothing sleeps under it.
  *     Nobody holds it while creating or releasing a counter.
@@ -30,6 +32,7 @@
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
+#include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
@@ -77,16 +80,20 @@ static int tprof_ce_create(struct tprof_cpu_events *ce, unsigned int cpu,
 
 		ev = perf_event_create_kernel_counter((struct perf_event_attr *)attr,
 						      cpu, NULL, ce->handler,
-						      ce->ctx);
+						      ce->ctxs ? ce->ctxs[i] : ce->ctx);
 		if (!IS_ERR(ev)) {
 			evs[i] = ev;
 			continue;
 		}
 		err = PTR_ERR(ev);
 		tprof_ce_release(evs, ce->nr);
+		/* perf says EINVAL for a tracepoint id it does not know. */
+		if (attr->type == PERF_TYPE_TRACEPOINT &&
+		    (err == -EINVAL || err == -ENOENT))
+			err = -ENOENT;
 		/* No PMU (e.g. a VM): "not available", not silence. */
-		if (attr->type != PERF_TYPE_SOFTWARE &&
-		    (err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP))
+		else if (attr->type != PERF_TYPE_SOFTWARE &&
+			 (err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP))
 			err = -EOPNOTSUPP;
 		return err;
 	}
@@ -219,10 +226,58 @@ static int tprof_ce_cpu_down(unsigned int cpu, struct hlist_node *node)
 	return 0;
 }
 
-int tprof_cpu_events_start(struct tprof_cpu_events *ce,
-			   const struct perf_event_attr *attrs, unsigned int nr,
-			   perf_overflow_handler_t handler, void *ctx,
-			   const struct tprof_cpu_events_ops *ops)
+/*
+ * One multi-instance dynamic cpuhp state for every instance (the dynamic
+ * states are few and shared with the rest of the kernel): set up by the
+ * first instance that starts, removed when the last one stops.
+ */
+static DEFINE_MUTEX(tprof_ce_state_lock);
+static int tprof_ce_state;
+static unsigned int tprof_ce_users;
+
+static int tprof_ce_get_state(void)
+{
+	int ret = 0;
+
+	mutex_lock(&tprof_ce_state_lock);
+	if (!tprof_ce_users) {
+		ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "tprof:cpu_events",
+					      tprof_ce_cpu_up, tprof_ce_cpu_down);
+		if (ret >= 0) {
+			tprof_ce_state = ret;
+			ret = 0;
+		}
+	}
+	if (!ret)
+		tprof_ce_users++;
+	mutex_unlock(&tprof_ce_state_lock);
+	return ret;
+}
+
+static void tprof_ce_put_state(void)
+{
+	mutex_lock(&tprof_ce_state_lock);
+	if (!--tprof_ce_users)
+		cpuhp_remove_multi_state(tprof_ce_state);
+	mutex_unlock(&tprof_ce_state_lock);
+}
+
+/* What start allocated (also on its error paths). */
+static void tprof_ce_free(struct tprof_cpu_events *ce)
+{
+	free_percpu(ce->pcpu);
+	kfree(ce->attrs);
+	kfree(ce->ctxs);
+	ce->pcpu = NULL;
+	ce->attrs = NULL;
+	ce->ctxs = NULL;
+}
+
+static int tprof_ce_start(struct tprof_cpu_events *ce,
+			  const struct perf_event_attr *attrs, unsigned int nr,
+			  perf_overflow_handler_t handler, void *ctx,
+			  void *const *ctxs,
+			  const struct tprof_cpu_events_ops *ops)
 {
 	unsigned long flags;
 	int ret;
@@ -240,34 +295,33 @@ int tprof_cpu_events_start(struct tprof_cpu_events *ce,
 		if (!ce->attrs)
 			return -ENOMEM;
 	}
+	if (nr && ctxs) {
+		ce->ctxs = kmemdup(ctxs, nr * sizeof(*ctxs), GFP_KERNEL);
+		if (!ce->ctxs) {
+			tprof_ce_free(ce);
+			return -ENOMEM;
+		}
+	}
 	ce->pcpu = __alloc_percpu(sizeof(struct tprof_cpu_events_pcpu) +
 				  3 * nr * sizeof(struct perf_event *),
 				  __alignof__(struct tprof_cpu_events_pcpu));
 	if (!ce->pcpu) {
-		kfree(ce->attrs);
-		ce->attrs = NULL;
+		tprof_ce_free(ce);
 		return -ENOMEM;
 	}
-	ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "tprof:cpu_events",
-				      tprof_ce_cpu_up, tprof_ce_cpu_down);
-	if (ret < 0) {
-		free_percpu(ce->pcpu);
-		kfree(ce->attrs);
-		ce->pcpu = NULL;
-		ce->attrs = NULL;
+	ret = tprof_ce_get_state();
+	if (ret) {
+		tprof_ce_free(ce);
 		return ret;
 	}
-	ce->cpuhp_state = ret;
 	/* Runs tprof_ce_cpu_up() on every online CPU, on that CPU. */
-	ret = cpuhp_state_add_instance(ce->cpuhp_state, &ce->node);
+	ret = cpuhp_state_add_instance(tprof_ce_state, &ce->node);
 	if (ret) {
-		cpuhp_remove_multi_state(ce->cpuhp_state);
+		/* Not added, or removed again (cpu_down ran): no callback left. */
 		flush_work(&ce->work);
 		tprof_ce_work(&ce->work);	/* nothing can queue it now */
-		free_percpu(ce->pcpu);
-		kfree(ce->attrs);
-		ce->pcpu = NULL;
-		ce->attrs = NULL;
+		tprof_ce_put_state();
+		tprof_ce_free(ce);
 		return ret;
 	}
 	flush_work(&ce->work);
@@ -280,18 +334,34 @@ int tprof_cpu_events_start(struct tprof_cpu_events *ce,
 	return ret;
 }
 
+int tprof_cpu_events_start(struct tprof_cpu_events *ce,
+			   const struct perf_event_attr *attrs, unsigned int nr,
+			   perf_overflow_handler_t handler, void *ctx,
+			   const struct tprof_cpu_events_ops *ops)
+{
+	return tprof_ce_start(ce, attrs, nr, handler, ctx, NULL, ops);
+}
+
+int tprof_cpu_events_start_each(struct tprof_cpu_events *ce,
+				const struct perf_event_attr *attrs,
+				unsigned int nr, perf_overflow_handler_t handler,
+				void *const *ctxs,
+				const struct tprof_cpu_events_ops *ops)
+{
+	if (!nr || !ctxs)
+		return -EINVAL;
+	return tprof_ce_start(ce, attrs, nr, handler, NULL, ctxs, ops);
+}
+
 void tprof_cpu_events_stop(struct tprof_cpu_events *ce)
 {
 	if (!ce->pcpu)
 		return;
 	/* Runs tprof_ce_cpu_down() on every online CPU, on that CPU. */
-	cpuhp_state_remove_instance(ce->cpuhp_state, &ce->node);
-	cpuhp_remove_multi_state(ce->cpuhp_state);
+	cpuhp_state_remove_instance(tprof_ce_state, &ce->node);
 	/* No callback can queue the work any more: its last run buries all. */
 	flush_work(&ce->work);
 	tprof_ce_work(&ce->work);
-	free_percpu(ce->pcpu);
-	kfree(ce->attrs);
-	ce->pcpu = NULL;
-	ce->attrs = NULL;
+	tprof_ce_put_state();
+	tprof_ce_free(ce);
 }

@@ -10,8 +10,8 @@
  *     nr may be 0: then only the hotplug notifications. Process context,
  *     no cpus_read_lock() held. Waits until every online CPU has its
  *     counters. Returns 0 or the first creation error, "no PMU" for a
- *     non-software type (ENOENT, ENODEV, EOPNOTSUPP) as -EOPNOTSUPP, with
- *     everything undone.
+ *     non-software type (ENOENT, ENODEV, EOPNOTSUPP) as -EOPNOTSUPP, a
+ *     tracepoint id perf does not know as -ENOENT, with everything undone.
  *     ops (may be NULL): cpu_up(cpu, ctx) runs on @cpu when it is added
  *     (each CPU online at start, and each that comes online), cpu_down(cpu,
  *     ctx) on @cpu when it is removed (going offline, and every CPU at
@@ -19,6 +19,10 @@
  *     perf events nor wait for anything that does. cpu_up may run before
  *     that CPU's counters are published, cpu_down runs after they were
  *     unpublished.
+ *   tprof_cpu_events_start_each(ce, attrs, nr, handler, ctxs, ops)
+ *     As start, for one owner of several independent counters (a PMU
+ *     program): counter idx's overflow handler context is ctxs[idx] (the
+ *     array is copied; nr >= 1), and ops get a NULL ctx.
  *   tprof_cpu_events_stop(ce)
  *     Unpublishes every counter (cpu_down on each CPU), waits for readers
  *     (an RCU grace period) and releases every counter. Process context.
@@ -61,9 +65,9 @@ struct tprof_cpu_events {
 	unsigned int nr;
 	perf_overflow_handler_t handler;
 	void *ctx;
+	void **ctxs;		/* start_each: per counter, else NULL */
 	const struct tprof_cpu_events_ops *ops;
 	struct tprof_cpu_events_pcpu __percpu *pcpu;
-	int cpuhp_state;
 	struct hlist_node node;
 	struct work_struct work;
 	raw_spinlock_t lock;
@@ -75,6 +79,11 @@ int tprof_cpu_events_start(struct tprof_cpu_events *ce,
 			   const struct perf_event_attr *attrs, unsigned int nr,
 			   perf_overflow_handler_t handler, void *ctx,
 			   const struct tprof_cpu_events_ops *ops);
+int tprof_cpu_events_start_each(struct tprof_cpu_events *ce,
+				const struct perf_event_attr *attrs,
+				unsigned int nr, perf_overflow_handler_t handler,
+				void *const *ctxs,
+				const struct tprof_cpu_events_ops *ops);
 void tprof_cpu_events_stop(struct tprof_cpu_events *ce);
 static inline struct perf_event *tprof_cpu_event(struct tprof_cpu_events *ce,
 						 unsigned int idx)

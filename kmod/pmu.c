@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * PMU programs (US8191049): up to 8 counters of one thread or process,
- * each a perf event with our overflow handler. Exact kinds (software
+ * PMU programs (US8191049): up to 8 counters of one thread, one process
+ * or every CPU (through cpu_events.c), each a perf event with our
+ * overflow handler. Exact kinds (software
  * events, tracepoints, breakpoints, watchpoints) run at period 1, so the
  * handler sees every event; hardware ones every K events. The handler
  * checks the counter's instruction range, adds to its value, then checks
@@ -160,6 +161,10 @@ static void tprof_pmu_overflow(struct perf_event *event,
 	unsigned long rules = ctr->rules;
 	unsigned int r;
 
+	/* Every CPU: a counter fires a short while after its CPU went down. */
+	if (p->config.scope == TPROF_PMU_SCOPE_CPUS &&
+	    tprof_cpu_event(&p->cpus, ctr->index) != event)
+		return;
 	if (ctr->armed_mask && !(atomic_read(&p->armed) & ctr->armed_mask))
 		return;	/* a secondary counter whose rule has not fired */
 	if (!tprof_pmu_in_range(c, regs))
@@ -354,6 +359,10 @@ static void tprof_pmu_release_events(struct tprof_pmu_prog *p)
 {
 	u32 i;
 
+	if (p->on_cpus) {	/* every CPU's counters, hotplug undone */
+		tprof_cpu_events_stop(&p->cpus);
+		p->on_cpus = false;
+	}
 	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++) {
 		struct tprof_pmu_ctr *ctr = &p->ctr[i];
 
@@ -410,6 +419,36 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 		if (!ctr->nr_events)
 			return -ESRCH;	/* every thread exited meanwhile */
 	}
+	return 0;
+}
+
+/*
+ * Scope CPUS: each counter on every online CPU and on each CPU that comes
+ * online; cpu_events.c owns them and their hotplug (created and released
+ * by its work item, never in a cpuhp callback).
+ */
+static int tprof_pmu_create_cpu_events(struct tprof_pmu_prog *p)
+{
+	void *ctxs[TPROF_PMU_MAX_COUNTERS];
+	u32 i, n = p->config.nr_counters;
+	struct perf_event_attr *attrs;
+	int ret;
+
+	/* 8 x 136 bytes: not on the kernel stack (KASAN's frame limit). */
+	attrs = kcalloc(n, sizeof(*attrs), GFP_KERNEL);
+	if (!attrs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		tprof_pmu_attr(&p->config.counters[i], false, false, &attrs[i]);
+		ctxs[i] = &p->ctr[i];
+	}
+	/* Copies attrs and ctxs; waits until every online CPU counts. */
+	ret = tprof_cpu_events_start_each(&p->cpus, attrs, n, tprof_pmu_overflow,
+					  ctxs, NULL);
+	kfree(attrs);
+	if (ret)
+		return ret;
+	p->on_cpus = true;
 	return 0;
 }
 
@@ -480,6 +519,9 @@ static int tprof_pmu_check_access(const struct tprof_pmu_program *c,
 	u32 vpid = c->pid;
 
 	*exclude_kernel = false;
+	*pidp = NULL;
+	if (c->scope == TPROF_PMU_SCOPE_CPUS)	/* system-wide data */
+		return privileged ? 0 : -EPERM;
 	if (!privileged) {
 		int paranoid = tprof_perf_event_paranoid();
 
@@ -521,15 +563,19 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 		return -ENOMEM;
 	}
 	p->show_kernel = perfmon_capable();
-	ret = tprof_pmu_targets(c, pid, &tasks, &n);
-	put_pid(pid);
-	if (!ret && n * c->nr_counters > TPROF_PMU_MAX_EVENTS)
-		ret = -E2BIG;
-	if (!ret)
-		ret = tprof_pmu_create_events(p, tasks, n, exclude_kernel);
-	for (i = 0; i < n; i++)
-		put_task_struct(tasks[i]);
-	kvfree(tasks);
+	if (c->scope == TPROF_PMU_SCOPE_CPUS) {
+		ret = tprof_pmu_create_cpu_events(p);
+	} else {
+		ret = tprof_pmu_targets(c, pid, &tasks, &n);
+		put_pid(pid);
+		if (!ret && n * c->nr_counters > TPROF_PMU_MAX_EVENTS)
+			ret = -E2BIG;
+		if (!ret)
+			ret = tprof_pmu_create_events(p, tasks, n, exclude_kernel);
+		for (i = 0; i < n; i++)
+			put_task_struct(tasks[i]);
+		kvfree(tasks);
+	}
 	if (ret)
 		goto err_free;
 

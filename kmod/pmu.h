@@ -15,6 +15,7 @@
 #include <linux/spinlock.h>
 #include <linux/tprof.h>
 #include <linux/workqueue.h>
+#include "cpu_events.h"
 
 struct net;
 struct perf_event;
@@ -49,6 +50,9 @@ struct tprof_pmu_prog {
 	atomic64_t rule_fired[TPROF_PMU_MAX_RULES];
 	atomic_t armed;		/* bit r: rule r fired (its secondaries count) */
 	bool show_kernel;	/* kernel addresses may reach the monitor */
+	/* Scope CPUS: counter i is cpus' counter i on every online CPU. */
+	struct tprof_cpu_events cpus;
+	bool on_cpus;		/* cpus started (stopped at release) */
 	struct pid_namespace *pid_ns;	/* the creator's: pids in events */
 
 	struct tprof_pmu_cell *cells;	/* TPROF_PMU_QUEUE_LEN */

@@ -21,6 +21,14 @@ static void tprof_pmu_check_refuses_bad_programs(struct kunit *test)
 	struct tprof_pmu_program *p = tprof_pmu_one_counter(test);
 
 	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	p->scope = TPROF_PMU_SCOPE_CPUS;		/* every CPU: no target */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	p->pid = 1;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->scope = TPROF_PMU_SCOPE_CPUS + 1;
+	p->pid = 0;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->scope = TPROF_PMU_SCOPE_PROCESS;
 	p->counters[0].config = PERF_COUNT_SW_CPU_CLOCK;	/* a clock */
 	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
 	p->counters[0].config = PERF_COUNT_SW_PAGE_FAULTS;

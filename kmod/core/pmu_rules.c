@@ -137,8 +137,11 @@ int tprof_pmu_program_check(const struct tprof_pmu_program *p)
 {
 	u32 i;
 
-	if (p->scope != TPROF_PMU_SCOPE_THREAD && p->scope != TPROF_PMU_SCOPE_PROCESS)
+	if (p->scope != TPROF_PMU_SCOPE_THREAD && p->scope != TPROF_PMU_SCOPE_PROCESS &&
+	    p->scope != TPROF_PMU_SCOPE_CPUS)
 		return -EINVAL;
+	if (p->scope == TPROF_PMU_SCOPE_CPUS && p->pid)
+		return -EINVAL;	/* every CPU: no target */
 	if (p->flags || !tprof_pmu_zero(p->resv, sizeof(p->resv)))
 		return -EINVAL;
 	if (p->nr_counters < 1 || p->nr_counters > TPROF_PMU_MAX_COUNTERS ||

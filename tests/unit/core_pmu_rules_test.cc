@@ -74,9 +74,14 @@ TEST(CorePmuRules, CheckAcceptsAMaximalProgram) {
   p.counters[3].threshold = 0;  // every without a threshold
   EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL);
   p.counters[3].threshold = 1;
-  p.scope = 3;
+  p.scope = 4;
+  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL);
+  p.scope = TPROF_PMU_SCOPE_CPUS;  // every CPU: no pid
+  EXPECT_EQ(tprof_pmu_program_check(&p), 0);
+  p.pid = 1;
   EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL);
   p.scope = TPROF_PMU_SCOPE_PROCESS;
+  EXPECT_EQ(tprof_pmu_program_check(&p), 0);  // a pid is a process's
   p.flags = 1;
   EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL);
 }

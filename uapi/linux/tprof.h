@@ -677,9 +677,11 @@ struct tprof_window_list {
 
 /* ---- PMU programs (ABI 1.7; design: US8191049) ----------------------------
  *
- * A PMU program is up to TPROF_PMU_MAX_COUNTERS counters over one thread or
+ * A PMU program is up to TPROF_PMU_MAX_COUNTERS counters over one thread,
  * one process (its threads, and the threads and processes they create
- * afterwards), with per-counter thresholds and up to TPROF_PMU_MAX_RULES
+ * afterwards) or every CPU (whatever runs there: every process, the kernel,
+ * CPUs that come online later), with per-counter thresholds and up to
+ * TPROF_PMU_MAX_RULES
  * arithmetic rules
  *     m0*c[i0] + m1*c[i1] + ... OP constant      (up to 4 terms)
  * evaluated in the kernel whenever a member counter moves. A threshold
@@ -709,8 +711,15 @@ struct tprof_window_list {
  *   Creates a program and returns a new descriptor for it in fd (O_CLOEXEC):
  *   the program counts from now until that descriptor is closed. Scope
  *   THREAD: tid (0 = the calling thread); PROCESS: pid (0 = the caller's
- *   process) with inherited counters (as perf stat -p). Permissions as
- *   sampling: TPROF_IOC_THREAD_READ rights over the target (EACCES, ESRCH)
+ *   process) with inherited counters (as perf stat -p); CPUS: pid must be 0
+ *   (else EINVAL), one counter per online CPU per counter (as perf stat -a),
+ *   created on each CPU that comes online and released on each that goes
+ *   offline while the program lives (the values keep what was counted);
+ *   an event's pid and tid are those of the task running on that CPU (0 for
+ *   the idle task). CPUS needs CAP_PERFMON or CAP_SYS_ADMIN of the caller,
+ *   at any kernel.perf_event_paranoid (else EPERM). Permissions of THREAD
+ *   and PROCESS as sampling: TPROF_IOC_THREAD_READ rights over the target
+ *   (EACCES, ESRCH)
  *   and, without CAP_PERFMON, kernel.perf_event_paranoid <= 2 (else EACCES);
  *   at 2, or with TPROF_PMU_CTR_USER_ONLY, kernel mode is not counted;
  *   kernel addresses (breakpoints, watchpoints, ranges) need CAP_PERFMON
@@ -722,6 +731,7 @@ struct tprof_window_list {
  *   period above 1 for an exact kind, armed_by naming no rule, nr_subranges
  *   1 or above TPROF_PMU_MAX_SUBRANGES or without a range of at least K
  *   bytes, nonzero reserved fields.
+ *   EPERM: scope CPUS without CAP_PERFMON/CAP_SYS_ADMIN.
  *   ENOENT: no such event (unknown software event or tracepoint id).
  *   EOPNOTSUPP: hardware events without a usable PMU; breakpoints and
  *   watchpoints on arm64 (its kernel steps over them only for perf's own
@@ -858,11 +868,13 @@ struct tprof_pmu_rule {
 enum tprof_pmu_scope {
 	TPROF_PMU_SCOPE_THREAD = 1,
 	TPROF_PMU_SCOPE_PROCESS = 2,
+	TPROF_PMU_SCOPE_CPUS = 3,    /* every CPU (pid 0; CAP_PERFMON) */
 };
 
 struct tprof_pmu_program {
 	__u32 scope;           /* in: enum tprof_pmu_scope */
-	__u32 pid;             /* in: tid or pid (see scope); 0 = the caller's */
+	__u32 pid;             /* in: tid or pid (see scope); 0 = the caller's;
+	                        * CPUS: 0 */
 	__u32 flags;           /* in: 0 */
 	__u32 nr_counters;     /* in: 1..TPROF_PMU_MAX_COUNTERS */
 	__u32 nr_rules;        /* in: 0..TPROF_PMU_MAX_RULES */

@@ -93,6 +93,8 @@ class ProgramSpec {
   // Makes counter `name` secondary: it counts from when rule `rule` first fires.
   [[nodiscard]] Status ArmBy(std::string_view name, size_t rule);
 
+  // scope TPROF_PMU_SCOPE_THREAD (pid: a tid), _PROCESS (a pid) or _CPUS
+  // (every CPU: pid 0; the kernel refuses it without CAP_PERFMON, EPERM).
   [[nodiscard]] tprof_pmu_program Build(uint32_t scope, uint32_t pid) const;
   const std::vector<std::string>& counter_names() const { return names_; }
   const std::vector<std::string>& rule_texts() const { return rule_texts_; }

@@ -1,6 +1,6 @@
 // tprofctl pmu: PMU programs (US8191049). `pmu list` shows the events;
 // `pmu watch` builds a program from --counter/--threshold/--when/--then,
-// runs it on a process (or a command it starts), prints each event the
+// runs it on a process (or a command it starts) or on every CPU (-a), prints each event the
 // kernel raises as it arrives (Boost.Asio loop on the monitor socket) and
 // the totals, with their exactness, at the end.
 #include <signal.h>
@@ -30,11 +30,11 @@ namespace {
 void Usage(FILE* out) {
   std::fprintf(out,
                "usage: tprofctl pmu list [--all]\n"
-               "       tprofctl pmu watch [--pid PID | --tid TID | -- CMD [ARGS...]]\n"
+               "       tprofctl pmu watch [--pid PID | --tid TID | -a [-- CMD] | -- CMD [ARGS...]]\n"
                "                          --counter NAME=EVENT[@RANGE[/K]] ... [--threshold NAME>=N[/EVERY]] ...\n"
                "                          [--when EXPR [--then NAME,...]] ... [--rearm] [--json]\n\n"
                "A PMU program: up to 8 counters of one process (and the processes it\n"
-               "creates) or one thread, each optionally restricted to an address range;\n"
+               "creates), one thread or every CPU, each optionally restricted to an address range;\n"
                "thresholds and rules are evaluated in the kernel at every event and each\n"
                "crossing is printed as it happens, with every counter's value.\n"
                "  --counter NAME=EVENT[@RANGE[/K]]  EVENT: see `tprofctl pmu list`; RANGE: a\n"
@@ -47,6 +47,9 @@ void Usage(FILE* out) {
                "                   they count only from its first firing (secondary counters)\n"
                "  --rearm          rules fire again after they were false (default: once)\n"
                "  --json           one JSON object per event and for the totals\n"
+               "  -a, --all-cpus   count on every CPU (every process; events name the task that\n"
+               "                   ran): until CMD exits if given (its symbols resolve RANGE),\n"
+               "                   else until interrupted; needs CAP_PERFMON\n"
                "Without CAP_PERFMON only your own processes, within kernel.perf_event_paranoid.\n");
 }
 
@@ -152,7 +155,7 @@ int RunWatch(const Args& args) {
   std::vector<std::string> counters, thresholds, cmd;
   std::vector<std::pair<std::string, std::string>> rules;  // expression, --then
   uint32_t pid = 0, scope = TPROF_PMU_SCOPE_PROCESS;
-  bool json = false, rearm = false;
+  bool json = false, rearm = false, all_cpus = false, target = false;
   for (size_t i = 1; i < args.size(); i++) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
@@ -164,6 +167,8 @@ int RunWatch(const Args& args) {
       json = true;
     } else if (a == "--rearm") {
       rearm = true;
+    } else if (a == "-a" || a == "--all-cpus") {
+      all_cpus = true;
     } else if ((a == "--counter" || a == "-e") && (v = value())) {
       counters.push_back(*v);
     } else if (a == "--threshold" && (v = value())) {
@@ -176,6 +181,7 @@ int RunWatch(const Args& args) {
       auto n = ParseNumber(a, *v);
       if (!n) return 2;
       pid = uint32_t(*n);
+      target = true;
       scope = a == "--tid" || a == "-t" ? TPROF_PMU_SCOPE_THREAD : TPROF_PMU_SCOPE_PROCESS;
     } else if (a == "-h" || a == "--help") {
       Usage(stdout);
@@ -186,10 +192,11 @@ int RunWatch(const Args& args) {
       return 2;
     }
   }
-  if (counters.empty() || (pid == 0) == cmd.empty()) {
-    std::fprintf(stderr, "tprofctl pmu watch: give --counter and one of --pid, --tid or -- CMD\n");
+  if (counters.empty() || (all_cpus ? target : (pid == 0) == cmd.empty())) {
+    std::fprintf(stderr, "tprofctl pmu watch: give --counter and one of --pid, --tid, -a or -- CMD\n");
     return 2;
   }
+  if (all_cpus) scope = TPROF_PMU_SCOPE_CPUS;
   auto dev = OpenDeviceOrReport();
   if (!dev) return 1;
 
@@ -210,8 +217,9 @@ int RunWatch(const Args& args) {
       ::waitpid(child, nullptr, 0);
     }
   };
-  // Symbols of a thread: its process's maps.
-  auto resolver = pmu::SymbolResolver::ForProcess(pid_t(pid));
+  // Symbols of a thread: its process's maps; with -a, CMD's (or numbers only).
+  auto resolver = all_cpus && pid == 0 ? Expected<pmu::SymbolResolver>(Error::FromErrno(ENOENT, "no target"))
+                                       : pmu::SymbolResolver::ForProcess(pid_t(pid));
   pmu::ProgramSpec spec;
   Status st = OkStatus();
   for (const std::string& c : counters)
@@ -231,13 +239,16 @@ int RunWatch(const Args& args) {
     kill_child();
     return ReportError(st.error());
   }
-  auto prog = pmu::Program::Create(*dev, spec.Build(scope, pid));
+  auto prog = pmu::Program::Create(*dev, spec.Build(scope, all_cpus ? 0 : pid));
   if (!prog) {
     kill_child();
     ReportError(prog.error());
     if (prog.error().code().value() == EACCES)
       std::fprintf(stderr, "tprofctl: see `sysctl kernel.perf_event_paranoid` (2 allows your own processes)"
                            " or run with CAP_PERFMON\n");
+    if (prog.error().code().value() == EPERM && all_cpus)
+      std::fprintf(stderr, "tprofctl: counting on every CPU (-a) sees every process: it needs CAP_PERFMON"
+                           " (or root); without it use --pid, --tid or -- CMD\n");
     return 1;
   }
   auto mon = pmu::Monitor::Open();
@@ -291,7 +302,7 @@ int RunWatch(const Args& args) {
     timer.expires_after(std::chrono::seconds(1));
     timer.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
-      if (child == 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
+      if (child == 0 && !all_cpus && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
         io.stop();
         return;
       }

@@ -905,6 +905,11 @@ void FillPmuCreate(Rng& r, Worker&, void* a, Call& c) {
   std::memset(in, 0, sizeof(*in));
   in->scope = r.OneIn(2) ? TPROF_PMU_SCOPE_THREAD : TPROF_PMU_SCOPE_PROCESS;
   in->pid = r.OneIn(4) ? (in->scope == TPROF_PMU_SCOPE_THREAD ? RandomTid(r) : RandomPid(r)) : 0;
+  if (r.OneIn(6)) {  // every CPU: no target, CAP_PERFMON only
+    in->scope = TPROF_PMU_SCOPE_CPUS;
+    in->pid = 0;
+    if (g_unpriv) { c.must_fail = true; c.defect = "every-CPU program unprivileged"; }
+  }
   in->nr_counters = 1 + uint32_t(r.Below(TPROF_PMU_MAX_COUNTERS));
   for (uint32_t i = 0; i < in->nr_counters; ++i) {
     tprof_pmu_counter& k = in->counters[i];
@@ -945,10 +950,16 @@ void FillPmuCreate(Rng& r, Worker&, void* a, Call& c) {
   }
   for (uint32_t i = 0; i < in->nr_counters && in->nr_rules; ++i)  // secondaries
     if (r.OneIn(4)) in->counters[i].armed_by = 1 + uint32_t(r.Below(in->nr_rules));
-  switch (r.Below(14)) {
+  switch (r.Below(15)) {
     case 0: in->nr_counters = TPROF_PMU_MAX_COUNTERS + 1 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "nr_counters"; break;
     case 1: in->flags = 1 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "flags"; break;
-    case 2: in->scope = 3 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "scope"; break;
+    case 2: in->scope = 4 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "scope"; break;
+    case 12:
+      in->scope = TPROF_PMU_SCOPE_CPUS;
+      in->pid = RandomPid(r);
+      if (in->pid == 0) in->pid = 1 + uint32_t(r.Below(100000));
+      c.must_fail = true; c.defect = "every-CPU program with a pid";
+      break;
     case 3: in->counters[0].kind = 7 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "kind"; break;
     case 4:
       in->counters[0].flags |= TPROF_PMU_CTR_RANGE;
@@ -1001,6 +1012,8 @@ void CheckPmuCreate(Worker&, const void* i, const void* o, const Call&) {
   }
   if (g_unpriv && in->pid && !IsOwnPid(in->pid) && in->scope == TPROF_PMU_SCOPE_PROCESS)
     VIOLATION("PMU_CREATE: unprivileged program on process %u (not its own)", in->pid);
+  if (g_unpriv && in->scope == TPROF_PMU_SCOPE_CPUS)
+    VIOLATION("PMU_CREATE: unprivileged every-CPU program");
   // Count a little, read the values, then close (ends the program).
   for (int k = 0; k < 3; ++k) {
     tprof_fuzz_spin(10);
@@ -1063,7 +1076,7 @@ const std::vector<IoctlSpec> kIoctls = {
     {"WINDOW_READ", TPROF_IOC_WINDOW_READ, {EPERM, ENODATA}, false, FillWindowRead, CheckWindowRead},
     {"WINDOW_LIST", TPROF_IOC_WINDOW_LIST, {EPERM, ENODATA}, false, FillWindowList, CheckWindowList},
     {"SAMPLING_STOP_ANY", TPROF_IOC_SAMPLING_STOP_ANY, {EPERM, ENODATA}, true, FillNone, CheckNothing},
-    {"PMU_CREATE", TPROF_IOC_PMU_CREATE, {EACCES, ESRCH, ENOENT, EOPNOTSUPP, ENOSPC, ENOMEM, E2BIG, EMFILE}, false, FillPmuCreate, CheckPmuCreate},
+    {"PMU_CREATE", TPROF_IOC_PMU_CREATE, {EPERM, EACCES, ESRCH, ENOENT, EOPNOTSUPP, ENOSPC, ENOMEM, E2BIG, EMFILE}, false, FillPmuCreate, CheckPmuCreate},
 };
 
 bool KnownNr(unsigned nr) {
@@ -1211,7 +1224,8 @@ void FuzzIoctl(Worker& w, int fd) {
                 c.defect.c_str(), Hex(in, std::min<size_t>(size, 96)).c_str());
     if (g_unpriv && s.privileged_only && err != EPERM && err != EFAULT && err != EINVAL)
       VIOLATION("%s unprivileged failed with %s, expected EPERM", s.name, ErrName(err).c_str());
-    if (err == EPERM && !g_unpriv && (s.cmd == TPROF_IOC_METRICS_ENABLE || s.cmd == TPROF_IOC_METRICS_DISABLE))
+    if (err == EPERM && !g_unpriv &&
+        (s.cmd == TPROF_IOC_METRICS_ENABLE || s.cmd == TPROF_IOC_METRICS_DISABLE || s.cmd == TPROF_IOC_PMU_CREATE))
       VIOLATION("%s refused root with EPERM", s.name);
     return;
   }

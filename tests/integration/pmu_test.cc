@@ -4,6 +4,7 @@
 // firing at the exact step, events reaching only the subscribed socket,
 // losses counted, bad programs refused with the documented errno.
 #include <fcntl.h>
+#include <sched.h>
 #include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -544,6 +545,141 @@ TEST(PmuTest, BadProgramsAreRefusedWithTheDocumentedErrno) {
   EXPECT_EQ(errno, EFAULT);
 }
 
+// Puts the calling thread on one CPU (and checks it runs there).
+bool PinTo(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return ::sched_setaffinity(0, sizeof(one), &one) == 0 && ::sched_getcpu() == cpu;
+}
+
+// Lets the calling thread run anywhere again.
+void Unpin() {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &all);
+  ::sched_setaffinity(0, sizeof(all), &all);
+}
+
+// Scope CPUS counts whatever runs on each CPU: another process's faults
+// (a child forked before the program), the events name the task that ran,
+// and the counters follow CPU hotplug. The range (the routine both
+// processes fault in) keeps the answer exact whatever else runs in the
+// guest; an unranged counter beside it sees at least as much.
+TEST(PmuTest, EveryCpuScopeCountsEveryProcessAndFollowsCpuHotplug) {
+  ASSERT_GE(::sysconf(_SC_NPROCESSORS_ONLN), 2) << "the guest needs 2 CPUs";
+  Device dev = OpenDeviceOrFail();
+  auto syms = SelfSymbols();
+  ProgramSpec spec;
+  ASSERT_TRUE(spec.AddCounter("f=page-faults@tprof_pmu_touch_f", &syms));
+  ASSERT_TRUE(spec.AddCounter("all=page-faults", &syms));
+  ASSERT_TRUE(spec.AddThreshold("f>=40"));
+
+  struct Restore {
+    ~Restore() {
+      SetCpuOnline(1, true);
+      Unpin();
+    }
+  } restore;
+  ASSERT_TRUE(PinTo(0));
+  FreshPages child_pages(45), mine(20 + 10 + 25 + 200);
+  ASSERT_NE(child_pages.base, MAP_FAILED);
+  ASSERT_NE(mine.base, MAP_FAILED);
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // waits for the program, then faults 45 times on cpu1
+    ::close(go[1]);
+    char c;
+    if (!PinTo(1) || ::read(go[0], &c, 1) != 1) ::_exit(1);
+    tprof_pmu_touch_f(child_pages.base, 45, kPage);
+    ::_exit(::sched_getcpu() == 1 ? 0 : 2);
+  }
+  ::close(go[0]);
+
+  auto prog = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_CPUS, 0));
+  if (!prog) {
+    ::close(go[1]);
+    ::waitpid(child, nullptr, 0);
+    FAIL() << prog.error().message();
+  }
+  Monitor mon = SubscribedMonitor(*prog);
+  char* next = mine.base;
+  tprof_pmu_touch_f(next, 20, kPage);  // this process, cpu0
+  next += 20 * kPage;
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  ::close(go[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  auto v = ReadOrFail(*prog);
+  EXPECT_EQ(v.values[0], 65u) << "20 faults here and 45 in the child";
+  EXPECT_GE(v.values[1], 65u);
+  EXPECT_TRUE(v.exact & 1);
+  auto events = Collect(mon, 1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_THRESHOLD));
+  EXPECT_EQ(events[0].values[0], 40u);
+  EXPECT_EQ(events[0].pid, uint32_t(child)) << "the 40th fault was the child's";
+  EXPECT_EQ(events[0].tid, uint32_t(child));
+  EXPECT_EQ(events[0].cpu, 1u);
+
+  // cpu1 offline: its counters go, cpu0's keep counting.
+  ASSERT_TRUE(SetCpuOnline(1, false)) << "cpu1 cannot go offline: kernel without CPU hotplug?";
+  tprof_pmu_touch_f(next, 10, kPage);
+  next += 10 * kPage;
+  EXPECT_EQ(ReadOrFail(*prog).values[0], 75u);
+
+  // cpu1 back: its counters are created again by a work item a moment
+  // after it came online. Probe with one fault at a time until one counts,
+  // then 25 more are counted exactly.
+  ASSERT_TRUE(SetCpuOnline(1, true));
+  ASSERT_TRUE(PinTo(1));
+  uint64_t base = 75;
+  for (int i = 0; i < 200 && base == 75; i++) {
+    tprof_pmu_touch_f(next, 1, kPage);
+    next += kPage;
+    base = ReadOrFail(*prog).values[0];
+    if (base == 75) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(base, 76u) << "cpu1's counters never came back";
+  tprof_pmu_touch_f(next, 25, kPage);
+  EXPECT_EQ(::sched_getcpu(), 1);
+  EXPECT_EQ(ReadOrFail(*prog).values[0], base + 25);
+}
+
+// Every CPU is system-wide data: CAP_PERFMON at any paranoid level (EPERM),
+// and it names no target (a pid: EINVAL).
+TEST(PmuTest, EveryCpuScopeNeedsPerfmonAndNoTarget) {
+  Device dev = OpenDeviceOrFail();
+  ProgramSpec spec;
+  ASSERT_TRUE(spec.AddCounter("f=page-faults", nullptr));
+  auto with_pid = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_CPUS, uint32_t(::getpid())));
+  ASSERT_FALSE(with_pid);
+  EXPECT_EQ(with_pid.error().code().value(), EINVAL);
+  tprof_pmu_program tp = spec.Build(TPROF_PMU_SCOPE_CPUS, 0);
+  tp.counters[0].kind = TPROF_PMU_EV_TRACEPOINT;
+  tp.counters[0].config = 0x7fffffff;  // no such tracepoint id
+  auto no_tp = Program::Create(dev, tp);
+  ASSERT_FALSE(no_tp);
+  EXPECT_EQ(no_tp.error().code().value(), ENOENT);
+  EXPECT_TRUE(Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_CPUS, 0)));
+
+  tprof_pmu_program all = spec.Build(TPROF_PMU_SCOPE_CPUS, 0);
+  for (int paranoid : {-1, 2, 3}) {
+    ScopedParanoid p(paranoid);
+    EXPECT_EQ(RunUnprivileged([&] {
+                auto d = Device::Open();
+                if (!d) return 10;
+                auto prog = Program::Create(*d, all);
+                return !prog && prog.error().code().value() == EPERM ? 0 : 11;
+              }),
+              0)
+        << "paranoid " << paranoid;
+  }
+}
+
 // Hardware counters at granularity K: each value moves by K at an overflow,
 // so a rule's sum can be off by |multiplier| x K per term (plus, in QEMU
 // 7.2, an instruction-counter overflow that is noticed only at the next
@@ -657,6 +793,31 @@ TEST(TprofctlPmu, WatchPrintsOneEventAtTheThousandthFaultAndTheTotals) {
   EXPECT_NE(out.find("threshold of f #1: f=100"), std::string::npos) << out;
   EXPECT_NE(out.find("exact"), std::string::npos) << out;
   EXPECT_EQ(RunCommand("tprofctl pmu watch --counter f=page-faults 2>&1", &out), 2) << out;
+  EXPECT_EQ(RunCommand("tprofctl pmu watch -a --pid 1 --counter f=page-faults 2>&1", &out), 2) << out;
+
+  // Every CPU (-a) while the command runs: its faults in its own routine
+  // exactly (the range comes from its symbols), and the machine's context
+  // switches; without CAP_PERFMON a refusal that says what is missing.
+  ASSERT_EQ(RunCommand("tprofctl pmu watch -a --json --counter f=page-faults@fault_hot "
+                       "--counter cs=context-switches -- tprof-wl-faults 1500 300",
+                       &out),
+            0)
+      << out;
+  std::string last = out.substr(0, out.find_last_not_of('\n') + 1);
+  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+  std::string error;
+  auto totals = JsonParser::Parse(last, &error);
+  ASSERT_TRUE(totals) << error << ": " << out;
+  EXPECT_EQ((*totals)["totals"]["f"]["value"].number, 1500) << out;
+  EXPECT_TRUE((*totals)["totals"]["f"]["exact"].boolean);
+  EXPECT_GT((*totals)["totals"]["cs"]["value"].number, 0) << out;
+  EXPECT_EQ(RunUnprivileged([] {
+              std::string o;
+              int rc = RunCommand("tprofctl pmu watch -a --counter f=page-faults -- true 2>&1", &o);
+              return rc == 1 && o.find("CAP_PERFMON") != std::string::npos ? 0 : 1;
+            }),
+            0)
+      << "tprofctl pmu watch -a unprivileged: not refused with the CAP_PERFMON hint";
   EXPECT_EQ(RunCommand("tprofctl pmu list", &out), 0) << out;
   EXPECT_NE(out.find("page-faults"), std::string::npos) << out;
 }

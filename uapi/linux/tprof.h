@@ -681,8 +681,7 @@ struct tprof_window_list {
  * one process (its threads, and the threads and processes they create
  * afterwards) or every CPU (whatever runs there: every process, the kernel,
  * CPUs that come online later), with per-counter thresholds and up to
- * TPROF_PMU_MAX_RULES
- * arithmetic rules
+ * TPROF_PMU_MAX_RULES arithmetic rules
  *     m0*c[i0] + m1*c[i1] + ... OP constant      (up to 4 terms)
  * evaluated in the kernel whenever a member counter moves. A threshold
  * crossing or a rule that becomes true raises an event to the program's
@@ -711,15 +710,15 @@ struct tprof_window_list {
  *   Creates a program and returns a new descriptor for it in fd (O_CLOEXEC):
  *   the program counts from now until that descriptor is closed. Scope
  *   THREAD: tid (0 = the calling thread); PROCESS: pid (0 = the caller's
- *   process) with inherited counters (as perf stat -p); CPUS: pid must be 0
- *   (else EINVAL), one counter per online CPU per counter (as perf stat -a),
- *   created on each CPU that comes online and released on each that goes
- *   offline while the program lives (the values keep what was counted);
- *   an event's pid and tid are those of the task running on that CPU (0 for
- *   the idle task). CPUS needs CAP_PERFMON or CAP_SYS_ADMIN of the caller,
- *   at any kernel.perf_event_paranoid (else EPERM). Permissions of THREAD
- *   and PROCESS as sampling: TPROF_IOC_THREAD_READ rights over the target
- *   (EACCES, ESRCH)
+ *   process) with inherited counters (as perf stat -p); CPUS: pid 0 (else
+ *   EINVAL), each counter a perf event on every online CPU (as perf stat
+ *   -a), created on a CPU that comes online and released on one that goes
+ *   offline while the program lives (its value keeps what was counted
+ *   there); an event's pid and tid are the task's that was running on that
+ *   CPU (0 for the idle task). CPUS needs CAP_PERFMON or CAP_SYS_ADMIN of
+ *   the caller at any kernel.perf_event_paranoid (else EPERM). THREAD and
+ *   PROCESS: permissions as sampling: TPROF_IOC_THREAD_READ rights over the
+ *   target (EACCES, ESRCH)
  *   and, without CAP_PERFMON, kernel.perf_event_paranoid <= 2 (else EACCES);
  *   at 2, or with TPROF_PMU_CTR_USER_ONLY, kernel mode is not counted;
  *   kernel addresses (breakpoints, watchpoints, ranges) need CAP_PERFMON

@@ -168,6 +168,22 @@ $(B)/bench/tprof_%: $(B)/obj/bench/%.o $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(ELF_LIBS) -pthread
 
+# pprof, Google's profile viewer, for the integration tests (an independent
+# reader of `tprofctl dump --format pprof`): built offline from Debian's Go
+# source (golang-github-google-pprof-dev) in GOPATH mode, static, for
+# GO_ARCH (make arm64-tools passes arm64).
+GO ?= go
+GO_ARCH ?= $(patsubst x86_64,amd64,$(patsubst aarch64,arm64,$(shell uname -m)))
+GOPATH_DEBIAN := /usr/share/gocode
+PPROF := $(B)/bin/pprof
+guest-programs: $(PPROF)
+$(PPROF):
+	@test -d $(GOPATH_DEBIAN)/src/github.com/google/pprof || \
+		{ echo "pprof: no Go source in $(GOPATH_DEBIAN): run \`make deps\` (golang-go, golang-github-google-pprof-dev)" >&2; exit 1; }
+	@mkdir -p $(@D)
+	GO111MODULE=off GOPATH=$(GOPATH_DEBIAN) GOFLAGS= GOCACHE=$(abspath $(B))/go-cache \
+		CGO_ENABLED=0 GOARCH=$(GO_ARCH) $(GO) build -ldflags='-s -w' -o $@ github.com/google/pprof
+
 # Workloads the sampling tests and the demo profile (tests/workloads/): CPU
 # burners with known splits by function, executable/library/kernel, process
 # and JIT code. They run in the guest, so they are guest programs too. Built
@@ -206,7 +222,8 @@ $(B)/arm64/bin/tprof-%: tests/arm64/%.c uapi/linux/tprof.h
 # arm64 packs) with the cross-compilers, libdw/libelf from the arm64 sysroot
 # (make deps-arm64) and the host's Boost headers (header-only), linked
 # dynamically: tprof-vm copies the libraries. The integration tests, the
-# workloads and the benchmarks (build/arm64/bench, bench/run.sh arm64) too.
+# workloads, pprof (GO_ARCH=arm64) and the benchmarks (build/arm64/bench,
+# bench/run.sh arm64) too.
 # What tools/tprof-vm --arch arm64 packs into a guest for kernel $(KVER).
 arm64-vm-inputs: module arm64-guest-programs arm64-tools
 ARM64_LIBDIRS := $(ARM64_SYSROOT)/usr/lib/aarch64-linux-gnu $(ARM64_SYSROOT)/lib/aarch64-linux-gnu
@@ -214,10 +231,11 @@ arm64-tools:
 	@mkdir -p $(B)/arm64/boost-include
 	ln -sfn /usr/include/boost $(B)/arm64/boost-include/boost
 	$(MAKE) B=$(B)/arm64 CC=$(ARM64_CC) CXX=$(ARM64_CROSS_COMPILE)g++ AR=$(ARM64_CROSS_COMPILE)ar \
+		GO_ARCH=arm64 \
 		EXTRA_CPPFLAGS="-isystem $(ARM64_SYSROOT)/usr/include -isystem $(B)/arm64/boost-include" \
 		EXTRA_LDFLAGS="$(foreach d,$(ARM64_LIBDIRS),-L$(d) -Wl,-rpath-link,$(d))" \
 		$(B)/arm64/bin/tprofctl $(B)/arm64/bin/tprof-runtime-example $(B)/arm64/bin/tprof_fuzz \
-		$(B)/arm64/bin/tprof_integration_tests \
+		$(B)/arm64/bin/tprof_integration_tests $(B)/arm64/bin/pprof \
 		$(patsubst $(B)/bin/%,$(B)/arm64/bin/%,$(WORKLOADS)) \
 		$(patsubst $(B)/bench/%,$(B)/arm64/bench/%,$(BENCH_PROGRAMS))
 

@@ -31,8 +31,9 @@ packages=(
 	# Userspace libraries and tests.
 	libgtest-dev libnl-genl-3-dev libboost-dev libdw-dev
 	# pprof export (tprofctl dump --format pprof): protobuf (library and
-	# protoc, for pprof's profile.proto) and zlib.
-	libprotobuf-dev protobuf-compiler zlib1g-dev
+	# protoc, for pprof's profile.proto) and zlib; Google's pprof itself,
+	# built offline from Debian's Go source, reads it back in the tests.
+	libprotobuf-dev protobuf-compiler zlib1g-dev golang-go golang-github-google-pprof-dev
 	# Tools the scripts use; dkms for `make dkms-install`; perf, the
 	# sampling benchmark's reference (bench/run.sh adds it to the guest).
 	python3 dkms linux-perf

@@ -5,7 +5,8 @@
 # That includes what the arm64 guests need (tools/tprof-vm --arch arm64,
 # which make check runs): the emulator and cross-compilers on the host,
 # then tools/vm/arm64-sysroot fetches the arm64 6.1 and 6.12 kernels, their
-# headers, busybox, libdw/libelf and GoogleTest into ~/.cache/tprof/arm64
+# headers, busybox, libdw/libelf, libnl, protobuf, zlib and GoogleTest into
+# ~/.cache/tprof/arm64
 # (about 900 MB, once; the host's dpkg architectures are not changed).
 # `make deps-arm64` (tools/deps.sh --arm64) is the same, kept for old habits.
 set -euo pipefail
@@ -29,6 +30,10 @@ packages=(
 	qemu-system-x86 busybox-static cpio
 	# Userspace libraries and tests.
 	libgtest-dev libnl-genl-3-dev libboost-dev libdw-dev
+	# pprof export (tprofctl dump --format pprof): protobuf (library and
+	# protoc, for pprof's profile.proto) and zlib; Google's pprof itself,
+	# built offline from Debian's Go source, reads it back in the tests.
+	libprotobuf-dev protobuf-compiler zlib1g-dev golang-go golang-github-google-pprof-dev
 	# Tools the scripts use; dkms for `make dkms-install`; perf, the
 	# sampling benchmark's reference (bench/run.sh adds it to the guest).
 	python3 dkms linux-perf

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tprof/output_file.h"
 #include "tprof/scoped_fd.h"
 
 namespace tprof {
@@ -276,29 +277,7 @@ Expected<Profile> ParseProfile(std::string_view text, const std::string& name) {
 }
 
 Status WriteProfile(const Profile& profile, const std::string& path) {
-  const std::string text = SerializeProfile(profile);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd) {
-    int err = errno;
-    return Error::FromErrno(err, "cannot write " + tmp + ": " + std::strerror(err));
-  }
-  for (size_t done = 0; done < text.size();) {
-    ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : EIO;
-      ::unlink(tmp.c_str());
-      return Error::FromErrno(err, "cannot write " + tmp + ": " + std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd.release()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return Error::FromErrno(err, "cannot write " + path + ": " + std::strerror(err));
-  }
-  return OkStatus();
+  return WriteFileAtomically(path, SerializeProfile(profile));
 }
 
 Expected<Profile> ReadProfile(const std::string& path) {

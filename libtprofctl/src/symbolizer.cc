@@ -80,6 +80,19 @@ bool OpenElfFile(const std::string& path, OpenedElf* out) {
   return out->elf && elf_kind(out->elf.get()) == ELF_K_ELF;
 }
 
+// The file's GNU build id (.note.gnu.build-id) in hex, "" without one.
+std::string BuildIdHex(Elf* elf) {
+  const void* id = nullptr;
+  ssize_t len = dwelf_elf_gnu_build_id(elf, &id);
+  std::string hex;
+  for (ssize_t i = 0; i < len; ++i) {
+    char b[3];
+    std::snprintf(b, sizeof(b), "%02x", static_cast<const unsigned char*>(id)[i]);
+    hex += b;
+  }
+  return hex;
+}
+
 }  // namespace
 
 // One ELF file: its loadable segments, function symbols and DWARF lines
@@ -104,6 +117,7 @@ class Symbolizer::ElfObject {
       if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
         obj->loads_.push_back(ph);
     }
+    obj->build_id_ = BuildIdHex(elf);
     obj->ReadFunctions(elf);
     if (options.source_lines) obj->OpenDwarf(options.debug_dir);
     std::sort(obj->functions_.begin(), obj->functions_.end(),
@@ -145,6 +159,8 @@ class Symbolizer::ElfObject {
     }
     return nullptr;
   }
+
+  const std::string& build_id() const { return build_id_; }
 
   bool SourceLine(uint64_t address, std::string* file, uint32_t* line) const {
     if (!dwarf_) return false;
@@ -202,15 +218,8 @@ class Symbolizer::ElfObject {
     if (!HasDebugInfo(elf)) {
       // A stripped file: its debug file by build id has the same addresses,
       // the DWARF and a full .symtab (static functions too).
-      const void* id = nullptr;
-      ssize_t len = dwelf_elf_gnu_build_id(elf, &id);
-      if (len < 2) return;
-      std::string hex;
-      for (ssize_t i = 0; i < len; ++i) {
-        char b[3];
-        std::snprintf(b, sizeof(b), "%02x", static_cast<const unsigned char*>(id)[i]);
-        hex += b;
-      }
+      const std::string& hex = build_id_;
+      if (hex.size() < 4) return;
       std::string path = debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
       if (!OpenElfFile(path, &debug_file_)) return;
       elf = debug_file_.elf.get();
@@ -238,6 +247,7 @@ class Symbolizer::ElfObject {
   ScopedDwarf dwarf_;
   std::vector<GElf_Phdr> loads_;
   std::vector<Function> functions_;
+  std::string build_id_;
 };
 
 const char* SpaceKindName(SpaceKind kind) {
@@ -338,14 +348,37 @@ Symbolizer::ElfObject* Symbolizer::OpenElf(const std::string& path) {
   return it->second.get();
 }
 
-Location Symbolizer::ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip) {
-  Location loc;
-  loc.offset = ip;
+const Mapping* Symbolizer::FindMapping(uint32_t pid, uint64_t space_id, uint64_t ip) const {
   const Mapping* mapping = nullptr;
   if (const std::vector<Mapping>* maps = MappingsOf(pid, space_id)) {
     for (const Mapping& m : *maps)
       if (ip >= m.start && ip < m.end) mapping = &m;
   }
+  return mapping;
+}
+
+std::optional<MappingInfo> Symbolizer::MappingAt(uint32_t pid, uint64_t space_id, uint64_t ip,
+                                                 bool user) {
+  if (!user) {
+    const std::vector<KernelSymbol>& syms = profile_.kernel_symbols.symbols;
+    MappingInfo kernel;
+    kernel.start = profile_.kernel_symbols.available && !syms.empty() ? syms.front().address : 0;
+    kernel.limit = UINT64_MAX;
+    kernel.file = kKernelMappingName;
+    return kernel;
+  }
+  const Mapping* mapping = FindMapping(pid, space_id, ip);
+  if (!mapping) return std::nullopt;
+  MappingInfo info{mapping->start, mapping->end, mapping->pgoff, mapping->path, ""};
+  if (IsFilePath(mapping->path))
+    if (ElfObject* elf = OpenElf(mapping->path)) info.build_id = elf->build_id();
+  return info;
+}
+
+Location Symbolizer::ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip) {
+  Location loc;
+  loc.offset = ip;
+  const Mapping* mapping = FindMapping(pid, space_id, ip);
   if (mapping && IsFilePath(mapping->path)) {
     loc.kind = mapping->path == MainExecutable(pid, space_id) ? SpaceKind::kMainExecutable
                                                               : SpaceKind::kSharedLibrary;

@@ -373,6 +373,52 @@ SplitRun RecordUndisturbed(const TempDir& dir, const std::string& options,
   return best;
 }
 
+// `pprof -top`'s table (Google's pprof, built from Debian's Go source: a
+// reader independent of tprof): the total and each row's flat and cum.
+struct PprofTop {
+  uint64_t total = 0;
+  std::map<std::string, uint64_t> flat, cum;
+};
+std::optional<PprofTop> ParsePprofTop(const std::string& out) {
+  PprofTop t;
+  std::smatch m;
+  static const std::regex total(R"(of (\d+) total)");
+  if (!std::regex_search(out, m, total)) return std::nullopt;
+  t.total = std::stoull(m[1]);
+  //       flat  flat%   sum%        cum   cum%
+  //       1200 60.00% 60.00%       1200 60.00%  wl_alpha
+  static const std::regex row(R"(^\s*(\d+)\s+\S+%\s+\S+%\s+(\d+)\s+\S+%\s+(.+?)\s*$)");
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line))
+    if (std::regex_match(line, m, row)) {
+      t.flat[m[3]] += std::stoull(m[1]);
+      t.cum[m[3]] += std::stoull(m[2]);
+    }
+  return t;
+}
+
+// The samples of the folded stacks ("process;caller;function count") that
+// have `function` as one of their frames.
+uint64_t FoldedThrough(const std::string& folded, const std::string& function) {
+  uint64_t n = 0;
+  std::istringstream in(folded);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    std::istringstream frames(line.substr(0, space));
+    std::string frame;
+    std::getline(frames, frame, ';');  // the process
+    while (std::getline(frames, frame, ';'))
+      if (frame == function) {
+        n += std::stoull(line.substr(space + 1));
+        break;
+      }
+  }
+  return n;
+}
+
 // (a) Three functions at 60:30:10 of the process's CPU time.
 TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   SplitRun run = RecordUndisturbed(dir_, "--callers", "tprof-wl-shares", 2000, "tprof-wl-shares",
@@ -418,6 +464,47 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   static const std::regex via_main(R"((^|\n)tprof-wl-shares;main;wl_alpha (\d+)\n)");
   ASSERT_TRUE(std::regex_search(folded.out, m, via_main)) << folded.out;
   EXPECT_GT(std::stoull(m[2]), FunctionSamples(pf, "wl_alpha") / 2);
+  // The process exported for pprof (--format pprof) and read by Google's
+  // pprof: its total is the process's samples, the three functions' flat
+  // counts are the report's, and main's cumulative count is that of the
+  // folded stacks through main (the caller frames).
+  const std::string pb = dir_.File("shares.pb.gz");
+  Result exported = Sh("tprofctl dump -i " + run.file + " --format pprof --pid " +
+                       std::to_string(pid) + " -o " + pb);
+  ASSERT_EQ(exported.rc, 0) << exported.out;
+  Result top = Sh("pprof -sample_index=samples -top -nodecount=100000 -nodefraction=0 " + pb);
+  ASSERT_EQ(top.rc, 0) << top.out;
+  auto table = ParsePprofTop(top.out);
+  ASSERT_TRUE(table) << "no pprof -top table:\n" << top.out;
+  EXPECT_EQ(table->total, total) << top.out;
+  for (const char* fn : {"wl_alpha", "wl_beta", "wl_gamma"})
+    EXPECT_EQ(table->flat[fn], FunctionSamples(pf, fn)) << fn << "\n" << top.out;
+  EXPECT_GT(table->cum["main"], 0u) << top.out;
+  EXPECT_EQ(table->cum["main"], FoldedThrough(folded.out, "main")) << top.out << "\n"
+                                                                     << folded.out;
+  EXPECT_TRUE(Contains(top.out, "File: tprof-wl-shares"))
+      << "the main executable is pprof's mapping[0]:\n" << top.out;
+  // -o writes any format to a file, the same bytes as stdout; pprof's
+  // binary goes to a pipe too (only a terminal is refused).
+  const std::string folded_file = dir_.File("shares.folded");
+  Result to_file = Sh("tprofctl dump -i " + run.file + " --format folded --pid " +
+                      std::to_string(pid) + " -o " + folded_file);
+  ASSERT_EQ(to_file.rc, 0) << to_file.out;
+  EXPECT_EQ(to_file.out, "") << "nothing on stdout with -o";
+  std::ifstream folded_in(folded_file);
+  std::stringstream folded_text;
+  folded_text << folded_in.rdbuf();
+  EXPECT_EQ(folded_text.str(), folded.out);
+  Result piped = Sh("tprofctl dump -i " + run.file + " --format pprof | od -An -tx1 -N2");
+  ASSERT_EQ(piped.rc, 0) << piped.out;
+  EXPECT_TRUE(Contains(piped.out, "1f 8b")) << "gzip magic expected: " << piped.out;
+  std::printf("  [tprof-wl-shares] pprof -top: %llu total, flat wl_alpha %llu wl_beta %llu "
+              "wl_gamma %llu, cum main %llu\n",
+              static_cast<unsigned long long>(table->total),
+              static_cast<unsigned long long>(table->flat["wl_alpha"]),
+              static_cast<unsigned long long>(table->flat["wl_beta"]),
+              static_cast<unsigned long long>(table->flat["wl_gamma"]),
+              static_cast<unsigned long long>(table->cum["main"]));
   std::printf("  [tprof-wl-shares] profile: wl_alpha %.1f%% wl_beta %.1f%% wl_gamma %.1f%% of the "
               "three (%.1f%% of the process's %llu samples)\n",
               alpha, beta, gamma, Percent(a + b + c, total), static_cast<unsigned long long>(total));

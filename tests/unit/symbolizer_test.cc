@@ -224,4 +224,27 @@ TEST(Symbolizer, KernelAddressesStayUnresolvedWithoutKallsyms) {
   EXPECT_EQ(sym.stats().unresolved, 1u);
 }
 
+TEST(Symbolizer, MappingAtGivesTheFileMappingWithItsBuildIdOrTheKernels) {
+  Profile p = SelfProfile();
+  const uint32_t pid = getpid();
+  Symbolizer sym(p);
+  const uint64_t fn = Addr(reinterpret_cast<void*>(&tprof_test_marker_fn));
+  auto m = sym.MappingAt(pid, kSpace, fn, true);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->file, SelfExe());
+  EXPECT_LE(m->start, fn);
+  EXPECT_GT(m->limit, fn);
+  // Debian's gcc links with --build-id (SHA-1: 20 bytes, 40 hex digits).
+  EXPECT_EQ(m->build_id.size(), 40u) << m->build_id;
+  EXPECT_FALSE(sym.MappingAt(pid, kSpace, 0x1000, true)) << "no mapping there";
+  Profile k = KernelProfile();
+  Symbolizer ksym(k);
+  auto kernel = ksym.MappingAt(5, 0, 0xffffffff81000142, false);
+  ASSERT_TRUE(kernel);
+  EXPECT_EQ(kernel->file, tprof::kKernelMappingName);
+  EXPECT_EQ(kernel->start, k.kernel_symbols.symbols.front().address);
+  EXPECT_EQ(kernel->limit, UINT64_MAX);
+  EXPECT_EQ(ksym.MappingAt(5, 0, 0xffffffffc0001000, false), kernel) << "modules too";
+}
+
 }  // namespace

@@ -1,11 +1,17 @@
 // tprofctl dump: reads a profile (tprof.data) and prints where the CPU went:
-// per process (kernel / user / shared library, idle, lost) and per function.
+// per process (kernel / user / shared library, idle, lost) and per function;
+// or exports it for pprof (--format pprof).
 #include "dump.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "cli_util.h"
+#include "tprof/output_file.h"
+#include "tprof/pprof.h"
 #include "tprof/profile_file.h"
 #include "tprof/report.h"
 #include "tprof/symbolizer.h"
@@ -17,7 +23,7 @@ namespace {
 void Usage(FILE* out) {
   std::fprintf(out,
                "usage: tprofctl dump [-i FILE] [--by process|symbol] [--pid PID] [--top N]\n"
-               "                     [--format text|json|folded]\n\n"
+               "                     [--format text|json|folded|pprof] [-o FILE]\n\n"
                "Reports a profile recorded by `tprofctl record` or `tprofctl start`/`stop`:\n"
                "per process, its samples in the kernel, its main executable and shared\n"
                "libraries, with idle/wait and lost samples; per function within each\n"
@@ -27,8 +33,12 @@ void Usage(FILE* out) {
                "                 (default: both)\n"
                "  --pid PID      one process (0: the idle/wait samples)\n"
                "  --top N        N rows per table (default: all)\n"
-               "  --format F     text (default), json, or folded stacks for flame graphs\n"
-               "                 (e.g. `tprofctl dump --format folded | flamegraph.pl`)\n",
+               "  --format F     text (default), json, folded stacks for flame graphs\n"
+               "                 (e.g. `tprofctl dump --format folded | flamegraph.pl`), or\n"
+               "                 pprof: a gzipped profile.proto for `pprof` and other viewers\n"
+               "                 (e.g. `tprofctl dump --format pprof -o cpu.pb.gz; pprof -top\n"
+               "                 cpu.pb.gz`); --by and --top do not apply to it\n"
+               "  -o, --output FILE  write the report to FILE instead of stdout\n",
                kDefaultProfilePath);
 }
 
@@ -38,6 +48,8 @@ int RunDump(const Args& args) {
   std::string path = kDefaultProfilePath;
   ReportOptions options;
   ReportFormat format = ReportFormat::kText;
+  bool pprof = false;
+  std::optional<std::string> output;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has_value = i + 1 < args.size();
@@ -46,6 +58,8 @@ int RunDump(const Args& args) {
       return 0;
     } else if ((a == "-i" || a == "--input") && has_value) {
       path = args[++i];
+    } else if ((a == "-o" || a == "--output") && has_value) {
+      output = args[++i];
     } else if (a == "--by" && has_value) {
       const std::string& by = args[++i];
       if (by == "process") {
@@ -66,14 +80,16 @@ int RunDump(const Args& args) {
       options.top = static_cast<size_t>(*v);
     } else if (a == "--format" && has_value) {
       const std::string& f = args[++i];
-      if (f == "text") {
+      pprof = f == "pprof";
+      if (f == "text" || f == "pprof") {
         format = ReportFormat::kText;
       } else if (f == "json") {
         format = ReportFormat::kJson;
       } else if (f == "folded") {
         format = ReportFormat::kFolded;
       } else {
-        std::fprintf(stderr, "tprofctl dump: --format takes text, json or folded, got '%s'\n",
+        std::fprintf(stderr,
+                     "tprofctl dump: --format takes text, json, folded or pprof, got '%s'\n",
                      f.c_str());
         return 2;
       }
@@ -82,6 +98,12 @@ int RunDump(const Args& args) {
       Usage(stderr);
       return 2;
     }
+  }
+  if (pprof && !output && ::isatty(STDOUT_FILENO)) {
+    std::fprintf(stderr,
+                 "tprofctl dump: a pprof profile is binary (gzip): write it to a file with "
+                 "-o FILE (or redirect stdout)\n");
+    return 2;
   }
   auto profile = ReadProfile(path);
   if (!profile) return ReportError(profile.error());
@@ -94,7 +116,18 @@ int RunDump(const Args& args) {
     }
   }
   Symbolizer symbolizer(*profile);
-  std::string out = RenderReport(*profile, symbolizer, options, format);
+  std::string out;
+  if (pprof) {
+    auto bytes = EncodePprof(*profile, symbolizer, PprofOptions{options.pid});
+    if (!bytes) return ReportError(bytes.error());
+    out = std::move(*bytes);
+  } else {
+    out = RenderReport(*profile, symbolizer, options, format);
+  }
+  if (output) {
+    if (Status st = WriteFileAtomically(*output, out); !st) return ReportError(st.error());
+    return 0;
+  }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : 1;
 }

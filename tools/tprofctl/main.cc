@@ -25,7 +25,8 @@ constexpr Command kCommands[] = {
     {"stop", tprof::cli::RunStop, "stop the recorder and write the profile (tprof.data)"},
     {"record", tprof::cli::RunRecord, "start, run CMD, stop and dump: record [OPTIONS] -- CMD"},
     {"dump", tprof::cli::RunDump,
-     "report a profile [-i FILE] [--by process|symbol] [--pid PID] [--top N] [--format F]"},
+     "report a profile [-i FILE] [--by process|symbol] [--pid PID] [--top N] [--format F] "
+     "[-o FILE] (F: text, json, folded, pprof)"},
     {"window", tprof::cli::RunWindow,
      "counting windows saved by start/record --window/--profil [list|show] [-i FILE]"},
     {"pmu", tprof::cli::RunPmu,

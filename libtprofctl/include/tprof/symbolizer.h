@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -55,6 +56,20 @@ struct Location {
   // The symbol, or "[unknown] <object's file name>", or "[unknown] 0x<address>".
   std::string FunctionName() const;
 };
+
+// A mapping as profile formats describe one (pprof's Mapping).
+struct MappingInfo {
+  uint64_t start = 0;  // [start, limit)
+  uint64_t limit = 0;
+  uint64_t offset = 0;    // file offset of start
+  std::string file;       // a path, a pseudo name ("[vdso]") or "[kernel.kallsyms]"
+  std::string build_id;   // the file's GNU build id in hex, "" if unknown
+  auto operator<=>(const MappingInfo&) const = default;
+};
+
+// The name of the one mapping MappingAt() gives every kernel address
+// (perf's name for it).
+inline constexpr char kKernelMappingName[] = "[kernel.kallsyms]";
 
 struct SymbolizerOptions {
   bool source_lines = true;  // look up DWARF lines (slower)
@@ -87,6 +102,13 @@ class Symbolizer {
   }
   // The path of the space's main executable (see above), "" if unknown.
   std::string MainExecutable(uint32_t pid, uint64_t space_id) const;
+  // The mapping ip is in. User addresses: the space's mapping that covers
+  // ip (found as Resolve() finds it), with the build id of its file when
+  // the file is an ELF file with one. Kernel addresses (modules included):
+  // kKernelMappingName, from the lowest kallsyms symbol of the snapshot (0
+  // without one) to the top of the address space. nullopt for JIT code and
+  // user addresses in no mapping.
+  std::optional<MappingInfo> MappingAt(uint32_t pid, uint64_t space_id, uint64_t ip, bool user);
 
   const SymbolizerStats& stats() const { return stats_; }
 
@@ -96,6 +118,7 @@ class Symbolizer {
   Location ResolveKernel(uint64_t ip) const;
   Location ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip);
   const std::vector<Mapping>* MappingsOf(uint32_t pid, uint64_t space_id) const;
+  const Mapping* FindMapping(uint32_t pid, uint64_t space_id, uint64_t ip) const;
   ElfObject* OpenElf(const std::string& path);
 
   const Profile& profile_;

@@ -1,0 +1,19 @@
+// Writing a file so that a reader never sees half of it.
+#ifndef TPROF_OUTPUT_FILE_H_
+#define TPROF_OUTPUT_FILE_H_
+
+#include <string>
+#include <string_view>
+
+#include "tprof/expected.h"
+
+namespace tprof {
+
+// Writes data to a temporary file beside path (PATH.tmp.PID), then renames
+// it into place (mode 0644 before the umask). Errors: the errno of open,
+// write, close or rename, with the file named.
+[[nodiscard]] Status WriteFileAtomically(const std::string& path, std::string_view data);
+
+}  // namespace tprof
+
+#endif  // TPROF_OUTPUT_FILE_H_

@@ -169,6 +169,15 @@ bool RecorderAlive(pid_t pid) {
   return self.empty() || line.compare(open + 1, close - open - 1, self) == 0;
 }
 
+// Blocks or unblocks SIGINT and SIGTERM in this (single-threaded) process.
+void BlockStopSignals(bool block) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  ::sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
+}
+
 // One recording: the session, the tables, and the event loop around them.
 class Recorder {
  public:
@@ -182,6 +191,7 @@ class Recorder {
     boost::asio::posix::stream_descriptor device(io, ::dup(session_.fd()));
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     if (child > 0) signals.add(SIGCHLD);
+    BlockStopSignals(false);  // a stop sent meanwhile is delivered now, to the set
     boost::asio::steady_timer timer(io);
     Status failure = OkStatus();
 
@@ -321,8 +331,14 @@ int RunStart(const Args& args) {
     std::fprintf(stderr, "tprofctl: %s\n", n > 0 ? buf + 1 : "the recorder died while starting");
     return 1;
   }
-  // Intermediate child: detach, then the recorder proper.
+  // Intermediate child: detach, then the recorder proper. `tprofctl stop`
+  // may signal the recorder as soon as the caller has seen "ready", before
+  // its event loop handles SIGTERM: until then the stop signals wait
+  // (blocked, so pending), and Recorder::Run unblocks them once its
+  // signal_set is installed. (A stop racing a start killed the recorder
+  // with no profile: seen once in the 6.12 guest.)
   ::close(ready[0]);
+  BlockStopSignals(true);
   ::setsid();
   pid_t daemon = ::fork();
   if (daemon != 0) _exit(daemon < 0 ? 1 : 0);

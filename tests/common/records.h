@@ -65,6 +65,12 @@ class Records {
     Append(&rec, sizeof(rec));
     return *this;
   }
+  // The same record n times (n samples at one address).
+  template <typename T>
+  Records& AddN(int n, const T& rec) {
+    for (int i = 0; i < n; ++i) Add(rec);
+    return *this;
+  }
   Records& Map(uint32_t pid, uint64_t space_id, uint64_t start, uint64_t end, uint64_t pgoff,
                const std::string& path) {
     tprof_rec_map m{};

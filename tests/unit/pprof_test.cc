@@ -138,10 +138,6 @@ class View {
   std::map<uint64_t, const pb::Mapping*> mappings_;
 };
 
-void AddN(Records* r, int n, const tprof_rec_sample& s) {
-  for (int i = 0; i < n; ++i) r->Add(s);
-}
-
 // pid 100 "app": 6 in do_syscall_64 without a caller, 4 called from the
 // last byte of entry_SYSCALL_64 (return address = do_syscall_64's first
 // byte), 30 in its executable, 20 in libc; pid 200 "worker": 10 kernel;
@@ -152,12 +148,12 @@ Profile TestProfile() {
   r.Add(CommRec(100, TPROF_COMM_EXISTING, "app")).Add(CommRec(200, TPROF_COMM_EXISTING, "worker"));
   r.Map(100, 1, 0x7f0000, 0x7f8000, 0x1000, "/nonexistent/libc.so.6");
   r.Map(100, 1, 0x400000, 0x500000, 0, "/nonexistent/app");
-  AddN(&r, 6, SampleRec(100, 1, kSyscall, 0));
-  AddN(&r, 4, SampleRec(100, 1, kSyscall, 0, 1, kSyscallStart));
-  AddN(&r, 30, SampleRec(100, 1, 0x400100, U));
-  AddN(&r, 20, SampleRec(100, 1, 0x7f0100, U));
-  AddN(&r, 10, SampleRec(200, 2, kSyscall, 0));
-  AddN(&r, 15, SampleRec(0, 0, kIdle, TPROF_SAMPLE_IDLE));
+  r.AddN(6, SampleRec(100, 1, kSyscall, 0));
+  r.AddN(4, SampleRec(100, 1, kSyscall, 0, 1, kSyscallStart));
+  r.AddN(30, SampleRec(100, 1, 0x400100, U));
+  r.AddN(20, SampleRec(100, 1, 0x7f0100, U));
+  r.AddN(10, SampleRec(200, 2, kSyscall, 0));
+  r.AddN(15, SampleRec(0, 0, kIdle, TPROF_SAMPLE_IDLE));
   b.AddRecords(r.data(), r.size());
   b.SetCpuTotals(0, 60, 5, 1);
   b.SetCpuTotals(1, 30, 0, 0);

@@ -28,10 +28,6 @@ constexpr uint64_t kEntry = 0xffffffff81000020;    // in entry_SYSCALL_64
 constexpr uint64_t kIdle = 0xffffffff81000310;     // in default_idle
 constexpr uint32_t U = TPROF_SAMPLE_USER;
 
-void AddN(Records* r, int n, const tprof_rec_sample& s) {
-  for (int i = 0; i < n; ++i) r->Add(s);
-}
-
 // pid 100 "app": 10 kernel (4 of them called from entry_SYSCALL_64), 30 in
 // its executable, 20 in libc, 5 JIT, 5 unmapped = 70. pid 200 "w;rk": 10
 // kernel. Idle: 15. Lost: 5. Taken: 100.
@@ -41,14 +37,14 @@ Profile TestProfile() {
   r.Add(CommRec(100, TPROF_COMM_EXISTING, "app")).Add(CommRec(200, TPROF_COMM_EXISTING, "w;rk"));
   r.Map(100, 1, 0x400000, 0x500000, 0, "/nonexistent/app");
   r.Map(100, 1, 0x7f0000, 0x7f8000, 0, "/nonexistent/libc.so.6");
-  AddN(&r, 6, SampleRec(100, 1, kSyscall, 0));
-  AddN(&r, 4, SampleRec(100, 1, kSyscall, 0, 1, kEntry + 5));
-  AddN(&r, 30, SampleRec(100, 1, 0x400100, U));
-  AddN(&r, 20, SampleRec(100, 1, 0x7f0100, U));
-  AddN(&r, 5, SampleRec(100, 1, 0x9000010, U));
-  AddN(&r, 5, SampleRec(100, 1, 0x12345, U));
-  AddN(&r, 10, SampleRec(200, 2, kSyscall, 0));
-  AddN(&r, 15, SampleRec(0, 0, kIdle, TPROF_SAMPLE_IDLE));
+  r.AddN(6, SampleRec(100, 1, kSyscall, 0));
+  r.AddN(4, SampleRec(100, 1, kSyscall, 0, 1, kEntry + 5));
+  r.AddN(30, SampleRec(100, 1, 0x400100, U));
+  r.AddN(20, SampleRec(100, 1, 0x7f0100, U));
+  r.AddN(5, SampleRec(100, 1, 0x9000010, U));
+  r.AddN(5, SampleRec(100, 1, 0x12345, U));
+  r.AddN(10, SampleRec(200, 2, kSyscall, 0));
+  r.AddN(15, SampleRec(0, 0, kIdle, TPROF_SAMPLE_IDLE));
   b.AddRecords(r.data(), r.size());
   b.SetCpuTotals(0, 60, 5, 1);
   b.SetCpuTotals(1, 40, 0, 0);

@@ -155,15 +155,22 @@ std::string ResultFile() { return PidFile() + ".result"; }
 // Whether the pid file's pid is a live recorder: not gone, not a zombie
 // nobody reaped, and a tprofctl, so that a stale pid file (the recorder was
 // killed) whose pid now belongs to another program never gets it signalled.
+// Its /proc entry is read first: a process reaped between a kill(pid, 0)
+// and that read would otherwise look alive (seen: `stop` said "did not
+// finish within 60 s" a moment after the recorder had finished).
 bool RecorderAlive(pid_t pid) {
-  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  if (pid <= 0) return false;
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
-  if (!std::getline(stat, line)) return true;  // no /proc: trust kill()
+  if (!std::getline(stat, line)) {
+    // Gone, unless there is no /proc at all: then kill() decides.
+    if (::access("/proc/self/stat", R_OK) == 0) return false;
+    return ::kill(pid, 0) == 0;
+  }
   size_t open = line.find('('), close = line.rfind(')');
   if (open == std::string::npos || close == std::string::npos || close + 2 >= line.size())
     return true;
-  if (line[close + 2] == 'Z') return false;
+  if (line[close + 2] == 'Z' || line[close + 2] == 'X') return false;  // exited
   std::string self;
   std::getline(std::ifstream("/proc/self/comm"), self);
   return self.empty() || line.compare(open + 1, close - open - 1, self) == 0;
@@ -421,9 +428,10 @@ int RunStop(const Args& args) {
   }
   if (::kill(pid, SIGTERM) != 0) return ReportError(Error::FromErrno(errno, "signalling the recorder"));
   // It flushes, snapshots symbols and writes the file: allow it time.
-  for (int i = 0; i < 1200 && RecorderAlive(pid); ++i)
+  bool alive = true;
+  for (int i = 0; i < 1200 && (alive = RecorderAlive(pid)); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (RecorderAlive(pid)) {
+  if (alive && (alive = RecorderAlive(pid))) {
     std::fprintf(stderr, "tprofctl: the recorder (pid %d) did not finish within 60 s\n", pid);
     return 1;
   }

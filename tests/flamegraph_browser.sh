@@ -2,7 +2,9 @@
 # The flame graph in a real browser: `tprofctl dump --format svg` of a
 # small synthetic profile, rendered by Debian's headless Chromium into a
 # PNG, which must show the frames; a second render with ?s=REGEX must show
-# the search's highlight, so the embedded script ran. Takes seconds, needs
+# the search's highlight, so the embedded script ran; a page that frames the
+# SVG clicks, hovers and resets in it and reports what the script did.
+# Takes seconds, needs
 # no display (root or not). Prints PASS:/FAIL: lines; tests/check.sh counts
 # them. Usage: tests/flamegraph_browser.sh [TPROFCTL] (default
 # build/bin/tprofctl).
@@ -106,3 +108,53 @@ PY
 }
 check "the picture shows the frames, unsearched" pixels "$tmp/plain.png" plain
 check "the search painted the matching frames (the script ran)" pixels "$tmp/search.png" search
+
+# Zoom, hover and reset, driven from a page that frames the SVG (file://
+# pages may reach each other only with --allow-file-access-from-files).
+# The page writes PASS:/FAIL: lines into its DOM, which --dump-dom prints.
+cat >"$tmp/drive.html" <<'HTML'
+<!DOCTYPE html><html><body><pre id="out">FAIL: the SVG never loaded in its frame</pre>
+<iframe id="f" src="flame.svg" width="1200" height="300"></iframe>
+<script>
+document.getElementById('f').addEventListener('load', function () {
+  var d = document.getElementById('f').contentDocument, out = [];
+  var gs = Array.prototype.slice.call(d.querySelectorAll('g.f'));
+  function frame(name) {
+    return gs.filter(function (g) {
+      return g.querySelector('title').textContent.indexOf(name + ' (') === 0;
+    })[0];
+  }
+  function width(g) { return Number(g.querySelector('rect').getAttribute('width')); }
+  function shown(g) { return g.style.display !== 'none'; }
+  function check(what, ok) { out.push((ok ? 'PASS: ' : 'FAIL: ') + what); }
+  function click(el) { el.dispatchEvent(new MouseEvent('click', {bubbles: true})); }
+  var entry = frame('entry_SYSCALL_64_[k]'), app = frame('app'), idle = frame('idle');
+  var unzoom = d.getElementById('unzoom');
+  check('the framed SVG has its 10 frames', gs.length === 10 && entry && app && idle);
+  click(entry);
+  check('a click zooms the frame to the full width', Math.abs(width(entry) - 1180) < 0.5);
+  check('its callers stay, full width and faded',
+        shown(app) && Math.abs(width(app) - 1180) < 0.5 && app.classList.contains('faded'));
+  check('frames outside it are hidden', !shown(idle));
+  check('"Reset Zoom" appears', !unzoom.classList.contains('hidden'));
+  app.dispatchEvent(new MouseEvent('mouseover', {bubbles: true}));
+  check('hovering shows name, samples and share',
+        d.getElementById('details').textContent === 'app (46 samples, 53.49%)');
+  click(unzoom);
+  check('"Reset Zoom" shows every frame again at its width',
+        gs.every(shown) && Math.abs(width(idle) - 15 / 86 * 1180) < 0.5 &&
+        unzoom.classList.contains('hidden'));
+  document.getElementById('out').textContent = out.join('\n');
+});
+</script></body></html>
+HTML
+timeout 60 "$browser" --headless --no-sandbox --disable-gpu --no-first-run \
+	--user-data-dir="$tmp/profile" --allow-file-access-from-files --virtual-time-budget=5000 \
+	--dump-dom "file://$tmp/drive.html" 2>>"$tmp/chromium.log" >"$tmp/drive.dom"
+# Only the <pre>'s lines: the DOM holds the page's script text too.
+sed -n '/<pre id="out">/,/<\/pre>/p' "$tmp/drive.dom" | sed 's/<[^>]*>//g' >"$tmp/drive.out"
+if grep -q '^PASS: \|^FAIL: ' "$tmp/drive.out"; then
+	grep '^PASS: \|^FAIL: ' "$tmp/drive.out"
+else
+	echo "FAIL: zoom, hover and reset: Chromium printed no result (see its DOM: $(head -c 300 "$tmp/drive.dom"))"
+fi

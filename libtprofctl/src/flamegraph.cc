@@ -186,7 +186,6 @@ g.faded { opacity: 0.5; }
 // Zoom, search and details. FG_* are set by the generator before this.
 constexpr std::string_view kScript = R"(
 (function () {
-  var svg = document.documentElement;
   var frames = Array.prototype.slice.call(document.querySelectorAll('g.f'));
   var details = document.getElementById('details');
   var matched = document.getElementById('matched');
@@ -288,7 +287,6 @@ constexpr std::string_view kScript = R"(
   });
   var preset = /[?&]s=([^&]*)/.exec(window.location.search);
   if (preset) search(decodeURIComponent(preset[1].replace(/\+/g, ' ')));
-  svg.setAttribute('data-ready', '1');
 })();
 )";
 
@@ -340,10 +338,12 @@ std::string RenderFlameGraph(const std::vector<StackRow>& stacks,
   if (!options.subtitle.empty())
     Appendf(&out, "<text id=\"subtitle\" x=\"%d\" y=\"44\" text-anchor=\"middle\">%s</text>\n",
             width / 2, XmlEscape(options.subtitle).c_str());
-  Appendf(&out, "<text id=\"unzoom\" class=\"control hidden\" x=\"%d\" y=\"24\">Reset Zoom</text>\n",
+  Appendf(&out,
+          "<text id=\"unzoom\" class=\"control hidden\" x=\"%d\" y=\"24\">Reset Zoom</text>\n",
           kPad);
   Appendf(&out,
-          "<text id=\"search\" class=\"control\" x=\"%d\" y=\"24\" text-anchor=\"end\">Search</text>\n",
+          "<text id=\"search\" class=\"control\" x=\"%d\" y=\"24\" "
+          "text-anchor=\"end\">Search</text>\n",
           width - kPad);
   Appendf(&out, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", kPad, height - 10);
   Appendf(&out, "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"> </text>\n",

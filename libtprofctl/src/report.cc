@@ -388,7 +388,8 @@ std::vector<StackRow> FoldedStackRows(const Profile& p, Symbolizer& sym, const R
 std::string FoldedStacks(const Profile& p, Symbolizer& sym, const ReportOptions& o) {
   // Processes of one name share their lines, as flame-graph tools merge them.
   std::map<std::string, uint64_t> stacks;
-  for (const StackRow& row : FoldedStackRows(p, sym, o)) stacks[FoldedText(row.frames)] += row.samples;
+  for (const StackRow& row : FoldedStackRows(p, sym, o))
+    stacks[FoldedText(row.frames)] += row.samples;
   std::string out;
   for (const auto& [stack, count] : stacks) Appendf(&out, "%s %" PRIu64 "\n", stack.c_str(), count);
   return out;

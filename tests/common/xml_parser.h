@@ -64,7 +64,9 @@ class XmlParser {
     if (error_.empty()) error_ = why;
     return false;
   }
-  bool StartsWith(const char* prefix) const { return s_.compare(pos_, std::char_traits<char>::length(prefix), prefix) == 0; }
+  bool StartsWith(const char* prefix) const {
+    return s_.compare(pos_, std::char_traits<char>::length(prefix), prefix) == 0;
+  }
   void SkipSpace() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
   }
@@ -155,7 +157,8 @@ class XmlParser {
       if (!StartsWith("=")) return Fail("attribute without '='");
       ++pos_;
       SkipSpace();
-      if (pos_ >= s_.size() || (s_[pos_] != '"' && s_[pos_] != '\'')) return Fail("unquoted attribute");
+      if (pos_ >= s_.size() || (s_[pos_] != '"' && s_[pos_] != '\''))
+        return Fail("unquoted attribute");
       const char quote = s_[pos_++];
       while (pos_ < s_.size() && s_[pos_] != quote) {
         if (s_[pos_] == '<') return Fail("'<' in an attribute value");

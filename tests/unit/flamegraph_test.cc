@@ -232,7 +232,8 @@ TEST(Speedscope, OneSampledProfilePerProcessWithTheStacksAndWeightsAsGiven) {
   EXPECT_EQ(profiles[1]["name"].string, "idle");
   EXPECT_EQ(profiles[2]["name"].string, "w:rk (pid 200)");
   // Each profile's stacks are its rows' frames without the process frame.
-  std::map<std::string, uint32_t> pids = {{"app (pid 100)", 100}, {"idle", 0}, {"w:rk (pid 200)", 200}};
+  std::map<std::string, uint32_t> pids = {
+      {"app (pid 100)", 100}, {"idle", 0}, {"w:rk (pid 200)", 200}};
   double all = 0;
   for (const JsonValue& p : profiles) {
     EXPECT_EQ(p["type"].string, "sampled");
@@ -256,7 +257,8 @@ TEST(Speedscope, OneSampledProfilePerProcessWithTheStacksAndWeightsAsGiven) {
   EXPECT_EQ(all, 45) << "the weights add up to the profile's samples";
   // Frames are shared: do_syscall_64_[k] once for app and w:rk.
   size_t syscalls = 0;
-  for (const JsonValue& f : doc["shared"]["frames"].array) syscalls += f["name"].string == "do_syscall_64_[k]";
+  for (const JsonValue& f : doc["shared"]["frames"].array)
+    syscalls += f["name"].string == "do_syscall_64_[k]";
   EXPECT_EQ(syscalls, 1u);
 }
 

@@ -2,7 +2,8 @@
 # make check: the one test command.
 #   1. dependencies (make deps) and a warnings-as-errors build of everything,
 #      the module for both target kernels
-#   2. host unit tests (GoogleTest, under ASan/UBSan)
+#   2. host unit tests (GoogleTest, under ASan/UBSan), and the SVG flame
+#      graph rendered by headless Chromium (tests/flamegraph_browser.sh)
 #   3. self-tests of the VM bench (tools/tprof-vm, tools/vm/scan-kernel-log)
 #   4. KUnit suites (ktests/) in a KUnit-enabled 6.1 kernel, under QEMU
 #   5. integration tests (GoogleTest) inside the KUnit kernel (the debug
@@ -100,6 +101,17 @@ if [ "$build_ok" = 1 ]; then
 	rc=$?
 	grep -E '^\[  FAILED  \]|Failure|ERROR' "$LOG_DIR/unit.log" | head -n 40
 	count_gtest "unit" "$LOG_DIR/unit.log" "$rc"
+
+	stage "flame graph in a browser (headless Chromium)"
+	tests/flamegraph_browser.sh >"$LOG_DIR/flamegraph_browser.log" 2>&1
+	rc=$?
+	grep -E '^(PASS|FAIL)' "$LOG_DIR/flamegraph_browser.log"
+	np=$(grep -c '^PASS' "$LOG_DIR/flamegraph_browser.log")
+	nf=$(grep -c '^FAIL' "$LOG_DIR/flamegraph_browser.log")
+	passed=$((passed + np))
+	if [ "$nf" -gt 0 ] || [ "$rc" != 0 ]; then
+		fail "flame graph in a browser ($nf failed, exit $rc), see $LOG_DIR/flamegraph_browser.log" "$((nf > 0 ? nf : 1))"
+	fi
 
 	stage "VM bench self-tests"
 	tests/vm_selftest.sh >"$LOG_DIR/vm_selftest.log" 2>&1

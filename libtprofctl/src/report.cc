@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "tprof/json_writer.h"
 
@@ -73,6 +74,13 @@ std::string Frame(const std::string& name, bool kernel) {
     if (c == '\n' || c == '\r') c = ' ';
   }
   return kernel ? out + "_[k]" : out;
+}
+
+// A folded line's frames: "process;caller;function".
+std::string FoldedText(const std::vector<std::string>& frames) {
+  std::string text;
+  for (const std::string& f : frames) text += (text.empty() ? "" : ";") + f;
+  return text;
 }
 
 uint32_t ReportPid(const SampleKey& key) { return key.idle() ? 0 : key.pid; }
@@ -343,11 +351,21 @@ ReportData BuildReport(const Profile& p, Symbolizer& sym, const ReportOptions& o
   return d;
 }
 
-std::string FoldedStacks(const Profile& p, Symbolizer& sym, const ReportOptions& o) {
-  std::map<std::string, uint64_t> stacks;
+std::vector<StackRow> FoldedStackRows(const Profile& p, Symbolizer& sym, const ReportOptions& o) {
+  // Keyed by the folded text first, so the rows sort as FoldedStacks prints.
+  std::map<std::pair<std::string, uint32_t>, StackRow> rows;
+  auto add = [&rows](uint32_t pid, std::vector<std::string> frames, uint64_t count) {
+    StackRow& row = rows[{FoldedText(frames), pid}];
+    if (row.frames.empty()) {
+      row.pid = pid;
+      row.frames = std::move(frames);
+    }
+    row.samples += count;
+  };
   for (const auto& [key, count] : p.samples) {
     if (!Selected(o, key)) continue;
-    const std::string process = Frame(ReportName(p, ReportPid(key)), false);
+    const uint32_t pid = ReportPid(key);
+    const std::string process = Frame(ReportName(p, pid), false);
     const Location& loc = sym.Resolve(key);
     const std::string function = Frame(loc.FunctionName(), IsKernel(loc));
     uint64_t with_caller = 0;
@@ -356,12 +374,22 @@ std::string FoldedStacks(const Profile& p, Symbolizer& sym, const ReportOptions&
       // A return address can be the first byte after the caller's last
       // instruction (a call to a noreturn function): look up the call.
       const Location& caller = sym.Resolve(key.pid, key.space_id, it->first.caller - 1, key.user());
-      stacks[process + ";" + Frame(caller.FunctionName(), IsKernel(caller)) + ";" + function] +=
-          it->second;
+      add(pid, {process, Frame(caller.FunctionName(), IsKernel(caller)), function}, it->second);
       with_caller += it->second;
     }
-    if (count > with_caller) stacks[process + ";" + function] += count - with_caller;
+    if (count > with_caller) add(pid, {process, function}, count - with_caller);
   }
+  std::vector<StackRow> out;
+  out.reserve(rows.size());
+  for (auto& [key, row] : rows) out.push_back(std::move(row));
+  return out;
+}
+
+std::string FoldedStacks(const Profile& p, Symbolizer& sym, const ReportOptions& o) {
+  // Processes of one name share their lines, as flame-graph tools merge them.
+  std::map<std::string, uint64_t> stacks;
+  for (const StackRow& row : FoldedStackRows(p, sym, o))
+    stacks[FoldedText(row.frames)] += row.samples;
   std::string out;
   for (const auto& [stack, count] : stacks) Appendf(&out, "%s %" PRIu64 "\n", stack.c_str(), count);
   return out;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "../common/json_value.h"
 #include "../common/records.h"
@@ -179,6 +180,46 @@ TEST(Report, FoldedStacksHaveCallerFramesWhereKnown) {
 
   std::string one = tprof::RenderReport(p, sym, {ReportBy::kAll, 200, 0}, ReportFormat::kFolded);
   EXPECT_EQ(one, "w:rk;do_syscall_64_[k] 10\n");
+}
+
+TEST(Report, FoldedStackRowsAreTheFoldedLinesRootFirst) {
+  Profile p = TestProfile();
+  Symbolizer sym(p);
+  std::string folded;
+  uint64_t total = 0;
+  for (const tprof::StackRow& row : tprof::FoldedStackRows(p, sym, {})) {
+    std::string line;
+    for (const std::string& f : row.frames) line += (line.empty() ? "" : ";") + f;
+    folded += line + " " + std::to_string(row.samples) + "\n";
+    total += row.samples;
+  }
+  EXPECT_EQ(folded, tprof::FoldedStacks(p, sym, {}));
+  EXPECT_EQ(total, 95u);
+  auto one = tprof::FoldedStackRows(p, sym, {ReportBy::kAll, 200, 0});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].pid, 200u);
+  EXPECT_EQ(one[0].frames, (std::vector<std::string>{"w:rk", "do_syscall_64_[k]"}));
+  EXPECT_EQ(one[0].samples, 10u);
+}
+
+TEST(Report, FoldedStacksMergeProcessesOfOneName) {
+  ProfileBuilder b;
+  Records r;
+  r.Add(CommRec(1, TPROF_COMM_EXISTING, "sh")).Add(CommRec(2, TPROF_COMM_EXISTING, "sh"));
+  r.AddN(2, SampleRec(1, 1, kSyscall, 0)).AddN(3, SampleRec(2, 2, kSyscall, 0));
+  b.AddRecords(r.data(), r.size());
+  Profile p = b.Finish();
+  p.kernel_symbols.available = true;
+  p.kernel_symbols.symbols = {{0xffffffff81000100, 't', "do_syscall_64", ""},
+                              {0xffffffff81000300, 'T', "next", ""}};
+  Symbolizer sym(p);
+  EXPECT_EQ(tprof::FoldedStacks(p, sym, {}), "sh;do_syscall_64_[k] 5\n");
+  auto rows = tprof::FoldedStackRows(p, sym, {});
+  ASSERT_EQ(rows.size(), 2u) << "the rows keep the pids apart";
+  EXPECT_EQ(rows[0].pid, 1u);
+  EXPECT_EQ(rows[0].samples, 2u);
+  EXPECT_EQ(rows[1].pid, 2u);
+  EXPECT_EQ(rows[1].samples, 3u);
 }
 
 }  // namespace

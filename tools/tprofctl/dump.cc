@@ -1,6 +1,7 @@
 // tprofctl dump: reads a profile (tprof.data) and prints where the CPU went:
 // per process (kernel / user / shared library, idle, lost) and per function;
-// or exports it for pprof (--format pprof).
+// or exports it: folded stacks, an interactive SVG flame graph, speedscope
+// JSON, or pprof.
 #include "dump.h"
 
 #include <unistd.h>
@@ -10,10 +11,12 @@
 #include <string>
 
 #include "cli_util.h"
+#include "tprof/flamegraph.h"
 #include "tprof/output_file.h"
 #include "tprof/pprof.h"
 #include "tprof/profile_file.h"
 #include "tprof/report.h"
+#include "tprof/speedscope.h"
 #include "tprof/symbolizer.h"
 
 namespace tprof::cli {
@@ -23,7 +26,7 @@ namespace {
 void Usage(FILE* out) {
   std::fprintf(out,
                "usage: tprofctl dump [-i FILE] [--by process|symbol] [--pid PID] [--top N]\n"
-               "                     [--format text|json|folded|pprof] [-o FILE]\n\n"
+               "                     [--format text|json|folded|svg|speedscope|pprof] [-o FILE]\n\n"
                "Reports a profile recorded by `tprofctl record` or `tprofctl start`/`stop`:\n"
                "per process, its samples in the kernel, its main executable and shared\n"
                "libraries, with idle/wait and lost samples; per function within each\n"
@@ -34,10 +37,13 @@ void Usage(FILE* out) {
                "  --pid PID      one process (0: the idle/wait samples)\n"
                "  --top N        N rows per table (default: all)\n"
                "  --format F     text (default), json, folded stacks for flame graphs\n"
-               "                 (e.g. `tprofctl dump --format folded | flamegraph.pl`), or\n"
+               "                 (e.g. `tprofctl dump --format folded | flamegraph.pl`),\n"
+               "                 svg: an interactive flame graph of those stacks to open in\n"
+               "                 a browser (hover, click to zoom, search), speedscope: JSON\n"
+               "                 for https://www.speedscope.app (a profile per process), or\n"
                "                 pprof: a gzipped profile.proto for `pprof` and other viewers\n"
                "                 (e.g. `tprofctl dump --format pprof -o cpu.pb.gz; pprof -top\n"
-               "                 cpu.pb.gz`); --by and --top do not apply to it\n"
+               "                 cpu.pb.gz`); --by and --top apply to none of the last three\n"
                "  -o, --output FILE  write the report to FILE instead of stdout\n",
                kDefaultProfilePath);
 }
@@ -48,7 +54,7 @@ int RunDump(const Args& args) {
   std::string path = kDefaultProfilePath;
   ReportOptions options;
   ReportFormat format = ReportFormat::kText;
-  bool pprof = false;
+  enum class Export { kNone, kPprof, kSvg, kSpeedscope } export_format = Export::kNone;
   std::optional<std::string> output;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -80,8 +86,11 @@ int RunDump(const Args& args) {
       options.top = static_cast<size_t>(*v);
     } else if (a == "--format" && has_value) {
       const std::string& f = args[++i];
-      pprof = f == "pprof";
-      if (f == "text" || f == "pprof") {
+      export_format = f == "pprof"        ? Export::kPprof
+                      : f == "svg"        ? Export::kSvg
+                      : f == "speedscope" ? Export::kSpeedscope
+                                          : Export::kNone;
+      if (f == "text" || export_format != Export::kNone) {
         format = ReportFormat::kText;
       } else if (f == "json") {
         format = ReportFormat::kJson;
@@ -89,7 +98,8 @@ int RunDump(const Args& args) {
         format = ReportFormat::kFolded;
       } else {
         std::fprintf(stderr,
-                     "tprofctl dump: --format takes text, json, folded or pprof, got '%s'\n",
+                     "tprofctl dump: --format takes text, json, folded, svg, speedscope or pprof, "
+                     "got '%s'\n",
                      f.c_str());
         return 2;
       }
@@ -99,7 +109,7 @@ int RunDump(const Args& args) {
       return 2;
     }
   }
-  if (pprof && !output && ::isatty(STDOUT_FILENO)) {
+  if (export_format == Export::kPprof && !output && ::isatty(STDOUT_FILENO)) {
     std::fprintf(stderr,
                  "tprofctl dump: a pprof profile is binary (gzip): write it to a file with "
                  "-o FILE (or redirect stdout)\n");
@@ -117,10 +127,18 @@ int RunDump(const Args& args) {
   }
   Symbolizer symbolizer(*profile);
   std::string out;
-  if (pprof) {
+  if (export_format == Export::kPprof) {
     auto bytes = EncodePprof(*profile, symbolizer, PprofOptions{options.pid});
     if (!bytes) return ReportError(bytes.error());
     out = std::move(*bytes);
+  } else if (export_format == Export::kSvg) {
+    FlameGraphOptions fg;
+    fg.subtitle = path + (options.pid ? ", pid " + std::to_string(*options.pid) : "");
+    out = RenderFlameGraph(FoldedStackRows(*profile, symbolizer, options), fg);
+  } else if (export_format == Export::kSpeedscope) {
+    SpeedscopeOptions ss;
+    ss.name = path;
+    out = RenderSpeedscope(FoldedStackRows(*profile, symbolizer, options), ss);
   } else {
     out = RenderReport(*profile, symbolizer, options, format);
   }

@@ -69,8 +69,25 @@ struct ReportData {
 
 ReportData BuildReport(const Profile& profile, Symbolizer& symbolizer,
                        const ReportOptions& options);
+// One stack of the folded output, root first: the process name, the
+// caller (where known), the sampled function. Kernel frames end in "_[k]";
+// ';' in a name reads ':' (it separates folded frames). The flame graph
+// and speedscope exports (flamegraph.h, speedscope.h) draw these rows.
+struct StackRow {
+  uint32_t pid = 0;                 // the report's pid: 0 for idle
+  std::vector<std::string> frames;  // root first
+  uint64_t samples = 0;
+};
+
+// The stacks of the selected samples, sorted by their folded text (pid
+// second), one row per distinct (pid, frames); the samples add up to the
+// delivered samples of the selection.
+[[nodiscard]] std::vector<StackRow> FoldedStackRows(const Profile& profile,
+                                                    Symbolizer& symbolizer,
+                                                    const ReportOptions& options);
 // Folded stacks, sorted: "name;caller;function count", or "name;function
-// count" for samples without a caller. Kernel frames end in "_[k]".
+// count" for samples without a caller (the rows above, processes of the
+// same name summed).
 std::string FoldedStacks(const Profile& profile, Symbolizer& symbolizer,
                          const ReportOptions& options);
 // The whole report in one format (kFolded ignores `by` and `top`).

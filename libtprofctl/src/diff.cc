@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cinttypes>
-#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <map>
@@ -168,11 +167,21 @@ std::vector<DiffRow> DiffReports(const ReportData& a, const ReportData& b, DiffB
     r.percent_b = Percent(r.samples_b, b.all_samples);
     rows.push_back(std::move(r));
   }
-  // Largest change first; among equal changes the busier row, then by name
-  // (the map's order, kept by the stable sort).
-  std::stable_sort(rows.begin(), rows.end(), [](const DiffRow& x, const DiffRow& y) {
-    double dx = std::fabs(x.delta_points()), dy = std::fabs(y.delta_points());
-    if (dx != dy) return dx > dy;
+  // Largest change first, compared exactly: every row has the same bases,
+  // so |b/B - a/A| orders as |b*A - a*B| (doubles could split a tie).
+  // Among equal changes the busier row, then by name (the map's order,
+  // kept by the stable sort).
+  const uint64_t base_a = a.all_samples, base_b = b.all_samples;
+  auto change = [base_a, base_b](const DiffRow& r) -> unsigned __int128 {
+    if (!base_a) return base_b ? r.samples_b : 0;
+    if (!base_b) return r.samples_a;
+    unsigned __int128 x = static_cast<unsigned __int128>(r.samples_b) * base_a;
+    unsigned __int128 y = static_cast<unsigned __int128>(r.samples_a) * base_b;
+    return x > y ? x - y : y - x;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&change](const DiffRow& x, const DiffRow& y) {
+    unsigned __int128 cx = change(x), cy = change(y);
+    if (cx != cy) return cx > cy;
     return x.samples_a + x.samples_b > y.samples_a + y.samples_b;
   });
   return rows;

@@ -197,6 +197,29 @@ TEST_F(Diff, JsonHasFormatVersionSidesAndDecimalPercentages) {
   EXPECT_FALSE((*p)["rows"].array.at(0).Has("function"));
 }
 
+TEST_F(Diff, EqualChangesTieExactlyWhateverTheirRounding) {
+  // Of 70 and 30 samples: beta 20 -> 20 and alpha 50 -> 10 both change by
+  // 800/21 points, which doubles compute a bit apart; the busier row leads.
+  auto make = [](int alpha, int beta) {
+    ProfileBuilder b;
+    Records r;
+    r.Add(CommRec(100, TPROF_COMM_EXISTING, "app"));
+    r.AddN(alpha, SampleRec(100, 1, kAlpha, 0)).AddN(beta, SampleRec(100, 1, kBeta, 0));
+    b.AddRecords(r.data(), r.size());
+    Profile p = b.Finish();
+    AddKernelSymbols(&p);
+    return p;
+  };
+  Profile x = make(50, 20), y = make(10, 20);
+  Symbolizer sx(x), sy(y);
+  DiffData d = tprof::BuildDiff({x, sx, "x"}, {y, sy, "y"}, {});
+  ASSERT_EQ(d.rows.size(), 2u);
+  EXPECT_EQ(d.rows[0].function, "alpha");
+  EXPECT_EQ(d.rows[1].function, "beta");
+  EXPECT_NEAR(d.rows[0].delta_points(), -800.0 / 21.0, 1e-9);
+  EXPECT_NEAR(d.rows[1].delta_points(), 800.0 / 21.0, 1e-9);
+}
+
 TEST_F(Diff, ShareIsThirdsNotRoundedInRows) {
   // 1 of 3 samples: the row keeps the exact share; JSON rounds to 4 places.
   ProfileBuilder b;

@@ -1,6 +1,8 @@
 #include "tprof/json_writer.h"
 
 #include <cassert>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 
 namespace tprof {
@@ -101,6 +103,21 @@ JsonWriter& JsonWriter::Int(int64_t value) {
 JsonWriter& JsonWriter::Bool(bool value) {
   BeforeValue();
   out_ += value ? "true" : "false";
+  return *this;
+}
+
+JsonWriter& JsonWriter::Decimal(double value, int places) {
+  BeforeValue();
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::fixed, places);
+  if (!std::isfinite(value) || ec != std::errc()) {
+    out_ += "null";
+    return *this;
+  }
+  // "-0.00" would read as a sign where there is none.
+  std::string text(buf, end);
+  if (text.find_first_not_of("-0.") == std::string::npos && text[0] == '-') text.erase(0, 1);
+  out_ += text;
   return *this;
 }
 

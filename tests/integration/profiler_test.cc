@@ -818,6 +818,57 @@ TEST_F(Profiler, StartStopStartAndItsErrors) {
   }
 }
 
+// `tprofctl diff` of two runs of tprof-wl-shares with the split turned
+// around (80/10/10, then 10/10/80): wl_alpha's share falls and wl_gamma's
+// rises, nominally eightfold, and they are the process's largest changes;
+// wl_beta stays. Shares are of all samples (idle included), so the test
+// compares each function's two shares rather than fixed points.
+TEST_F(Profiler, DiffShowsTheFunctionsWhoseSharesMoved) {
+  for (const auto& [name, shares] : {std::pair<std::string, std::string>{"A.data", "80,10,10"},
+                                     {"B.data", "10,10,80"}}) {
+    Result r = Record(name, "--by process --top 1",
+                      "tprof-wl-shares --ms 1000 --shares " + shares);
+    ASSERT_EQ(r.rc, 0) << r.out;
+  }
+  const std::string cd = "cd " + dir_.path() + " && ";
+  std::string out;
+  ASSERT_EQ(RunCommand(cd + "tprofctl diff A.data B.data --format json", &out), 0) << out;
+  std::string error;
+  auto j = JsonParser::Parse(out, &error);
+  ASSERT_TRUE(j) << error << "\n" << out.substr(0, 2000);
+  EXPECT_EQ(N((*j)["format_version"]), 1u);
+  EXPECT_EQ((*j)["a"]["path"].string, "A.data");
+  EXPECT_GT(N((*j)["b"]["samples_taken"]), 0u);
+  std::vector<const JsonValue*> rows;  // the workload's, largest change first
+  for (const JsonValue& r : (*j)["rows"].array)
+    if (r["process"].string == "tprof-wl-shares") rows.push_back(&r);
+  ASSERT_GE(rows.size(), 3u) << out.substr(0, 2000);
+  std::set<std::string> top2 = {(*rows[0])["function"].string, (*rows[1])["function"].string};
+  EXPECT_EQ(top2, (std::set<std::string>{"wl_alpha", "wl_gamma"})) << out.substr(0, 2000);
+  for (const JsonValue* r : rows) {
+    const std::string& f = (*r)["function"].string;
+    const double a = (*r)["percent_a"].number, b = (*r)["percent_b"].number;
+    EXPECT_NEAR((*r)["delta_points"].number, b - a, 0.0002) << f;
+    if (f == "wl_alpha" || f == "wl_gamma")
+      std::printf("  [diff] %s: %.1f%% -> %.1f%% (%+.1f points)\n", f.c_str(), a, b, b - a);
+    if (f == "wl_alpha") {
+      EXPECT_GT(a, 4 * b) << "wl_alpha: " << a << "% -> " << b << "%";
+    } else if (f == "wl_gamma") {
+      EXPECT_GT(b, 4 * a) << "wl_gamma: " << a << "% -> " << b << "%";
+    }
+  }
+  Result text = Sh(cd + "tprofctl diff A.data B.data --top 3");
+  EXPECT_EQ(text.rc, 0) << text.out;
+  EXPECT_TRUE(Contains(text.out, "A: A.data: ")) << text.out;
+  EXPECT_TRUE(Contains(text.out, "more rows: raise --top")) << text.out;
+
+  Result one = Sh(cd + "tprofctl diff A.data");
+  EXPECT_EQ(one.rc, 2) << one.out;
+  Result missing = Sh(cd + "tprofctl diff A.data nonexistent.data");
+  EXPECT_EQ(missing.rc, 1) << missing.out;
+  EXPECT_TRUE(Contains(missing.out, "nonexistent.data")) << missing.out;
+}
+
 // (h) The recorder killed with SIGKILL: the session ends with it.
 TEST_F(Profiler, KilledRecorderFreesTheSession) {
   const std::string cd = "cd " + dir_.path() + " && ";

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "../common/json_value.h"
 
 namespace {
@@ -29,6 +31,17 @@ TEST(JsonWriter, OutputParsesBackWithHostileStrings) {
   ASSERT_TRUE(v) << error << ": " << w.str();
   EXPECT_EQ((*v)["comm"].string, "we\"ird\\\x7f\x1f name");
   EXPECT_EQ((*v)["n"].number, -5);
+}
+
+TEST(JsonWriter, DecimalsHaveFixedPlacesAndParseBack) {
+  JsonWriter w;
+  w.BeginArray().Decimal(12.5, 2).Decimal(-3.26, 1).Decimal(100.0 / 3.0, 4).Decimal(-0.0001, 2);
+  w.Decimal(std::numeric_limits<double>::quiet_NaN(), 2).EndArray();
+  EXPECT_EQ(w.str(), "[12.50,-3.3,33.3333,0.00,null]");
+  std::string error;
+  auto v = JsonParser::Parse(w.str(), &error);
+  ASSERT_TRUE(v) << error << ": " << w.str();
+  EXPECT_DOUBLE_EQ(v->array.at(0).number, 12.5);
 }
 
 TEST(JsonParser, RejectsMalformedDocuments) {

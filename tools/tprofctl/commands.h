@@ -17,6 +17,7 @@ int RunStart(const Args& args);   // record.cc
 int RunStop(const Args& args);    // record.cc
 int RunRecord(const Args& args);  // record.cc
 int RunDump(const Args& args);    // dump.cc
+int RunDiff(const Args& args);    // diff.cc
 int RunWindow(const Args& args);  // windows.cc
 int RunPmu(const Args& args);     // pmu.cc
 

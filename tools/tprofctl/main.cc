@@ -27,6 +27,9 @@ constexpr Command kCommands[] = {
     {"dump", tprof::cli::RunDump,
      "report a profile [-i FILE] [--by process|symbol] [--pid PID] [--top N] [--format F] "
      "[-o FILE] (F: text, json, folded, pprof)"},
+    {"diff", tprof::cli::RunDiff,
+     "compare two profiles per function or process: diff A B [--by function|process] "
+     "[--pid PID] [--top N] [--format text|json]"},
     {"window", tprof::cli::RunWindow,
      "counting windows saved by start/record --window/--profil [list|show] [-i FILE]"},
     {"pmu", tprof::cli::RunPmu,

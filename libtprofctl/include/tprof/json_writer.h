@@ -1,5 +1,5 @@
 // A small streaming JSON writer for tprofctl's --json output: objects,
-// arrays, strings (escaped), integers and booleans. Commas are inserted
+// arrays, strings (escaped), integers, fixed-point decimals and booleans. Commas are inserted
 // for the caller; nesting mistakes are programming errors (asserted).
 #ifndef TPROF_JSON_WRITER_H_
 #define TPROF_JSON_WRITER_H_
@@ -23,6 +23,9 @@ class JsonWriter {
   JsonWriter& Uint(uint64_t value);
   JsonWriter& Int(int64_t value);
   JsonWriter& Bool(bool value);
+  // A decimal number with `places` digits after the point ("12.50" for
+  // 12.5, 2), written the same in every locale; null if not finite.
+  JsonWriter& Decimal(double value, int places);
 
   // Key and value in one call, inside an object.
   template <typename T>

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <sys/ioctl.h>
 #include <thread>
@@ -78,6 +79,7 @@ Program CreateOrFail(const Device& dev, const ProgramSpec& spec,
   auto p = Program::Create(dev, spec.Build(scope, pid));
   if (!p) {
     ADD_FAILURE() << p.error().message();
+    std::fflush(stdout);  // a pipe's buffer would be lost with the abort
     std::abort();
   }
   return std::move(*p);
@@ -362,15 +364,19 @@ TEST(PmuTest, ClosingAProgramWhileItsEventsFireIsClean) {
     while (!stop.load()) tprof_pmu_visited();
   });
   for (int round = 0; round < 30; round++) {
-    Program prog = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_PROCESS);
+    // Not ASSERT (nor CreateOrFail's abort): returning would destroy the
+    // joinable thread (abort) and lose the message.
+    auto prog = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_PROCESS, 0));
+    if (!prog) {
+      ADD_FAILURE() << "round " << round << ": " << prog.error().message();
+      break;
+    }
     auto mon = Monitor::Open();
-    // Not ASSERT: returning would destroy the joinable thread (abort) and
-    // lose the message.
     if (!mon) {
       ADD_FAILURE() << "round " << round << ": " << mon.error().message();
       break;
     }
-    if (auto st = mon->Subscribe(prog); !st) {
+    if (auto st = mon->Subscribe(*prog); !st) {
       ADD_FAILURE() << "round " << round << ": " << st.error().message();
       break;
     }

@@ -35,8 +35,9 @@ packages=(
 	# built offline from Debian's Go source, reads it back in the tests.
 	libprotobuf-dev protobuf-compiler zlib1g-dev golang-go golang-github-google-pprof-dev
 	# Headless Chromium renders the SVG flame graph (tprofctl dump --format
-	# svg) in make check (tests/flamegraph_browser.sh).
-	chromium
+	# svg) in make check (tests/flamegraph_browser.sh); one font package,
+	# which chromium only recommends, so that its text has glyphs.
+	chromium fonts-liberation
 	# Tools the scripts use; dkms for `make dkms-install`; perf, the
 	# sampling benchmark's reference (bench/run.sh adds it to the guest).
 	python3 dkms linux-perf

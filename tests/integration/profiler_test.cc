@@ -857,6 +857,32 @@ TEST_F(Profiler, DiffShowsTheFunctionsWhoseSharesMoved) {
       EXPECT_GT(b, 4 * a) << "wl_gamma: " << a << "% -> " << b << "%";
     }
   }
+  // The same comparison in Google's pprof (-diff_base: B's samples minus
+  // A's, per function): the two profiles exported with --format pprof.
+  std::map<std::string, int64_t> delta;
+  for (const JsonValue* r : rows)
+    delta[(*r)["function"].string] += static_cast<int64_t>(N((*r)["samples_b"])) -
+                                      static_cast<int64_t>(N((*r)["samples_a"]));
+  for (const char* name : {"A", "B"}) {
+    Result e = Sh(cd + "tprofctl dump -i " + name + ".data --format pprof -o " + name + ".pb.gz");
+    ASSERT_EQ(e.rc, 0) << e.out;
+  }
+  Result pp = Sh(cd + "pprof -sample_index=samples -top -nodecount=100000 -nodefraction=0 "
+                      "-diff_base=A.pb.gz B.pb.gz");
+  ASSERT_EQ(pp.rc, 0) << pp.out;
+  std::map<std::string, int64_t> pprof_flat;
+  static const std::regex diff_row(R"(^\s*(-?\d+)\s+\S+%\s+\S+%\s+-?\d+\s+\S+%\s+(.+?)\s*$)");
+  std::istringstream pp_lines(pp.out);
+  std::smatch m;
+  for (std::string line; std::getline(pp_lines, line);)
+    if (std::regex_match(line, m, diff_row)) pprof_flat[m[2]] += std::stoll(m[1]);
+  for (const char* fn : {"wl_alpha", "wl_gamma"}) {
+    EXPECT_NE(delta[fn], 0) << fn;
+    EXPECT_EQ(pprof_flat[fn], delta[fn]) << fn << "\n" << pp.out;
+  }
+  EXPECT_LT(pprof_flat["wl_alpha"], 0) << pp.out;
+  EXPECT_GT(pprof_flat["wl_gamma"], 0) << pp.out;
+
   Result text = Sh(cd + "tprofctl diff A.data B.data --top 3");
   EXPECT_EQ(text.rc, 0) << text.out;
   EXPECT_TRUE(Contains(text.out, "A: A.data: ")) << text.out;

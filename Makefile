@@ -261,9 +261,17 @@ fuzz: deps
 	tests/fuzz/run.sh --kernel $(FUZZ_KERNEL) --seconds $(FUZZ_SECONDS) --threads $(FUZZ_THREADS) \
 		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
+# The demo's flame graph comes out of the guest through the console
+# (tools/demo/extract-files) into $(B)/demo, and headless Chromium takes a
+# picture of it there.
 demo: deps
 	$(MAKE) vm-inputs KVER=$$(tools/vm/find-kernel --image 6.1)
-	TPROF_VM_NO_BUILD=1 tools/tprof-vm --kernel 6.1 --add tools/demo/demo.sh -- sh demo.sh
+	bash -o pipefail -c 'TPROF_VM_NO_BUILD=1 tools/tprof-vm --kernel 6.1 --add tools/demo/demo.sh -- \
+		sh demo.sh | tools/demo/extract-files $(B)/demo'
+	timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run \
+		--user-data-dir=$(B)/demo/chromium --window-size=1200,700 \
+		--screenshot=$(B)/demo/shares.png file://$(abspath $(B))/demo/shares.svg >/dev/null 2>&1
+	@echo "make demo: the flame graph of tprof-wl-shares is $(B)/demo/shares.svg (open it in a browser); headless Chromium's picture of it: $(B)/demo/shares.png"
 
 bench: deps
 	bench/run.sh

@@ -27,6 +27,15 @@ top_folded() {
 		awk '{ print $NF "\t" $0 }' | sort -rn | cut -f2- | head -n "${3:-5}"
 }
 
+# Hands a file to `make demo` on the host through the console: base64
+# between marker lines, which tools/demo/extract-files takes out of the
+# output and writes under build/demo.
+export_file() {
+	echo "==== tprof-demo-file $1 begin ===="
+	base64 "$1"
+	echo "==== tprof-demo-file $1 end ===="
+}
+
 cd /tmp || exit 1
 
 section "the module"
@@ -44,6 +53,10 @@ say "(a few points less each: startup and the kernel side of its clock reads), w
 run tprofctl dump -i shares.data --by symbol --pid "$pid" --top 10
 say "--callers records each sample's caller: folded stacks (for flamegraph.pl) show main calling them."
 top_folded shares.data "$pid" 4
+say "The same stacks as an interactive flame graph (hover, click to zoom, search): make demo copies"
+say "it out of the guest to build/demo/shares.svg (open it in a browser)."
+run tprofctl dump -i shares.data --format svg --pid "$pid" -o shares.svg
+export_file shares.svg
 
 section "2. kernel / executable / library: tprof-wl-split (40/30/30)"
 say "Expect the process row at KERNEL ~30 %, USER ~40 %, SHARED ~30 % of its TOTAL"

@@ -10,35 +10,15 @@
 #include <tuple>
 #include <utility>
 
+#include "text_format.h"
 #include "tprof/json_writer.h"
 
 namespace tprof {
 
 namespace {
 
-void Appendf(std::string* out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-void Appendf(std::string* out, const char* fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  if (n < 0) return;
-  if (static_cast<size_t>(n) < sizeof(buf)) {
-    out->append(buf, static_cast<size_t>(n));
-    return;
-  }
-  std::string big(static_cast<size_t>(n) + 1, '\0');
-  va_start(ap, fmt);
-  std::vsnprintf(big.data(), big.size(), fmt, ap);
-  va_end(ap);
-  big.resize(static_cast<size_t>(n));
-  *out += big;
-}
-
-double Percent(uint64_t part, uint64_t whole) {
-  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
+using text::Appendf;
+using text::Percent;
 
 using RowKey = std::tuple<std::string, std::string, std::string>;  // process, space, function
 

@@ -8,9 +8,13 @@
 #include <string_view>
 #include <vector>
 
+#include "text_format.h"
+
 namespace tprof {
 
 namespace {
+
+using text::Appendf;
 
 constexpr int kPad = 10;          // left and right margins
 constexpr int kFrameHeight = 16;  // per stack level
@@ -149,25 +153,6 @@ std::string Fill(const Node& n) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "rgb(%d,%d,%d)", r, g, b);
   return buf;
-}
-
-void Appendf(std::string* out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-void Appendf(std::string* out, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char buf[512];
-  int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  if (n < 0) return;
-  if (static_cast<size_t>(n) < sizeof(buf)) {
-    out->append(buf, static_cast<size_t>(n));
-    return;
-  }
-  std::string big(static_cast<size_t>(n) + 1, '\0');
-  va_start(ap, fmt);
-  std::vsnprintf(big.data(), big.size(), fmt, ap);
-  va_end(ap);
-  out->append(big.data(), static_cast<size_t>(n));
 }
 
 constexpr std::string_view kStyle = R"(

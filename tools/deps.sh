@@ -30,6 +30,10 @@ packages=(
 	qemu-system-x86 busybox-static cpio
 	# Userspace libraries and tests.
 	libgtest-dev libnl-genl-3-dev libboost-dev libdw-dev
+	# tprofctl's option parser (CLI11) and JSON (nlohmann-json), both
+	# header-only, so the arm64 cross builds use the host's headers too;
+	# help2man writes the man pages from tprofctl's generated --help.
+	libcli11-dev nlohmann-json3-dev help2man
 	# pprof export (tprofctl dump --format pprof): protobuf (library and
 	# protoc, for pprof's profile.proto) and zlib; Google's pprof itself,
 	# built offline from Debian's Go source, reads it back in the tests.

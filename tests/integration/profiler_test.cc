@@ -814,7 +814,13 @@ TEST_F(Profiler, StartStopStartAndItsErrors) {
     EXPECT_EQ((*j)["attributes"]["pid"].string, "all") << name;
     const JsonValue* p = ProcessRow(*j, "tprof-wl-shares");
     ASSERT_TRUE(p) << name << " has no tprof-wl-shares";
-    EXPECT_GT(N((*p)["samples"]), 100u) << name;
+    // The 200 ms burn is most of what ran while recording; a bound in
+    // samples (200 ms at 1 kHz) would be a wall-time bound: a starved
+    // TCG vCPU takes fewer ticks for the same CPU time (seen under 4x
+    // host overload). So: a share of the non-idle samples delivered.
+    const uint64_t busy = N((*j)["samples"]) - N((*j)["idle_samples"]);
+    EXPECT_GT(N((*p)["samples"]) * 4, busy) << name << ": " << N((*p)["samples"]) << " of "
+                                            << busy << " non-idle samples";
   }
 }
 

@@ -60,7 +60,7 @@ commands=$(tools/man/tprofctl-commands "$D$P/bin/tprofctl")
 pages=(share/man/man1/tprofctl.1)
 for c in $commands; do pages+=("share/man/man1/tprofctl-$c.1"); done
 man_pages_complete() { [ -n "$commands" ] && all_exist "${pages[@]}"; }
-check "man pages: tprofctl.1 and one per command ($(echo $commands))" man_pages_complete
+check "man pages: tprofctl.1 and one per command (${commands//$'\n'/ })" man_pages_complete
 check "bash completion: share/bash-completion/completions/tprofctl" \
 	all_exist share/bash-completion/completions/tprofctl
 
@@ -134,11 +134,11 @@ complete_words() {
 		_tprofctl; printf "%s\n" "${COMPREPLY[@]}"' _ "$D$P/share/bash-completion/completions/tprofctl" "$@"
 }
 out=$(complete_words tprofctl re 2>&1)
-check "completion: 'tprofctl re<TAB>' gives record ($(echo $out))" test "$out" = record
+check "completion: 'tprofctl re<TAB>' gives record (${out//$'\n'/ })" test "$out" = record
 out=$(complete_words tprofctl dump --fo 2>&1)
-check "completion: 'tprofctl dump --fo<TAB>' gives --format ($(echo $out))" test "$out" = --format
+check "completion: 'tprofctl dump --fo<TAB>' gives --format (${out//$'\n'/ })" test "$out" = --format
 out=$(complete_words tprofctl dump --format s 2>&1)
-check "completion: 'tprofctl dump --format s<TAB>' gives svg and speedscope ($(echo $out))" \
+check "completion: 'tprofctl dump --format s<TAB>' gives svg and speedscope (${out//$'\n'/ })" \
 	test "$(sort <<<"$out" | tr '\n' ' ')" = "speedscope svg "
 touch "$tmp/profile-a.data" "$tmp/profile-b.data"
 out=$(complete_words tprofctl dump -i "$tmp/profile-" 2>&1)
@@ -150,5 +150,5 @@ make -s uninstall DESTDIR="$D" PREFIX="$P" >"$tmp/uninstall.log" 2>&1
 rc=$?
 check "make uninstall exits 0" test "$rc" = 0
 left=$(find "$D" ! -type d)
-check "make uninstall leaves no files${left:+: $(echo $left)}" test -z "$left"
+check "make uninstall leaves no files${left:+: ${left//$'\n'/ }}" test -z "$left"
 check "make uninstall removes include/tprof" test ! -e "$D$P/include/tprof"

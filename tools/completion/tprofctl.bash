@@ -52,9 +52,11 @@ _tprofctl() {
 	help=$("${path[@]}" --help 2>&1)
 	if [[ $cur == -* ]]; then
 		local opts
-		# -x or --long-name, not words such as 3*ins-cyc or -top.
-		opts=$(grep -oE -- '(^|[][[:space:],|/(])(--[A-Za-z][A-Za-z0-9-]*|-[A-Za-z])([^A-Za-z0-9-]|$)' <<<"$help" |
-			sed -E 's/^[^-]*//; s/[^A-Za-z0-9-]$//' | sort -u)
+		# Words of the help (split at blanks, quotes and , | / ( ) [ ] = :
+		# .) that are -x or --long-name: not 3*ins-cyc or -top.
+		local split=$'[][[:space:],|/()=:.`\'"]+'
+		opts=$(sed -E "s#$split#\n#g" <<<"$help" |
+			grep -xE -- '--[A-Za-z][A-Za-z0-9-]*|-[A-Za-z]' | sort -u)
 		mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
 		return 0
 	fi
@@ -65,10 +67,16 @@ _tprofctl() {
 		return 0
 		;;
 	-*)
-		# "--format text|json|folded" in the help: those values.
-		local values
-		values=$(grep -oE -- "(^|[[:space:][])$prev[ =][A-Za-z0-9_-]+(\|[A-Za-z0-9_-]+)+" <<<"$help" |
-			sed -E "s/^[[:space:][]*$prev[ =]//" | tr '|' '\n' | sort -u)
+		# The values the help lists for this option: "--format text|json"
+		# (or "=text|json"), or CLI11's "--format TEXT:{text,json}".
+		local values opt
+		opt=$(sed 's/[][\.*^$+?(){}|/]/\\&/g' <<<"$prev")
+		values=$({
+			grep -oE -- "(^|[[:space:][])${opt}[ =][A-Za-z0-9_-]+(\|[A-Za-z0-9_-]+)+" <<<"$help" |
+				sed -E "s/^[[:space:][]*${opt}[ =]//"
+			grep -E -- "(^|[[:space:],])${opt}([[:space:],=]|$)" <<<"$help" |
+				grep -oE '\{[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)+\}' | tr -d '{}' | tr ',' '|'
+		} | tr '|' '\n' | sort -u)
 		if [ -n "$values" ]; then
 			mapfile -t COMPREPLY < <(compgen -W "$values" -- "$cur")
 			return 0

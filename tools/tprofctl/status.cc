@@ -1,10 +1,14 @@
 // tprofctl status: what the module is and what it has counted.
 #include <sys/utsname.h>
 
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <thread>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "tprof/device.h"
 #include "tprof/json_writer.h"
@@ -18,6 +22,36 @@ std::string KernelRelease() {
   return ::uname(&u) == 0 ? u.release : "unknown";
 }
 
+// The sampling session (whoever owns it) and, while it runs, its rate
+// over a short interval.
+struct SamplingView {
+  SamplingStatus status;
+  std::optional<double> samples_per_second;
+  double rate_seconds = 0;
+};
+
+Expected<SamplingView> ReadSampling(const Device& dev, uint64_t rate_ms) {
+  auto first = dev.GetSamplingStatus();
+  if (!first) return first.error();
+  SamplingView v{*first, std::nullopt, 0};
+  if (!first->running || rate_ms == 0) return v;
+  auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(rate_ms));
+  auto second = dev.GetSamplingStatus();
+  if (!second) return second.error();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (second->running && second->samples_taken >= first->samples_taken && s > 0) {
+    v.samples_per_second = static_cast<double>(second->samples_taken - first->samples_taken) / s;
+    v.rate_seconds = s;
+  }
+  v.status = *second;
+  return v;
+}
+
+std::string SessionTarget(const SamplingStatus& s) {
+  return s.pid == TPROF_PID_ALL ? "every process" : "process " + std::to_string(s.pid);
+}
+
 void WriteCounters(JsonWriter& w, const tprof_counters& c) {
   w.Field("context_switches", c.context_switches)
       .Field("forks", c.forks)
@@ -26,7 +60,7 @@ void WriteCounters(JsonWriter& w, const tprof_counters& c) {
       .Field("frees", c.frees);
 }
 
-void PrintJson(const Info& info) {
+void PrintJson(const Info& info, const SamplingView& sampling) {
   JsonWriter w;
   w.BeginObject()
       .Field("abi_version", info.AbiVersionString())
@@ -42,6 +76,18 @@ void PrintJson(const Info& info) {
   w.EndArray();
   w.Key("total").BeginObject();
   WriteCounters(w, info.total);
+  w.EndObject();
+  const SamplingStatus& s = sampling.status;
+  w.Key("sampling").BeginObject().Field("active", s.active).Field("running", s.running);
+  if (s.active) {
+    w.Field("pid", s.pid == TPROF_PID_ALL ? std::string("all") : std::to_string(s.pid))
+        .Field("frequency_hz", s.frequency_hz)
+        .Field("samples_taken", s.samples_taken)
+        .Field("lost_samples", s.lost_samples)
+        .Field("lost_records", s.lost_records);
+    if (sampling.samples_per_second)
+      w.Field("samples_per_second", static_cast<uint64_t>(*sampling.samples_per_second + 0.5));
+  }
   w.EndObject();
   w.Key("cpus").BeginArray();
   for (const CpuStats& cpu : info.cpus) {
@@ -59,14 +105,31 @@ void PrintCounterRow(const char* label, const tprof_counters& c) {
               static_cast<uint64_t>(c.execs), static_cast<uint64_t>(c.exits));
 }
 
-void PrintText(const Info& info) {
+void PrintText(const Info& info, const SamplingView& sampling) {
   std::string features;
   for (const std::string& f : info.FeatureNames()) features += (features.empty() ? "" : ", ") + f;
   std::printf("tprof %s (ABI %s) on Linux %s\n", info.ModuleVersionString().c_str(),
               info.AbiVersionString().c_str(), KernelRelease().c_str());
   std::printf("state:    %s\n", info.StateName().c_str());
   std::printf("cpus:     %u online, %u possible\n", info.nr_online_cpus, info.nr_cpu_ids);
-  std::printf("features: %s\n\n", features.empty() ? "none" : features.c_str());
+  std::printf("features: %s\n", features.empty() ? "none" : features.c_str());
+  const SamplingStatus& s = sampling.status;
+  if (!s.active) {
+    std::printf("sampling: no session\n\n");
+  } else {
+    std::printf("sampling: %s, %s, %u Hz: %" PRIu64 " samples taken, %" PRIu64
+                " lost (%.2f%%), %" PRIu64 " records lost",
+                s.running ? "running" : "stopped", SessionTarget(s).c_str(), s.frequency_hz,
+                s.samples_taken, s.lost_samples,
+                s.samples_taken ? 100.0 * static_cast<double>(s.lost_samples) /
+                                      static_cast<double>(s.samples_taken)
+                                : 0.0,
+                s.lost_records);
+    if (sampling.samples_per_second)
+      std::printf("; %.0f samples/s over %.1f s", *sampling.samples_per_second,
+                  sampling.rate_seconds);
+    std::printf("\n\n");
+  }
   std::printf("%-8s %16s %12s %12s %12s\n", "", "ctx-switches", "forks", "execs", "exits");
   for (const CpuStats& cpu : info.cpus) {
     std::string label = "cpu" + std::to_string(cpu.cpu) + (cpu.online ? "" : "*");
@@ -80,16 +143,25 @@ void PrintText(const Info& info) {
 
 int RunStatus(const Args& args) {
   bool json = false;
-  for (const std::string& a : args) {
+  uint64_t rate_ms = 1000;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
     if (a == "--json") {
       json = true;
+    } else if (a == "--rate-ms" && i + 1 < args.size()) {
+      auto v = ParseNumber(a, args[++i]);
+      if (!v || *v > 60000) return 2;
+      rate_ms = *v;
     } else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: tprofctl status [--json]\n\n"
           "Shows the tprof module's ABI and module version, the kernel, the CPUs,\n"
           "the module state and, per CPU and in total, the context switches,\n"
-          "forks, execs and exits it has counted since it was loaded.\n"
-          "  --json   one JSON object instead of text\n");
+          "forks, execs and exits it has counted since it was loaded, and the\n"
+          "sampling session (whoever runs it): its samples, losses and, while it\n"
+          "runs, its rate.\n"
+          "  --json        one JSON object instead of text\n"
+          "  --rate-ms MS  measure the sampling rate over MS ms (default 1000; 0: no rate)\n");
       return 0;
     } else {
       std::fprintf(stderr, "tprofctl status: unknown option '%s' (try --help)\n", a.c_str());
@@ -106,10 +178,15 @@ int RunStatus(const Args& args) {
     std::fprintf(stderr, "tprofctl: %s\n", info.error().message().c_str());
     return 1;
   }
+  auto sampling = ReadSampling(*dev, rate_ms);
+  if (!sampling) {
+    std::fprintf(stderr, "tprofctl: %s\n", sampling.error().message().c_str());
+    return 1;
+  }
   if (json)
-    PrintJson(*info);
+    PrintJson(*info, *sampling);
   else
-    PrintText(*info);
+    PrintText(*info, *sampling);
   return 0;
 }
 

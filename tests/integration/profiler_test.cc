@@ -821,13 +821,13 @@ TEST_F(Profiler, StartStopStartAndItsErrors) {
     EXPECT_EQ((*j)["attributes"]["pid"].string, "all") << name;
     const JsonValue* p = ProcessRow(*j, "tprof-wl-shares");
     ASSERT_TRUE(p) << name << " has no tprof-wl-shares";
-    // The 200 ms burn is most of what ran while recording; a bound in
-    // samples (200 ms at 1 kHz) would be a wall-time bound: a starved
-    // TCG vCPU takes fewer ticks for the same CPU time (seen under 4x
-    // host overload). So: a share of the non-idle samples delivered.
-    const uint64_t busy = N((*j)["samples"]) - N((*j)["idle_samples"]);
-    EXPECT_GT(N((*p)["samples"]) * 4, busy) << name << ": " << N((*p)["samples"]) << " of "
-                                            << busy << " non-idle samples";
+    // This test is about the start/stop states, not accuracy (the shares
+    // tests are): the 200 ms burn must be in the profile, substantially.
+    // 20 is a tenth of 200 ms at 1 kHz: a starved TCG vCPU takes fewer
+    // ticks for the same CPU time (fewer than 100 once under 4x host
+    // overload), and no share of the other samples is stable either (in
+    // the debug kernel tprofctl itself took 90% of them).
+    EXPECT_GE(N((*p)["samples"]), 20u) << name;
   }
 }
 

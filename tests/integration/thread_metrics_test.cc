@@ -377,7 +377,7 @@ TEST_F(ThreadMetricsTest, BadArgumentsAreRefused) {
   EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_DRAIN, &req), -1);
   EXPECT_EQ(errno, EINVAL);
   tprof_thread_read rd{};
-  rd.flags = 1;
+  rd.flags = 2;  // not a TPROF_THREAD_READ_* flag
   EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_THREAD_READ, &rd), -1);
   EXPECT_EQ(errno, EINVAL);
   rd = tprof_thread_read{};

@@ -17,6 +17,7 @@
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
+#include <linux/smp.h>
 #include <linux/uaccess.h>
 #include "metrics.h"
 #include "tprof.h"
@@ -173,6 +174,19 @@ out:
 	return ret;
 }
 
+/*
+ * On the CPU @arg runs on (a cross call, IRQs off): its slice so far is
+ * charged now, as the switch-out would. A thread that keeps its CPU is
+ * otherwise charged only when it leaves it.
+ */
+static void tprof_metrics_charge_running(void *arg)
+{
+	struct tprof_metrics_state *st = rcu_dereference_sched(tprof_metrics_live);
+
+	if (st && current == arg)
+		tprof_metrics_charge(st, current);
+}
+
 long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
 {
 	struct tprof_thread_read req;
@@ -201,6 +215,13 @@ long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
 		}
 	}
 
+	/*
+	 * Totals are for live views: they include what a thread running on
+	 * another CPU has run so far (one cross call, only then).
+	 */
+	if ((req.flags & TPROF_THREAD_READ_TOTALS) && task != current &&
+	    READ_ONCE(task->on_cpu))
+		smp_call_function_single(task_cpu(task), tprof_metrics_charge_running, task, 1);
 	/* No mutex: this is the hot path of runtimes that poll themselves. */
 	ret = tprof_metrics_read_task(task, req.flags & TPROF_THREAD_READ_TOTALS,
 				      &req.thread, &epoch);

@@ -66,7 +66,9 @@
  *     flags TPROF_THREAD_READ_TOTALS (ABI 1.8): a read that takes nothing:
  *     the values are everything charged to the thread since accounting
  *     (re)started or the thread appeared (an odometer, as the self page's
- *     total[]), and TCum stays for the read-and-zero consumers. Live views
+ *     total[]), including the slice it is running now on any CPU (charged
+ *     then, as a switch-out would), and TCum stays for the read-and-zero
+ *     consumers. Live views
  *     (tprofctl threads --top) difference two such reads. Other flags:
  *     EINVAL.
  *   TPROF_IOC_READ_SELF (struct tprof_self_read, read)

@@ -707,6 +707,10 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
   in->half_bytes = uint32_t(r.Pick<u64>({0, 4096, 8192, 16384, 65536}));
   in->frequency_hz = uint32_t(r.Pick<u64>({0, 100, 1000, 5000, 20000}));
   if (r.OneIn(2)) in->flags = TPROF_SAMPLING_CALLERS;
+  if (r.OneIn(3)) {
+    in->flags |= TPROF_SAMPLING_STACKS;
+    in->stack_depth = 1 + uint32_t(r.Below(TPROF_MAX_STACK_DEPTH));
+  }
   if (r.OneIn(5)) {
     in->frequency_hz = 0;
     in->event_type = TPROF_METRIC_SOFTWARE;
@@ -718,11 +722,16 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
     case 0: in->half_bytes = uint32_t(r.Edgy()); break;
     case 1: in->frequency_hz = uint32_t(r.Edgy()); break;
     case 2: in->event_type = uint32_t(r.Below(8)); in->event_period = r.Edgy(); in->event_config = r.Edgy(); break;
-    case 3: in->flags = uint32_t(r.Edgy()) | 2; c.must_fail = true; c.defect = "unknown flags"; break;
+    case 3: in->flags = uint32_t(r.Edgy()) | 4; c.must_fail = true; c.defect = "unknown flags"; break;
     case 4: in->half_bytes = TPROF_SAMPLING_MAX_HALF_BYTES * 2; c.must_fail = true; c.defect = "half_bytes > max"; break;
     case 5: in->half_bytes = 4096 + 8; c.must_fail = true; c.defect = "half_bytes not a power of two"; break;
     case 6: in->frequency_hz = TPROF_SAMPLING_MAX_HZ + 1; in->event_type = 0; c.must_fail = true; c.defect = "frequency > max"; break;
-    case 7: in->__pad = 1 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "__pad"; break;
+    case 7:
+      in->stack_depth = r.OneIn(2) ? TPROF_MAX_STACK_DEPTH + 1 + uint32_t(r.Below(100)) : 1 + uint32_t(r.Below(100));
+      in->flags |= r.OneIn(2) ? 0 : TPROF_SAMPLING_STACKS;
+      c.must_fail = !(in->flags & TPROF_SAMPLING_STACKS) || in->stack_depth > TPROF_MAX_STACK_DEPTH;
+      c.defect = "stack_depth";
+      break;
     default: MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv"); break;
   }
   if (r.OneIn(4))  // output fields are ignored on input

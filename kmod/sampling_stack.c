@@ -63,7 +63,7 @@ static unsigned int tprof_kernel_frames(struct pt_regs *regs, u64 *out,
 		out[n++] = addr;
 	}
 #elif defined(CONFIG_ARM64)
-	struct tprof_fp_walk w = {
+	struct tprof_fp_walker w = {
 		.fp = regs->regs[29], .floor = regs->sp, .align = 16,
 		.out = out, .max = max,
 	};
@@ -114,7 +114,7 @@ unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
 		nk = tprof_kernel_frames(regs, frames, depth, &truncated);
 	uregs = truncated ? NULL : tprof_user_regs(regs, user);
 	if (uregs) {
-		struct tprof_fp_walk w = { .align = 8 };
+		struct tprof_fp_walker w = { .align = 8 };
 		u64 *u = frames + nk;
 		unsigned int walked;
 

@@ -44,7 +44,7 @@ static void sw_chain(struct sw_stack *st, unsigned int n)
 static unsigned int sw_walk(struct sw_stack *st, u64 fp, unsigned int max,
 			    u64 *out, bool *truncated)
 {
-	struct tprof_fp_walk w = {
+	struct tprof_fp_walker w = {
 		.fp = fp, .floor = SW_BASE, .align = 8, .out = out, .max = max,
 	};
 

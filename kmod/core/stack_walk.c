@@ -6,7 +6,7 @@ static bool tprof_fp_usable(u64 fp, u64 floor, u64 align)
 	return fp && !(fp & (align - 1)) && fp >= floor && fp <= (u64)-16;
 }
 
-unsigned int tprof_fp_walk(const struct tprof_fp_walk *w, tprof_frame_read_fn read,
+unsigned int tprof_fp_walk(const struct tprof_fp_walker *w, tprof_frame_read_fn read,
 			   void *ctx, bool *truncated)
 {
 	u64 fp = w->fp, rec[2];

@@ -21,7 +21,7 @@ extern "C" {
  */
 typedef int (*tprof_frame_read_fn)(void *ctx, u64 addr, u64 rec[2]);
 
-struct tprof_fp_walk {
+struct tprof_fp_walker {
 	u64 fp;			/* the frame pointer to start from */
 	u64 floor;		/* the stack pointer: a frame is never below it */
 	u64 align;		/* required alignment of fp (power of two) */
@@ -36,7 +36,7 @@ struct tprof_fp_walk {
  * or when @max entries are stored and a further frame exists (*truncated
  * set). Returns the entries stored.
  */
-unsigned int tprof_fp_walk(const struct tprof_fp_walk *w, tprof_frame_read_fn read,
+unsigned int tprof_fp_walk(const struct tprof_fp_walker *w, tprof_frame_read_fn read,
 			   void *ctx, bool *truncated);
 
 #ifdef __cplusplus

@@ -12,7 +12,7 @@ namespace {
 constexpr uint64_t kBase = 0x10000;
 
 struct FakeStack {
-  std::vector<uint64_t> words = std::vector<uint64_t>(64);
+  std::vector<u64> words = std::vector<u64>(64);
   static int Read(void* ctx, u64 addr, u64 rec[2]) {
     auto* st = static_cast<FakeStack*>(ctx);
     if (addr < kBase || addr % 8 || addr + 16 > kBase + 8 * st->words.size()) return -EFAULT;
@@ -30,9 +30,9 @@ struct FakeStack {
       words[at + 1] = 0x100 + k;
     }
   }
-  std::vector<uint64_t> Walk(uint64_t fp, unsigned max, bool* truncated) {
-    std::vector<uint64_t> out(max);
-    tprof_fp_walk w{fp, kBase, 8, out.data(), max};
+  std::vector<u64> Walk(u64 fp, unsigned max, bool* truncated) {
+    std::vector<u64> out(max);
+    tprof_fp_walker w{fp, kBase, 8, out.data(), max};
     out.resize(tprof_fp_walk(&w, &FakeStack::Read, this, truncated));
     return out;
   }
@@ -42,7 +42,7 @@ TEST(CoreStackWalk, ReturnsTheChainInnermostFirst) {
   FakeStack st;
   st.Chain(4);
   bool truncated = true;
-  EXPECT_EQ(st.Walk(kBase + 16, 16, &truncated), (std::vector<uint64_t>{0x100, 0x101, 0x102, 0x103}));
+  EXPECT_EQ(st.Walk(kBase + 16, 16, &truncated), (std::vector<u64>{0x100, 0x101, 0x102, 0x103}));
   EXPECT_FALSE(truncated);
 }
 

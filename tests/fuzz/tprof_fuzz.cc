@@ -1298,7 +1298,25 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
         tprof_rec_sample s;
         std::memcpy(&s, p, sizeof(s));
         if (s.cpu != cpu) VIOLATION("a sample of cpu %u in cpu %u's buffer", s.cpu, cpu);
-        if (s.flags & ~0xfu) VIOLATION("sample flags 0x%x", s.flags);
+        if (s.flags & ~0x1fu) VIOLATION("sample flags 0x%x", s.flags);
+        if (s.flags & TPROF_SAMPLE_STACK) {
+          // ABI 1.8: the stack fills the record; no kernel frames for a
+          // reader without kernel addresses (its user part is the
+          // sampled process's own memory, which that reader may read).
+          tprof_rec_stack st{};
+          if (h.size < sizeof(s) + sizeof(st)) {
+            VIOLATION("stack sample of size %u", h.size);
+          } else {
+            std::memcpy(&st, p + sizeof(s), sizeof(st));
+            if (h.size != sizeof(s) + sizeof(st) + 8u * (st.nr_kernel + st.nr_user))
+              VIOLATION("stack of %u+%u frames in a record of %u bytes", st.nr_kernel, st.nr_user, h.size);
+            if (st.nr_kernel + st.nr_user > TPROF_MAX_STACK_DEPTH + 2 || (st.flags & ~7u))
+              VIOLATION("stack of %u+%u frames, flags 0x%x", st.nr_kernel, st.nr_user, st.flags);
+            if (g_unpriv && st.nr_kernel) VIOLATION("unprivileged stack with %u kernel frames", st.nr_kernel);
+          }
+        } else if (h.size != sizeof(s)) {
+          VIOLATION("sample of %u bytes without a stack", h.size);
+        }
         if ((s.flags & TPROF_SAMPLE_USER) && (s.ip >= 0x0000800000000000ULL))
           VIOLATION("user sample with ip 0x%llx", s.ip);
         if (g_unpriv && !(s.flags & TPROF_SAMPLE_USER) &&

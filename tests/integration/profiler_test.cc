@@ -462,7 +462,7 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
       Sh("tprofctl dump -i " + run.file + " --format folded --pid " + std::to_string(pid));
   ASSERT_EQ(folded.rc, 0) << folded.out;
   std::smatch m;
-  static const std::regex via_main(R"((^|\n)tprof-wl-shares;([^ \n]*;)?main;wl_alpha (\d+)\n)");
+  static const std::regex via_main(R"((^|\n)tprof-wl-shares;(.*;)?main;wl_alpha (\d+)\n)");
   ASSERT_TRUE(std::regex_search(folded.out, m, via_main)) << folded.out;
   EXPECT_GT(std::stoull(m[3]), FunctionSamples(pf, "wl_alpha") / 2);
   // The process exported for pprof (--format pprof) and read by Google's

@@ -50,9 +50,17 @@ static unsigned int tprof_kernel_frames(struct pt_regs *regs, u64 *out,
 	unsigned long addr;
 
 	*truncated = false;
-	/* Started from @regs, the unwinder is already at the caller. */
-	for (unwind_start(&state, current, regs, NULL); !unwind_done(&state);
-	     unwind_next_frame(&state)) {
+	/*
+	 * Started from @regs, the unwinder is already at the caller. Software
+	 * events hand over partial registers (perf_fetch_caller_regs() leaves
+	 * X86_EFLAGS_FIXED clear): then start from the stack pointer, as
+	 * perf_callchain_kernel() does.
+	 */
+	if (regs->flags & X86_EFLAGS_FIXED)
+		unwind_start(&state, current, regs, NULL);
+	else
+		unwind_start(&state, current, NULL, (unsigned long *)regs->sp);
+	for (; !unwind_done(&state); unwind_next_frame(&state)) {
 		addr = unwind_get_return_address(&state);
 		if (!addr)
 			break;

@@ -216,7 +216,8 @@ WL_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline \
 	-fno-optimize-sibling-calls $(WARNINGS)
 WL_LIB := $(B)/bin/libtprofwl.so
 WORKLOADS := $(B)/bin/tprof-wl-shares $(B)/bin/tprof-wl-split $(B)/bin/tprof-wl-spawn \
-	$(B)/bin/tprof-wl-child $(B)/bin/tprof-wl-jit $(B)/bin/tprof-wl-faults $(WL_LIB)
+	$(B)/bin/tprof-wl-child $(B)/bin/tprof-wl-jit $(B)/bin/tprof-wl-faults \
+	$(B)/bin/tprof-wl-calltree $(WL_LIB)
 guest-programs: $(WORKLOADS)
 $(B)/bin/tprof-wl-%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
@@ -226,6 +227,13 @@ $(B)/bin/tprof-wl-%: tests/workloads/%.c tests/workloads/wl.h
 $(B)/bin/tprof-wl-split: tests/workloads/split.c tests/workloads/wl.h $(WL_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $< -L$(B)/bin -ltprofwl -Wl,-rpath,'$$ORIGIN'
+# The call tree of the stack tests: its leaf wl_c is built frameless.
+$(B)/bin/tprof-wl-calltree: tests/workloads/calltree.c tests/workloads/calltree_leaf.c \
+		tests/workloads/wl.h $(WL_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -fomit-frame-pointer -c -o $@.leaf.o tests/workloads/calltree_leaf.c
+	$(CC) $(WL_CFLAGS) -o $@ tests/workloads/calltree.c $@.leaf.o -L$(B)/bin -ltprofwl \
+		-Wl,-rpath,'$$ORIGIN'
 $(WL_LIB): tests/workloads/libtprofwl.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -fPIC -shared -Wl,-soname,libtprofwl.so -o $@ $<

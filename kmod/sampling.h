@@ -4,6 +4,7 @@
  * between the files that implement them, one concern each:
  *
  *   sampling_hot.c      the sample handler and record writing (IRQ/NMI)
+ *   sampling_stack.c    a sample's whole stack (kernel and user part)
  *   sampling_records.c  process records from the hooks, MAP records (worker)
  *   sampling_ioctl.c    SAMPLING_START/STOP/RELEASE/STATUS
  *   sampling_session.c  the session's lifetime: globals, stop, free, mmap,
@@ -61,6 +62,13 @@ struct tprof_map_cache_entry {
 struct tprof_sampling_cpu {
 	struct tprof_sbuf_writer writer;
 	int nesting;			/* > 0 while this CPU writes a record */
+	/*
+	 * A sample's stack is collected here before its record is reserved
+	 * (its size depends on it); an NMI sample that lands meanwhile
+	 * (stack_busy) goes without a stack.
+	 */
+	int stack_busy;
+	u64 stack[TPROF_MAX_STACK_DEPTH + 2];
 	struct tprof_map_cache_entry map_cache[TPROF_MAP_CACHE];
 };
 
@@ -156,6 +164,10 @@ static inline void tprof_record_end(struct tprof_sampling_cpu *pc)
 }
 void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 		  struct pt_regs *regs);
+
+/* sampling_stack.c: fills *st and frames[stack_depth + 2]; returns the count. */
+unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
+				bool user, struct tprof_rec_stack *st, u64 *frames);
 
 /* sampling_records.c */
 void tprof_request_maps(struct tprof_session *s, struct tprof_sampling_cpu *pc,

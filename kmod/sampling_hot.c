@@ -129,8 +129,11 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 	struct task_struct *task = current;
 	struct tprof_sampling_cpu *pc;
 	struct tprof_rec_sample *rec;
+	struct tprof_rec_stack st = {};
+	unsigned int nframes = 0;
+	bool user, idle, stack = false;
 	unsigned long flags;
-	bool user, idle;
+	u32 size;
 
 	if (!READ_ONCE(s->running) || !regs)
 		return;
@@ -155,13 +158,21 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 	tprof_windows_sample(s, instruction_pointer(regs), task, user_mode(regs));
 
 	local_irq_save(flags);
-	rec = tprof_record_begin(s, &pc, sizeof(*rec), true);
+	user = user_mode(regs);
+	pc = this_cpu_ptr(s->cpus);
+	if ((s->config.flags & TPROF_SAMPLING_STACKS) && !is_idle_task(task) &&
+	    !pc->stack_busy) {
+		pc->stack_busy = 1;
+		nframes = tprof_sample_stack(s, regs, user, &st, pc->stack);
+		stack = true;
+	}
+	size = sizeof(*rec) + (stack ? sizeof(st) + nframes * sizeof(u64) : 0);
+	rec = tprof_record_begin(s, &pc, size, true);
 	if (!rec)
 		goto out;
-	user = user_mode(regs);
 	idle = is_idle_task(task);
 	rec->hdr.type = TPROF_REC_SAMPLE;
-	rec->hdr.size = sizeof(*rec);
+	rec->hdr.size = size;
 	rec->time_ns = local_clock();
 	/* In the owner's pid namespace (0 outside it). */
 	rec->pid = idle ? 0 : task_tgid_nr_ns(task, s->pid_ns);
@@ -176,11 +187,19 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 	} else {
 		rec->flags |= TPROF_SAMPLE_HIDDEN;
 	}
-	if (user) {
+	if (stack) {
+		rec->flags |= TPROF_SAMPLE_STACK;
+		memcpy(rec + 1, &st, sizeof(st));
+		memcpy((u8 *)(rec + 1) + sizeof(st), pc->stack, nframes * sizeof(u64));
+	}
+	/* A kernel-mode sample's stack reaches into its user space too. */
+	if (user || (st.flags & TPROF_STACK_USER_IP)) {
 		rec->space_id = tprof_space_id(s, task->mm);
 		tprof_request_maps(s, pc, rec->space_id);
 	}
 	tprof_record_end(pc);
 out:
+	if (stack)
+		pc->stack_busy = 0;
 	local_irq_restore(flags);
 }

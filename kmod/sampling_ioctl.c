@@ -27,7 +27,11 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 	for (i = 0; i < ARRAY_SIZE(c->resv); i++)
 		if (c->resv[i])
 			return -EINVAL;
-	if (c->flags & ~TPROF_SAMPLING_CALLERS || c->__pad)
+	if (c->flags & ~(TPROF_SAMPLING_CALLERS | TPROF_SAMPLING_STACKS))
+		return -EINVAL;
+	if ((c->flags & TPROF_SAMPLING_STACKS) ?
+	    !c->stack_depth || c->stack_depth > TPROF_MAX_STACK_DEPTH :
+	    c->stack_depth)
 		return -EINVAL;
 	if (!c->half_bytes)
 		c->half_bytes = TPROF_SAMPLING_DEFAULT_HALF_BYTES;

@@ -26,6 +26,7 @@ static void tprof_abi_struct_sizes_are_pinned(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_buffer_release), (size_t)16);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_sampling_status), (size_t)80);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_sample), (size_t)56);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_stack), (size_t)8);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_map), (size_t)56);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_program), (size_t)1592);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_values), (size_t)256);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tprof/gzip.h"
+#include "tprof/stacks.h"
 
 namespace tprof {
 
@@ -48,16 +49,12 @@ class PprofBuilder {
       out_.set_period(period_ns_);
       out_.set_default_sample_type(Str("cpu"));
     }
-    for (const auto& [key, count] : profile_.samples) {
-      if (options_.pid && *options_.pid != ReportPid(key)) continue;
-      uint64_t with_caller = 0;
-      for (auto it = profile_.caller_edges.lower_bound({key, 0});
-           it != profile_.caller_edges.end() && it->first.sample == key; ++it) {
-        AddSample(key, it->first.caller, it->second);
-        with_caller += it->second;
-      }
-      if (count > with_caller) AddSample(key, 0, count - with_caller);
-    }
+    ForEachSampleStack(profile_, sym_,
+                       [this](const SampleKey& key, const std::vector<StackFrame>& frames,
+                              uint64_t count) {
+                         if (options_.pid && *options_.pid != ReportPid(key)) return;
+                         AddSample(key, frames, count);
+                       });
     FinishMappings();
     AddComments();
     if (profile_.last_time_ns > profile_.first_time_ns)
@@ -94,10 +91,11 @@ class PprofBuilder {
     v->set_unit(Str(unit));
   }
 
-  void AddSample(const SampleKey& key, uint64_t caller, uint64_t count) {
+  // Locations leaf first, as pprof wants them.
+  void AddSample(const SampleKey& key, const std::vector<StackFrame>& frames, uint64_t count) {
     pb::Sample* s = out_.add_sample();
-    s->add_location_id(LocationId(key, key.ip, false, count));
-    if (caller) s->add_location_id(LocationId(key, caller, true, 0));
+    for (size_t i = 0; i < frames.size(); ++i)
+      s->add_location_id(LocationId(key.pid, frames[i], i == 0 ? count : 0));
     s->add_value(static_cast<int64_t>(count));
     if (period_ns_) s->add_value(static_cast<int64_t>(count) * period_ns_);
     const uint32_t pid = ReportPid(key);
@@ -111,22 +109,22 @@ class PprofBuilder {
 
   // A leaf location is the sampled address; a caller's is its return
   // address, described by the call before it (address - 1).
-  uint64_t LocationId(const SampleKey& key, uint64_t address, bool caller, uint64_t count) {
-    const bool user = key.user();
-    const auto lkey = std::make_tuple(user ? key.pid : 0u, user ? key.space_id : 0u, address,
-                                      user, caller);
+  uint64_t LocationId(uint32_t pid, const StackFrame& frame, uint64_t count) {
+    const bool user = frame.user, caller = frame.return_address;
+    const uint64_t address = frame.address, space_id = user ? frame.space_id : 0;
+    const auto lkey = std::make_tuple(user ? pid : 0u, space_id, address, user, caller);
     auto it = locations_.find(lkey);
     if (it != locations_.end()) {
       if (count) AddMainSamples(out_.location(static_cast<int>(it->second - 1)), count);
       return it->second;
     }
-    const uint64_t lookup = caller ? address - 1 : address;
-    const Location& loc = sym_.Resolve(key.pid, key.space_id, lookup, user);
+    const uint64_t lookup = frame.lookup();
+    const Location& loc = sym_.Resolve(pid, space_id, lookup, user);
     pb::Location* l = out_.add_location();
     const uint64_t id = static_cast<uint64_t>(out_.location_size());
     l->set_id(id);
     l->set_address(address);
-    if (auto m = sym_.MappingAt(key.pid, key.space_id, lookup, user)) {
+    if (auto m = sym_.MappingAt(pid, space_id, lookup, user)) {
       const uint64_t index = MappingIndex(*m);
       MappingEntry& e = mappings_[index - 1];
       e.main |= loc.kind == SpaceKind::kMainExecutable;

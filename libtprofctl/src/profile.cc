@@ -149,7 +149,15 @@ size_t ProfileBuilder::AddRecord(const tprof_rec_header* rec, size_t avail_bytes
   switch (hdr.type) {
     case TPROF_REC_SAMPLE: {
       tprof_rec_sample s;
-      if ((ok = LoadRecord(rec, hdr.size, &s))) AddSample(s);
+      if ((ok = LoadRecord(rec, hdr.size, &s))) {
+        AddSample(s);
+        if (s.flags & TPROF_SAMPLE_STACK) {
+          const SampleKey key{s.pid, (s.flags & TPROF_SAMPLE_USER) ? s.space_id : 0, s.ip,
+                              s.flags & kSampleKeyFlags};
+          ok = AddStack(key, s, reinterpret_cast<const unsigned char*>(rec) + sizeof(s),
+                        hdr.size - sizeof(s));
+        }
+      }
       break;
     }
     case TPROF_REC_COMM: {
@@ -218,6 +226,32 @@ void ProfileBuilder::AddSample(const tprof_rec_sample& s) {
   profile_.last_time_ns = std::max<uint64_t>(profile_.last_time_ns, s.time_ns);
 }
 
+bool ProfileBuilder::AddStack(const SampleKey& key, const tprof_rec_sample& s,
+                              const unsigned char* rest, size_t rest_bytes) {
+  tprof_rec_stack st;
+  if (rest_bytes < sizeof(st)) return false;
+  std::memcpy(&st, rest, sizeof(st));
+  const size_t n = size_t{st.nr_kernel} + st.nr_user;
+  if (rest_bytes < sizeof(st) + n * sizeof(uint64_t)) return false;
+  RawStack raw;
+  raw.flags = st.flags;
+  raw.space_id = st.nr_user ? s.space_id : 0;
+  raw.kernel.resize(st.nr_kernel);
+  raw.user.resize(st.nr_user);
+  const unsigned char* frames = rest + sizeof(st);
+  if (st.nr_kernel) std::memcpy(raw.kernel.data(), frames, st.nr_kernel * sizeof(uint64_t));
+  if (st.nr_user)
+    std::memcpy(raw.user.data(), frames + st.nr_kernel * sizeof(uint64_t),
+                st.nr_user * sizeof(uint64_t));
+  auto [it, inserted] = stack_ids_.try_emplace(std::move(raw), 0);
+  if (inserted) {
+    profile_.stacks.push_back(it->first);
+    it->second = static_cast<uint32_t>(profile_.stacks.size());
+  }
+  ++profile_.stack_samples[{key, it->second}];
+  return true;
+}
+
 void ProfileBuilder::AddComm(const tprof_rec_comm& c) {
   ++profile_.records.comms;
   ProcessInfo& p = profile_.processes[c.pid];
@@ -270,6 +304,7 @@ Profile ProfileBuilder::Finish() {
     }
     if (!changed) break;
   }
+  stack_ids_.clear();
   return std::exchange(profile_, Profile{});
 }
 
@@ -298,6 +333,7 @@ Profile SamplesSince(const Profile& now, const Profile& before) {
   Profile out = now;
   SubtractCounts(&out.samples, before.samples);
   SubtractCounts(&out.caller_edges, before.caller_edges);
+  SubtractCounts(&out.stack_samples, before.stack_samples);  // the stack table stays whole
   for (auto& [cpu, c] : out.cpus) {
     auto b = before.cpus.find(cpu);
     if (b == before.cpus.end()) continue;
@@ -370,6 +406,8 @@ void PruneKernelSymbols(const Profile& profile, KernelSymbols* ksyms) {
     if (!key.user() && key.ip) addresses.insert(key.ip);
   for (const auto& [key, count] : profile.caller_edges)
     if (!key.sample.user()) addresses.insert(key.caller);
+  for (const RawStack& stack : profile.stacks)
+    for (uint64_t ret : stack.kernel) addresses.insert(ret - 1);  // the call
   const std::vector<KernelSymbol>& all = ksyms->symbols;
   std::set<size_t> keep;
   for (uint64_t addr : addresses) {

@@ -172,6 +172,22 @@ bool ParseLine(LineReader& r, Profile* p) {
   } else if (tag == "edge") {
     CallerKey key{{r.Dec32(1), r.Hex(2), r.Hex(3), static_cast<uint32_t>(r.Hex(4))}, r.Hex(5)};
     p->caller_edges[key] += r.Dec(6);
+  } else if (tag == "stack") {
+    const uint64_t id = r.Dec(1);
+    RawStack st;
+    st.flags = static_cast<uint32_t>(r.Hex(2));
+    st.space_id = r.Hex(3);
+    const uint64_t nk = r.Dec(4), nu = r.Dec(5);
+    // Ids come in order; the bounds keep a corrupt line from allocating much.
+    if (!r.ok() || id != p->stacks.size() + 1 || nk + nu > 4 * (TPROF_MAX_STACK_DEPTH + 2))
+      return false;
+    for (uint64_t i = 0; i < nk + nu; ++i) (i < nk ? st.kernel : st.user).push_back(r.Hex(6 + i));
+    p->stacks.push_back(std::move(st));
+  } else if (tag == "ssample") {
+    StackSampleKey key{{r.Dec32(1), r.Hex(2), r.Hex(3), static_cast<uint32_t>(r.Hex(4))},
+                       r.Dec32(5)};
+    if (key.stack == 0 || key.stack > p->stacks.size()) return false;
+    p->stack_samples[key] += r.Dec(6);
   } else if (tag == "kernel-symbols") {
     p->kernel_symbols.available = r.Dec(1) != 0;
     p->kernel_symbols.note = r.Str(2);
@@ -220,6 +236,18 @@ std::string SerializeProfile(const Profile& p) {
     w.Tag("edge").Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Hex(k.caller).Dec(count);
     w.End();
   }
+  for (size_t i = 0; i < p.stacks.size(); ++i) {
+    const RawStack& st = p.stacks[i];
+    w.Tag("stack").Dec(i + 1).Hex(st.flags).Hex(st.space_id).Dec(st.kernel.size()).Dec(st.user.size());
+    for (uint64_t a : st.kernel) w.Hex(a);
+    for (uint64_t a : st.user) w.Hex(a);
+    w.End();
+  }
+  for (const auto& [k, count] : p.stack_samples) {
+    const SampleKey& sk = k.sample;
+    w.Tag("ssample").Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Dec(k.stack).Dec(count);
+    w.End();
+  }
   w.Tag("kernel-symbols").Dec(p.kernel_symbols.available).Str(p.kernel_symbols.note).End();
   for (const KernelSymbol& k : p.kernel_symbols.symbols)
     w.Tag("ksym").Hex(k.address).Str(std::string(1, k.type)).Str(k.name).Str(k.module).End();
@@ -253,6 +281,8 @@ Expected<Profile> ParseProfile(std::string_view text, const std::string& name) {
     size_t next = text.find('\n', pos);
     std::string_view line = text.substr(pos, next == std::string_view::npos ? next : next - pos);
     pos = next == std::string_view::npos ? text.size() : next + 1;
+    // A last line without its newline was cut off mid-way (reported below).
+    if (next == std::string_view::npos && line != "end") break;
     if (line.empty() || line[0] == '#') continue;
     if (line == "end") {
       ended = true;

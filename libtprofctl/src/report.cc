@@ -5,12 +5,14 @@
 #include <cstdarg>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "text_format.h"
 #include "tprof/json_writer.h"
+#include "tprof/stacks.h"
 
 namespace tprof {
 
@@ -131,15 +133,25 @@ void TextFunctions(const ReportData& d, const ReportOptions& o, std::string* out
     const ProcessFunctions& pf = d.functions[i];
     Appendf(out, "\nPID %u %s: %" PRIu64 " samples, %.1f%% of all\n", pf.pid, pf.name.c_str(),
             pf.samples, Percent(pf.samples, d.all_samples));
-    Appendf(out, "%10s %7s %7s  %-20s %-40s %s\n", "SAMPLES", "PROC", "ALL", "SPACE", "FUNCTION",
-            "SOURCE");
+    if (o.children)
+      Appendf(out, "%10s %10s %7s %7s  %-20s %-40s %s\n", "CHILDREN", "SELF", "CHILD%", "SELF%",
+              "SPACE", "FUNCTION", "SOURCE");
+    else
+      Appendf(out, "%10s %7s %7s  %-20s %-40s %s\n", "SAMPLES", "PROC", "ALL", "SPACE",
+              "FUNCTION", "SOURCE");
     size_t rows = Limit(pf.functions.size(), o.top);
     for (size_t r = 0; r < rows; ++r) {
       const FunctionRow& f = pf.functions[r];
-      Appendf(out, "%10" PRIu64 " %6.1f%% %6.1f%%  %-20s %-40s %s\n", f.samples,
-              Percent(f.samples, pf.samples), Percent(f.samples, d.all_samples),
-              ShortSpace(f.location).c_str(), f.function.c_str(),
-              SourceText(f.location, false).c_str());
+      if (o.children)
+        Appendf(out, "%10" PRIu64 " %10" PRIu64 " %6.1f%% %6.1f%%  %-20s %-40s %s\n",
+                f.inclusive, f.samples, Percent(f.inclusive, pf.samples),
+                Percent(f.samples, pf.samples), ShortSpace(f.location).c_str(),
+                f.function.c_str(), SourceText(f.location, false).c_str());
+      else
+        Appendf(out, "%10" PRIu64 " %6.1f%% %6.1f%%  %-20s %-40s %s\n", f.samples,
+                Percent(f.samples, pf.samples), Percent(f.samples, d.all_samples),
+                ShortSpace(f.location).c_str(), f.function.c_str(),
+                SourceText(f.location, false).c_str());
     }
     if (rows < pf.functions.size()) {
       uint64_t rest = 0;
@@ -151,6 +163,24 @@ void TextFunctions(const ReportData& d, const ReportOptions& o, std::string* out
   if (procs < d.functions.size())
     Appendf(out, "\n(%zu more processes: raise --top or pick one with --pid)\n",
             d.functions.size() - procs);
+}
+
+void TextCallers(const ReportData& d, const ReportOptions& o, std::string* out) {
+  size_t procs = Limit(d.functions.size(), o.top);
+  for (size_t i = 0; i < procs; ++i) {
+    const ProcessFunctions& pf = d.functions[i];
+    Appendf(out, "\nPID %u %s: %" PRIu64 " samples, %.1f%% of all\n", pf.pid, pf.name.c_str(),
+            pf.samples, Percent(pf.samples, d.all_samples));
+    Appendf(out, "%10s %7s  %s\n", "SAMPLES", "PROC", "CALLER -> CALLEE");
+    size_t rows = Limit(pf.callers.size(), o.top);
+    for (size_t r = 0; r < rows; ++r) {
+      const CallerRow& c = pf.callers[r];
+      Appendf(out, "%10" PRIu64 " %6.1f%%  %s -> %s\n", c.samples, Percent(c.samples, pf.samples),
+              c.caller.c_str(), c.callee.c_str());
+    }
+    if (pf.callers.empty())
+      *out += "  (no callers recorded: record with --callers)\n";
+  }
 }
 
 void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
@@ -238,7 +268,21 @@ void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
             .Field("samples", f.samples)
             .Field("percent_x100", PercentX100(f.samples, base))
             .Field("process_percent_x100", PercentX100(f.samples, pf.samples))
+            .Field("inclusive", f.inclusive)
+            .Field("inclusive_percent_x100", PercentX100(f.inclusive, base))
             .Field("source", SourceText(f.location, true))
+            .EndObject();
+      }
+      w.EndArray();
+      w.Key("callers").BeginArray();
+      for (size_t r = 0; r < Limit(pf.callers.size(), o.top); ++r) {
+        const CallerRow& c = pf.callers[r];
+        w.BeginObject()
+            .Field("caller_space", c.caller_space)
+            .Field("caller", c.caller)
+            .Field("callee_space", c.callee_space)
+            .Field("callee", c.callee)
+            .Field("samples", c.samples)
             .EndObject();
       }
       w.EndArray().EndObject();
@@ -300,7 +344,35 @@ ReportData BuildReport(const Profile& p, Symbolizer& sym, const ReportOptions& o
       a.row.location = loc;
     }
   }
-  for (auto& [pid, s] : procs) {
+  // Inclusive samples and caller -> callee steps: each counted once per
+  // sample, however often recursion repeats it.
+  using Name = std::pair<std::string, std::string>;
+  std::map<uint32_t, std::map<std::pair<Name, Name>, uint64_t>> steps;
+  std::set<Name> seen;
+  std::set<std::pair<Name, Name>> seen_steps;
+  ForEachSampleStack(p, sym, [&](const SampleKey& key, const std::vector<StackFrame>& frames,
+                                 uint64_t count) {
+    if (!Selected(o, key)) return;
+    const uint32_t pid = ReportPid(key);
+    seen.clear();
+    seen_steps.clear();
+    const Name* callee = nullptr;
+    Name prev;
+    for (const StackFrame& frame : frames) {
+      const Location& loc = ResolveFrame(sym, key, frame);
+      Name name{loc.SpaceName(), loc.FunctionName()};
+      if (seen.insert(name).second) {
+        Aggregate& a = functions[pid][name];
+        if (a.row.samples == 0 && a.row.inclusive == 0) a.row.location = loc;
+        a.row.inclusive += count;
+      }
+      if (callee && seen_steps.insert({name, *callee}).second) steps[pid][{name, *callee}] += count;
+      prev = std::move(name);
+      callee = &prev;
+    }
+  });
+  for (auto& [s_pid, s] : procs) {
+    const uint32_t pid = s_pid;
     s.pid = pid;
     s.name = ReportName(p, pid);
     d.processes.push_back(s);
@@ -312,16 +384,25 @@ ReportData BuildReport(const Profile& p, Symbolizer& sym, const ReportOptions& o
   for (auto& [pid, rows] : functions) {
     ProcessFunctions pf{pid, ReportName(p, pid), 0, {}};
     for (auto& [name, a] : rows) {
+      // Without --children a table lists sampled functions only.
+      if (!o.children && a.row.samples == 0) continue;
       a.row.space = name.first;
       a.row.function = name.second;
       pf.samples += a.row.samples;
       pf.functions.push_back(std::move(a.row));
     }
+    const bool children = o.children;
     std::sort(pf.functions.begin(), pf.functions.end(),
-              [](const FunctionRow& a, const FunctionRow& b) {
+              [children](const FunctionRow& a, const FunctionRow& b) {
+                if (children && a.inclusive != b.inclusive) return a.inclusive > b.inclusive;
                 if (a.samples != b.samples) return a.samples > b.samples;
                 return std::tie(a.space, a.function) < std::tie(b.space, b.function);
               });
+    for (const auto& [step, count] : steps[pid])
+      pf.callers.push_back({step.first.first, step.first.second, step.second.first,
+                            step.second.second, count});
+    std::stable_sort(pf.callers.begin(), pf.callers.end(),
+                     [](const CallerRow& a, const CallerRow& b) { return a.samples > b.samples; });
     d.functions.push_back(std::move(pf));
   }
   std::sort(d.functions.begin(), d.functions.end(),
@@ -342,23 +423,17 @@ std::vector<StackRow> FoldedStackRows(const Profile& p, Symbolizer& sym, const R
     }
     row.samples += count;
   };
-  for (const auto& [key, count] : p.samples) {
-    if (!Selected(o, key)) continue;
+  ForEachSampleStack(p, sym, [&](const SampleKey& key, const std::vector<StackFrame>& stack,
+                                 uint64_t count) {
+    if (!Selected(o, key)) return;
     const uint32_t pid = ReportPid(key);
-    const std::string process = Frame(ReportName(p, pid), false);
-    const Location& loc = sym.Resolve(key);
-    const std::string function = Frame(loc.FunctionName(), IsKernel(loc));
-    uint64_t with_caller = 0;
-    for (auto it = p.caller_edges.lower_bound({key, 0});
-         it != p.caller_edges.end() && it->first.sample == key; ++it) {
-      // A return address can be the first byte after the caller's last
-      // instruction (a call to a noreturn function): look up the call.
-      const Location& caller = sym.Resolve(key.pid, key.space_id, it->first.caller - 1, key.user());
-      add(pid, {process, Frame(caller.FunctionName(), IsKernel(caller)), function}, it->second);
-      with_caller += it->second;
+    std::vector<std::string> frames{Frame(ReportName(p, pid), false)};
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+      const Location& loc = ResolveFrame(sym, key, *it);
+      frames.push_back(Frame(loc.FunctionName(), IsKernel(loc)));
     }
-    if (count > with_caller) add(pid, {process, function}, count - with_caller);
-  }
+    add(pid, std::move(frames), count);
+  });
   std::vector<StackRow> out;
   out.reserve(rows.size());
   for (auto& [key, row] : rows) out.push_back(std::move(row));
@@ -370,8 +445,12 @@ std::string FoldedStacks(const Profile& p, Symbolizer& sym, const ReportOptions&
   std::map<std::string, uint64_t> stacks;
   for (const StackRow& row : FoldedStackRows(p, sym, o))
     stacks[FoldedText(row.frames)] += row.samples;
+  std::vector<std::pair<std::string, uint64_t>> heaviest(stacks.begin(), stacks.end());
+  std::stable_sort(heaviest.begin(), heaviest.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string out;
-  for (const auto& [stack, count] : stacks) Appendf(&out, "%s %" PRIu64 "\n", stack.c_str(), count);
+  for (const auto& [stack, count] : heaviest)
+    Appendf(&out, "%s %" PRIu64 "\n", stack.c_str(), count);
   return out;
 }
 
@@ -385,6 +464,10 @@ std::string RenderReport(const Profile& p, Symbolizer& sym, const ReportOptions&
     return out;
   }
   TextHeader(p, d, &out);
+  if (o.by == ReportBy::kCaller) {
+    TextCallers(d, o, &out);
+    return out;
+  }
   if (o.by != ReportBy::kSymbol) TextProcesses(d, o, &out);
   if (o.by != ReportBy::kProcess) TextFunctions(d, o, &out);
   return out;

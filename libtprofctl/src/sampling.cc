@@ -107,6 +107,10 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
   }
   tprof_sampling_config c{};
   c.flags = o.callers ? TPROF_SAMPLING_CALLERS : 0;
+  if (o.stack_depth) {
+    c.flags |= TPROF_SAMPLING_STACKS;
+    c.stack_depth = o.stack_depth;
+  }
   c.pid = o.pid;
   c.frequency_hz = o.event_type == TPROF_SAMPLE_ON_CLOCK ? o.frequency_hz : 0;
   c.half_bytes = o.half_bytes;

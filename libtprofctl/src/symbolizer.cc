@@ -1,6 +1,7 @@
 #include "tprof/symbolizer.h"
 
 #include <cxxabi.h>
+#include <dwarf.h>
 #include <elf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
@@ -241,6 +242,44 @@ class Symbolizer::ElfObject {
     return false;
   }
 
+ public:
+  // See Symbolizer::LeafReturnAddressLive; address is link-time.
+  bool LeafReturnAddressLive(uint64_t address) {
+    Elf* elf = file_.elf.get();
+    if (!cfi_loaded_) {
+      cfi_loaded_ = true;
+      cfi_.reset(dwarf_getcfi_elf(elf));
+    }
+    GElf_Ehdr eh;
+    if (!cfi_ || !gelf_getehdr(elf, &eh)) return false;
+    Dwarf_Frame* raw = nullptr;
+    if (dwarf_cfi_addrframe(cfi_.get(), address, &raw) != 0) return false;
+    std::unique_ptr<Dwarf_Frame, decltype(&std::free)> frame(raw, &std::free);
+    if (eh.e_machine == EM_X86_64) {
+      Dwarf_Op* ops = nullptr;
+      size_t nops = 0;
+      if (dwarf_frame_cfa(frame.get(), &ops, &nops) != 0 || nops != 1) return false;
+      // rsp + 8: libdw gives a register rule as DW_OP_bregx (reg, offset).
+      const Dwarf_Op& op = ops[0];
+      return (op.atom == DW_OP_bregx && op.number == 7 && op.number2 == 8) ||
+             (op.atom == DW_OP_breg7 && op.number == 8);
+    }
+    if (eh.e_machine == EM_AARCH64) {
+      Dwarf_Op mem[3];
+      Dwarf_Op* ops = mem;
+      size_t nops = 0;
+      // x30 not saved by this frame (yet): it still holds the return address.
+      return dwarf_frame_register(frame.get(), 30, mem, &ops, &nops) == 0 && nops == 0 &&
+             ops == nullptr;
+    }
+    return false;
+  }
+
+ private:
+  struct CfiDeleter {
+    void operator()(Dwarf_CFI* cfi) const { dwarf_cfi_end(cfi); }
+  };
+
   // Declaration order is destruction order reversed: DWARF before its ELF.
   OpenedElf file_;
   OpenedElf debug_file_;
@@ -248,6 +287,8 @@ class Symbolizer::ElfObject {
   std::vector<GElf_Phdr> loads_;
   std::vector<Function> functions_;
   std::string build_id_;
+  bool cfi_loaded_ = false;
+  std::unique_ptr<Dwarf_CFI, CfiDeleter> cfi_;  // .eh_frame of file_, ended before it
 };
 
 const char* SpaceKindName(SpaceKind kind) {
@@ -373,6 +414,21 @@ std::optional<MappingInfo> Symbolizer::MappingAt(uint32_t pid, uint64_t space_id
   if (IsFilePath(mapping->path))
     if (ElfObject* elf = OpenElf(mapping->path)) info.build_id = elf->build_id();
   return info;
+}
+
+bool Symbolizer::LeafReturnAddressLive(uint32_t pid, uint64_t space_id, uint64_t ip) {
+  auto key = std::make_tuple(pid, space_id, ip);
+  auto it = leaf_cache_.find(key);
+  if (it != leaf_cache_.end()) return it->second;
+  bool live = false;
+  const Mapping* mapping = FindMapping(pid, space_id, ip);
+  if (mapping && IsFilePath(mapping->path)) {
+    ElfObject* elf = OpenElf(mapping->path);
+    uint64_t address = 0;
+    if (elf && elf->FileOffsetToAddress(ip - mapping->start + mapping->pgoff, &address))
+      live = elf->LeafReturnAddressLive(address);
+  }
+  return leaf_cache_.emplace(key, live).first->second;
 }
 
 Location Symbolizer::ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip) {

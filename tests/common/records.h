@@ -87,6 +87,21 @@ class Records {
     Append(bytes.data(), bytes.size());
     return *this;
   }
+  // A sample with its stack (TPROF_SAMPLE_STACK, struct tprof_rec_stack).
+  Records& StackSample(tprof_rec_sample s, uint32_t stack_flags, const std::vector<uint64_t>& kernel,
+                       const std::vector<uint64_t>& user) {
+    tprof_rec_stack st{};
+    st.nr_kernel = static_cast<uint16_t>(kernel.size());
+    st.nr_user = static_cast<uint16_t>(user.size());
+    st.flags = stack_flags;
+    s.flags |= TPROF_SAMPLE_STACK;
+    s.hdr.size = static_cast<uint32_t>(sizeof(s) + sizeof(st) + 8 * (kernel.size() + user.size()));
+    Append(&s, sizeof(s));
+    Append(&st, sizeof(st));
+    if (!kernel.empty()) Append(kernel.data(), 8 * kernel.size());
+    if (!user.empty()) Append(user.data(), 8 * user.size());
+    return *this;
+  }
   // Raw bytes, e.g. a malformed header.
   Records& Raw(const void* data, size_t n) {
     Append(data, n);

@@ -708,6 +708,10 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
   in->half_bytes = uint32_t(r.Pick<u64>({0, 4096, 8192, 16384, 65536}));
   in->frequency_hz = uint32_t(r.Pick<u64>({0, 100, 1000, 5000, 20000}));
   if (r.OneIn(2)) in->flags = TPROF_SAMPLING_CALLERS;
+  if (r.OneIn(3)) {
+    in->flags |= TPROF_SAMPLING_STACKS;
+    in->stack_depth = 1 + uint32_t(r.Below(TPROF_MAX_STACK_DEPTH));
+  }
   if (r.OneIn(5)) {
     in->frequency_hz = 0;
     in->event_type = TPROF_METRIC_SOFTWARE;
@@ -719,11 +723,16 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
     case 0: in->half_bytes = uint32_t(r.Edgy()); break;
     case 1: in->frequency_hz = uint32_t(r.Edgy()); break;
     case 2: in->event_type = uint32_t(r.Below(8)); in->event_period = r.Edgy(); in->event_config = r.Edgy(); break;
-    case 3: in->flags = uint32_t(r.Edgy()) | 2; c.must_fail = true; c.defect = "unknown flags"; break;
+    case 3: in->flags = uint32_t(r.Edgy()) | 4; c.must_fail = true; c.defect = "unknown flags"; break;
     case 4: in->half_bytes = TPROF_SAMPLING_MAX_HALF_BYTES * 2; c.must_fail = true; c.defect = "half_bytes > max"; break;
     case 5: in->half_bytes = 4096 + 8; c.must_fail = true; c.defect = "half_bytes not a power of two"; break;
     case 6: in->frequency_hz = TPROF_SAMPLING_MAX_HZ + 1; in->event_type = 0; c.must_fail = true; c.defect = "frequency > max"; break;
-    case 7: in->__pad = 1 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "__pad"; break;
+    case 7:
+      in->stack_depth = r.OneIn(2) ? TPROF_MAX_STACK_DEPTH + 1 + uint32_t(r.Below(100)) : 1 + uint32_t(r.Below(100));
+      in->flags |= r.OneIn(2) ? 0 : TPROF_SAMPLING_STACKS;
+      c.must_fail = !(in->flags & TPROF_SAMPLING_STACKS) || in->stack_depth > TPROF_MAX_STACK_DEPTH;
+      c.defect = "stack_depth";
+      break;
     default: MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv"); break;
   }
   if (r.OneIn(4))  // output fields are ignored on input
@@ -1291,7 +1300,25 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
         tprof_rec_sample s;
         std::memcpy(&s, p, sizeof(s));
         if (s.cpu != cpu) VIOLATION("a sample of cpu %u in cpu %u's buffer", s.cpu, cpu);
-        if (s.flags & ~0xfu) VIOLATION("sample flags 0x%x", s.flags);
+        if (s.flags & ~0x1fu) VIOLATION("sample flags 0x%x", s.flags);
+        if (s.flags & TPROF_SAMPLE_STACK) {
+          // ABI 1.8: the stack fills the record; no kernel frames for a
+          // reader without kernel addresses (its user part is the
+          // sampled process's own memory, which that reader may read).
+          tprof_rec_stack st{};
+          if (h.size < sizeof(s) + sizeof(st)) {
+            VIOLATION("stack sample of size %u", h.size);
+          } else {
+            std::memcpy(&st, p + sizeof(s), sizeof(st));
+            if (h.size != sizeof(s) + sizeof(st) + 8u * (st.nr_kernel + st.nr_user))
+              VIOLATION("stack of %u+%u frames in a record of %u bytes", st.nr_kernel, st.nr_user, h.size);
+            if (st.nr_kernel + st.nr_user > TPROF_MAX_STACK_DEPTH + 2 || (st.flags & ~7u))
+              VIOLATION("stack of %u+%u frames, flags 0x%x", st.nr_kernel, st.nr_user, st.flags);
+            if (g_unpriv && st.nr_kernel) VIOLATION("unprivileged stack with %u kernel frames", st.nr_kernel);
+          }
+        } else if (h.size != sizeof(s)) {
+          VIOLATION("sample of %u bytes without a stack", h.size);
+        }
         if ((s.flags & TPROF_SAMPLE_USER) && (s.ip >= 0x0000800000000000ULL))
           VIOLATION("user sample with ip 0x%llx", s.ip);
         if (g_unpriv && !(s.flags & TPROF_SAMPLE_USER) &&

@@ -461,6 +461,18 @@ TEST(SamplingTest, BadConfigurationsAreRefused) {
   } else {
     EXPECT_EQ(start(c), EOPNOTSUPP) << "QEMU's x86 TCG has no PMU";
   }
+  // Stacks (ABI 1.8): a depth in 1..TPROF_MAX_STACK_DEPTH with the flag, none without.
+  for (uint32_t depth : {0u, uint32_t{TPROF_MAX_STACK_DEPTH} + 1}) {
+    c = {};
+    c.pid = TPROF_PID_ALL;
+    c.flags = TPROF_SAMPLING_STACKS;
+    c.stack_depth = depth;
+    EXPECT_EQ(start(c), EINVAL) << "stack_depth " << depth;
+  }
+  c = {};
+  c.pid = TPROF_PID_ALL;
+  c.stack_depth = 8;
+  EXPECT_EQ(start(c), EINVAL) << "stack_depth without TPROF_SAMPLING_STACKS";
   c = {};
   c.pid = 999999;
   EXPECT_EQ(start(c), ESRCH);
@@ -471,6 +483,79 @@ TEST(SamplingTest, BadConfigurationsAreRefused) {
   EXPECT_EQ(errno, ENODATA);
   EXPECT_EQ(ioctl(dev.fd(), TPROF_IOC_SAMPLING_START, nullptr), -1);
   EXPECT_EQ(errno, EFAULT);
+}
+
+// Spins `levels` calls deep, each level with its frame (no tail call).
+extern "C" __attribute__((noinline)) void tprof_sampling_test_spin_deep(int levels, int ms) {
+  if (levels == 0)
+    tprof_sampling_test_spin(ms);
+  else
+    tprof_sampling_test_spin_deep(levels - 1, ms);
+  asm volatile("" ::: "memory");
+}
+
+// Stack records (ABI 1.8) as the header describes them: the frames fill
+// hdr.size exactly, a user-mode sample has no kernel part, a kernel-mode
+// one starts its user part with a user address, and the depth bounds the
+// kernel and frame-chain entries: spinning 8 frames deep, the walks end
+// there (the test's own code has frame pointers; gtest's may not).
+TEST(SamplingTest, StackRecordsFillTheirSizeAndStopAtTheDepth) {
+  constexpr uint32_t kDepth = 5;
+  SamplingOptions o;
+  o.frequency_hz = 1000;
+  o.pid = getpid();
+  o.stack_depth = kDepth;
+  SamplingSession s = StartOrDie(o);
+  uint64_t user = 0, kernel = 0, truncated = 0, bad = 0, no_stack = 0;
+  std::string why;
+  auto fn = [&](uint32_t, const tprof_rec_header* h, size_t) {
+    if (h->type != TPROF_REC_SAMPLE) return true;
+    auto* r = reinterpret_cast<const tprof_rec_sample*>(h);
+    if (!(r->flags & TPROF_SAMPLE_STACK)) {
+      ++no_stack;
+      return true;
+    }
+    auto* st = reinterpret_cast<const tprof_rec_stack*>(r + 1);
+    const auto* frames = reinterpret_cast<const uint64_t*>(st + 1);
+    const size_t n = size_t{st->nr_kernel} + st->nr_user;
+    const size_t extra = ((st->flags & TPROF_STACK_USER_IP) ? 1 : 0) +
+                         ((st->flags & TPROF_STACK_LEAF_RA) ? 1 : 0);
+    auto fail = [&](const std::string& what) {
+      if (bad++ == 0) why = what;
+    };
+    if (h->size != sizeof(*r) + sizeof(*st) + 8 * n) fail("size does not match the frames");
+    if (n > kDepth + extra || st->nr_user < extra) fail("more frames than the depth");
+    if (r->flags & TPROF_SAMPLE_USER) {
+      ++user;
+      if (st->nr_kernel || (st->flags & TPROF_STACK_USER_IP)) fail("kernel part in a user sample");
+      if (st->flags & TPROF_STACK_TRUNCATED) {
+        ++truncated;
+        if (n - extra != kDepth) fail("truncated before the depth");
+      }
+    } else if (r->pid == static_cast<uint32_t>(getpid())) {
+      ++kernel;
+      // Below the top of a 48-bit user space (arm64 maps libraries just
+      // under it); kernel addresses are far above.
+      if ((st->flags & TPROF_STACK_USER_IP) && frames[st->nr_kernel] >= (1ull << 48))
+        fail("the user ip is not a user address");
+    }
+    return true;
+  };
+  for (int i = 0; i < 10; ++i) {
+    tprof_sampling_test_spin_deep(8, 30);
+    auto n = s.Consume(fn);
+    ASSERT_TRUE(n) << n.error().message();
+  }
+  ASSERT_TRUE(s.Stop());
+  for (int i = 0; i < 1000 && !s.Finished(); ++i) {
+    auto n = s.Consume(fn);
+    ASSERT_TRUE(n) << n.error().message();
+    ASSERT_TRUE(s.Wait(10));
+  }
+  EXPECT_EQ(bad, 0u) << why;
+  EXPECT_EQ(no_stack, 0u) << "every sample of a stack session carries a stack";
+  ASSERT_GT(user, 50u) << "300 ms of spinning at 1 kHz";
+  EXPECT_GE(truncated * 10, user * 9) << truncated << " of " << user << " stacks reached the depth";
 }
 
 // perf lowers its sample-rate limit when handlers run long (TCG's do) and

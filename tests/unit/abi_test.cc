@@ -30,6 +30,19 @@ TEST(Abi, StructSizesArePinned) {
   EXPECT_EQ(offsetof(tprof_pmu_event, values), 56u);
 }
 
+TEST(Abi, SampleStacksKeepTheOldSampleLayout) {
+  // ABI 1.8: the stack follows the 1.2 sample, so old readers skip it.
+  EXPECT_EQ(sizeof(tprof_rec_sample), 56u);
+  EXPECT_EQ(sizeof(tprof_rec_stack), 8u);
+  EXPECT_EQ(offsetof(tprof_sampling_config, stack_depth), 20u);
+  EXPECT_EQ(sizeof(tprof_sampling_config), 96u);
+  const size_t largest = sizeof(tprof_rec_sample) + sizeof(tprof_rec_stack) +
+                         (TPROF_MAX_STACK_DEPTH + 2) * sizeof(__u64);
+  EXPECT_EQ(largest % 8, 0u);
+  EXPECT_LT(largest, size_t(TPROF_SAMPLING_MIN_HALF_BYTES)) << "a stack record must fit in a half";
+  EXPECT_EQ(TPROF_SAMPLING_STACKS & TPROF_SAMPLING_CALLERS, 0u);
+}
+
 TEST(Abi, SelfPageOffsetsArePinned) {
   EXPECT_EQ(offsetof(tprof_self_page, identity), 8u);
   EXPECT_EQ(offsetof(tprof_self_page, tid), 16u);
@@ -80,6 +93,7 @@ TEST(Abi, VersionMacrosUnpackModuleVersion) {
   const unsigned v = (2u << 16) | (7u << 8) | 3u;
   EXPECT_EQ(TPROF_VERSION_MAJOR(v), 2u);
   EXPECT_EQ(TPROF_VERSION_MINOR(v), 7u);
+  EXPECT_EQ(TPROF_ABI_MINOR, 8) << "1.8 added sample stacks";
   EXPECT_EQ(TPROF_VERSION_PATCH(v), 3u);
 }
 

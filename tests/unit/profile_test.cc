@@ -63,6 +63,45 @@ TEST(ProfileBuilder, CountsCallerEdgesOnlyWhenTheCallerIsValid) {
   EXPECT_EQ((p.caller_edges[CallerKey{key, 0x403000}]), 1u);
 }
 
+TEST(ProfileBuilder, InternsStacksInATableAndCountsSamplesPerStack) {
+  ProfileBuilder b;
+  Records r;
+  const auto user = SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 0);
+  r.StackSample(user, TPROF_STACK_LEAF_RA, {}, {0x401100, 0x402200, 0x403300});
+  r.StackSample(user, TPROF_STACK_LEAF_RA, {}, {0x401100, 0x402200, 0x403300});
+  r.StackSample(user, 0, {}, {0x402200});
+  // A kernel-mode sample: its user part is in space 7 though its key is not.
+  r.StackSample(SampleRec(10, 7, kKernelIp, 0, 1), TPROF_STACK_USER_IP,
+                {kKernelIp + 0x40, kKernelIp + 0x80}, {0x401010, 0x402200});
+  r.Add(user);  // without a stack
+  EXPECT_EQ(b.AddRecords(r.data(), r.size()), r.size());
+  Profile p = b.Finish();
+  ASSERT_EQ(p.stacks.size(), 3u) << "two identical stacks are stored once";
+  EXPECT_EQ(p.stacks[0].user, (std::vector<uint64_t>{0x401100, 0x402200, 0x403300}));
+  EXPECT_EQ(p.stacks[0].flags, uint32_t{TPROF_STACK_LEAF_RA});
+  EXPECT_EQ(p.stacks[2].kernel, (std::vector<uint64_t>{kKernelIp + 0x40, kKernelIp + 0x80}));
+  EXPECT_EQ(p.stacks[2].space_id, 7u);
+  const SampleKey ukey{10, 7, 0x401000, TPROF_SAMPLE_USER};
+  EXPECT_EQ(p.samples[ukey], 4u);
+  EXPECT_EQ((p.stack_samples[{ukey, 1}]), 2u);
+  EXPECT_EQ((p.stack_samples[{ukey, 2}]), 1u);
+  EXPECT_EQ((p.stack_samples[{SampleKey{10, 0, kKernelIp, 0}, 3}]), 1u);
+  EXPECT_EQ(p.records.malformed, 0u);
+}
+
+TEST(ProfileBuilder, RejectsAStackLongerThanItsRecord) {
+  ProfileBuilder b;
+  Records r;
+  r.StackSample(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 0), 0, {}, {0x401100});
+  // Claim more frames than the record holds.
+  auto* st = reinterpret_cast<tprof_rec_stack*>(
+      const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>(r.data())) +
+      sizeof(tprof_rec_sample));
+  st->nr_user = 2;
+  EXPECT_EQ(b.AddRecords(r.data(), r.size()), 0u);
+  EXPECT_EQ(b.profile().records.malformed, 1u);
+}
+
 TEST(ProfileBuilder, RejectsMalformedRecordsWithoutReadingPastThem) {
   ProfileBuilder b;
   tprof_rec_header hdr{TPROF_REC_SAMPLE, 0};
@@ -200,6 +239,8 @@ Profile RichProfile() {
   r.Map(10, 7, 0x400000, 0x401000, 0x1000, "/path with spaces/a%b\nc");
   r.Add(SampleRec(10, 7, 0x400010, TPROF_SAMPLE_USER, 2, 0x400020, 1000));
   r.Add(SampleRec(10, 7, kKernelIp, TPROF_SAMPLE_HIDDEN, 0, 0, 2000));
+  r.StackSample(SampleRec(10, 7, kKernelIp, 0, 1), TPROF_STACK_USER_IP | TPROF_STACK_LEAF_RA,
+                {kKernelIp + 8}, {0x400010, 0x400030, 0x400040});
   r.Add(LostRec(1, 2));
   b.AddRecords(r.data(), r.size());
   b.SetCpuTotals(2, 10, 1, 0);
@@ -225,6 +266,21 @@ TEST(ProfileFile, RoundTripsEveryTable) {
   ASSERT_TRUE(read) << read.error().message();
   EXPECT_TRUE(*read == p);
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp." + std::to_string(getpid())));
+}
+
+TEST(ProfileFile, ReadsVersion10FilesAndChecksTheStackTable) {
+  auto old = tprof::ParseProfile("tprof-profile 1 0\nsample\t5\t0\t10\t1\t3\nend\n", "old.data");
+  ASSERT_TRUE(old) << old.error().message();
+  EXPECT_EQ(old->TotalSamples(), 3u);
+  EXPECT_TRUE(old->stacks.empty());
+  // Stack ids come in order, and a sample names an existing one.
+  for (const char* bad : {"tprof-profile 1 1\nstack\t2\t0\t0\t0\t1\t10\nend\n",
+                          "tprof-profile 1 1\nstack\t1\t0\t0\t0\t2\t10\nend\n",
+                          "tprof-profile 1 1\nssample\t5\t0\t10\t1\t1\t3\nend\n"}) {
+    auto r = tprof::ParseProfile(bad, "bad.data");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code().value(), EBADMSG);
+  }
 }
 
 TEST(ProfileFile, RefusesAnotherMajorVersion) {

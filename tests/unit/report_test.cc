@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -193,13 +195,88 @@ TEST(Report, FoldedStackRowsAreTheFoldedLinesRootFirst) {
     folded += line + " " + std::to_string(row.samples) + "\n";
     total += row.samples;
   }
-  EXPECT_EQ(folded, tprof::FoldedStacks(p, sym, {}));
+  // FoldedStacks prints the same lines, heaviest first.
+  std::vector<std::pair<std::string, uint64_t>> lines;
+  for (const tprof::StackRow& row : tprof::FoldedStackRows(p, sym, {})) {
+    std::string line;
+    for (const std::string& f : row.frames) line += (line.empty() ? "" : ";") + f;
+    lines.emplace_back(line, row.samples);
+  }
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string heaviest;
+  for (const auto& [line, n] : lines) heaviest += line + " " + std::to_string(n) + "\n";
+  EXPECT_EQ(heaviest, tprof::FoldedStacks(p, sym, {}));
+  EXPECT_NE(folded, heaviest) << "the rows themselves stay in text order";
   EXPECT_EQ(total, 95u);
   auto one = tprof::FoldedStackRows(p, sym, {ReportBy::kAll, 200, 0});
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].pid, 200u);
   EXPECT_EQ(one[0].frames, (std::vector<std::string>{"w:rk", "do_syscall_64_[k]"}));
   EXPECT_EQ(one[0].samples, 10u);
+}
+
+// pid 100 "app": 6 samples in the kernel (do_syscall_64 called from
+// entry_SYSCALL_64) entered from libc, called from app; 4 in app called
+// from libc. The leaf's recorded return address is not used: no CFI says
+// the leaf lacks a frame (the files do not exist).
+Profile StackProfile() {
+  ProfileBuilder b;
+  Records r;
+  r.Add(CommRec(100, TPROF_COMM_EXISTING, "app"));
+  r.Map(100, 1, 0x400000, 0x500000, 0, "/nonexistent/app");
+  r.Map(100, 1, 0x7f0000, 0x7f8000, 0, "/nonexistent/libc.so.6");
+  for (int i = 0; i < 6; ++i)
+    r.StackSample(SampleRec(100, 1, kSyscall, 0), TPROF_STACK_USER_IP | TPROF_STACK_LEAF_RA,
+                  {kEntry + 5}, {0x7f0100, 0x400200, 0x400300});
+  for (int i = 0; i < 4; ++i) r.StackSample(SampleRec(100, 1, 0x400100, U), 0, {}, {0x7f0200});
+  b.AddRecords(r.data(), r.size());
+  Profile p = b.Finish();
+  p.kernel_symbols.available = true;
+  p.kernel_symbols.symbols = {{0xffffffff81000000, 'T', "entry_SYSCALL_64", ""},
+                              {0xffffffff81000100, 't', "do_syscall_64", ""},
+                              {0xffffffff81000400, 'T', "next", ""}};
+  return p;
+}
+
+TEST(Report, FoldedStacksCarryWholeStacksKernelUnderUser) {
+  Profile p = StackProfile();
+  Symbolizer sym(p);
+  EXPECT_EQ(tprof::FoldedStacks(p, sym, {}),
+            "app;[unknown] app;[unknown] libc.so.6;entry_SYSCALL_64_[k];do_syscall_64_[k] 6\n"
+            "app;[unknown] libc.so.6;[unknown] app 4\n");
+}
+
+TEST(Report, ChildrenAndCallerViewsCountEachSampleOnce) {
+  Profile p = StackProfile();
+  Symbolizer sym(p);
+  ReportOptions o;
+  o.children = true;
+  tprof::ReportData d = tprof::BuildReport(p, sym, o);
+  ASSERT_EQ(d.functions.size(), 1u);
+  const tprof::ProcessFunctions& pf = d.functions[0];
+  std::map<std::string, std::pair<uint64_t, uint64_t>> rows;  // function: {inclusive, self}
+  for (const tprof::FunctionRow& f : pf.functions) rows[f.function] = {f.inclusive, f.samples};
+  EXPECT_EQ(rows["[unknown] app"], (std::pair<uint64_t, uint64_t>{10, 4}))
+      << "app is both a root and a leaf of one stack kind: counted once per sample";
+  EXPECT_EQ(rows["[unknown] libc.so.6"], (std::pair<uint64_t, uint64_t>{10, 0}));
+  EXPECT_EQ(rows["entry_SYSCALL_64"], (std::pair<uint64_t, uint64_t>{6, 0}));
+  EXPECT_EQ(rows["do_syscall_64"], (std::pair<uint64_t, uint64_t>{6, 6}));
+  ASSERT_FALSE(pf.functions.empty());
+  EXPECT_EQ(pf.functions[0].inclusive, 10u) << "sorted by inclusive samples";
+  std::map<std::string, uint64_t> steps;
+  for (const tprof::CallerRow& c : pf.callers) steps[c.caller + " -> " + c.callee] = c.samples;
+  EXPECT_EQ(steps["[unknown] app -> [unknown] libc.so.6"], 6u);
+  EXPECT_EQ(steps["[unknown] libc.so.6 -> entry_SYSCALL_64"], 6u);
+  EXPECT_EQ(steps["entry_SYSCALL_64 -> do_syscall_64"], 6u);
+  EXPECT_EQ(steps["[unknown] libc.so.6 -> [unknown] app"], 4u);
+  EXPECT_EQ(steps.size(), 4u);
+  o.by = ReportBy::kCaller;
+  std::string text = tprof::RenderReport(p, sym, o, ReportFormat::kText);
+  EXPECT_NE(text.find("entry_SYSCALL_64 -> do_syscall_64"), std::string::npos) << text;
+  o.by = ReportBy::kSymbol;
+  text = tprof::RenderReport(p, sym, o, ReportFormat::kText);
+  EXPECT_NE(text.find("CHILDREN"), std::string::npos) << text;
 }
 
 TEST(Report, FoldedStacksMergeProcessesOfOneName) {

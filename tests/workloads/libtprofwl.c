@@ -25,3 +25,10 @@ uint64_t wl_lib_spin(unsigned ms)
 	}
 	return now - start;
 }
+
+/* Calls fn(units) from this library, so stacks through it have a frame here
+ * (tprof-wl-calltree). */
+uint64_t wl_lib_call(uint64_t (*fn)(unsigned long), unsigned long units)
+{
+	return fn(units) + 1;
+}

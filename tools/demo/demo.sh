@@ -51,7 +51,7 @@ pid=$(pid_of shares.data tprof-wl-shares)
 say "Its functions: PROC = % of the process. Expect wl_alpha ~60, wl_beta ~30, wl_gamma ~10"
 say "(a few points less each: startup and the kernel side of its clock reads), with source lines."
 run tprofctl dump -i shares.data --by symbol --pid "$pid" --top 10
-say "--callers records each sample's caller: folded stacks (for flamegraph.pl) show main calling them."
+say "--callers records each sample's whole stack: folded stacks (for flamegraph.pl) show main calling them."
 top_folded shares.data "$pid" 4
 say "The same stacks as an interactive flame graph (hover, click to zoom, search): make demo copies"
 say "it out of the guest to build/demo/shares.svg (open it in a browser)."

@@ -25,7 +25,8 @@ namespace {
 
 void Usage(FILE* out) {
   std::fprintf(out,
-               "usage: tprofctl dump [-i FILE] [--by process|symbol] [--pid PID] [--top N]\n"
+               "usage: tprofctl dump [-i FILE] [--by process|symbol|caller] [--children]\n"
+               "                     [--pid PID] [--top N]\n"
                "                     [--format text|json|folded|svg|speedscope|pprof] [-o FILE]\n\n"
                "Reports a profile recorded by `tprofctl record` or `tprofctl start`/`stop`:\n"
                "per process, its samples in the kernel, its main executable and shared\n"
@@ -33,7 +34,11 @@ void Usage(FILE* out) {
                "process, with source lines where DWARF is available.\n"
                "  -i FILE        the profile (default %s)\n"
                "  --by WHAT      only the process table or only the function tables\n"
-               "                 (default: both)\n"
+               "                 (default: both), or caller: per process, each caller ->\n"
+               "                 callee step of the recorded stacks with its samples\n"
+               "  --children     function tables with inclusive samples (the samples whose\n"
+               "                 stack holds the function, as perf report --children) beside\n"
+               "                 the self samples, sorted by them\n"
                "  --pid PID      one process (0: the idle/wait samples)\n"
                "  --top N        N rows per table (default: all)\n"
                "  --format F     text (default), json, folded stacks for flame graphs\n"
@@ -72,10 +77,15 @@ int RunDump(const Args& args) {
         options.by = ReportBy::kProcess;
       } else if (by == "symbol" || by == "function") {
         options.by = ReportBy::kSymbol;
+      } else if (by == "caller") {
+        options.by = ReportBy::kCaller;
       } else {
-        std::fprintf(stderr, "tprofctl dump: --by takes process or symbol, got '%s'\n", by.c_str());
+        std::fprintf(stderr, "tprofctl dump: --by takes process, symbol or caller, got '%s'\n",
+                     by.c_str());
         return 2;
       }
+    } else if (a == "--children") {
+      options.children = true;
     } else if (a == "--pid" && has_value) {
       auto v = ParseNumber(a, args[++i]);
       if (!v || *v >= TPROF_PID_ALL) return 2;

@@ -21,13 +21,13 @@ constexpr Command kCommands[] = {
     {"threads", tprof::cli::RunThreads,
      "drain and print per-thread metric deltas [--pid PID] [--interval MS --count N] [--json]"},
     {"start", tprof::cli::RunStart,
-     "start a background sampling recorder [--freq HZ] [--pid PID] [--callers] [-o FILE]"},
+     "start a background sampling recorder [--freq HZ] [--pid PID] [-g|--callers [--stack-depth N]] [-o FILE]"},
     {"top", tprof::cli::RunTop,
      "live view: the heaviest functions or processes, refreshed [-p PID] [-d SEC] [--by F]"},
     {"stop", tprof::cli::RunStop, "stop the recorder and write the profile (tprof.data)"},
     {"record", tprof::cli::RunRecord, "start, run CMD, stop and dump: record [OPTIONS] -- CMD"},
     {"dump", tprof::cli::RunDump,
-     "report a profile [-i FILE] [--by process|symbol] [--pid PID] [--top N] [--format F] "
+     "report a profile [-i FILE] [--by process|symbol|caller] [--children] [--pid PID] [--top N] [--format F] "
      "[-o FILE] (F: text, json, folded, pprof)"},
     {"diff", tprof::cli::RunDiff,
      "compare two profiles per function or process: diff A B [--by function|process] "

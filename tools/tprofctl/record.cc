@@ -40,6 +40,8 @@ namespace tprof::cli {
 
 namespace {
 
+constexpr int kDefaultStackDepth = 64;
+
 struct RecordOptions {
   SamplingOptions sampling;
   std::string output = kDefaultProfilePath;
@@ -49,14 +51,17 @@ struct RecordOptions {
 
 void StartUsage(FILE* out, const char* cmd) {
   std::fprintf(out,
-               "usage: tprofctl %s [--freq HZ] [--buffer-kb N] [--pid PID] [--callers]\n"
-               "                [--event NAME --period N] [-o FILE]%s\n\n"
+               "usage: tprofctl %s [--freq HZ] [--buffer-kb N] [--pid PID] [-g|--callers]\n"
+               "                [--stack-depth N] [--event NAME --period N] [-o FILE]%s\n\n"
                "  --freq HZ       clock samples per second per CPU (default 1000, max 100000)\n"
                "  --buffer-kb N   size of each half of a CPU's double buffer (default 64;\n"
                "                  a power of two from 4 to 16384)\n"
                "  --pid PID       sample one process (default: every process, which needs\n"
                "                  CAP_PERFMON or CAP_SYS_ADMIN)\n"
-               "  --callers       also record each sample's caller (for folded stacks)\n"
+               "  -g, --callers   record each sample's whole stack, kernel and user part\n"
+               "                  (user code built with frame pointers), for folded stacks,\n"
+               "                  flame graphs and `dump --children` / `--by caller`\n"
+               "  --stack-depth N frames per stack with --callers (1..%d, default %d)\n"
                "  --event NAME    sample on a counter's overflow instead of the clock:\n"
                "                  page-faults, context-switches, cpu-migrations, task-clock,\n"
                "                  cycles, instructions, cache-misses, branch-misses, rHEX\n"
@@ -66,13 +71,16 @@ void StartUsage(FILE* out, const char* cmd) {
                "                  pid=PID:START:LEN:BLOCK, saved to FILE.windows\n"
                "  --profil SPEC   profil(2) window PID:OFFSET:SCALE:BUFSIZ[:32]\n"
                "                  (see `tprofctl window --help`)\n",
-               cmd, std::strcmp(cmd, "record") == 0 ? " [DUMP OPTIONS] -- CMD [ARGS...]" : "");
+               cmd, std::strcmp(cmd, "record") == 0 ? " [DUMP OPTIONS] -- CMD [ARGS...]" : "",
+               TPROF_MAX_STACK_DEPTH, kDefaultStackDepth);
 }
 
 // Parses the options shared by start and record. Unknown options are left in
 // *rest (record passes them to the report). Returns 2 on a usage error.
 int ParseRecordOptions(const Args& args, size_t end, RecordOptions* o, Args* rest) {
   std::optional<uint64_t> period;
+  std::optional<uint32_t> stack_depth;
+  bool callers = false;
   for (size_t i = 0; i < end; ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string* {
@@ -82,7 +90,16 @@ int ParseRecordOptions(const Args& args, size_t end, RecordOptions* o, Args* res
       }
       return &args[++i];
     };
-    if (a == "--freq" || a == "--buffer-kb" || a == "--pid" || a == "--period") {
+    if (a == "--stack-depth") {
+      const std::string* v = value();
+      if (!v) return 2;
+      auto n = ParseNumber(a, *v);
+      if (!n || *n == 0 || *n > TPROF_MAX_STACK_DEPTH) {
+        std::fprintf(stderr, "tprofctl: --stack-depth must be 1..%d\n", TPROF_MAX_STACK_DEPTH);
+        return 2;
+      }
+      stack_depth = static_cast<uint32_t>(*n);
+    } else if (a == "--freq" || a == "--buffer-kb" || a == "--pid" || a == "--period") {
       const std::string* v = value();
       if (!v) return 2;
       auto n = ParseNumber(a, *v);
@@ -104,8 +121,8 @@ int ParseRecordOptions(const Args& args, size_t end, RecordOptions* o, Args* res
     } else if (a == "--window" || a == "--profil") {
       const std::string* v = value();
       if (!v || !ParseWindowOption(a, *v, &o->windows)) return 2;
-    } else if (a == "--callers") {
-      o->sampling.callers = true;
+    } else if (a == "--callers" || a == "-g") {
+      callers = true;
     } else if (a == "--event") {
       const std::string* v = value();
       if (!v) return 2;
@@ -127,6 +144,11 @@ int ParseRecordOptions(const Args& args, size_t end, RecordOptions* o, Args* res
       return 2;
     }
   }
+  if (stack_depth && !callers) {
+    std::fprintf(stderr, "tprofctl: --stack-depth goes with --callers\n");
+    return 2;
+  }
+  if (callers) o->sampling.stack_depth = stack_depth.value_or(kDefaultStackDepth);
   if (o->sampling.event_type != TPROF_SAMPLE_ON_CLOCK) {
     o->sampling.event_period = period.value_or(10000);
     o->sampling.frequency_hz = 0;
@@ -135,6 +157,21 @@ int ParseRecordOptions(const Args& args, size_t end, RecordOptions* o, Args* res
     return 2;
   }
   return 0;
+}
+
+// Starts sampling; a module older than ABI 1.8 refuses stacks (EINVAL):
+// then only each sample's caller is recorded, as before.
+Expected<SamplingSession> StartSampling(SamplingOptions options) {
+  auto session = SamplingSession::Start(options);
+  if (session || session.error().code() != std::errc::invalid_argument || !options.stack_depth)
+    return session;
+  options.stack_depth = 0;
+  options.callers = true;
+  auto fallback = SamplingSession::Start(options);
+  if (fallback)
+    std::fprintf(stderr, "tprofctl: the module refused whole stacks (older than ABI 1.8?): "
+                         "recording callers only\n");
+  return fallback;
 }
 
 std::string AbsolutePath(const std::string& path) {
@@ -361,7 +398,7 @@ int RunStart(const Args& args) {
       fail("a recorder is already running (pid " + std::to_string(other) +
            "): `tprofctl stop` it first");
   }
-  auto session = SamplingSession::Start(o.sampling);
+  auto session = StartSampling(o.sampling);
   if (!session) fail(session.error().message());
   if (Status st = ApplyWindows(session->fd(), o.windows, 0); !st) fail(st.error().message());
   std::ofstream(PidFile()) << ::getpid() << "\n";
@@ -488,7 +525,7 @@ int RunRecord(const Args& args) {
   }
   ::close(go[0]);
   if (o.pid_given && o.sampling.pid == 0) o.sampling.pid = static_cast<uint32_t>(child);
-  auto session = SamplingSession::Start(o.sampling);
+  auto session = StartSampling(o.sampling);
   if (!session) {
     ::close(go[1]);
     ::waitpid(child, nullptr, 0);

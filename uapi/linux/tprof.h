@@ -144,7 +144,12 @@
  *     same pid is not seen). A followed process that execs a non-dumpable
  *     (e.g. setuid) program leaves the session: no samples, COMM or MAP of
  *     it any more. EBUSY: a session is running.
- *     EINVAL: bad flags, frequency, buffer size or event, nonzero reserved.
+ *     TPROF_SAMPLING_STACKS (ABI 1.8) makes every sample carry its whole
+ *     stack, kernel and user part, at most stack_depth frames (see struct
+ *     tprof_rec_stack); TPROF_SAMPLING_CALLERS keeps filling caller.
+ *     EINVAL: bad flags, frequency, buffer size or event, nonzero reserved,
+ *     stack_depth 0 or above TPROF_MAX_STACK_DEPTH with STACKS, nonzero
+ *     without.
  *     EOPNOTSUPP: a hardware event on a machine without a usable PMU.
  *     At start, one TPROF_REC_COMM (TPROF_COMM_EXISTING) per existing
  *     process is written (into the starting CPU's buffer).
@@ -479,6 +484,11 @@ struct tprof_self_page {
 
 /* tprof_sampling_config.flags */
 #define TPROF_SAMPLING_CALLERS (1U << 0) /* also record the caller's return address */
+#define TPROF_SAMPLING_STACKS (1U << 1)  /* whole stacks, stack_depth frames (ABI 1.8) */
+
+/* tprof_sampling_config.stack_depth: 1..TPROF_MAX_STACK_DEPTH with
+ * TPROF_SAMPLING_STACKS, else 0. */
+#define TPROF_MAX_STACK_DEPTH 127
 
 /* tprof_sampling_config.event_type */
 #define TPROF_SAMPLE_ON_CLOCK 0 /* frequency_hz samples/s per CPU (cpu-clock) */
@@ -497,7 +507,7 @@ struct tprof_sampling_config {
 	__u32 frequency_hz;   /* in: clock sampling, 0 = default; 1..MAX_HZ */
 	__u32 half_bytes;     /* in: 0 = default; power of two in [MIN, MAX] */
 	__u32 event_type;     /* in: TPROF_SAMPLE_ON_CLOCK or a TPROF_METRIC_* type */
-	__u32 __pad;
+	__u32 stack_depth;    /* in: with TPROF_SAMPLING_STACKS, else 0 (ABI 1.8) */
 	__u64 event_config;   /* in: PERF_COUNT_SW_* / PERF_COUNT_HW_* / raw code */
 	__u64 event_period;   /* in: events per sample (counter sampling), >= 1 */
 	/* out: the mapping to mmap() */
@@ -559,6 +569,7 @@ struct tprof_rec_header {
 #define TPROF_SAMPLE_IDLE (1U << 1)     /* the CPU was idle (wait state) */
 #define TPROF_SAMPLE_CALLER (1U << 2)   /* caller is valid */
 #define TPROF_SAMPLE_HIDDEN (1U << 3)   /* kernel addresses withheld (no CAP_PERFMON) */
+#define TPROF_SAMPLE_STACK (1U << 4)    /* a struct tprof_rec_stack follows (ABI 1.8) */
 
 struct tprof_rec_sample {
 	struct tprof_rec_header hdr;
@@ -570,6 +581,39 @@ struct tprof_rec_sample {
 	__u64 space_id;       /* address-space id (user samples), matches tprof_rec_map */
 	__u32 flags;          /* TPROF_SAMPLE_* */
 	__u32 cpu;
+};
+
+/*
+ * The stack of a sample (TPROF_SAMPLING_STACKS, ABI 1.8): right after the
+ * struct tprof_rec_sample, inside hdr.size, followed by nr_kernel +
+ * nr_user __u64 addresses (a reader that stops at sizeof(struct
+ * tprof_rec_sample) skips it). First the kernel part, innermost first:
+ * the return addresses the kernel's unwinder finds from the sampled
+ * registers (none for a user-mode sample, or with TPROF_SAMPLE_HIDDEN).
+ * Then the user part of a user task, innermost first:
+ *   - with TPROF_STACK_USER_IP, the user-mode ip (the sample hit the
+ *     kernel: the address the task entered it from);
+ *   - with TPROF_STACK_LEAF_RA, the user leaf's possible return address:
+ *     the word at the user stack pointer (x86-64) or the link register
+ *     (arm64). It is the leaf's caller only where the leaf has no frame
+ *     (yet); the reader decides, e.g. from the leaf's CFI;
+ *   - the return addresses of the frame-pointer chain (fault-safe reads;
+ *     the walk stops at a fault, a misaligned or non-increasing frame
+ *     pointer, a zero return address or the depth).
+ * Return addresses (every entry but the user ip) point after the call.
+ * The kernel and frame-chain entries are at most stack_depth together;
+ * TPROF_STACK_TRUNCATED says the depth ended the walk. The record's size
+ * stays a multiple of 8 and far below TPROF_SAMPLING_MIN_HALF_BYTES.
+ */
+#define TPROF_STACK_USER_IP (1U << 0)
+#define TPROF_STACK_LEAF_RA (1U << 1)
+#define TPROF_STACK_TRUNCATED (1U << 2)
+
+struct tprof_rec_stack {
+	__u16 nr_kernel;
+	__u16 nr_user;
+	__u32 flags;          /* TPROF_STACK_* */
+	/* __u64 frames[nr_kernel + nr_user]; */
 };
 
 /* tprof_rec_comm.kind */
@@ -978,6 +1022,7 @@ TPROF_STATIC_ASSERT(sizeof(struct tprof_buffer_release) == 16, "tprof_buffer_rel
 TPROF_STATIC_ASSERT(sizeof(struct tprof_sampling_status) == 80, "tprof_sampling_status size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_header) == 8, "tprof_rec_header size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_sample) == 56, "tprof_rec_sample size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_stack) == 8, "tprof_rec_stack size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_comm) == 48, "tprof_rec_comm size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_exit) == 24, "tprof_rec_exit size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_map) == 56, "tprof_rec_map size");

@@ -46,6 +46,26 @@ struct CallerKey {
   auto operator<=>(const CallerKey&) const = default;
 };
 
+// One entry of the stack table: a sample's struct tprof_rec_stack as
+// recorded (see the uapi header), interned so that a file holds each
+// distinct stack once. space_id is the space of the user entries (also
+// for a kernel-mode sample, whose SampleKey has space 0). Which entries
+// are frames is decided when reading (ExpandStack, stacks.h).
+struct RawStack {
+  uint32_t flags = 0;  // TPROF_STACK_*
+  uint64_t space_id = 0;
+  std::vector<uint64_t> kernel;  // return addresses, innermost first
+  std::vector<uint64_t> user;    // [user ip] [leaf's return address] chain
+  auto operator<=>(const RawStack&) const = default;
+};
+
+// Samples of one sampled instruction with one stack (1-based stack id).
+struct StackSampleKey {
+  SampleKey sample;
+  uint32_t stack = 0;
+  auto operator<=>(const StackSampleKey&) const = default;
+};
+
 struct ProcessName {
   uint64_t time_ns = 0;
   uint32_t kind = TPROF_COMM_EXISTING;  // TPROF_COMM_*
@@ -131,6 +151,10 @@ struct Profile {
   std::map<std::string, std::string> attributes;
   std::map<SampleKey, uint64_t> samples;
   std::map<CallerKey, uint64_t> caller_edges;
+  // The stack table (id i + 1 is stacks[i]) and the samples that carried
+  // a stack, a subset of `samples` (ABI 1.8, TPROF_SAMPLING_STACKS).
+  std::vector<RawStack> stacks;
+  std::map<StackSampleKey, uint64_t> stack_samples;
   std::map<uint32_t, ProcessInfo> processes;
   std::map<SpaceKey, std::vector<Mapping>> mappings;  // sorted by start
   std::map<uint32_t, CpuTotals> cpus;
@@ -181,8 +205,12 @@ class ProfileBuilder {
   void AddSample(const tprof_rec_sample& s);
   void AddComm(const tprof_rec_comm& c);
   void AddMap(const tprof_rec_map& m, const char* path, size_t path_bytes);
+  // Interns the stack after a sample; false if it does not fit the record.
+  bool AddStack(const SampleKey& key, const tprof_rec_sample& s, const unsigned char* rest,
+                size_t rest_bytes);
 
   Profile profile_;
+  std::map<RawStack, uint32_t> stack_ids_;
 };
 
 // Reads the text symbols (types t/T/w/W) of a kallsyms file. All-zero

@@ -1,7 +1,7 @@
 // The profile file (default tprof.data): what `tprofctl stop`/`record`
 // write and `tprofctl dump` reads.
 //
-// Format, version 1.0: UTF-8/byte text, one item per line, fields separated
+// Format, version 1.1 (1.0 had no stacks; both read): UTF-8/byte text, one item per line, fields separated
 // by one TAB. The first line is
 //     tprof-profile MAJOR MINOR
 // and the last is `end` (a file without it was cut short). Readers refuse
@@ -22,6 +22,9 @@
 //   map      PID SPACE START END PGOFF PATH
 //   sample   PID SPACE IP FLAGS COUNT
 //   edge     PID SPACE IP FLAGS CALLER COUNT
+//   stack    ID FLAGS SPACE NKERNEL NUSER ADDR...   the stack table (1.1):
+//            RawStack ID (from 1, in order), its kernel then user entries
+//   ssample  PID SPACE IP FLAGS STACK COUNT    samples with stack STACK (1.1)
 //   kernel-symbols AVAILABLE NOTE
 //   ksym     ADDR TYPE NAME MODULE
 //   jit      PID START SIZE NAME
@@ -39,7 +42,7 @@ namespace tprof {
 
 inline constexpr char kDefaultProfilePath[] = "tprof.data";
 inline constexpr int kProfileFormatMajor = 1;
-inline constexpr int kProfileFormatMinor = 0;
+inline constexpr int kProfileFormatMinor = 1;
 
 std::string SerializeProfile(const Profile& profile);
 // Parses a profile; `name` is used in error messages. Errors: EBADMSG (not

@@ -22,12 +22,18 @@
 namespace tprof {
 
 enum class ReportFormat { kText, kJson, kFolded };
-enum class ReportBy { kAll, kProcess, kSymbol };
+// kCaller: per process, each caller -> callee pair of the stacks with the
+// samples whose stack holds it (perf report's caller view, flattened).
+enum class ReportBy { kAll, kProcess, kSymbol, kCaller };
 
 struct ReportOptions {
   ReportBy by = ReportBy::kAll;
   std::optional<uint32_t> pid;  // only this process (0: the idle row)
   size_t top = 0;               // rows per table; 0 = all
+  // Function tables show inclusive samples ("children", the samples whose
+  // stack holds the function, as perf report --children) beside the
+  // self samples, sorted by them.
+  bool children = false;
 };
 
 // One process's samples by space (FIG. 1).
@@ -46,6 +52,15 @@ struct FunctionRow {
   Location location;   // of the function's hottest address (for its line)
   std::string space;   // Location::SpaceName()
   std::string function;  // Location::FunctionName()
+  uint64_t samples = 0;    // self: the function was the sampled leaf
+  uint64_t inclusive = 0;  // its stack held the function (once per sample)
+};
+
+// A caller -> callee step of the samples' stacks (functions as in
+// FunctionRow), with the samples whose stack takes that step.
+struct CallerRow {
+  std::string caller_space, caller;
+  std::string callee_space, callee;
   uint64_t samples = 0;
 };
 
@@ -53,7 +68,8 @@ struct ProcessFunctions {
   uint32_t pid = 0;
   std::string name;
   uint64_t samples = 0;
-  std::vector<FunctionRow> functions;  // by samples, descending; all of them
+  std::vector<FunctionRow> functions;  // by samples (children: inclusive), descending
+  std::vector<CallerRow> callers;      // by samples, descending
 };
 
 struct ReportData {
@@ -70,7 +86,8 @@ struct ReportData {
 ReportData BuildReport(const Profile& profile, Symbolizer& symbolizer,
                        const ReportOptions& options);
 // One stack of the folded output, root first: the process name, the
-// caller (where known), the sampled function. Kernel frames end in "_[k]";
+// callers (the whole stack where recorded, else the caller where known),
+// the sampled function. Kernel frames end in "_[k]";
 // ';' in a name reads ':' (it separates folded frames). The flame graph
 // and speedscope exports (flamegraph.h, speedscope.h) draw these rows.
 struct StackRow {
@@ -85,9 +102,10 @@ struct StackRow {
 [[nodiscard]] std::vector<StackRow> FoldedStackRows(const Profile& profile,
                                                     Symbolizer& symbolizer,
                                                     const ReportOptions& options);
-// Folded stacks, sorted: "name;caller;function count", or "name;function
-// count" for samples without a caller (the rows above, processes of the
-// same name summed).
+// Folded stacks, heaviest first (then by text): "name;root;...;function
+// count" with the whole stack where one was recorded, "name;caller;function
+// count" with only the caller, "name;function count" without either (the
+// rows above, processes of the same name summed).
 std::string FoldedStacks(const Profile& profile, Symbolizer& symbolizer,
                          const ReportOptions& options);
 // The whole report in one format (kFolded ignores `by` and `top`).

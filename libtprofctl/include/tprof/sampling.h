@@ -24,6 +24,9 @@ struct SamplingOptions {
   uint32_t half_bytes = 0;     // per CPU half-buffer; 0 = module default (64 KiB)
   uint32_t pid = TPROF_PID_ALL;  // one process, or every process
   bool callers = false;        // also record each sample's caller
+  // Whole stacks (ABI 1.8): each sample's kernel and user frames, at most
+  // stack_depth (1..TPROF_MAX_STACK_DEPTH); 0 = none.
+  uint32_t stack_depth = 0;
   uint32_t event_type = TPROF_SAMPLE_ON_CLOCK;  // or TPROF_METRIC_SOFTWARE/HARDWARE/RAW
   uint64_t event_config = 0;
   uint64_t event_period = 0;   // events per sample (counter sampling)

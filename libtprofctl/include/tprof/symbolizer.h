@@ -110,6 +110,15 @@ class Symbolizer {
   // user addresses in no mapping.
   std::optional<MappingInfo> MappingAt(uint32_t pid, uint64_t space_id, uint64_t ip, bool user);
 
+  // Whether a user-mode leaf at ip still has its return address where the
+  // sample recorded it (TPROF_STACK_LEAF_RA): the word at the stack
+  // pointer on x86-64 (CFA = sp + 8: at the entry, or a frameless leaf
+  // that has not moved sp), the link register on arm64 (its CFI rule is
+  // "same value"). Then the frame-pointer chain does not yet hold the
+  // leaf's caller. Decided from the object's .eh_frame; false when
+  // unknown.
+  bool LeafReturnAddressLive(uint32_t pid, uint64_t space_id, uint64_t ip);
+
   const SymbolizerStats& stats() const { return stats_; }
 
  private:
@@ -125,6 +134,7 @@ class Symbolizer {
   SymbolizerOptions options_;
   SymbolizerStats stats_;
   std::map<std::tuple<uint32_t, uint64_t, uint64_t, bool>, Location> cache_;
+  std::map<std::tuple<uint32_t, uint64_t, uint64_t>, bool> leaf_cache_;
   std::map<std::string, std::unique_ptr<ElfObject>> elf_files_;  // null: unreadable
 };
 

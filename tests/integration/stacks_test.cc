@@ -1,0 +1,280 @@
+// Whole stacks (`tprofctl record --callers`, ABI 1.8) on workloads with a
+// known call tree (tests/workloads/calltree.c): the inclusive and
+// exclusive shares of its functions, through a frameless leaf and a
+// shared library, and kernel time of system calls under the user function
+// that made them. Read from the folded stacks, `dump --children` and
+// `dump --by caller`, as a user would.
+#include <cmath>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "../common/json_value.h"
+#include "../common/temp_dir.h"
+#include "guest_env.h"
+
+namespace tprof::test {
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out;  // stdout and stderr
+};
+
+Result Sh(const std::string& cmd) {
+  Result r;
+  r.rc = RunCommand("(" + cmd + ") 2>&1", &r.out);
+  return r;
+}
+
+bool Contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+double Percent(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+// Three standard deviations of a binomial share of n samples, in points,
+// plus `systematic` points for what the workload does not control: its
+// startup, its clock reads and the sampler's own kernel time, which land
+// in the process's samples but in none of its parts.
+double Margin(double nominal_pct, uint64_t n, double systematic) {
+  const double p = nominal_pct / 100;
+  return systematic + (n ? 300 * std::sqrt(p * (1 - p) / static_cast<double>(n)) : 100);
+}
+
+bool IsKernelFrame(const std::string& f) {
+  return f.size() > 4 && f.compare(f.size() - 4, 4, "_[k]") == 0;
+}
+
+// The folded stacks of one process name: frames root first (without the
+// process) and their samples.
+struct Stack {
+  std::vector<std::string> frames;
+  uint64_t samples = 0;
+
+  bool Has(const std::string& f) const {
+    for (const std::string& x : frames)
+      if (x == f) return true;
+    return false;
+  }
+  // The innermost user frame (kernel time belongs to it), "" if none.
+  std::string UserLeaf() const {
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it)
+      if (!IsKernelFrame(*it)) return *it;
+    return "";
+  }
+  // The user frames, root first, as "a;b;c".
+  std::string UserPath() const {
+    std::string s;
+    for (const std::string& f : frames)
+      if (!IsKernelFrame(f)) s += (s.empty() ? "" : ";") + f;
+    return s;
+  }
+  bool KernelLeaf() const { return !frames.empty() && IsKernelFrame(frames.back()); }
+};
+
+std::vector<Stack> ParseFolded(const std::string& folded, const std::string& process) {
+  std::vector<Stack> out;
+  std::istringstream in(folded);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    std::istringstream frames(line.substr(0, space));
+    std::string frame;
+    std::getline(frames, frame, ';');
+    if (frame != process) continue;
+    Stack s;
+    while (std::getline(frames, frame, ';')) s.frames.push_back(frame);
+    s.samples = std::stoull(line.substr(space + 1));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+uint64_t Total(const std::vector<Stack>& stacks) {
+  uint64_t n = 0;
+  for (const Stack& s : stacks) n += s.samples;
+  return n;
+}
+
+uint64_t Inclusive(const std::vector<Stack>& stacks, const std::string& fn) {
+  uint64_t n = 0;
+  for (const Stack& s : stacks)
+    if (s.Has(fn)) n += s.samples;
+  return n;
+}
+
+uint64_t UserSelf(const std::vector<Stack>& stacks, const std::string& fn) {
+  uint64_t n = 0;
+  for (const Stack& s : stacks)
+    if (s.UserLeaf() == fn) n += s.samples;
+  return n;
+}
+
+// Samples whose user frames end with `tail` ("a;b").
+uint64_t UserPathEndsWith(const std::vector<Stack>& stacks, const std::string& tail) {
+  uint64_t n = 0;
+  for (const Stack& s : stacks) {
+    const std::string p = s.UserPath();
+    if (p == tail || (p.size() > tail.size() &&
+                      p.compare(p.size() - tail.size() - 1, tail.size() + 1, ";" + tail) == 0))
+      n += s.samples;
+  }
+  return n;
+}
+
+std::string Head(const std::string& s, size_t bytes = 3000) { return s.substr(0, bytes); }
+
+// The process name the kernel gives tprof-wl-calltree (comm: 15 bytes).
+constexpr char kComm[] = "tprof-wl-calltr";
+
+class Stacks : public ::testing::Test {
+ protected:
+  // Records the workload with stacks; returns the folded stacks.
+  std::string RecordFolded(const std::string& args, const std::string& name) {
+    file_ = dir_.File(name);
+    Result rec = Sh("cd " + dir_.path() + " && tprofctl record -o " + file_ +
+                    " --callers -- tprof-wl-calltree " + args);
+    EXPECT_EQ(rec.rc, 0) << rec.out;
+    workload_ = rec.out;
+    Result folded = Sh("tprofctl dump -i " + file_ + " --format folded");
+    EXPECT_EQ(folded.rc, 0) << folded.out;
+    return folded.out;
+  }
+
+  TempDir dir_;
+  std::string file_, workload_;
+};
+
+TEST_F(Stacks, CallTreeSharesThroughFramelessLeafAndSharedLibrary) {
+  const std::string folded = RecordFolded("--ms 3000", "calltree.data");
+  const std::vector<Stack> all = ParseFolded(folded, kComm);
+  SCOPED_TRACE(Head(folded));
+  // The call tree's samples: those under main. The rest is the process's
+  // startup (exec, the dynamic loader: a few percent under TCG).
+  std::vector<Stack> stacks;
+  for (const Stack& s : all)
+    if (s.Has("main")) stacks.push_back(s);
+  const uint64_t total = Total(stacks);
+  ASSERT_GE(total, 300u) << "3 s of CPU at 1 kHz\n" << workload_;
+  EXPECT_GE(Percent(total, Total(all)), 80) << "most samples are under main";
+  // Exclusive (self) shares: the innermost user frame, so the sampler's
+  // own kernel time stays with the function it interrupted.
+  const std::map<std::string, double> self = {
+      {"wl_d", 50}, {"wl_c", 30}, {"wl_a", 10}, {"wl_b", 10}};
+  for (const auto& [fn, want] : self)
+    EXPECT_NEAR(Percent(UserSelf(stacks, fn), total), want, Margin(want, total, 5))
+        << fn << " self of " << total;
+  // Inclusive shares: what the call tree holds.
+  const std::map<std::string, double> inclusive = {{"main", 100}, {"wl_a", 100},
+                                                   {"wl_b", 60},  {"wl_lib_call", 50},
+                                                   {"wl_d", 50},  {"wl_c", 30}};
+  for (const auto& [fn, want] : inclusive)
+    EXPECT_NEAR(Percent(Inclusive(stacks, fn), total), want, Margin(want, total, 5))
+        << fn << " inclusive of " << total;
+  // The frameless leaf keeps its caller (the word at its stack pointer),
+  // and wl_d is reached through the library's frame.
+  const uint64_t c = UserSelf(stacks, "wl_c"), d = UserSelf(stacks, "wl_d");
+  EXPECT_GE(UserPathEndsWith(stacks, "main;wl_a;wl_c") * 100, c * 95)
+      << "wl_c's samples must show main -> wl_a -> wl_c";
+  EXPECT_GE(UserPathEndsWith(stacks, "main;wl_a;wl_b;wl_lib_call;wl_d") * 100, d * 95)
+      << "wl_d's samples must show main -> wl_a -> wl_b -> wl_lib_call (libtprofwl.so) -> wl_d";
+  // Heaviest stack first.
+  ASSERT_FALSE(stacks.empty());
+  EXPECT_EQ(stacks.front().UserLeaf(), "wl_d") << "folded output is heaviest first";
+
+  // dump --children: the same inclusive totals beside self, sorted by them.
+  std::string json_text;
+  ASSERT_EQ(RunCommand("tprofctl dump -i " + file_ + " --children --format json", &json_text), 0);
+  std::string error;
+  auto j = JsonParser::Parse(json_text, &error);
+  ASSERT_TRUE(j) << error;
+  bool found = false;
+  for (const JsonValue& pf : (*j)["functions"].array) {
+    if (pf["name"].string != kComm) continue;
+    found = true;
+    for (const JsonValue& f : pf["functions"].array) {
+      if (inclusive.count(f["function"].string)) {
+        EXPECT_EQ(static_cast<uint64_t>(f["inclusive"].number),
+                  Inclusive(stacks, f["function"].string))
+            << f["function"].string;
+      }
+    }
+  }
+  EXPECT_TRUE(found) << Head(json_text);
+  Result children = Sh("tprofctl dump -i " + file_ + " --children --by symbol --top 3");
+  ASSERT_EQ(children.rc, 0) << children.out;
+  EXPECT_TRUE(Contains(children.out, "CHILDREN")) << children.out;
+  // dump --by caller: the caller -> callee steps.
+  Result callers = Sh("tprofctl dump -i " + file_ + " --by caller");
+  ASSERT_EQ(callers.rc, 0) << callers.out;
+  for (const char* step : {"wl_a -> wl_c", "wl_a -> wl_b", "wl_b -> wl_lib_call",
+                           "wl_lib_call -> wl_d"})
+    EXPECT_TRUE(Contains(callers.out, step)) << step << "\n" << Head(callers.out);
+  std::printf("  [calltree] %llu samples: self wl_d %.1f%% wl_c %.1f%% wl_a %.1f%% wl_b %.1f%%; "
+              "inclusive wl_a %.1f%% wl_b %.1f%% wl_lib_call %.1f%%\n",
+              static_cast<unsigned long long>(total), Percent(d, total), Percent(c, total),
+              Percent(UserSelf(stacks, "wl_a"), total), Percent(UserSelf(stacks, "wl_b"), total),
+              Percent(Inclusive(stacks, "wl_a"), total), Percent(Inclusive(stacks, "wl_b"), total),
+              Percent(Inclusive(stacks, "wl_lib_call"), total));
+}
+
+TEST_F(Stacks, SyscallKernelTimeSitsUnderTheCallingFunction) {
+  const std::string folded = RecordFolded("--syscalls --ms 2000", "syscalls.data");
+  const std::vector<Stack> stacks = ParseFolded(folded, kComm);
+  SCOPED_TRACE(Head(folded));
+  // The samples inside the loop's two system calls (a kernel frame of
+  // getppid's or read's implementation): each must sit under the user
+  // function that made the call, directly above libc's wrapper, a
+  // frameless leaf whose caller only its CFI recovers.
+  auto in_loop_syscall = [](const Stack& s) {
+    for (const std::string& f : s.frames)
+      if (IsKernelFrame(f) && (Contains(f, "sys_getppid") || Contains(f, "sys_read") ||
+                               Contains(f, "ksys_read") || Contains(f, "vfs_read")))
+        return true;
+    return false;
+  };
+  uint64_t kernel = 0, under = 0, calls = 0, calls_under = 0, deep = 0;
+  std::string misses;
+  for (const Stack& s : stacks) {
+    if (!s.KernelLeaf()) continue;
+    kernel += s.samples;
+    const std::string path = s.UserPath();
+    const bool is_under = Contains(path, "main;wl_syscalls");
+    if (is_under) under += s.samples;
+    size_t kframes = 0;
+    for (const std::string& f : s.frames) kframes += IsKernelFrame(f);
+    if (kframes >= 2) deep += s.samples;
+    if (!in_loop_syscall(s)) continue;
+    calls += s.samples;
+    if (is_under)
+      calls_under += s.samples;
+    else if (misses.size() < 2000)
+      misses += path + " (" + std::to_string(s.samples) + ")\n";
+  }
+  const uint64_t total = Total(stacks);
+  ASSERT_GE(calls, 50u) << "system calls under TCG are mostly kernel time; " << total
+                        << " samples, " << kernel << " in the kernel\n" << workload_;
+  EXPECT_GE(Percent(calls_under, calls), 100 - Margin(100, calls, 2))
+      << calls_under << " of " << calls
+      << " samples in getppid/read under main;wl_syscalls; the others:\n" << misses;
+  // Also the process's own exec, dynamic loading and exit are kernel time,
+  // under no user frame or under main only: most is still the loop's.
+  EXPECT_GE(Percent(under, kernel), 80) << under << " of " << kernel;
+  EXPECT_GE(Percent(deep, kernel), 80) << "the kernel part is a whole stack, not one frame";
+  std::printf("  [syscalls] %llu samples, %llu in the kernel (%.1f%% under wl_syscalls), %llu "
+              "in getppid/read (%.1f%% under wl_syscalls), %.1f%% with 2+ kernel frames\n",
+              static_cast<unsigned long long>(total), static_cast<unsigned long long>(kernel),
+              Percent(under, kernel), static_cast<unsigned long long>(calls),
+              Percent(calls_under, calls), Percent(deep, kernel));
+}
+
+}  // namespace
+}  // namespace tprof::test

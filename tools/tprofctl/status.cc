@@ -3,8 +3,10 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <memory>
 #include <string>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "tprof/device.h"
 #include "tprof/json_writer.h"
@@ -76,41 +78,29 @@ void PrintText(const Info& info) {
   std::printf("\ncounted since the module was loaded; * = CPU offline\n");
 }
 
-}  // namespace
-
-int RunStatus(const Args& args) {
-  bool json = false;
-  for (const std::string& a : args) {
-    if (a == "--json") {
-      json = true;
-    } else if (a == "-h" || a == "--help") {
-      std::printf(
-          "usage: tprofctl status [--json]\n\n"
-          "Shows the tprof module's ABI and module version, the kernel, the CPUs,\n"
-          "the module state and, per CPU and in total, the context switches,\n"
-          "forks, execs and exits it has counted since it was loaded.\n"
-          "  --json   one JSON object instead of text\n");
-      return 0;
-    } else {
-      std::fprintf(stderr, "tprofctl status: unknown option '%s' (try --help)\n", a.c_str());
-      return 2;
-    }
-  }
-  auto dev = Device::Open();
-  if (!dev) {
-    std::fprintf(stderr, "tprofctl: %s\n", dev.error().message().c_str());
-    return 1;
-  }
+int RunStatus(bool json) {
+  auto dev = OpenDeviceOrReport();
+  if (!dev) return 1;
   auto info = dev->GetInfo();
-  if (!info) {
-    std::fprintf(stderr, "tprofctl: %s\n", info.error().message().c_str());
-    return 1;
-  }
+  if (!info) return ReportError(info.error(), Doing::kOpenDevice);
   if (json)
     PrintJson(*info);
   else
     PrintText(*info);
   return 0;
+}
+
+}  // namespace
+
+void AddStatusCommand(CommandLine& cli) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* sub = cli.Add(cli.app(), "status",
+                          "Shows the module's version, state and event counters. It prints the tprof "
+                          "module's ABI and module version, the kernel, the CPUs, "
+                          "the module state and, per CPU and in total, the context switches, forks, "
+                          "execs and exits it has counted since it was loaded.",
+                          [json] { return RunStatus(*json); });
+  sub->add_flag("--json", *json, "one JSON object instead of text");
 }
 
 }  // namespace tprof::cli

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -16,19 +17,12 @@ namespace tprof::cli {
 
 namespace {
 
-void Usage(FILE* out) {
-  std::fprintf(out,
-               "usage: tprofctl threads [--pid PID | --all] [--interval MS] [--count N] [--json]\n\n"
-               "Drains the per-thread metric deltas: every thread whose metrics moved\n"
-               "since the last drain (or read), once, then zeroes them. Threads that\n"
-               "exited in between are shown once more, marked exited.\n"
-               "  --all          every process (default; needs CAP_PERFMON/CAP_SYS_ADMIN)\n"
-               "  --pid PID      one process (yours, or with ptrace-read rights over it)\n"
-               "  --interval MS  wait MS milliseconds before each drain (default: drain now)\n"
-               "  --count N      drains to print with --interval (default 1)\n"
-               "  --json         one JSON object per thread per line\n"
-               "Turn accounting on first: `tprofctl metrics on`.\n");
-}
+struct ThreadsOptions {
+  uint32_t pid = 0;  // 0: every process (TPROF_PID_ALL)
+  uint64_t interval_ms = 0;
+  uint64_t count = 1;
+  bool json = false;
+};
 
 void PrintText(const std::vector<MetricSpec>& metrics, const DrainResult& r) {
   std::printf("%7s %7s %-16s", "PID", "TID", "COMM");
@@ -65,44 +59,14 @@ void PrintJson(const std::vector<MetricSpec>& metrics, const DrainResult& r) {
   std::fflush(stdout);
 }
 
-}  // namespace
-
-int RunThreads(const Args& args) {
-  uint32_t pid = TPROF_PID_ALL;
-  uint64_t interval_ms = 0, count = 1;
-  bool json = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    bool has_value = i + 1 < args.size();
-    if (a == "-h" || a == "--help") {
-      Usage(stdout);
-      return 0;
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--all") {
-      pid = TPROF_PID_ALL;
-    } else if (a == "--pid" && has_value) {
-      auto v = ParseNumber(a, args[++i]);
-      if (!v || *v == 0 || *v >= TPROF_PID_ALL) return 2;
-      pid = static_cast<uint32_t>(*v);
-    } else if (a == "--interval" && has_value) {
-      auto v = ParseNumber(a, args[++i]);
-      if (!v) return 2;
-      interval_ms = *v;
-    } else if (a == "--count" && has_value) {
-      auto v = ParseNumber(a, args[++i]);
-      if (!v || *v == 0) return 2;
-      count = *v;
-    } else {
-      std::fprintf(stderr, "tprofctl threads: unexpected '%s'\n\n", a.c_str());
-      Usage(stderr);
-      return 2;
-    }
-  }
-  auto dev = OpenDeviceOrReport();
+int RunThreads(const ThreadsOptions& o) {
+  const uint32_t pid = o.pid ? o.pid : TPROF_PID_ALL;
+  const uint64_t interval_ms = o.interval_ms, count = o.count;
+  const bool json = o.json;
+  auto dev = OpenDeviceOrReport(Doing::kThreads);
   if (!dev) return 1;
   auto st = dev->GetMetricsStatus();
-  if (!st) return ReportError(st.error());
+  if (!st) return ReportError(st.error(), Doing::kThreads);
   if (!st->enabled) {
     std::fprintf(stderr, "tprofctl: per-thread metrics are off: turn them on with "
                          "`tprofctl metrics on`\n");
@@ -111,7 +75,7 @@ int RunThreads(const Args& args) {
   for (uint64_t n = 0; n < count; ++n) {
     if (interval_ms) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
     auto r = dev->DrainAll(pid);
-    if (!r) return ReportError(r.error());
+    if (!r) return ReportError(r.error(), Doing::kThreads);
     std::sort(r->threads.begin(), r->threads.end(),
               [](const ThreadMetrics& a, const ThreadMetrics& b) {
                 return a.values.empty() || b.values.empty() ? a.tid < b.tid
@@ -125,6 +89,31 @@ int RunThreads(const Args& args) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+void AddThreadsCommand(CommandLine& cli) {
+  auto o = std::make_shared<ThreadsOptions>();
+  CLI::App* sub = cli.Add(
+      cli.app(), "threads",
+      "Drains the per-thread metric deltas: every thread whose metrics moved since the last "
+      "drain (or read), once, then zeroes them. Threads that exited in between are shown once "
+      "more, marked exited. Turn accounting on first: `tprofctl metrics on`.",
+      [o] { return RunThreads(*o); });
+  CLI::Option* all = sub->add_flag_callback(
+      "--all", [o] { o->pid = 0; }, "every process (default; needs CAP_PERFMON/CAP_SYS_ADMIN)");
+  sub->add_option("-p,--pid", o->pid, "one process (yours, or with ptrace-read rights over it)")
+      ->transform(Decimal())
+      ->check(CLI::Range(1u, TPROF_PID_ALL - 1))
+      ->excludes(all);
+  sub->add_option("--interval", o->interval_ms,
+                  "wait MS milliseconds before each drain (default: drain now)")
+      ->transform(Decimal());
+  sub->add_option("--count", o->count, "drains to print with --interval (default 1)")
+      ->transform(Decimal())
+      ->check(CLI::PositiveNumber);
+  sub->add_flag("--json", o->json, "one JSON object per thread per line");
 }
 
 }  // namespace tprof::cli

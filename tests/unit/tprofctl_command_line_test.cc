@@ -25,7 +25,10 @@ class CommandLineTest : public ::testing::Test {
     dump->add_option("--top", top_, "rows")->transform(Decimal());
     dump->add_option("-o,--output", output_, "file");
     dump->add_flag("-g,--callers", callers_, "callers");
-    dump->add_option("CMD", cmd_, "command");
+    dump->add_option("--window", windows_, "repeatable")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    cli_.AddCommandTail(dump, &cmd_, "command");
   }
 
   Parsed Parse(std::vector<const char*> args) {
@@ -42,7 +45,7 @@ class CommandLineTest : public ::testing::Test {
   size_t top_ = 0;
   std::string output_;
   bool callers_ = false;
-  std::vector<std::string> cmd_;
+  std::vector<std::string> cmd_, windows_;
   int ran_ = 0;
 };
 
@@ -65,6 +68,16 @@ TEST_F(CommandLineTest, ArgumentsAfterDashDashPassThroughUntouched) {
   ASSERT_FALSE(p.status) << p.err;
   EXPECT_EQ(cmd_, (std::vector<std::string>{"ls", "-l", "--top", "3", "-o"}));
   EXPECT_EQ(top_, 0u) << "CMD's --top is CMD's";
+}
+
+// A repeatable option right before `--` must not swallow the `--` (CLI11's
+// default for a vector option does, and then parses CMD's -c as ours).
+TEST_F(CommandLineTest, RepeatableOptionBeforeDashDashLeavesTheCommandAlone) {
+  Parsed p = Parse({"dump", "--window", "a", "--window", "b", "--", "sh", "-c", "x", "-o", "y"});
+  ASSERT_FALSE(p.status) << p.err;
+  EXPECT_EQ(windows_, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(cmd_, (std::vector<std::string>{"sh", "-c", "x", "-o", "y"}));
+  EXPECT_EQ(output_, "");
 }
 
 TEST_F(CommandLineTest, MissingValueIsAUsageErrorThatNamesTheOption) {

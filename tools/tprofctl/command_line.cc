@@ -87,6 +87,12 @@ CLI::App* CommandLine::Add(CLI::App& parent, const std::string& name,
   return sub;
 }
 
+void CommandLine::AddCommandTail(CLI::App* sub, std::vector<std::string>* cmd,
+                                 const std::string& help) {
+  sub->add_option("CMD", *cmd, help);
+  tails_[sub] = cmd;
+}
+
 std::optional<int> CommandLine::Parse(int argc, const char* const* argv, std::ostream& out,
                                       std::ostream& err) {
   std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
@@ -101,6 +107,17 @@ std::optional<int> CommandLine::Parse(int argc, const char* const* argv, std::os
     err << "tprofctl: unknown command '" << args[0] << "' (`tprofctl --help` lists them)\n";
     return kExitUsage;
   }
+  // What follows `--` is a command's, never ours: CLI11 2.1 alone parses
+  // `record -- sh -c X` as record's -c in some orders, so it never sees it.
+  std::vector<std::string> tail;
+  bool dashes = false;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i] == "--") {
+      tail.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      args.resize(i);
+      dashes = true;
+      break;
+    }
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses from the back
     app_.parse(reversed);
@@ -119,6 +136,14 @@ std::optional<int> CommandLine::Parse(int argc, const char* const* argv, std::os
   if (!actions_.count(chosen)) {  // e.g. `tprofctl pmu` alone
     err << chosen->help();
     return kExitUsage;
+  }
+  if (dashes) {
+    auto it = tails_.find(chosen);
+    if (it == tails_.end()) {
+      err << ChosenPath(app_) << ": takes no -- CMD\n";
+      return kExitUsage;
+    }
+    it->second->insert(it->second->end(), tail.begin(), tail.end());
   }
   return std::nullopt;
 }

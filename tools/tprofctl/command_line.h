@@ -11,6 +11,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace tprof::cli {
 
@@ -31,6 +32,11 @@ class CommandLine {
   CLI::App* Add(CLI::App& parent, const std::string& name, const std::string& description,
                 std::function<int()> run);
 
+  // Lets `PARENT NAME ... -- CMD [ARGS...]` put CMD and its arguments,
+  // untouched, into *cmd (also `NAME CMD` without `--` while CMD has no
+  // dashed arguments). Registers the positional for the help too.
+  void AddCommandTail(CLI::App* sub, std::vector<std::string>* cmd, const std::string& help);
+
   // Parses argv. Returns the exit status when parsing ends the program
   // (help and --version on `out`: 0; a usage error on `err`: 2), nullopt
   // when the chosen command should run.
@@ -46,6 +52,7 @@ class CommandLine {
  private:
   CLI::App app_;
   std::map<const CLI::App*, std::function<int()>> actions_;
+  std::map<const CLI::App*, std::vector<std::string>*> tails_;
 };
 
 // A subcommand that runs nothing itself (`window`, `pmu`): the list of

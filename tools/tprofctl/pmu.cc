@@ -296,9 +296,13 @@ void AddPmuCommand(CommandLine& cli) {
   watch->add_option("-e,--counter", o->counters,
                     "NAME=EVENT[@RANGE[/K]]: EVENT see `tprofctl pmu list`; RANGE a function or "
                     "data symbol of the target, file.c:func, 0xSTART-0xEND or 0xSTART+LEN; /K "
-                    "also counts K equal parts");
+                    "also counts K equal parts")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   watch->add_option("--threshold", o->thresholds,
-                    "NAME>=N[/EVERY]: an event when NAME reaches N (then every EVERY)");
+                    "NAME>=N[/EVERY]: an event when NAME reaches N (then every EVERY)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   // --when and --then pair up in order: each --then arms counters by the
   // --when before it.
   watch->add_option_function<std::string>(
@@ -336,7 +340,7 @@ void AddPmuCommand(CommandLine& cli) {
   watch->add_option_function<uint32_t>("-t,--tid", target(TPROF_PMU_SCOPE_THREAD),
                                        "a running thread")
       ->transform(Decimal());
-  watch->add_option("CMD", o->cmd, "-- CMD [ARGS...]: a command to start and count");
+  cli.AddCommandTail(watch, &o->cmd, "-- CMD [ARGS...]: a command to start and count");
 }
 
 }  // namespace tprof::cli

@@ -557,7 +557,7 @@ void AddRecordCommands(CommandLine& cli) {
                 [record] { return RunRecord(*record); });
   AddSamplingOptions(sub, *record);
   AddReportOptions(sub, record->report);
-  sub->add_option("CMD", record->cmd, "-- CMD [ARGS...]: the command to run and record");
+  cli.AddCommandTail(sub, &record->cmd, "-- CMD [ARGS...]: the command to run and record");
 }
 
 }  // namespace tprof::cli

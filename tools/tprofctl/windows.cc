@@ -31,10 +31,14 @@ void AddWindowOptions(CLI::App* sub, std::vector<tprof_window_add>* out) {
   sub->add_option_function<std::vector<std::string>>(
       "--window", [add](const std::vector<std::string>& v) { add("--window", v); },
       "counting window: kernel:START:LEN:BLOCK or pid=PID:START:LEN:BLOCK (with record, pid=0 "
-      "is the command), saved to FILE.windows (`tprofctl window --help`)");
+      "is the command), saved to FILE.windows (`tprofctl window --help`)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option_function<std::vector<std::string>>(
       "--profil", [add](const std::vector<std::string>& v) { add("--profil", v); },
-      "profil(2) window PID:OFFSET:SCALE:BUFSIZ[:32]");
+      "profil(2) window PID:OFFSET:SCALE:BUFSIZ[:32]")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 Status ApplyWindows(int fd, const std::vector<tprof_window_add>& windows, pid_t pid0) {

@@ -16,6 +16,7 @@ void AddDumpCommand(CommandLine& cli);     // dump.cc
 void AddDiffCommand(CommandLine& cli);     // diff.cc
 void AddWindowCommand(CommandLine& cli);   // windows.cc
 void AddPmuCommand(CommandLine& cli);      // pmu.cc
+void AddTopCommand(CommandLine& cli);      // top.cc
 
 }  // namespace tprof::cli
 

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   AddStatusCommand(cli);
   AddMetricsCommand(cli);
   AddThreadsCommand(cli);
+  AddTopCommand(cli);
   AddRecordCommands(cli);
   AddDumpCommand(cli);
   AddDiffCommand(cli);

@@ -1,10 +1,13 @@
 // tprofctl status: what the module is and what it has counted.
 #include <sys/utsname.h>
 
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -20,6 +23,36 @@ std::string KernelRelease() {
   return ::uname(&u) == 0 ? u.release : "unknown";
 }
 
+// The sampling session (whoever owns it) and, while it runs, its rate
+// over a short interval.
+struct SamplingView {
+  SamplingStatus status;
+  std::optional<double> samples_per_second;
+  double rate_seconds = 0;
+};
+
+Expected<SamplingView> ReadSampling(const Device& dev, uint64_t rate_ms) {
+  auto first = dev.GetSamplingStatus();
+  if (!first) return first.error();
+  SamplingView v{*first, std::nullopt, 0};
+  if (!first->running || rate_ms == 0) return v;
+  auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(rate_ms));
+  auto second = dev.GetSamplingStatus();
+  if (!second) return second.error();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (second->running && second->samples_taken >= first->samples_taken && s > 0) {
+    v.samples_per_second = static_cast<double>(second->samples_taken - first->samples_taken) / s;
+    v.rate_seconds = s;
+  }
+  v.status = *second;
+  return v;
+}
+
+std::string SessionTarget(const SamplingStatus& s) {
+  return s.pid == TPROF_PID_ALL ? "every process" : "process " + std::to_string(s.pid);
+}
+
 void WriteCounters(JsonWriter& w, const tprof_counters& c) {
   w.Field("context_switches", c.context_switches)
       .Field("forks", c.forks)
@@ -28,7 +61,7 @@ void WriteCounters(JsonWriter& w, const tprof_counters& c) {
       .Field("frees", c.frees);
 }
 
-void PrintJson(const Info& info) {
+void PrintJson(const Info& info, const SamplingView& sampling) {
   JsonWriter w;
   w.BeginObject()
       .Field("abi_version", info.AbiVersionString())
@@ -44,6 +77,18 @@ void PrintJson(const Info& info) {
   w.EndArray();
   w.Key("total").BeginObject();
   WriteCounters(w, info.total);
+  w.EndObject();
+  const SamplingStatus& s = sampling.status;
+  w.Key("sampling").BeginObject().Field("active", s.active).Field("running", s.running);
+  if (s.active) {
+    w.Field("pid", s.pid == TPROF_PID_ALL ? std::string("all") : std::to_string(s.pid))
+        .Field("frequency_hz", s.frequency_hz)
+        .Field("samples_taken", s.samples_taken)
+        .Field("lost_samples", s.lost_samples)
+        .Field("lost_records", s.lost_records);
+    if (sampling.samples_per_second)
+      w.Field("samples_per_second", static_cast<uint64_t>(*sampling.samples_per_second + 0.5));
+  }
   w.EndObject();
   w.Key("cpus").BeginArray();
   for (const CpuStats& cpu : info.cpus) {
@@ -61,14 +106,31 @@ void PrintCounterRow(const char* label, const tprof_counters& c) {
               static_cast<uint64_t>(c.execs), static_cast<uint64_t>(c.exits));
 }
 
-void PrintText(const Info& info) {
+void PrintText(const Info& info, const SamplingView& sampling) {
   std::string features;
   for (const std::string& f : info.FeatureNames()) features += (features.empty() ? "" : ", ") + f;
   std::printf("tprof %s (ABI %s) on Linux %s\n", info.ModuleVersionString().c_str(),
               info.AbiVersionString().c_str(), KernelRelease().c_str());
   std::printf("state:    %s\n", info.StateName().c_str());
   std::printf("cpus:     %u online, %u possible\n", info.nr_online_cpus, info.nr_cpu_ids);
-  std::printf("features: %s\n\n", features.empty() ? "none" : features.c_str());
+  std::printf("features: %s\n", features.empty() ? "none" : features.c_str());
+  const SamplingStatus& s = sampling.status;
+  if (!s.active) {
+    std::printf("sampling: no session\n\n");
+  } else {
+    std::printf("sampling: %s, %s, %u Hz: %" PRIu64 " samples taken, %" PRIu64
+                " lost (%.2f%%), %" PRIu64 " records lost",
+                s.running ? "running" : "stopped", SessionTarget(s).c_str(), s.frequency_hz,
+                s.samples_taken, s.lost_samples,
+                s.samples_taken ? 100.0 * static_cast<double>(s.lost_samples) /
+                                      static_cast<double>(s.samples_taken)
+                                : 0.0,
+                s.lost_records);
+    if (sampling.samples_per_second)
+      std::printf("; %.0f samples/s over %.1f s", *sampling.samples_per_second,
+                  sampling.rate_seconds);
+    std::printf("\n\n");
+  }
   std::printf("%-8s %16s %12s %12s %12s\n", "", "ctx-switches", "forks", "execs", "exits");
   for (const CpuStats& cpu : info.cpus) {
     std::string label = "cpu" + std::to_string(cpu.cpu) + (cpu.online ? "" : "*");
@@ -78,29 +140,44 @@ void PrintText(const Info& info) {
   std::printf("\ncounted since the module was loaded; * = CPU offline\n");
 }
 
-int RunStatus(bool json) {
+struct StatusOptions {
+  bool json = false;
+  uint64_t rate_ms = 1000;
+};
+
+int RunStatus(const StatusOptions& o) {
+  const bool json = o.json;
+  const uint64_t rate_ms = o.rate_ms;
   auto dev = OpenDeviceOrReport();
   if (!dev) return 1;
   auto info = dev->GetInfo();
   if (!info) return ReportError(info.error(), Doing::kOpenDevice);
+  auto sampling = ReadSampling(*dev, rate_ms);
+  if (!sampling) return ReportError(sampling.error(), Doing::kOpenDevice);
   if (json)
-    PrintJson(*info);
+    PrintJson(*info, *sampling);
   else
-    PrintText(*info);
+    PrintText(*info, *sampling);
   return 0;
 }
 
 }  // namespace
 
 void AddStatusCommand(CommandLine& cli) {
-  auto json = std::make_shared<bool>(false);
+  auto o = std::make_shared<StatusOptions>();
   CLI::App* sub = cli.Add(cli.app(), "status",
-                          "Shows the module's version, state and event counters. It prints the tprof "
-                          "module's ABI and module version, the kernel, the CPUs, "
-                          "the module state and, per CPU and in total, the context switches, forks, "
-                          "execs and exits it has counted since it was loaded.",
-                          [json] { return RunStatus(*json); });
-  sub->add_flag("--json", *json, "one JSON object instead of text");
+                          "Shows the module's version, state, event counters and sampling "
+                          "session. It prints the tprof module's ABI and module version, the "
+                          "kernel, the CPUs, the module state and, per CPU and in total, the "
+                          "context switches, forks, execs and exits it has counted since it was "
+                          "loaded, and the sampling session (whoever runs it): its samples, "
+                          "losses and, while it runs, its rate.",
+                          [o] { return RunStatus(*o); });
+  sub->add_flag("--json", o->json, "one JSON object instead of text");
+  sub->add_option("--rate-ms", o->rate_ms,
+                  "measure the sampling rate over MS ms (default 1000; 0: no rate)")
+      ->transform(Decimal())
+      ->check(CLI::Range(uint64_t{0}, uint64_t{60000}));
 }
 
 }  // namespace tprof::cli

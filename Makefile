@@ -51,6 +51,8 @@ LIB_SRCS := $(wildcard libtprofctl/src/*.cc)
 TPROFCTL_SRCS := $(wildcard tools/tprofctl/*.cc)
 CORE_SRCS := $(wildcard kmod/core/*.c)
 UNIT_TEST_SRCS := $(wildcard tests/unit/*.cc)
+# tprofctl's parts that need no device (the option parser, the hints), unit-tested.
+TPROFCTL_UNIT_SRCS := tools/tprofctl/command_line.cc tools/tprofctl/hints.cc
 INTEGRATION_TEST_SRCS := $(wildcard tests/integration/*.cc)
 BENCH_SRCS := $(wildcard bench/*.cc)
 RUNTIME_EXAMPLE_SRCS := $(wildcard tools/runtime-example/*.cc)
@@ -160,6 +162,9 @@ $(LIB_ASAN): $(call asan_obj,$(LIB_SRCS)) $(GEN_ASAN_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
+# tprofctl --version prints the Makefile's VERSION.
+$(call obj,tools/tprofctl/main.cc): CPPFLAGS += -DTPROF_VERSION='"$(VERSION)"'
+$(call obj,tools/tprofctl/main.cc): Makefile
 $(TPROFCTL): $(call obj,$(TPROFCTL_SRCS)) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(ELF_LIBS) -pthread
@@ -170,7 +175,7 @@ $(RUNTIME_EXAMPLE): $(call obj,$(RUNTIME_EXAMPLE_SRCS)) $(LIB)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(ELF_LIBS) -pthread
 
 # Host unit tests: library and kernel core logic under ASan/UBSan.
-$(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS)) $(LIB_ASAN)
+$(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS) $(TPROFCTL_UNIT_SRCS)) $(LIB_ASAN)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(SANITIZE) -o $@ $^ $(GTEST_LIBS) $(ELF_LIBS)
 
@@ -252,7 +257,7 @@ $(B)/arm64/bin/tprof-%: tests/arm64/%.c uapi/linux/tprof.h
 # tprofctl, the runtime example and the fuzzer for arm64 guests, built in
 # $(B)/arm64 (their programs land in $(B)/arm64/bin, which tprof-vm --arch
 # arm64 packs) with the cross-compilers, libdw/libelf from the arm64 sysroot
-# (make deps-arm64) and the host's Boost headers (header-only), linked
+# (make deps-arm64) and the host's Boost and CLI11 headers (header-only), linked
 # dynamically: tprof-vm copies the libraries. The integration tests, the
 # workloads, pprof (GO_ARCH=arm64) and the benchmarks (build/arm64/bench,
 # bench/run.sh arm64) too.
@@ -262,6 +267,7 @@ ARM64_LIBDIRS := $(ARM64_SYSROOT)/usr/lib/aarch64-linux-gnu $(ARM64_SYSROOT)/lib
 arm64-tools:
 	@mkdir -p $(B)/arm64/boost-include
 	ln -sfn /usr/include/boost $(B)/arm64/boost-include/boost
+	ln -sfn /usr/include/CLI $(B)/arm64/boost-include/CLI
 	$(MAKE) B=$(B)/arm64 CC=$(ARM64_CC) CXX=$(ARM64_CROSS_COMPILE)g++ AR=$(ARM64_CROSS_COMPILE)ar \
 		GO_ARCH=arm64 \
 		EXTRA_CPPFLAGS="-isystem $(ARM64_SYSROOT)/usr/include -isystem $(B)/arm64/boost-include" \

@@ -201,7 +201,8 @@ Run RunPlain(long chunks) {
 Run RunTprof(long chunks, unsigned hz) {
   ::unlink(kWorkloadResult);
   ::unlink(kTprofData);
-  std::vector<std::string> argv = {"tprofctl", "record", "--freq", std::to_string(hz), "-o",
+  // -a: every CPU, as perf record -a (record alone follows only the workload).
+  std::vector<std::string> argv = {"tprofctl", "record", "-a", "--freq", std::to_string(hz), "-o",
                                    kTprofData, "--format", "json", "--top", "1", "--"};
   for (const std::string& a : WorkloadArgv(chunks)) argv.push_back(a);
   Run r;
@@ -345,9 +346,9 @@ int main(int argc, char** argv) {
     std::vector<Run> runs;
   };
   std::vector<Config> configs = {{"unprofiled", '-', 0, {}},
-                                 {"tprofctl record --freq 1000", 't', 1000, {}},
+                                 {"tprofctl record -a --freq 1000", 't', 1000, {}},
                                  {"perf record -F 1000 -a", 'p', 1000, {}},
-                                 {"tprofctl record --freq 10000", 't', 10000, {}},
+                                 {"tprofctl record -a --freq 10000", 't', 10000, {}},
                                  {"perf record -F 10000 -a", 'p', 10000, {}}};
   if (g_perf.empty())
     configs.erase(std::remove_if(configs.begin(), configs.end(),

@@ -18,14 +18,12 @@ Error OpenError(const std::string& path, int err) {
     case ENOENT:
     case ENODEV:
     case ENXIO:
-      return Error::FromErrno(
-          err, path + " not found: load the module with `sudo insmod kmod/tprof.ko` "
-                      "(or `sudo modprobe tprof` after `make dkms-install`)");
+      return Error::FromErrno(err, path + " not found: " + ErrnoText(err) +
+                                       " (the tprof module is not loaded)");
     case EACCES:
     case EPERM:
-      return Error::FromErrno(
-          err, "cannot open " + path + ": " + ErrnoText(err) +
-                   ": check its permissions (the module creates it with mode 0666)");
+      return Error::FromErrno(err, "cannot open " + path + ": " + ErrnoText(err) +
+                                       " (the module creates it with mode 0666)");
     default:
       return Error::FromErrno(err, "cannot open " + path + ": " + ErrnoText(err));
   }
@@ -34,21 +32,18 @@ Error OpenError(const std::string& path, int err) {
 Error IoctlError(const char* what, int err) {
   if (err == EPERM)
     return Error::FromErrno(err, std::string(what) +
-                                     ": permission denied: needs CAP_PERFMON or CAP_SYS_ADMIN "
-                                     "(run as root)");
+                                     ": permission denied: needs CAP_PERFMON or CAP_SYS_ADMIN");
   if (err == EACCES)
     return Error::FromErrno(err, std::string(what) +
                                      ": permission denied: another user's process needs "
                                      "CAP_PERFMON or CAP_SYS_ADMIN");
   if (err == ENODATA)
     return Error::FromErrno(err, std::string(what) +
-                                     ": per-thread metrics are off: turn them on with "
-                                     "`tprofctl metrics on` (or load with metrics=...)");
+                                     ": per-thread metrics are off (ENODATA)");
   if (err == EOPNOTSUPP)
     return Error::FromErrno(err, std::string(what) +
                                      ": a hardware metric is not available on this machine "
-                                     "(no usable PMU, e.g. in a VM); use time, dispatches or "
-                                     "software events");
+                                     "(no usable PMU, e.g. in a VM)");
   if (err == ENOTTY)
     return Error::FromErrno(err, std::string(what) +
                                      ": not a tprof device, or a module too old for this "

@@ -120,7 +120,7 @@ Expected<Monitor> Monitor::Open() {
   int family = genl_ctrl_resolve(sock.get(), TPROF_PMU_GENL_NAME);
   if (family < 0)
     return Error::FromErrno(ENOENT, "no generic netlink family " TPROF_PMU_GENL_NAME
-                                    " (is tprof.ko loaded, ABI 1.7 or later? sudo insmod kmod/tprof.ko)");
+                                    " (the tprof module, ABI 1.7 or later, is not loaded)");
   // Events come unsolicited: no sequence check; a large receive buffer so
   // bursts wait in the socket (what does not fit is counted as lost).
   nl_socket_disable_seq_check(sock.get());

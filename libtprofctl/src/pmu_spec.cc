@@ -105,7 +105,7 @@ Expected<EventSpec> ParseEvent(std::string_view text, const SymbolResolver* reso
     return e;
   }
   if (colon == std::string_view::npos || tail.empty())
-    return Error::FromErrno(ENOENT, "unknown event '" + std::string(text) + "' (tprofctl pmu list)");
+    return Error::FromErrno(ENOENT, "unknown event '" + std::string(text) + "'");
   if (head == "bp") {
     auto a = Address(tail, resolver);
     if (!a) return a.error();

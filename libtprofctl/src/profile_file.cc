@@ -266,12 +266,12 @@ Expected<Profile> ParseProfile(std::string_view text, const std::string& name) {
   if (std::sscanf(header_str.c_str(), "%31s %d %d", magic, &major, &minor) != 3 ||
       std::strcmp(magic, kMagic) != 0)
     return BadFile(name, "not a tprof profile (the first line is not `tprof-profile MAJOR "
-                         "MINOR`): give a file written by `tprofctl stop` or `tprofctl record`");
+                         "MINOR`)");
   if (major != kProfileFormatMajor)
     return Error::FromErrno(
         EPROTO, name + ": profile format version " + std::to_string(major) + "." +
-                    std::to_string(minor) + " is not supported (this tprofctl reads " +
-                    std::to_string(kProfileFormatMajor) + ".x): use the tprofctl that wrote it");
+                    std::to_string(minor) + " is not supported (this library reads " +
+                    std::to_string(kProfileFormatMajor) + ".x)");
   Profile p;
   bool ended = false;
   size_t line_no = 1;
@@ -315,8 +315,7 @@ Expected<Profile> ReadProfile(const std::string& path) {
   if (!fd) {
     int err = errno;
     if (err == ENOENT)
-      return Error::FromErrno(err, path + " not found: record a profile first with `tprofctl "
-                                          "record -- CMD` or `tprofctl start`/`tprofctl stop`");
+      return Error::FromErrno(err, path + " not found: " + std::strerror(err));
     return Error::FromErrno(err, "cannot read " + path + ": " + std::strerror(err));
   }
   std::string text;

@@ -21,28 +21,26 @@ Error SamplingError(const char* what, int err) {
   switch (err) {
     case EPERM:
       return Error::FromErrno(err, msg + "permission denied: system-wide sampling needs "
-                                         "CAP_PERFMON or CAP_SYS_ADMIN (run as root, or "
-                                         "sample one of your own processes with --pid)");
+                                         "CAP_PERFMON or CAP_SYS_ADMIN, and the buffers must "
+                                         "fit the locked-memory allowance");
     case EACCES:
       return Error::FromErrno(err, msg + "permission denied: that process belongs to "
                                          "another user (needs CAP_PERFMON or CAP_SYS_ADMIN)");
     case EBUSY:
       return Error::FromErrno(err, msg + "a sampling session is already running; only the "
-                                         "program that started it can stop it (for a "
-                                         "`tprofctl start` recorder: `tprofctl stop`)");
+                                         "program that started it can stop it");
     case ESRCH:
       return Error::FromErrno(err, msg + "no such process");
     case EOPNOTSUPP:
       return Error::FromErrno(err, msg + "that event needs a hardware PMU, which this "
-                                         "machine does not offer (e.g. in a VM); use the "
-                                         "clock or a software event");
+                                         "machine does not offer (e.g. in a VM)");
     case EINVAL:
       return Error::FromErrno(err, msg + "invalid settings (frequency 1..100000 Hz, buffer "
                                          "a power of two from 4 KiB to 16 MiB, event period "
                                          ">= 1)");
     case ENOTTY:
       return Error::FromErrno(err, msg + "the loaded tprof module is too old for sampling "
-                                         "(ENOTTY): load this version's kmod/tprof.ko");
+                                         "(ENOTTY)");
     case ENODATA:
       return Error::FromErrno(err, msg + "no sampling session on this descriptor");
     default:
@@ -101,8 +99,8 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
   if (!fd) {
     int err = errno;
     if (err == ENOENT || err == ENODEV || err == ENXIO)
-      return Error::FromErrno(err, device_path + " not found: load the module with "
-                                                 "`sudo insmod kmod/tprof.ko`");
+      return Error::FromErrno(err, device_path + " not found: " + std::strerror(err) +
+                                       " (the tprof module is not loaded)");
     return Error::FromErrno(err, "cannot open " + device_path + ": " + std::strerror(err));
   }
   tprof_sampling_config c{};

@@ -60,8 +60,8 @@ Expected<SelfMeter> SelfMeter::Open(const Device& device) {
     int err = errno;
     switch (err) {
       case ENODATA:
-        return Error::FromErrno(err, "mapping this thread's self page: per-thread metrics are off: "
-                                     "turn them on with `tprofctl metrics on`");
+        return Error::FromErrno(err, "mapping this thread's self page: per-thread metrics are off "
+                                     "(ENODATA)");
       case ESRCH:
         return Error::FromErrno(err, "mapping this thread's self page: the thread is not tracked "
                                      "(table full: load the module with a larger max_threads=)");

@@ -38,7 +38,7 @@ Error WindowError(const char* what, int err) {
                                          std::to_string(TPROF_WINDOW_MAX_CELLS) + " counters)");
     case ENOTTY:
       return Error::FromErrno(err, msg + "the loaded tprof module has no counting windows "
-                                         "(ABI < 1.3): load this version's kmod/tprof.ko");
+                                         "(ABI < 1.3, ENOTTY)");
     default:
       return Error::FromErrno(err, msg + std::strerror(err));
   }

@@ -1,5 +1,6 @@
 // tprofctl as a user runs it in the guest.
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -45,7 +46,43 @@ TEST(TprofctlStatus, TextNamesTheStateAndTotals) {
 TEST(Tprofctl, UnknownCommandOrOptionIsAUsageError) {
   std::string out;
   EXPECT_EQ(RunCommand("tprofctl frobnicate 2>&1", &out), 2) << out;
+  EXPECT_NE(out.find("unknown command 'frobnicate'"), std::string::npos) << out;
+  out.clear();
   EXPECT_EQ(RunCommand("tprofctl status --bogus 2>&1", &out), 2) << out;
+  EXPECT_NE(out.find("--bogus"), std::string::npos) << out;
+}
+
+TEST(Tprofctl, AMissingValueIsAUsageErrorThatSaysSo) {
+  std::string out;
+  EXPECT_EQ(RunCommand("tprofctl dump --top 2>&1", &out), 2) << out;
+  EXPECT_NE(out.find("tprofctl dump: --top needs a value"), std::string::npos) << out;
+}
+
+TEST(Tprofctl, VersionNamesTheReleaseAndTheAbi) {
+  std::string out;
+  ASSERT_EQ(RunCommand("tprofctl --version", &out), 0) << out;
+  EXPECT_EQ(out, "tprofctl 0.1.0 (tprof ABI " + std::to_string(TPROF_ABI_MAJOR) + "." +
+                     std::to_string(TPROF_ABI_MINOR) + ")\n");
+}
+
+// --x=v, -xV and -x V spell the same options as --x v.
+TEST(Tprofctl, EqualsAndAttachedShortFormsSetTheOptions) {
+  std::string out;
+  ASSERT_EQ(RunCommand("cd /tmp && tprofctl record -F250 -o/tmp/forms.data --by=process -- true "
+                       "2>&1",
+                       &out),
+            0)
+      << out;
+  out.clear();
+  ASSERT_EQ(RunCommand("tprofctl dump --input=/tmp/forms.data --format=json", &out), 0) << out;
+  std::string error;
+  auto doc = JsonParser::Parse(out, &error);
+  ASSERT_TRUE(doc) << error << "\n" << out.substr(0, 500);
+  EXPECT_EQ((*doc)["attributes"]["frequency_hz"].string, "250") << "-F250";
+  out.clear();
+  EXPECT_EQ(RunCommand("tprofctl dump --input /tmp/forms.data --top=abc 2>&1", &out), 2) << out;
+  EXPECT_NE(out.find("needs a decimal number"), std::string::npos) << out;
+  ::unlink("/tmp/forms.data");
 }
 
 }  // namespace

@@ -731,7 +731,7 @@ TEST_F(Profiler, IdleGuestIsMostlyWaitState) {
   // in the KASAN kernel, is not idle) is what the profile must show, not a
   // fixed share.
   const auto before = CpuIdleAndTotal();
-  Result r = Record("idle.data", "--by process", "sleep 1");
+  Result r = Record("idle.data", "-a --by process", "sleep 1");  // the machine, not sleep
   const auto after = CpuIdleAndTotal();
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_TRUE(Contains(r.out, "[idle/wait]")) << r.out;
@@ -1042,19 +1042,22 @@ Result RunAsNobody(const std::string& dir, const std::string& cmd) {
 TEST_F(Profiler, UnprivilegedUserProfilesOnlyItsOwnCommand) {
   ScopedParanoid paranoid(1);  // kernel samples allowed, their addresses withheld
   ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
-  Result all = RunAsNobody(dir_.path(), "tprofctl record -o all.data -- true");
+  // -a asks for the whole machine: refused, with what to do instead.
+  Result all = RunAsNobody(dir_.path(), "tprofctl record -a -o all.data -- true");
   EXPECT_EQ(all.rc, 1) << all.out;
   EXPECT_TRUE(Contains(all.out, "CAP_PERFMON")) << all.out;
+  EXPECT_TRUE(Contains(all.out, "record -- CMD")) << "the hint names the unprivileged way:\n" << all.out;
   EXPECT_FALSE(std::filesystem::exists(dir_.File("all.data")));
 
-  Result own = RunAsNobody(dir_.path(), "tprofctl record --pid 0 -o own.data -- tprof-wl-split --ms 400");
+  // Without -a or -p, record samples the command (as `--pid 0` did).
+  Result own = RunAsNobody(dir_.path(), "tprofctl record -o own.data -- tprof-wl-split --ms 400");
   ASSERT_EQ(own.rc, 0) << own.out;
   auto j = DumpJson(dir_.File("own.data"));
   ASSERT_TRUE(j);
   const JsonValue* p = ProcessRow(*j, "tprof-wl-split");
   ASSERT_TRUE(p) << own.out;
   EXPECT_EQ((*j)["attributes"]["pid"].string, std::to_string(N((*p)["pid"])))
-      << "--pid 0 means the recorded command";
+      << "record -- CMD samples the recorded command";
   EXPECT_EQ((*j)["processes"].array.size(), 1u) << "only the command is sampled";
   EXPECT_GT(Percent(N((*p)["kernel"]), N((*p)["samples"])), 10)
       << "kernel time is counted even though its addresses are hidden";
@@ -1087,6 +1090,100 @@ TEST_F(Profiler, UnprivilegedUserProfilesOnlyItsOwnCommand) {
   EXPECT_TRUE(Contains(folded.out, "[unknown] [kernel]_[k]")) << folded.out;
   for (const std::string* text : {&own.out, &folded.out})
     EXPECT_FALSE(std::regex_search(*text, kernel_address)) << *text;
+}
+
+// The processes of a profile that are not the recorded tree's.
+void CheckOnlyTheTree(const JsonValue& j, const std::string& who) {
+  SCOPED_TRACE(who);
+  uint64_t child_work = 0, child_samples = 0;
+  size_t children = 0;
+  std::string names;
+  for (const JsonValue& p : j["processes"].array) {
+    names += " " + p["name"].string;
+    EXPECT_NE(p["name"].string, "tprof-wl-shares") << "an unrelated process was sampled";
+  }
+  for (const JsonValue* pf : FunctionTables(j, "tprof-wl-child")) {
+    ++children;
+    child_work += FunctionSamples(*pf, "wl_child_work");
+    child_samples += N((*pf)["samples"]);
+  }
+  EXPECT_TRUE(ProcessRow(j, "tprof-wl-spawn")) << "the command itself:" << names;
+  EXPECT_GE(children, 3u) << "the command's children:" << names;
+  // Each child burns 100 ms of its CPU time in wl_child_work after loading
+  // (which under TCG takes as long): its samples are there and in the loader.
+  EXPECT_GT(child_work, 0u) << "no samples in the children's wl_child_work, of " << child_samples;
+  EXPECT_EQ(N(j["idle"]["samples"]), 0u) << "idle CPUs are not the command's";
+}
+
+// utime + stime of a process, in USER_HZ ticks.
+uint64_t CpuTicks(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  if (line.rfind(')') == std::string::npos) return 0;
+  std::istringstream fields(line.substr(line.rfind(')') + 2));
+  std::string f;
+  uint64_t ticks = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i)
+    if (i >= 14) ticks += std::stoull(f);
+  return ticks;
+}
+
+// The acceptance test of perf-like record: `tprofctl record -- CMD` samples
+// CMD and the children it forks, and nothing of a process that spins
+// meanwhile outside that tree: run by an unprivileged user (which works
+// since it asks for no more than its own processes), and by root (where
+// only the default, not a permission, keeps the other process out).
+TEST_F(Profiler, RecordFollowsTheCommandAndItsChildrenOnly) {
+  ScopedParanoid paranoid(2);  // users may profile their own processes, user mode
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
+  // The unrelated process, spinning in wl_alpha/wl_beta/wl_gamma for
+  // longer than both recordings last.
+  pid_t other = ::fork();
+  ASSERT_GE(other, 0);
+  if (other == 0) {
+    int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    ::dup2(null, 1);
+    ::execlp("tprof-wl-shares", "tprof-wl-shares", "--ms", "20000", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const std::string workload = "tprof-wl-spawn --children 4 --ms-each 100";
+  const uint64_t ticks0 = CpuTicks(other);
+  Result nobody = RunAsNobody(dir_.path(), "tprofctl record -g -o tree.data --by process -- " + workload);
+  const uint64_t ticks1 = CpuTicks(other);
+  Result root = Record("root-tree.data", "-g --by process", workload);
+  const uint64_t ticks2 = CpuTicks(other);
+  ::kill(other, SIGKILL);
+  ::waitpid(other, nullptr, 0);
+  // It really ran meanwhile, so no samples of it mean it was not followed.
+  EXPECT_GT(ticks1 - ticks0, 10u) << "the unrelated process should spin during the recording";
+  EXPECT_GT(ticks2 - ticks1, 10u) << "the unrelated process should spin during the recording";
+  ASSERT_EQ(nobody.rc, 0) << nobody.out;
+  ASSERT_EQ(root.rc, 0) << root.out;
+  auto j = DumpJson(dir_.File("tree.data"));
+  ASSERT_TRUE(j);
+  CheckOnlyTheTree(*j, "as nobody");
+  j = DumpJson(dir_.File("root-tree.data"));
+  ASSERT_TRUE(j);
+  CheckOnlyTheTree(*j, "as root");
+}
+
+// `record -p PID` without a command records that running process until it
+// exits (as perf record -p), then reports it and nothing else.
+TEST_F(Profiler, RecordOfARunningProcessEndsWhenItExits) {
+  Result r = Sh("cd " + dir_.path() +
+                " && { tprof-wl-shares --ms 1500 >/dev/null & tprofctl record -p $! -o p.data "
+                "--by process; }");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto w = ParseWritten(r.out);
+  ASSERT_TRUE(w) << r.out;
+  auto j = DumpJson(dir_.File("p.data"));
+  ASSERT_TRUE(j);
+  const JsonValue* p = ProcessRow(*j, "tprof-wl-shares");
+  ASSERT_TRUE(p) << r.out;
+  EXPECT_GT(N((*p)["samples"]), 0u);
+  EXPECT_EQ((*j)["processes"].array.size(), 1u) << "only the process given with -p:\n" << r.out;
+  EXPECT_EQ((*j)["attributes"]["pid"].string, std::to_string(N((*p)["pid"])));
 }
 
 }  // namespace

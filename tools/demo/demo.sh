@@ -43,10 +43,11 @@ say "tprof.ko is loaded; the status shows its version and what the scheduler hoo
 run tprofctl status
 
 section "1. per function: tprof-wl-shares (60/30/10)"
-say "record runs the command under system-wide sampling (1 kHz per CPU), then reports."
+say "record -a runs the command under system-wide sampling (1 kHz per CPU), then reports"
+say "(without -a, record samples only the command and the processes it creates, as perf does)."
 say "Expect: tprof-wl-shares has about half of all samples (the other CPU idles: [idle/wait]);"
 say "its USER column (main executable) is nearly all of it."
-run tprofctl record --callers -o shares.data --by process --top 10 -- tprof-wl-shares --ms 1500
+run tprofctl record -a --callers -o shares.data --by process --top 10 -- tprof-wl-shares --ms 1500
 pid=$(pid_of shares.data tprof-wl-shares)
 say "Its functions: PROC = % of the process. Expect wl_alpha ~60, wl_beta ~30, wl_gamma ~10"
 say "(a few points less each: startup and the kernel side of its clock reads), with source lines."

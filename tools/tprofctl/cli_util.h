@@ -2,40 +2,32 @@
 #ifndef TPROF_TOOLS_TPROFCTL_CLI_UTIL_H_
 #define TPROF_TOOLS_TPROFCTL_CLI_UTIL_H_
 
-#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
 
+#include "hints.h"
 #include "tprof/device.h"
 
 namespace tprof::cli {
 
-// Opens /dev/tprof, printing the library's message on failure.
-inline std::optional<Device> OpenDeviceOrReport() {
-  auto dev = Device::Open();
-  if (!dev) {
-    std::fprintf(stderr, "tprofctl: %s\n", dev.error().message().c_str());
-    return std::nullopt;
-  }
-  return std::move(dev).value();
-}
-
-inline int ReportError(const Error& error) {
+// Prints the library's error and, on a second line, what to do about it
+// (hints.h). Returns 1, the failure status.
+inline int ReportError(const Error& error, Doing doing = Doing::kOther) {
   std::fprintf(stderr, "tprofctl: %s\n", error.message().c_str());
+  if (std::string hint = Hint(error, doing); !hint.empty())
+    std::fprintf(stderr, "tprofctl: %s\n", hint.c_str());
   return 1;
 }
 
-// Parses a decimal number for option `name`; prints a usage error if bad.
-inline std::optional<uint64_t> ParseNumber(const std::string& name, const std::string& text) {
-  try {
-    size_t end = 0;
-    uint64_t v = std::stoull(text, &end, 10);
-    if (end == text.size() && text[0] != '-') return v;
-  } catch (...) {
+// Opens /dev/tprof, reporting a failure.
+inline std::optional<Device> OpenDeviceOrReport(Doing doing = Doing::kOpenDevice) {
+  auto dev = Device::Open();
+  if (!dev) {
+    ReportError(dev.error(), doing);
+    return std::nullopt;
   }
-  std::fprintf(stderr, "tprofctl: %s needs a number, got '%s'\n", name.c_str(), text.c_str());
-  return std::nullopt;
+  return std::move(dev).value();
 }
 
 }  // namespace tprof::cli

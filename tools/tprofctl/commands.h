@@ -1,26 +1,22 @@
-// tprofctl subcommands. Each takes the arguments after its name and returns
-// the process exit status: 0 success, 1 failure, 2 usage error.
+// tprofctl subcommands. Each command file registers its subcommand, its
+// options and its action on the command line (command_line.h); the action
+// returns the process exit status: 0 success, 1 failure, 2 usage error.
 #ifndef TPROF_TOOLS_TPROFCTL_COMMANDS_H_
 #define TPROF_TOOLS_TPROFCTL_COMMANDS_H_
 
-#include <string>
-#include <vector>
+#include "command_line.h"
 
 namespace tprof::cli {
 
-using Args = std::vector<std::string>;
-
-int RunStatus(const Args& args);
-int RunMetrics(const Args& args);
-int RunThreads(const Args& args);
-int RunStart(const Args& args);   // record.cc
-int RunStop(const Args& args);    // record.cc
-int RunRecord(const Args& args);  // record.cc
-int RunDump(const Args& args);    // dump.cc
-int RunDiff(const Args& args);    // diff.cc
-int RunWindow(const Args& args);  // windows.cc
-int RunPmu(const Args& args);     // pmu.cc
-int RunTop(const Args& args);     // top.cc
+void AddStatusCommand(CommandLine& cli);
+void AddMetricsCommand(CommandLine& cli);
+void AddThreadsCommand(CommandLine& cli);
+void AddRecordCommands(CommandLine& cli);  // record.cc: start, stop, record
+void AddDumpCommand(CommandLine& cli);     // dump.cc
+void AddDiffCommand(CommandLine& cli);     // diff.cc
+void AddWindowCommand(CommandLine& cli);   // windows.cc
+void AddPmuCommand(CommandLine& cli);      // pmu.cc
+void AddTopCommand(CommandLine& cli);      // top.cc
 
 }  // namespace tprof::cli
 

@@ -1,6 +1,7 @@
 // tprofctl diff: compares two recorded profiles, per function or per
 // process: each row's share of A's and B's samples and the change.
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,21 +16,11 @@ namespace tprof::cli {
 
 namespace {
 
-void Usage(FILE* out) {
-  std::fprintf(out,
-               "usage: tprofctl diff A B [--by function|process] [--pid PID] [--top N]\n"
-               "                     [--format text|json]\n\n"
-               "Compares two profiles recorded by `tprofctl record` or `tprofctl start`/`stop`\n"
-               "(e.g. before and after a change): for each function (or process), its share\n"
-               "of A's and of B's samples taken, the change in percentage points (B - A) and\n"
-               "the sample counts, largest change first. Rows found in one profile only show\n"
-               "0 in the other. Processes are matched by name, since pids differ between\n"
-               "recordings.\n"
-               "  --by WHAT      function (default) or process\n"
-               "  --pid PID      only this pid in both profiles (0: the idle/wait samples)\n"
-               "  --top N        the N largest changes (default: all)\n"
-               "  --format F     text (default) or json\n");
-}
+struct DiffCliOptions {
+  std::vector<std::string> paths;  // A and B
+  DiffOptions diff;
+  std::string format = "text";
+};
 
 bool HasPid(const Profile& p, uint32_t pid) {
   if (pid == 0 || p.processes.count(pid)) return true;
@@ -38,65 +29,14 @@ bool HasPid(const Profile& p, uint32_t pid) {
   return false;
 }
 
-}  // namespace
-
-int RunDiff(const Args& args) {
-  std::vector<std::string> paths;
-  DiffOptions options;
-  DiffFormat format = DiffFormat::kText;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool has_value = i + 1 < args.size();
-    if (a == "-h" || a == "--help") {
-      Usage(stdout);
-      return 0;
-    } else if (a == "--by" && has_value) {
-      const std::string& by = args[++i];
-      if (by == "function" || by == "symbol") {
-        options.by = DiffBy::kFunction;
-      } else if (by == "process") {
-        options.by = DiffBy::kProcess;
-      } else {
-        std::fprintf(stderr, "tprofctl diff: --by takes function or process, got '%s'\n",
-                     by.c_str());
-        return 2;
-      }
-    } else if (a == "--pid" && has_value) {
-      auto v = ParseNumber(a, args[++i]);
-      if (!v || *v >= TPROF_PID_ALL) return 2;
-      options.pid = static_cast<uint32_t>(*v);
-    } else if (a == "--top" && has_value) {
-      auto v = ParseNumber(a, args[++i]);
-      if (!v) return 2;
-      options.top = static_cast<size_t>(*v);
-    } else if (a == "--format" && has_value) {
-      const std::string& f = args[++i];
-      if (f == "text") {
-        format = DiffFormat::kText;
-      } else if (f == "json") {
-        format = DiffFormat::kJson;
-      } else {
-        std::fprintf(stderr, "tprofctl diff: --format takes text or json, got '%s'\n", f.c_str());
-        return 2;
-      }
-    } else if (a.size() > 1 && a[0] == '-') {
-      std::fprintf(stderr, "tprofctl diff: unexpected '%s'\n\n", a.c_str());
-      Usage(stderr);
-      return 2;
-    } else {
-      paths.push_back(a);
-    }
-  }
-  if (paths.size() != 2) {
-    std::fprintf(stderr, "tprofctl diff: needs two profiles, A and B (got %zu)\n\n",
-                 paths.size());
-    Usage(stderr);
-    return 2;
-  }
+int RunDiff(const DiffCliOptions& o) {
+  const std::vector<std::string>& paths = o.paths;
+  const DiffOptions& options = o.diff;
+  const DiffFormat format = o.format == "json" ? DiffFormat::kJson : DiffFormat::kText;
   auto a = ReadProfile(paths[0]);
-  if (!a) return ReportError(a.error());
+  if (!a) return ReportError(a.error(), Doing::kReadProfile);
   auto b = ReadProfile(paths[1]);
-  if (!b) return ReportError(b.error());
+  if (!b) return ReportError(b.error(), Doing::kReadProfile);
   if (options.pid && !HasPid(*a, *options.pid) && !HasPid(*b, *options.pid)) {
     std::fprintf(stderr, "tprofctl: pid %u has no samples in %s or %s\n", *options.pid,
                  paths[0].c_str(), paths[1].c_str());
@@ -108,6 +48,38 @@ int RunDiff(const Args& args) {
   std::string out = RenderDiff(d, options, format);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void AddDiffCommand(CommandLine& cli) {
+  auto o = std::make_shared<DiffCliOptions>();
+  CLI::App* sub = cli.Add(
+      cli.app(), "diff",
+      "Compares two profiles per function or process. Given two recorded by `tprofctl "
+      "record` or `tprofctl start`/`stop` (before and after a change, say): for each function (or process), its share of A's and of B's "
+      "samples taken, the change in percentage points (B - A) and the sample counts, largest "
+      "change first. Rows found in one profile only show 0 in the other. Processes are matched "
+      "by name, since pids differ between recordings.",
+      [o] { return RunDiff(*o); });
+  sub->add_option("A B", o->paths, "the two profiles")->required()->expected(2);
+  sub->add_option_function<std::string>(
+         "--by",
+         [o](const std::string& by) {
+           o->diff.by = by == "process" ? DiffBy::kProcess : DiffBy::kFunction;
+         },
+         "function (default) or process")
+      ->check(CLI::IsMember({"function", "symbol", "process"}));
+  sub->add_option_function<uint32_t>(
+         "-p,--pid", [o](uint32_t pid) { o->diff.pid = pid; },
+         "only this pid in both profiles (0: the idle/wait samples)")
+      ->transform(Decimal())
+      ->check(CLI::Range(0u, TPROF_PID_ALL - 1));
+  sub->add_option_function<size_t>(
+         "--top", [o](size_t top) { o->diff.top = top; }, "the N largest changes (default: all)")
+      ->transform(Decimal());
+  sub->add_option("--format", o->format, "text (default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
 }
 
 }  // namespace tprof::cli

@@ -2,13 +2,27 @@
 #ifndef TPROF_TOOLS_TPROFCTL_DUMP_H_
 #define TPROF_TOOLS_TPROFCTL_DUMP_H_
 
-#include "commands.h"
+#include <optional>
+#include <string>
+
+#include "command_line.h"
+#include "tprof/profile_file.h"
+#include "tprof/report.h"
 
 namespace tprof::cli {
 
-int RunDump(const Args& args);
-// The same, main()-style: argv[0] is the command name ("dump"), skipped.
-int RunDump(int argc, char** argv);
+struct DumpOptions {
+  std::string input = kDefaultProfilePath;
+  std::optional<std::string> output;  // the report's file (default stdout)
+  ReportOptions report;
+  std::string format = "text";  // text, json, folded, svg, speedscope, pprof
+};
+
+// Adds --by, --top and --format (the report's shape), which record shares.
+void AddReportOptions(CLI::App* sub, DumpOptions& o);
+
+// Prints (or writes) the report; returns the exit status.
+int RunDump(const DumpOptions& o);
 
 }  // namespace tprof::cli
 

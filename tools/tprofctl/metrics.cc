@@ -1,5 +1,6 @@
 // tprofctl metrics: turn per-thread metrics accounting on and off.
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "cli_util.h"
@@ -12,24 +13,25 @@ namespace {
 
 constexpr const char* kDefaultMetrics = "time,dispatches";
 
-void Usage(FILE* out) {
+std::string Description() {
   std::string known;
   for (const std::string& n : KnownMetricNames()) known += (known.empty() ? "" : ", ") + n;
-  std::fprintf(out,
-               "usage: tprofctl metrics on [--metrics LIST]\n"
-               "       tprofctl metrics off\n"
-               "       tprofctl metrics [status] [--json]\n\n"
-               "Per-thread metrics: the module accounts, for every thread, the metrics\n"
-               "in LIST (default %s) at each context switch; read them with\n"
-               "`tprofctl threads`. `on` and `off` need CAP_PERFMON or CAP_SYS_ADMIN;\n"
-               "`on` while on restarts with zeroed accumulators.\n"
-               "  LIST: up to %d of %s, raw:CODE\n",
-               kDefaultMetrics, TPROF_MAX_METRICS, known.c_str());
+  return "Turns per-thread metrics on or off and shows their state. The module accounts, for every thread, the metrics in LIST "
+         "(default " + std::string(kDefaultMetrics) + ") at each context switch; read them with "
+         "`tprofctl threads`. `on` and `off` need CAP_PERFMON or CAP_SYS_ADMIN; `on` while on "
+         "restarts with zeroed accumulators. LIST: up to " + std::to_string(TPROF_MAX_METRICS) +
+         " of " + known + ", raw:CODE.";
 }
+
+struct MetricsOptions {
+  std::string action = "status";
+  std::string list = kDefaultMetrics;
+  bool json = false;
+};
 
 int Status(const Device& dev, bool json) {
   auto st = dev.GetMetricsStatus();
-  if (!st) return ReportError(st.error());
+  if (!st) return ReportError(st.error(), Doing::kMetrics);
   if (json) {
     JsonWriter w;
     w.BeginObject().Field("enabled", st->enabled);
@@ -67,47 +69,38 @@ int Status(const Device& dev, bool json) {
   return 0;
 }
 
-}  // namespace
-
-int RunMetrics(const Args& args) {
-  std::string action = "status";
-  std::string list = kDefaultMetrics;
-  bool json = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help") {
-      Usage(stdout);
-      return 0;
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--metrics" && i + 1 < args.size()) {
-      list = args[++i];
-    } else if (i == 0 && (a == "on" || a == "off" || a == "status")) {
-      action = a;
-    } else {
-      std::fprintf(stderr, "tprofctl metrics: unexpected '%s'\n\n", a.c_str());
-      Usage(stderr);
-      return 2;
-    }
-  }
+int RunMetrics(const MetricsOptions& o) {
+  const std::string& action = o.action;
+  const std::string& list = o.list;
   auto specs = ParseMetricList(list);
   if (!specs) {
     std::fprintf(stderr, "tprofctl metrics: %s\n", specs.error().message().c_str());
-    return 2;
+    return kExitUsage;
   }
-  auto dev = OpenDeviceOrReport();
+  auto dev = OpenDeviceOrReport(Doing::kMetrics);
   if (!dev) return 1;
   if (action == "on") {
-    if (auto st = dev->EnableMetrics(*specs); !st) return ReportError(st.error());
+    if (auto st = dev->EnableMetrics(*specs); !st) return ReportError(st.error(), Doing::kMetrics);
     std::printf("per-thread metrics on: %s\n", list.c_str());
     return 0;
   }
   if (action == "off") {
-    if (auto st = dev->DisableMetrics(); !st) return ReportError(st.error());
+    if (auto st = dev->DisableMetrics(); !st) return ReportError(st.error(), Doing::kMetrics);
     std::printf("per-thread metrics off\n");
     return 0;
   }
-  return Status(*dev, json);
+  return Status(*dev, o.json);
+}
+
+}  // namespace
+
+void AddMetricsCommand(CommandLine& cli) {
+  auto o = std::make_shared<MetricsOptions>();
+  CLI::App* sub = cli.Add(cli.app(), "metrics", Description(), [o] { return RunMetrics(*o); });
+  sub->add_option("action", o->action, "on, off or status (default)")
+      ->check(CLI::IsMember({"on", "off", "status"}));
+  sub->add_option("--metrics", o->list, "with on: the metrics to account (comma-separated)");
+  sub->add_flag("--json", o->json, "status as one JSON object");
 }
 
 }  // namespace tprof::cli

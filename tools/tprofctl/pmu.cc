@@ -11,6 +11,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <dirent.h>
 #include <string>
 #include <utility>  // boost/asio/awaitable.hpp needs std::exchange first
@@ -27,31 +28,12 @@ namespace tprof::cli {
 
 namespace {
 
-void Usage(FILE* out) {
-  std::fprintf(out,
-               "usage: tprofctl pmu list [--all]\n"
-               "       tprofctl pmu watch [--pid PID | --tid TID | -a [-- CMD] | -- CMD [ARGS...]]\n"
-               "                          --counter NAME=EVENT[@RANGE[/K]] ... [--threshold NAME>=N[/EVERY]] ...\n"
-               "                          [--when EXPR [--then NAME,...]] ... [--rearm] [--json]\n\n"
-               "A PMU program: up to 8 counters of one process (and the processes it\n"
-               "creates), one thread or every CPU, each optionally restricted to an address range;\n"
-               "thresholds and rules are evaluated in the kernel at every event and each\n"
-               "crossing is printed as it happens, with every counter's value.\n"
-               "  --counter NAME=EVENT[@RANGE[/K]]  EVENT: see `tprofctl pmu list`; RANGE: a\n"
-               "                   function or data symbol of the target, file.c:func,\n"
-               "                   0xSTART-0xEND or 0xSTART+LEN; /K also counts K equal parts\n"
-               "  --threshold NAME>=N[/EVERY]  an event when NAME reaches N (then every EVERY)\n"
-               "  --when EXPR      a rule, e.g. '3*ins-cyc<0' (CPI > 3): up to 4 counters with\n"
-               "                   integer multipliers, compared (> >= < <=) with an integer\n"
-               "  --then NAMES     counters (comma-separated) that the preceding --when arms:\n"
-               "                   they count only from its first firing (secondary counters)\n"
-               "  --rearm          rules fire again after they were false (default: once)\n"
-               "  --json           one JSON object per event and for the totals\n"
-               "  -a, --all-cpus   count on every CPU (every process; events name the task that\n"
-               "                   ran): until CMD exits if given (its symbols resolve RANGE),\n"
-               "                   else until interrupted; needs CAP_PERFMON\n"
-               "Without CAP_PERFMON only your own processes, within kernel.perf_event_paranoid.\n");
-}
+struct WatchOptions {
+  std::vector<std::string> counters, thresholds, cmd;
+  std::vector<std::pair<std::string, std::string>> rules;  // expression, --then
+  uint32_t pid = 0, scope = TPROF_PMU_SCOPE_PROCESS;
+  bool json = false, rearm = false, all_cpus = false, target = false;
+};
 
 // The target's executable is mapped only after exec: the child stops at
 // its exec (PTRACE_TRACEME), the program is built against its maps, then
@@ -116,8 +98,7 @@ void PrintTotals(const tprof_pmu_values& v, const pmu::ProgramSpec& spec, bool j
   std::printf("events: %" PRIu64 " sent, %" PRIu64 " lost\n", uint64_t(v.events_sent), uint64_t(v.events_lost));
 }
 
-int RunList(const Args& args) {
-  bool all = args.size() > 1 && args[1] == "--all";
+int RunList(bool all) {
   std::printf("software (exact, every event):\n  page-faults (faults) minor-faults major-faults context-switches (cs)\n"
               "  cpu-migrations (migrations) alignment-faults emulation-faults\n"
               "hardware (every K events, NAME:K, default K %" PRIu64 "; where the CPU has a PMU):\n"
@@ -151,53 +132,19 @@ int RunList(const Args& args) {
   return 0;
 }
 
-int RunWatch(const Args& args) {
-  std::vector<std::string> counters, thresholds, cmd;
-  std::vector<std::pair<std::string, std::string>> rules;  // expression, --then
-  uint32_t pid = 0, scope = TPROF_PMU_SCOPE_PROCESS;
-  bool json = false, rearm = false, all_cpus = false, target = false;
-  for (size_t i = 1; i < args.size(); i++) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
-    const std::string* v = nullptr;
-    if (a == "--") {
-      cmd.assign(args.begin() + long(i) + 1, args.end());
-      break;
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--rearm") {
-      rearm = true;
-    } else if (a == "-a" || a == "--all-cpus") {
-      all_cpus = true;
-    } else if ((a == "--counter" || a == "-e") && (v = value())) {
-      counters.push_back(*v);
-    } else if (a == "--threshold" && (v = value())) {
-      thresholds.push_back(*v);
-    } else if (a == "--when" && (v = value())) {
-      rules.push_back({*v, ""});
-    } else if (a == "--then" && (v = value()) && !rules.empty()) {
-      rules.back().second = *v;
-    } else if ((a == "--pid" || a == "-p" || a == "--tid" || a == "-t") && (v = value())) {
-      auto n = ParseNumber(a, *v);
-      if (!n) return 2;
-      pid = uint32_t(*n);
-      target = true;
-      scope = a == "--tid" || a == "-t" ? TPROF_PMU_SCOPE_THREAD : TPROF_PMU_SCOPE_PROCESS;
-    } else if (a == "-h" || a == "--help") {
-      Usage(stdout);
-      return 0;
-    } else {
-      std::fprintf(stderr, "tprofctl pmu watch: bad option '%s'\n", a.c_str());
-      Usage(stderr);
-      return 2;
-    }
-  }
+int RunWatch(const WatchOptions& o) {
+  const std::vector<std::string>& counters = o.counters;
+  const std::vector<std::string>& thresholds = o.thresholds;
+  const std::vector<std::string>& cmd = o.cmd;
+  const auto& rules = o.rules;
+  uint32_t pid = o.pid, scope = o.scope;
+  const bool json = o.json, rearm = o.rearm, all_cpus = o.all_cpus, target = o.target;
   if (counters.empty() || (all_cpus ? target : (pid == 0) == cmd.empty())) {
     std::fprintf(stderr, "tprofctl pmu watch: give --counter and one of --pid, --tid, -a or -- CMD\n");
-    return 2;
+    return kExitUsage;
   }
   if (all_cpus) scope = TPROF_PMU_SCOPE_CPUS;
-  auto dev = OpenDeviceOrReport();
+  auto dev = OpenDeviceOrReport(Doing::kPmuProgram);
   if (!dev) return 1;
 
   pid_t child = 0;
@@ -237,24 +184,17 @@ int RunWatch(const Args& args) {
   }
   if (!st) {
     kill_child();
-    return ReportError(st.error());
+    return ReportError(st.error(), Doing::kPmuSpec);
   }
   auto prog = pmu::Program::Create(*dev, spec.Build(scope, all_cpus ? 0 : pid));
   if (!prog) {
     kill_child();
-    ReportError(prog.error());
-    if (prog.error().code().value() == EACCES)
-      std::fprintf(stderr, "tprofctl: see `sysctl kernel.perf_event_paranoid` (2 allows your own processes)"
-                           " or run with CAP_PERFMON\n");
-    if (prog.error().code().value() == EPERM && all_cpus)
-      std::fprintf(stderr, "tprofctl: counting on every CPU (-a) sees every process: it needs CAP_PERFMON"
-                           " (or root); without it use --pid, --tid or -- CMD\n");
-    return 1;
+    return ReportError(prog.error(), all_cpus ? Doing::kPmuAllCpus : Doing::kPmuProgram);
   }
   auto mon = pmu::Monitor::Open();
   if (!mon) {
     kill_child();
-    return ReportError(mon.error());
+    return ReportError(mon.error(), Doing::kPmuProgram);
   }
   if (Status s = mon->Subscribe(*prog); !s) {
     kill_child();
@@ -332,16 +272,75 @@ int RunWatch(const Args& args) {
 
 }  // namespace
 
-int RunPmu(const Args& args) {
-  if (args.empty() || args[0] == "-h" || args[0] == "--help") {
-    Usage(args.empty() ? stderr : stdout);
-    return args.empty() ? 2 : 0;
-  }
-  if (args[0] == "list") return RunList(args);
-  if (args[0] == "watch") return RunWatch(args);
-  std::fprintf(stderr, "tprofctl pmu: unknown subcommand '%s'\n", args[0].c_str());
-  Usage(stderr);
-  return 2;
+void AddPmuCommand(CommandLine& cli) {
+  CLI::App* pmu = AddSubcommand(
+      cli.app(),
+      "pmu",
+      "PMU programs: counters, ranges, thresholds and rules in the kernel. A program has up to 8 counters of one process (and the processes it creates), one thread "
+      "or every CPU, each optionally restricted to an address range; thresholds and rules are "
+      "evaluated in the kernel at every event and each crossing is printed as it happens, with "
+      "every counter's value. Without CAP_PERFMON only your own processes, within "
+      "kernel.perf_event_paranoid.");
+  pmu->require_subcommand(1);
+
+  auto all = std::make_shared<bool>(false);
+  CLI::App* list = cli.Add(*pmu, "list", "the events counters can count",
+                           [all] { return RunList(*all); });
+  list->add_flag("--all", *all, "also every tracepoint's name");
+
+  auto o = std::make_shared<WatchOptions>();
+  CLI::App* watch = cli.Add(*pmu, "watch",
+                            "build a program, run it on a process, a thread, a command or every "
+                            "CPU, print its events as they come and the totals at the end",
+                            [o] { return RunWatch(*o); });
+  watch->add_option("-e,--counter", o->counters,
+                    "NAME=EVENT[@RANGE[/K]]: EVENT see `tprofctl pmu list`; RANGE a function or "
+                    "data symbol of the target, file.c:func, 0xSTART-0xEND or 0xSTART+LEN; /K "
+                    "also counts K equal parts")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  watch->add_option("--threshold", o->thresholds,
+                    "NAME>=N[/EVERY]: an event when NAME reaches N (then every EVERY)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  // --when and --then pair up in order: each --then arms counters by the
+  // --when before it.
+  watch->add_option_function<std::string>(
+      "--when", [o](const std::string& v) { o->rules.push_back({v, ""}); },
+      "a rule, e.g. '3*ins-cyc<0' (CPI > 3): up to 4 counters with integer multipliers, "
+      "compared (> >= < <=) with an integer")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->trigger_on_parse();
+  watch->add_option_function<std::string>(
+      "--then",
+      [o](const std::string& v) {
+        if (o->rules.empty()) throw CLI::ValidationError("--then", "follows a --when");
+        o->rules.back().second = v;
+      },
+      "counters (comma-separated) that the preceding --when arms: they count only from its "
+      "first firing (secondary counters)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->trigger_on_parse();
+  watch->add_flag("--rearm", o->rearm, "rules fire again after they were false (default: once)");
+  watch->add_flag("--json", o->json, "one JSON object per event and for the totals");
+  watch->add_flag("-a,--all-cpus", o->all_cpus,
+                  "count on every CPU (every process; events name the task that ran): until CMD "
+                  "exits if given (its symbols resolve RANGE), else until interrupted; needs "
+                  "CAP_PERFMON");
+  auto target = [o](uint32_t scope) {
+    return [o, scope](uint32_t pid) {
+      o->pid = pid;
+      o->scope = scope;
+      o->target = true;
+    };
+  };
+  watch->add_option_function<uint32_t>("-p,--pid", target(TPROF_PMU_SCOPE_PROCESS),
+                                       "a running process (and the processes it creates)")
+      ->transform(Decimal());
+  watch->add_option_function<uint32_t>("-t,--tid", target(TPROF_PMU_SCOPE_THREAD),
+                                       "a running thread")
+      ->transform(Decimal());
+  cli.AddCommandTail(watch, &o->cmd, "-- CMD [ARGS...]: a command to start and count");
 }
 
 }  // namespace tprof::cli

@@ -9,7 +9,9 @@
 // `stop` signals it and waits for its result.
 #include <fcntl.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,10 +25,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -34,128 +38,108 @@
 #include "tprof/profile.h"
 #include "tprof/profile_file.h"
 #include "tprof/sampling.h"
+#include "dump.h"
+#include "tprof/scoped_fd.h"
 #include "windows_cli.h"
 
 namespace tprof::cli {
 
 namespace {
 
+// Frames per stack with -g unless --stack-depth says otherwise.
 constexpr int kDefaultStackDepth = 64;
 
 struct RecordOptions {
   SamplingOptions sampling;
   std::string output = kDefaultProfilePath;
-  bool pid_given = false;
+  std::optional<uint32_t> pid;            // -p (record: 0 = the command)
+  bool all_cpus = false;                  // -a
+  std::optional<uint64_t> period;         // -c: events per sample with -e
+  bool callers = false;                   // -g: whole stacks
+  std::optional<uint32_t> stack_depth;    // --stack-depth (with -g)
   std::vector<tprof_window_add> windows;  // --window/--profil (windows_cli.h)
+  std::vector<std::string> cmd;           // record: -- CMD [ARGS...]
+  DumpOptions report;                     // record: --by, --top, --format
 };
 
-void StartUsage(FILE* out, const char* cmd) {
-  std::fprintf(out,
-               "usage: tprofctl %s [--freq HZ] [--buffer-kb N] [--pid PID] [-g|--callers]\n"
-               "                [--stack-depth N] [--event NAME --period N] [-o FILE]%s\n\n"
-               "  --freq HZ       clock samples per second per CPU (default 1000, max 100000)\n"
-               "  --buffer-kb N   size of each half of a CPU's double buffer (default 64;\n"
-               "                  a power of two from 4 to 16384)\n"
-               "  --pid PID       sample one process (default: every process, which needs\n"
-               "                  CAP_PERFMON or CAP_SYS_ADMIN)\n"
-               "  -g, --callers   record each sample's whole stack, kernel and user part\n"
-               "                  (user code built with frame pointers), for folded stacks,\n"
-               "                  flame graphs and `dump --children` / `--by caller`\n"
-               "  --stack-depth N frames per stack with --callers (1..%d, default %d)\n"
-               "  --event NAME    sample on a counter's overflow instead of the clock:\n"
-               "                  page-faults, context-switches, cpu-migrations, task-clock,\n"
-               "                  cycles, instructions, cache-misses, branch-misses, rHEX\n"
-               "  --period N      events per sample with --event (default 10000)\n"
-               "  -o FILE         profile file (default tprof.data)\n"
-               "  --window SPEC   counting window: kernel:START:LEN:BLOCK or\n"
-               "                  pid=PID:START:LEN:BLOCK, saved to FILE.windows\n"
-               "  --profil SPEC   profil(2) window PID:OFFSET:SCALE:BUFSIZ[:32]\n"
-               "                  (see `tprofctl window --help`)\n",
-               cmd, std::strcmp(cmd, "record") == 0 ? " [DUMP OPTIONS] -- CMD [ARGS...]" : "",
-               TPROF_MAX_STACK_DEPTH, kDefaultStackDepth);
+// The options start and record share, spelled as perf spells them.
+void AddSamplingOptions(CLI::App* sub, RecordOptions& o) {
+  sub->add_option("-F,--freq", o.sampling.frequency_hz,
+                  "clock samples per second per CPU (default 1000, max " +
+                      std::to_string(TPROF_SAMPLING_MAX_HZ) + ")")
+      ->transform(Decimal())
+      ->check(CLI::Range(1u, static_cast<unsigned>(TPROF_SAMPLING_MAX_HZ)));
+  sub->add_option_function<uint32_t>(
+         "--buffer-kb", [&o](uint32_t kb) { o.sampling.half_bytes = kb * 1024; },
+         "size of each half of a CPU's double buffer (default 64; a power of two from 4 to "
+         "16384)")
+      ->transform(Decimal())
+      ->check(CLI::Range(1u, 1u << 20));
+  sub->add_option("-p,--pid", o.pid, "sample one process and the processes it creates")
+      ->transform(Decimal())
+      ->check(CLI::Range(0u, TPROF_PID_ALL - 1));
+  sub->add_flag("-a,--all-cpus", o.all_cpus,
+                "sample every process on every CPU (needs CAP_PERFMON or CAP_SYS_ADMIN)");
+  sub->add_flag("-g,--callers", o.callers,
+                "record each sample's whole stack, kernel and user part (user code built with "
+                "frame pointers), for folded stacks, flame graphs and `dump --children` / "
+                "`--by caller`");
+  sub->add_option_function<std::string>(
+         "--call-graph", [&o](const std::string&) { o.callers = true; },
+         "as perf: fp (frame pointers) is what -g records")
+      ->check(CLI::IsMember({"fp"}));
+  sub->add_option("--stack-depth", o.stack_depth,
+                  "frames per stack with -g (1.." + std::to_string(TPROF_MAX_STACK_DEPTH) +
+                      ", default " + std::to_string(kDefaultStackDepth) + ")")
+      ->transform(Decimal())
+      ->check(CLI::Range(1u, static_cast<unsigned>(TPROF_MAX_STACK_DEPTH)));
+  sub->add_option_function<std::string>(
+      "-e,--event",
+      [&o](const std::string& name) {
+        if (Status st = ParseSampleEvent(name, &o.sampling); !st)
+          throw CLI::ValidationError("--event", st.error().message());
+      },
+      "sample on a counter's overflow instead of the clock: page-faults, context-switches, "
+      "cpu-migrations, task-clock, cycles, instructions, cache-misses, branch-misses, rHEX");
+  sub->add_option("-c,--count,--period", o.period, "events per sample with --event (default 10000)")
+      ->transform(Decimal())
+      ->check(CLI::Range(uint64_t{1}, UINT64_MAX));
+  sub->add_option("-o,--output", o.output, "profile file (default tprof.data)");
+  AddWindowOptions(sub, &o.windows);
 }
 
-// Parses the options shared by start and record. Unknown options are left in
-// *rest (record passes them to the report). Returns 2 on a usage error.
-int ParseRecordOptions(const Args& args, size_t end, RecordOptions* o, Args* rest) {
-  std::optional<uint64_t> period;
-  std::optional<uint32_t> stack_depth;
-  bool callers = false;
-  for (size_t i = 0; i < end; ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string* {
-      if (i + 1 >= end) {
-        std::fprintf(stderr, "tprofctl: %s needs a value\n", a.c_str());
-        return nullptr;
-      }
-      return &args[++i];
-    };
-    if (a == "--stack-depth") {
-      const std::string* v = value();
-      if (!v) return 2;
-      auto n = ParseNumber(a, *v);
-      if (!n || *n == 0 || *n > TPROF_MAX_STACK_DEPTH) {
-        std::fprintf(stderr, "tprofctl: --stack-depth must be 1..%d\n", TPROF_MAX_STACK_DEPTH);
-        return 2;
-      }
-      stack_depth = static_cast<uint32_t>(*n);
-    } else if (a == "--freq" || a == "--buffer-kb" || a == "--pid" || a == "--period") {
-      const std::string* v = value();
-      if (!v) return 2;
-      auto n = ParseNumber(a, *v);
-      if (!n || *n > UINT32_MAX) return 2;
-      if (a == "--freq") {
-        o->sampling.frequency_hz = static_cast<uint32_t>(*n);
-        if (*n == 0 || *n > TPROF_SAMPLING_MAX_HZ) {
-          std::fprintf(stderr, "tprofctl: --freq must be 1..%u\n", TPROF_SAMPLING_MAX_HZ);
-          return 2;
-        }
-      } else if (a == "--buffer-kb") {
-        o->sampling.half_bytes = static_cast<uint32_t>(*n * 1024);
-      } else if (a == "--pid") {
-        o->sampling.pid = static_cast<uint32_t>(*n);
-        o->pid_given = true;
-      } else {
-        period = *n;
-      }
-    } else if (a == "--window" || a == "--profil") {
-      const std::string* v = value();
-      if (!v || !ParseWindowOption(a, *v, &o->windows)) return 2;
-    } else if (a == "--callers" || a == "-g") {
-      callers = true;
-    } else if (a == "--event") {
-      const std::string* v = value();
-      if (!v) return 2;
-      if (Status st = ParseSampleEvent(*v, &o->sampling); !st) {
-        std::fprintf(stderr, "tprofctl: %s\n", st.error().message().c_str());
-        return 2;
-      }
-    } else if (a == "-o" || a == "--output") {
-      const std::string* v = value();
-      if (!v) return 2;
-      o->output = *v;
-    } else if (rest) {
-      rest->push_back(a);
-      // Report options with a value travel with it.
-      if ((a == "--by" || a == "--top" || a == "--format") && i + 1 < end)
-        rest->push_back(args[++i]);
-    } else {
-      std::fprintf(stderr, "tprofctl: unknown option '%s'\n", a.c_str());
-      return 2;
-    }
-  }
-  if (stack_depth && !callers) {
-    std::fprintf(stderr, "tprofctl: --stack-depth goes with --callers\n");
-    return 2;
-  }
-  if (callers) o->sampling.stack_depth = stack_depth.value_or(kDefaultStackDepth);
+// Checks what the options say together and settles the session's pid;
+// `cmd` says whether a command is recorded. Returns 0, or 2 after printing
+// the usage error.
+int SettleOptions(const char* name, RecordOptions* o, bool cmd) {
   if (o->sampling.event_type != TPROF_SAMPLE_ON_CLOCK) {
-    o->sampling.event_period = period.value_or(10000);
+    o->sampling.event_period = o->period.value_or(10000);
     o->sampling.frequency_hz = 0;
-  } else if (period) {
-    std::fprintf(stderr, "tprofctl: --period goes with --event\n");
-    return 2;
+  } else if (o->period) {
+    std::fprintf(stderr, "tprofctl %s: --count/--period goes with --event\n", name);
+    return kExitUsage;
   }
+  if (o->stack_depth && !o->callers) {
+    std::fprintf(stderr, "tprofctl %s: --stack-depth goes with -g/--callers\n", name);
+    return kExitUsage;
+  }
+  if (o->callers) o->sampling.stack_depth = o->stack_depth.value_or(kDefaultStackDepth);
+  if (o->all_cpus && o->pid) {
+    std::fprintf(stderr, "tprofctl %s: -a (every process) and -p (one) exclude each other\n", name);
+    return kExitUsage;
+  }
+  if (o->pid == 0u && !cmd) {
+    std::fprintf(stderr, "tprofctl %s: -p 0 (the recorded command) needs -- CMD\n", name);
+    return kExitUsage;
+  }
+  // record -- CMD follows CMD unless -a or -p; start samples every
+  // process unless -p. A pid of 0 is filled in with the command's.
+  if (o->pid)
+    o->sampling.pid = *o->pid;
+  else if (cmd && !o->all_cpus)
+    o->sampling.pid = 0;
+  else
+    o->sampling.pid = TPROF_PID_ALL;
   return 0;
 }
 
@@ -173,6 +157,26 @@ Expected<SamplingSession> StartSampling(SamplingOptions options) {
                          "recording callers only\n");
   return fallback;
 }
+
+// Follows a process recorded with `record -p PID` (no command): when it
+// exits, SIGTERM to this process ends the recording, as a user's would.
+class ExitWatcher {
+ public:
+  explicit ExitWatcher(pid_t pid)
+      : pidfd_(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))),
+        thread_([this](std::stop_token stop) {
+          pollfd p{pidfd_.get(), POLLIN, 0};
+          while (!stop.stop_requested())
+            if (::poll(&p, 1, 200) > 0) {
+              ::kill(::getpid(), SIGTERM);
+              return;
+            }
+        }) {}
+
+ private:
+  ScopedFd pidfd_;
+  std::jthread thread_;
+};
 
 std::string AbsolutePath(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
@@ -347,13 +351,8 @@ void WriteResult(const std::string& text) {
   std::ofstream(ResultFile()) << text;
 }
 
-}  // namespace
-
-int RunStart(const Args& args) {
-  for (const std::string& a : args)
-    if (a == "-h" || a == "--help") return StartUsage(stdout, "start"), 0;
-  RecordOptions o;
-  if (int rc = ParseRecordOptions(args, args.size(), &o, nullptr)) return StartUsage(stderr, "start"), rc;
+int RunStart(RecordOptions o) {
+  if (int rc = SettleOptions("start", &o, false)) return rc;
   o.output = AbsolutePath(o.output);
 
   // A pipe tells the caller whether the background recorder got going.
@@ -398,9 +397,15 @@ int RunStart(const Args& args) {
       fail("a recorder is already running (pid " + std::to_string(other) +
            "): `tprofctl stop` it first");
   }
+  auto with_hint = [&](const Error& e, Doing doing) {
+    std::string hint = Hint(e, doing);
+    return e.message() + (hint.empty() ? "" : "\ntprofctl: " + hint);
+  };
+  const Doing doing = o.sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling;
   auto session = StartSampling(o.sampling);
-  if (!session) fail(session.error().message());
-  if (Status st = ApplyWindows(session->fd(), o.windows, 0); !st) fail(st.error().message());
+  if (!session) fail(with_hint(session.error(), doing));
+  if (Status st = ApplyWindows(session->fd(), o.windows, 0); !st)
+    fail(with_hint(st.error(), Doing::kSampling));
   std::ofstream(PidFile()) << ::getpid() << "\n";
   ::unlink(ResultFile().c_str());
   int devnull = ::open("/dev/null", O_RDWR);
@@ -430,23 +435,14 @@ int RunStart(const Args& args) {
   _exit(st ? 0 : 1);
 }
 
-int RunStop(const Args& args) {
-  if (args.size() == 1 && args[0] == "--force") {
+int RunStop(bool force) {
+  if (force) {
     // Whoever's session it is (an administrator's tool): no profile here.
-    auto dev = Device::Open();
-    if (!dev) return ReportError(dev.error());
-    if (auto st = dev->StopAnySampling(); !st) return ReportError(st.error());
+    auto dev = OpenDeviceOrReport(Doing::kSampling);
+    if (!dev) return 1;
+    if (auto st = dev->StopAnySampling(); !st) return ReportError(st.error(), Doing::kSampling);
     std::printf("tprofctl: the sampling session was stopped\n");
     return 0;
-  }
-  if (!args.empty()) {
-    bool help = args[0] == "-h" || args[0] == "--help";
-    std::fprintf(help ? stdout : stderr,
-                 "usage: tprofctl stop [--force]\n\nStops the recorder `tprofctl start` began and "
-                 "waits until it has written the profile.\n--force: stop the running sampling "
-                 "session whoever owns it (CAP_PERFMON or root); its owner keeps what it "
-                 "recorded so far.\n");
-    return help ? 0 : 2;
   }
   std::ifstream in(PidFile());
   pid_t pid = 0;
@@ -490,65 +486,110 @@ int RunStop(const Args& args) {
   return 1;
 }
 
-int RunRecord(const Args& args) {
-  size_t dashes = args.size();
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--") {
-      dashes = i;
-      break;
-    }
-    if (args[i] == "-h" || args[i] == "--help") return StartUsage(stdout, "record"), 0;
+int RunRecord(RecordOptions o) {
+  const bool has_cmd = !o.cmd.empty();
+  if (!has_cmd && !o.all_cpus && !o.pid) {
+    std::fprintf(stderr, "tprofctl record: give -- CMD [ARGS...], -p PID or -a\n");
+    return kExitUsage;
   }
-  if (dashes + 1 >= args.size()) {
-    StartUsage(stderr, "record");
-    return 2;
-  }
-  RecordOptions o;
-  Args report_args;
-  if (int rc = ParseRecordOptions(args, dashes, &o, &report_args)) return rc;
+  if (int rc = SettleOptions("record", &o, has_cmd)) return rc;
+  const Doing doing = o.sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling;
 
   // The child waits on a pipe so that sampling covers its exec.
-  int go[2];
-  if (::pipe2(go, O_CLOEXEC) != 0) return ReportError(Error::FromErrno(errno, "pipe"));
-  pid_t child = ::fork();
-  if (child < 0) return ReportError(Error::FromErrno(errno, "fork"));
-  if (child == 0) {
-    ::close(go[1]);
-    char c;
-    if (::read(go[0], &c, 1) != 1) _exit(127);
-    std::vector<char*> argv;
-    for (size_t i = dashes + 1; i < args.size(); ++i) argv.push_back(const_cast<char*>(args[i].c_str()));
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "tprofctl: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
+  pid_t child = 0;
+  ScopedFd go;
+  if (has_cmd) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return ReportError(Error::FromErrno(errno, "pipe"));
+    child = ::fork();
+    if (child < 0) return ReportError(Error::FromErrno(errno, "fork"));
+    if (child == 0) {
+      ::close(fds[1]);
+      char c;
+      if (::read(fds[0], &c, 1) != 1) _exit(127);
+      std::vector<char*> argv;
+      for (const std::string& a : o.cmd) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execvp(argv[0], argv.data());
+      std::fprintf(stderr, "tprofctl: cannot run %s: %s\n", argv[0], std::strerror(errno));
+      _exit(127);
+    }
+    ::close(fds[0]);
+    go = ScopedFd(fds[1]);
+    if (o.sampling.pid == 0) o.sampling.pid = static_cast<uint32_t>(child);
   }
-  ::close(go[0]);
-  if (o.pid_given && o.sampling.pid == 0) o.sampling.pid = static_cast<uint32_t>(child);
+  auto abandon_child = [&] {
+    if (child <= 0) return;
+    go = ScopedFd();  // the child exits without running CMD
+    ::waitpid(child, nullptr, 0);
+  };
   auto session = StartSampling(o.sampling);
   if (!session) {
-    ::close(go[1]);
-    ::waitpid(child, nullptr, 0);
-    return ReportError(session.error());
+    abandon_child();
+    return ReportError(session.error(), doing);
   }
   if (Status st = ApplyWindows(session->fd(), o.windows, child); !st) {
-    ::close(go[1]);
-    ::waitpid(child, nullptr, 0);
-    return ReportError(st.error());
+    abandon_child();
+    return ReportError(st.error(), Doing::kSampling);
+  }
+  // Without a command, a -p target's exit ends the recording (as SIGINT
+  // or SIGTERM do); the stop signals wait until Run listens for them.
+  std::optional<ExitWatcher> watcher;
+  if (!has_cmd && o.pid) {
+    BlockStopSignals(true);
+    watcher.emplace(static_cast<pid_t>(*o.pid));
   }
   Recorder recorder(std::move(*session), o.output);
   int status = 0;
-  (void)!::write(go[1], "g", 1);  // the child execs CMD now
-  ::close(go[1]);
+  if (go) {
+    (void)!::write(go.get(), "g", 1);  // the child execs CMD now
+    go = ScopedFd();
+  }
   Status st = recorder.Run(child, &status);
+  watcher.reset();
   if (!st) return ReportError(st.error());
   PrintSummary(recorder.profile(), o.output);
-  int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (rc != 0) std::fprintf(stderr, "tprofctl: %s exited with status %d\n", args[dashes + 1].c_str(), rc);
-  Args dump_args = {"-i", o.output};
-  dump_args.insert(dump_args.end(), report_args.begin(), report_args.end());
-  int drc = RunDump(dump_args);
+  int rc = 0;
+  if (has_cmd) {
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (rc != 0) std::fprintf(stderr, "tprofctl: %s exited with status %d\n", o.cmd[0].c_str(), rc);
+  }
+  o.report.input = o.output;
+  int drc = RunDump(o.report);
   return rc != 0 ? rc : drc;
+}
+
+}  // namespace
+
+void AddRecordCommands(CommandLine& cli) {
+  auto start = std::make_shared<RecordOptions>();
+  CLI::App* sub = cli.Add(cli.app(), "start",
+                          "Starts a background sampling recorder: every process on every CPU "
+                          "(CAP_PERFMON), or one process with -p; `tprofctl stop` ends it and "
+                          "writes the profile.",
+                          [start] { return RunStart(*start); });
+  AddSamplingOptions(sub, *start);
+
+  auto force = std::make_shared<bool>(false);
+  sub = cli.Add(cli.app(), "stop",
+                "Stops the recorder `tprofctl start` began and waits until it has written the "
+                "profile.",
+                [force] { return RunStop(*force); });
+  sub->add_flag("--force", *force,
+                "stop the running sampling session whoever owns it (CAP_PERFMON or root); its "
+                "owner keeps what it recorded so far");
+
+  auto record = std::make_shared<RecordOptions>();
+  sub = cli.Add(cli.app(), "record",
+                "Records a command, a process or the machine, then prints the report (as perf "
+                "record). `record [OPTIONS] -- CMD [ARGS...]` samples CMD and the processes it creates until it exits (your own "
+                "command needs no privileges where kernel.perf_event_paranoid <= 2); -a samples "
+                "every process while CMD runs (or, without CMD, until interrupted), -p PID one "
+                "running process until it exits or you interrupt (-p 0: CMD, as without -p).",
+                [record] { return RunRecord(*record); });
+  AddSamplingOptions(sub, *record);
+  AddReportOptions(sub, record->report);
+  cli.AddCommandTail(sub, &record->cmd, "-- CMD [ARGS...]: the command to run and record");
 }
 
 }  // namespace tprof::cli

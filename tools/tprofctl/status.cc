@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -139,55 +140,44 @@ void PrintText(const Info& info, const SamplingView& sampling) {
   std::printf("\ncounted since the module was loaded; * = CPU offline\n");
 }
 
-}  // namespace
-
-int RunStatus(const Args& args) {
+struct StatusOptions {
   bool json = false;
   uint64_t rate_ms = 1000;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--json") {
-      json = true;
-    } else if (a == "--rate-ms" && i + 1 < args.size()) {
-      auto v = ParseNumber(a, args[++i]);
-      if (!v || *v > 60000) return 2;
-      rate_ms = *v;
-    } else if (a == "-h" || a == "--help") {
-      std::printf(
-          "usage: tprofctl status [--json]\n\n"
-          "Shows the tprof module's ABI and module version, the kernel, the CPUs,\n"
-          "the module state and, per CPU and in total, the context switches,\n"
-          "forks, execs and exits it has counted since it was loaded, and the\n"
-          "sampling session (whoever runs it): its samples, losses and, while it\n"
-          "runs, its rate.\n"
-          "  --json        one JSON object instead of text\n"
-          "  --rate-ms MS  measure the sampling rate over MS ms (default 1000; 0: no rate)\n");
-      return 0;
-    } else {
-      std::fprintf(stderr, "tprofctl status: unknown option '%s' (try --help)\n", a.c_str());
-      return 2;
-    }
-  }
-  auto dev = Device::Open();
-  if (!dev) {
-    std::fprintf(stderr, "tprofctl: %s\n", dev.error().message().c_str());
-    return 1;
-  }
+};
+
+int RunStatus(const StatusOptions& o) {
+  const bool json = o.json;
+  const uint64_t rate_ms = o.rate_ms;
+  auto dev = OpenDeviceOrReport();
+  if (!dev) return 1;
   auto info = dev->GetInfo();
-  if (!info) {
-    std::fprintf(stderr, "tprofctl: %s\n", info.error().message().c_str());
-    return 1;
-  }
+  if (!info) return ReportError(info.error(), Doing::kOpenDevice);
   auto sampling = ReadSampling(*dev, rate_ms);
-  if (!sampling) {
-    std::fprintf(stderr, "tprofctl: %s\n", sampling.error().message().c_str());
-    return 1;
-  }
+  if (!sampling) return ReportError(sampling.error(), Doing::kOpenDevice);
   if (json)
     PrintJson(*info, *sampling);
   else
     PrintText(*info, *sampling);
   return 0;
+}
+
+}  // namespace
+
+void AddStatusCommand(CommandLine& cli) {
+  auto o = std::make_shared<StatusOptions>();
+  CLI::App* sub = cli.Add(cli.app(), "status",
+                          "Shows the module's version, state, event counters and sampling "
+                          "session. It prints the tprof module's ABI and module version, the "
+                          "kernel, the CPUs, the module state and, per CPU and in total, the "
+                          "context switches, forks, execs and exits it has counted since it was "
+                          "loaded, and the sampling session (whoever runs it): its samples, "
+                          "losses and, while it runs, its rate.",
+                          [o] { return RunStatus(*o); });
+  sub->add_flag("--json", o->json, "one JSON object instead of text");
+  sub->add_option("--rate-ms", o->rate_ms,
+                  "measure the sampling rate over MS ms (default 1000; 0: no rate)")
+      ->transform(Decimal())
+      ->check(CLI::Range(uint64_t{0}, uint64_t{60000}));
 }
 
 }  // namespace tprof::cli

@@ -7,6 +7,8 @@
 #include <csignal>
 #include <cinttypes>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -19,26 +21,12 @@ namespace tprof::cli {
 
 namespace {
 
-void Usage(FILE* out) {
-  std::fprintf(out,
-               "usage: tprofctl threads [--pid PID | --all] [--interval MS] [--count N] [--json]\n"
-               "       tprofctl threads --top [--pid PID | --all] [--interval MS] [--count N] [--batch]\n\n"
-               "Drains the per-thread metric deltas: every thread whose metrics moved\n"
-               "since the last drain (or read), once, then zeroes them. Threads that\n"
-               "exited in between are shown once more, marked exited.\n"
-               "  --all          every process (default; needs CAP_PERFMON/CAP_SYS_ADMIN)\n"
-               "  --pid PID      one process (yours, or with ptrace-read rights over it)\n"
-               "  --interval MS  wait MS milliseconds before each drain (default: drain now)\n"
-               "  --count N      drains to print with --interval (default 1)\n"
-               "  --json         one JSON object per thread per line\n"
-               "  --top          a live table instead, refreshed every --interval MS (default\n"
-               "                 1000) until Ctrl-C or --count refreshes: each thread's share\n"
-               "                 of a CPU and what its metrics added, heaviest first. It reads\n"
-               "                 totals, so it takes nothing from drains or runtimes polling\n"
-               "                 their own deltas.\n"
-               "  --batch        with --top: no screen clearing (implied when not a terminal)\n"
-               "Turn accounting on first: `tprofctl metrics on`.\n");
-}
+struct ThreadsOptions {
+  uint32_t pid = 0;  // 0: every process (TPROF_PID_ALL)
+  std::optional<uint64_t> interval_ms;
+  std::optional<uint64_t> count;
+  bool json = false, top = false, batch = !::isatty(STDOUT_FILENO);
+};
 
 void PrintText(const std::vector<MetricSpec>& metrics, const DrainResult& r) {
   std::printf("%7s %7s %-16s", "PID", "TID", "COMM");
@@ -97,13 +85,13 @@ int RunThreadsTop(const Device& dev, const std::vector<MetricSpec>& metrics, uin
   ::sigaction(SIGTERM, &sa, nullptr);
   const int time_metric = TimeMetricIndex(metrics);
   auto before = ReadThreadTotals(dev, pid);
-  if (!before) return ReportError(before.error());
+  if (!before) return ReportError(before.error(), Doing::kThreads);
   auto last = std::chrono::steady_clock::now();
   for (uint64_t n = 0; (count == 0 || n < count) && !g_stop; ++n) {
     std::this_thread::sleep_until(last + std::chrono::milliseconds(interval_ms));
     if (g_stop) break;
     auto now = ReadThreadTotals(dev, pid);
-    if (!now) return ReportError(now.error());
+    if (!now) return ReportError(now.error(), Doing::kThreads);
     auto t = std::chrono::steady_clock::now();
     uint64_t interval_ns = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(t - last).count());
@@ -133,51 +121,15 @@ int RunThreadsTop(const Device& dev, const std::vector<MetricSpec>& metrics, uin
   return 0;
 }
 
-}  // namespace
-
-int RunThreads(const Args& args) {
-  uint32_t pid = TPROF_PID_ALL;
-  uint64_t interval_ms = 0, count = 1;
-  bool json = false, top = false, batch = !::isatty(STDOUT_FILENO);
-  bool interval_given = false, count_given = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    bool has_value = i + 1 < args.size();
-    if (a == "-h" || a == "--help") {
-      Usage(stdout);
-      return 0;
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--top") {
-      top = true;
-    } else if (a == "--batch") {
-      batch = true;
-    } else if (a == "--all") {
-      pid = TPROF_PID_ALL;
-    } else if (a == "--pid" && has_value) {
-      auto v = ParseNumber(a, args[++i]);
-      if (!v || *v == 0 || *v >= TPROF_PID_ALL) return 2;
-      pid = static_cast<uint32_t>(*v);
-    } else if (a == "--interval" && has_value) {
-      auto v = ParseNumber(a, args[++i]);
-      if (!v) return 2;
-      interval_ms = *v;
-      interval_given = true;
-    } else if (a == "--count" && has_value) {
-      auto v = ParseNumber(a, args[++i]);
-      if (!v || *v == 0) return 2;
-      count = *v;
-      count_given = true;
-    } else {
-      std::fprintf(stderr, "tprofctl threads: unexpected '%s'\n\n", a.c_str());
-      Usage(stderr);
-      return 2;
-    }
-  }
-  auto dev = OpenDeviceOrReport();
+int RunThreads(const ThreadsOptions& o) {
+  const uint32_t pid = o.pid ? o.pid : TPROF_PID_ALL;
+  const uint64_t interval_ms = o.interval_ms.value_or(0), count = o.count.value_or(1);
+  const bool json = o.json, top = o.top, batch = o.batch;
+  const bool interval_given = o.interval_ms.has_value(), count_given = o.count.has_value();
+  auto dev = OpenDeviceOrReport(Doing::kThreads);
   if (!dev) return 1;
   auto st = dev->GetMetricsStatus();
-  if (!st) return ReportError(st.error());
+  if (!st) return ReportError(st.error(), Doing::kThreads);
   if (!st->enabled) {
     std::fprintf(stderr, "tprofctl: per-thread metrics are off: turn them on with "
                          "`tprofctl metrics on`\n");
@@ -186,7 +138,7 @@ int RunThreads(const Args& args) {
   if (top) {
     if (json) {
       std::fprintf(stderr, "tprofctl threads: --top is a table; --json goes without it\n");
-      return 2;
+      return kExitUsage;
     }
     return RunThreadsTop(*dev, st->metrics, pid, interval_given ? std::max<uint64_t>(interval_ms, 10) : 1000,
                          count_given ? count : 0, batch);
@@ -194,7 +146,7 @@ int RunThreads(const Args& args) {
   for (uint64_t n = 0; n < count; ++n) {
     if (interval_ms) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
     auto r = dev->DrainAll(pid);
-    if (!r) return ReportError(r.error());
+    if (!r) return ReportError(r.error(), Doing::kThreads);
     std::sort(r->threads.begin(), r->threads.end(),
               [](const ThreadMetrics& a, const ThreadMetrics& b) {
                 return a.values.empty() || b.values.empty() ? a.tid < b.tid
@@ -208,6 +160,39 @@ int RunThreads(const Args& args) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+void AddThreadsCommand(CommandLine& cli) {
+  auto o = std::make_shared<ThreadsOptions>();
+  CLI::App* sub = cli.Add(
+      cli.app(), "threads",
+      "Drains the per-thread metric deltas, or shows them live (--top). A drain prints every "
+      "thread whose metrics moved since the last drain (or read), once, then zeroes them; "
+      "threads that exited in between are shown once more, marked exited. Turn accounting on "
+      "first: `tprofctl metrics on`.",
+      [o] { return RunThreads(*o); });
+  CLI::Option* all = sub->add_flag_callback(
+      "--all", [o] { o->pid = 0; }, "every process (default; needs CAP_PERFMON/CAP_SYS_ADMIN)");
+  sub->add_option("-p,--pid", o->pid, "one process (yours, or with ptrace-read rights over it)")
+      ->transform(Decimal())
+      ->check(CLI::Range(1u, TPROF_PID_ALL - 1))
+      ->excludes(all);
+  sub->add_option("--interval", o->interval_ms,
+                  "wait MS milliseconds before each drain (default: drain now; --top: 1000)")
+      ->transform(Decimal());
+  sub->add_option("--count", o->count,
+                  "drains to print with --interval (default 1; --top: until Ctrl-C)")
+      ->transform(Decimal())
+      ->check(CLI::PositiveNumber);
+  sub->add_flag("--json", o->json, "one JSON object per thread per line");
+  sub->add_flag("--top", o->top,
+                "a live table instead, refreshed every --interval MS until Ctrl-C or --count "
+                "refreshes: each thread's share of a CPU and what its metrics added, heaviest "
+                "first. It reads totals, so it takes nothing from drains or runtimes polling "
+                "their own deltas.");
+  sub->add_flag("--batch", o->batch, "with --top: no screen clearing (implied when not a terminal)");
 }
 
 }  // namespace tprof::cli

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -36,24 +37,14 @@ uint64_t MonotonicNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-void Usage(FILE* out) {
-  std::fprintf(out,
-               "usage: tprofctl top [-F HZ] [-p PID | -a] [-e EVENT [-c N]] [-d SECONDS] [-n N]\n"
-               "                    [--by function|process] [--rows N] [--batch]\n\n"
-               "Samples like `record` and shows, every interval, the heaviest functions (or\n"
-               "processes) of the samples that interval took, as perf top does.\n"
-               "  -F, --freq HZ     clock samples per second per CPU (default 1000)\n"
-               "  -p, --pid PID     one process and the processes it creates\n"
-               "  -a, --all-cpus    every process (the default; CAP_PERFMON or root)\n"
-               "  -e, --event NAME  sample on a counter's overflow (see `record --help`)\n"
-               "  -c, --count N     events per sample with -e (default 10000)\n"
-               "  --buffer-kb N     each half of a CPU's buffer (default 64)\n"
-               "  -d, --delay SEC   refresh interval in seconds (default 1; decimals allowed)\n"
-               "  -n, --iterations N  stop after N refreshes (default: until Ctrl-C)\n"
-               "  --by WHAT         function (default) or process\n"
-               "  --rows N          rows per table (default 15)\n"
-               "  --batch           no screen clearing (implied when stdout is not a terminal)\n");
-}
+struct TopOptions {
+  SamplingOptions sampling;
+  ReportOptions report;
+  double delay_s = 1.0;
+  uint64_t iterations = 0;
+  bool batch = !::isatty(STDOUT_FILENO);
+  std::optional<uint64_t> period;
+};
 
 double Share(uint64_t n, uint64_t base) {
   return base ? 100.0 * static_cast<double>(n) / static_cast<double>(base) : 0.0;
@@ -99,109 +90,25 @@ void PrintProcesses(const ReportData& d, size_t rows) {
               "-", "[idle/wait]");
 }
 
-}  // namespace
-
-int RunTop(const Args& args) {
-  SamplingOptions sampling;
-  ReportOptions report;
-  report.by = ReportBy::kSymbol;
-  report.top = 15;
-  double delay_s = 1.0;
-  uint64_t iterations = 0;
-  bool batch = !::isatty(STDOUT_FILENO);
-  std::optional<uint64_t> period;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string* {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "tprofctl top: %s needs a value\n", a.c_str());
-        return nullptr;
-      }
-      return &args[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      Usage(stdout);
-      return 0;
-    } else if (a == "-a" || a == "--all-cpus") {
-      sampling.pid = TPROF_PID_ALL;
-    } else if (a == "--batch") {
-      batch = true;
-    } else if (a == "-d" || a == "--delay") {
-      const std::string* v = value();
-      if (!v) return 2;
-      char* end = nullptr;
-      delay_s = std::strtod(v->c_str(), &end);
-      if (end == v->c_str() || *end || !(delay_s >= 0.05 && delay_s <= 3600)) {
-        std::fprintf(stderr, "tprofctl top: -d takes seconds from 0.05 to 3600, got '%s'\n",
-                     v->c_str());
-        return 2;
-      }
-    } else if (a == "--buffer-kb") {
-      const std::string* v = value();
-      if (!v) return 2;
-      auto n = ParseNumber(a, *v);
-      if (!n || *n == 0 || *n > 16384) return 2;
-      sampling.half_bytes = static_cast<uint32_t>(*n * 1024);
-    } else if (a == "-F" || a == "--freq" || a == "-p" || a == "--pid" || a == "-n" ||
-               a == "--iterations" || a == "--rows" || a == "-c" || a == "--count") {
-      const std::string* v = value();
-      if (!v) return 2;
-      auto n = ParseNumber(a, *v);
-      if (!n) return 2;
-      if (a == "-F" || a == "--freq") {
-        if (*n == 0 || *n > TPROF_SAMPLING_MAX_HZ) {
-          std::fprintf(stderr, "tprofctl top: -F must be 1..%u\n", TPROF_SAMPLING_MAX_HZ);
-          return 2;
-        }
-        sampling.frequency_hz = static_cast<uint32_t>(*n);
-      } else if (a == "-p" || a == "--pid") {
-        if (*n == 0 || *n >= TPROF_PID_ALL) {
-          std::fprintf(stderr, "tprofctl top: -p needs a process id\n");
-          return 2;
-        }
-        sampling.pid = static_cast<uint32_t>(*n);
-      } else if (a == "-n" || a == "--iterations") {
-        iterations = *n;
-      } else if (a == "--rows") {
-        report.top = *n;
-      } else {
-        period = *n;
-      }
-    } else if (a == "-e" || a == "--event") {
-      const std::string* v = value();
-      if (!v) return 2;
-      if (Status st = ParseSampleEvent(*v, &sampling); !st) {
-        std::fprintf(stderr, "tprofctl top: %s\n", st.error().message().c_str());
-        return 2;
-      }
-    } else if (a == "--by") {
-      const std::string* v = value();
-      if (!v) return 2;
-      if (*v == "function" || *v == "symbol") {
-        report.by = ReportBy::kSymbol;
-      } else if (*v == "process") {
-        report.by = ReportBy::kProcess;
-      } else {
-        std::fprintf(stderr, "tprofctl top: --by takes function or process, got '%s'\n",
-                     v->c_str());
-        return 2;
-      }
-    } else {
-      std::fprintf(stderr, "tprofctl top: unexpected '%s'\n\n", a.c_str());
-      Usage(stderr);
-      return 2;
-    }
-  }
+int RunTop(TopOptions o) {
+  SamplingOptions& sampling = o.sampling;
+  const ReportOptions& report = o.report;
+  const double delay_s = o.delay_s;
+  const uint64_t iterations = o.iterations;
+  const bool batch = o.batch;
+  const std::optional<uint64_t>& period = o.period;
   if (sampling.event_type != TPROF_SAMPLE_ON_CLOCK) {
     sampling.event_period = period.value_or(10000);
     sampling.frequency_hz = 0;
   } else if (period) {
     std::fprintf(stderr, "tprofctl top: -c goes with -e\n");
-    return 2;
+    return kExitUsage;
   }
 
   auto session = SamplingSession::Start(sampling);
-  if (!session) return ReportError(session.error());
+  if (!session)
+    return ReportError(session.error(),
+                       sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling);
   struct sigaction sa {};
   sa.sa_handler = OnStopSignal;
   ::sigaction(SIGINT, &sa, nullptr);
@@ -261,6 +168,63 @@ int RunTop(const Args& args) {
     std::fflush(stdout);
   }
   return 0;
+}
+
+}  // namespace
+
+void AddTopCommand(CommandLine& cli) {
+  auto o = std::make_shared<TopOptions>();
+  o->report.by = ReportBy::kSymbol;
+  o->report.top = 15;
+  CLI::App* sub = cli.Add(
+      cli.app(), "top",
+      "Live view: the heaviest functions or processes, refreshed. It samples like `record` and "
+      "shows, every interval, the heaviest functions (or processes) of the samples that "
+      "interval took, as perf top does.",
+      [o] { return RunTop(*o); });
+  sub->add_option("-F,--freq", o->sampling.frequency_hz,
+                  "clock samples per second per CPU (default 1000)")
+      ->transform(Decimal())
+      ->check(CLI::Range(1u, static_cast<unsigned>(TPROF_SAMPLING_MAX_HZ)));
+  CLI::Option* pid = sub->add_option("-p,--pid", o->sampling.pid,
+                                     "one process and the processes it creates")
+                         ->transform(Decimal())
+                         ->check(CLI::Range(1u, TPROF_PID_ALL - 1));
+  sub->add_flag_callback(
+         "-a,--all-cpus", [o] { o->sampling.pid = TPROF_PID_ALL; },
+         "every process (the default; CAP_PERFMON or root)")
+      ->excludes(pid);
+  sub->add_option_function<std::string>(
+      "-e,--event",
+      [o](const std::string& name) {
+        if (Status st = ParseSampleEvent(name, &o->sampling); !st)
+          throw CLI::ValidationError("--event", st.error().message());
+      },
+      "sample on a counter's overflow (see `record --help`)");
+  sub->add_option("-c,--count", o->period, "events per sample with -e (default 10000)")
+      ->transform(Decimal())
+      ->check(CLI::Range(uint64_t{1}, UINT64_MAX));
+  sub->add_option_function<uint32_t>(
+         "--buffer-kb", [o](uint32_t kb) { o->sampling.half_bytes = kb * 1024; },
+         "each half of a CPU's buffer (default 64)")
+      ->transform(Decimal())
+      ->check(CLI::Range(1u, 16384u));
+  sub->add_option("-d,--delay", o->delay_s,
+                  "refresh interval in seconds (default 1; decimals allowed)")
+      ->check(CLI::Range(0.05, 3600.0));
+  sub->add_option("-n,--iterations", o->iterations, "stop after N refreshes (default: until Ctrl-C)")
+      ->transform(Decimal());
+  sub->add_option_function<std::string>(
+         "--by",
+         [o](const std::string& by) {
+           o->report.by = by == "process" ? ReportBy::kProcess : ReportBy::kSymbol;
+         },
+         "function (default) or process")
+      ->check(CLI::IsMember({"function", "symbol", "process"}));
+  sub->add_option_function<size_t>(
+         "--rows", [o](size_t rows) { o->report.top = rows; }, "rows per table (default 15)")
+      ->transform(Decimal());
+  sub->add_flag("--batch", o->batch, "no screen clearing (implied when stdout is not a terminal)");
 }
 
 }  // namespace tprof::cli

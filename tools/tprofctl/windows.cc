@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "cli_util.h"
@@ -16,19 +17,28 @@
 
 namespace tprof::cli {
 
-bool ParseWindowOption(const std::string& option, const std::string& value,
-                       std::vector<tprof_window_add>* out) {
-  auto spec = option == "--profil" ? ParseProfilSpec(value) : ParseWindowSpec(value);
-  if (!spec) {
-    std::fprintf(stderr, "tprofctl: %s: %s\n", option.c_str(), spec.error().message().c_str());
-    return false;
-  }
-  if (out->size() >= TPROF_MAX_WINDOWS) {
-    std::fprintf(stderr, "tprofctl: at most %d windows\n", TPROF_MAX_WINDOWS);
-    return false;
-  }
-  out->push_back(*spec);
-  return true;
+void AddWindowOptions(CLI::App* sub, std::vector<tprof_window_add>* out) {
+  auto add = [out](const std::string& option, const std::vector<std::string>& values) {
+    for (const std::string& value : values) {
+      auto spec = option == "--profil" ? ParseProfilSpec(value) : ParseWindowSpec(value);
+      if (!spec) throw CLI::ValidationError(option, spec.error().message());
+      if (out->size() >= TPROF_MAX_WINDOWS)
+        throw CLI::ValidationError(option, "at most " + std::to_string(TPROF_MAX_WINDOWS) +
+                                               " windows");
+      out->push_back(*spec);
+    }
+  };
+  sub->add_option_function<std::vector<std::string>>(
+      "--window", [add](const std::vector<std::string>& v) { add("--window", v); },
+      "counting window: kernel:START:LEN:BLOCK or pid=PID:START:LEN:BLOCK (with record, pid=0 "
+      "is the command), saved to FILE.windows (`tprofctl window --help`)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option_function<std::vector<std::string>>(
+      "--profil", [add](const std::vector<std::string>& v) { add("--profil", v); },
+      "profil(2) window PID:OFFSET:SCALE:BUFSIZ[:32]")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 Status ApplyWindows(int fd, const std::vector<tprof_window_add>& windows, pid_t pid0) {
@@ -55,20 +65,11 @@ Status SaveWindows(int fd, const std::string& profile_path) {
 
 namespace {
 
-void WindowUsage(FILE* out) {
-  std::fprintf(out,
-               "usage: tprofctl window list [-i FILE]\n"
-               "       tprofctl window show [-i FILE] [--id N] [--width N]\n\n"
-               "Counting windows are added when recording starts:\n"
-               "  tprofctl start|record --window kernel:START:LEN:BLOCK\n"
-               "                        --window pid=PID:START:LEN:BLOCK\n"
-               "                        --profil PID:OFFSET:SCALE:BUFSIZ[:32]\n"
-               "(numbers decimal or 0x-hex; BLOCK a power of two; with record, pid=0 is the\n"
-               "command; profil windows end at exec, as profil(2) does). At stop the recorder saves them to FILE.windows; FILE defaults to\n"
-               "%s. A separate `window add` cannot exist: only the recorder's own\n"
-               "descriptor may add windows to its session.\n",
-               kDefaultProfilePath);
-}
+struct WindowOptions {
+  std::string file = kDefaultProfilePath;
+  int64_t only = -1;  // --id
+  uint64_t width = 40;
+};
 
 void PrintHeader(const tprof_window_info& i) {
   std::printf("window %u: %s", i.id, WindowKindName(i.kind));
@@ -85,53 +86,16 @@ void PrintHeader(const tprof_window_info& i) {
   std::printf("\n");
 }
 
-}  // namespace
-
-int RunWindow(const Args& args) {
-  if (args.empty() || args[0] == "-h" || args[0] == "--help") {
-    WindowUsage(args.empty() ? stderr : stdout);
-    return args.empty() ? 2 : 0;
-  }
-  const std::string sub = args[0];
-  if (sub == "add") {
-    WindowUsage(stderr);
-    return 2;
-  }
-  if (sub != "list" && sub != "show") {
-    std::fprintf(stderr, "tprofctl: unknown window command '%s'\n", sub.c_str());
-    WindowUsage(stderr);
-    return 2;
-  }
-  std::string file = kDefaultProfilePath;
-  int64_t only = -1;
-  uint64_t width = 40;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help") return WindowUsage(stdout), 0;
-    if (i + 1 >= args.size()) {
-      std::fprintf(stderr, "tprofctl: unknown option or missing value '%s'\n", a.c_str());
-      return 2;
-    }
-    if (a == "-i" || a == "--input") {
-      file = args[++i];
-    } else if (sub == "show" && (a == "--id" || a == "--width")) {
-      auto n = ParseNumber(a, args[++i]);
-      if (!n) return 2;
-      if (a == "--id")
-        only = static_cast<int64_t>(*n);
-      else
-        width = std::clamp<uint64_t>(*n, 1, 200);
-    } else {
-      std::fprintf(stderr, "tprofctl: unknown option '%s'\n", a.c_str());
-      return 2;
-    }
-  }
+int RunWindow(const WindowOptions& o, bool show) {
+  const std::string& file = o.file;
+  const int64_t only = o.only;
+  const uint64_t width = std::clamp<uint64_t>(o.width, 1, 200);
   auto windows = ReadWindowsFile(file + ".windows");
-  if (!windows) return ReportError(windows.error());
+  if (!windows) return ReportError(windows.error(), Doing::kReadProfile);
   for (const WindowCounts& w : *windows) {
     if (only >= 0 && w.info.id != only) continue;
     PrintHeader(w.info);
-    if (sub == "list") continue;
+    if (!show) continue;
     uint32_t max = 0;
     for (uint32_t c : w.cells) max = std::max(max, c);
     for (size_t c = 0; c < w.cells.size(); ++c) {
@@ -146,6 +110,32 @@ int RunWindow(const Args& args) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+void AddWindowCommand(CommandLine& cli) {
+  CLI::App* window = AddSubcommand(
+      cli.app(),
+      "window",
+      "The counting windows a recorder saved beside its profile. Windows are added when "
+      "recording starts: `tprofctl start|record --window kernel:START:LEN:BLOCK --window "
+      "pid=PID:START:LEN:BLOCK --profil PID:OFFSET:SCALE:BUFSIZ[:32]` (numbers decimal or "
+      "0x-hex; BLOCK a power of two; with record, pid=0 is the command; profil windows end at "
+      "exec, as profil(2) does). At stop the recorder saves them to FILE.windows. There is no "
+      "`window add`: only the recorder's own descriptor may add windows to its session.");
+  window->require_subcommand(1);
+  auto o = std::make_shared<WindowOptions>();
+  const std::string input_help = "the profile (default " + std::string(kDefaultProfilePath) + ")";
+  CLI::App* list = cli.Add(*window, "list", "each window's header and counters",
+                           [o] { return RunWindow(*o, false); });
+  list->add_option("-i,--input", o->file, input_help);
+  CLI::App* show = cli.Add(*window, "show", "the headers and histograms",
+                           [o] { return RunWindow(*o, true); });
+  show->add_option("-i,--input", o->file, input_help);
+  show->add_option("--id", o->only, "only window N")->transform(Decimal());
+  show->add_option("--width", o->width, "histogram bars of up to N columns (1..200, default 40)")
+      ->transform(Decimal());
 }
 
 }  // namespace tprof::cli

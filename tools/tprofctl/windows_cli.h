@@ -12,15 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "command_line.h"
+
 #include "tprof/expected.h"
 #include "tprof/windows.h"
 
 namespace tprof::cli {
 
-// Handles --window SPEC / --profil SPEC into *out. Returns false (after
-// printing the problem) on a bad spec.
-bool ParseWindowOption(const std::string& option, const std::string& value,
-                       std::vector<tprof_window_add>* out);
+// Adds --window SPEC and --profil SPEC (repeatable) to start/record: the
+// specs parsed into *out (a bad spec is a usage error).
+void AddWindowOptions(CLI::App* sub, std::vector<tprof_window_add>* out);
 
 // Adds the windows on the session's descriptor. A process or profil window
 // with pid 0 means `pid0` (record: the command) if nonzero.

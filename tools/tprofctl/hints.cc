@@ -1,0 +1,127 @@
+#include "hints.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+
+#include <linux/tprof.h>
+
+namespace tprof::cli {
+
+namespace {
+
+std::string KernelRelease() {
+  utsname u{};
+  return ::uname(&u) == 0 ? u.release : "$(uname -r)";
+}
+
+std::string LoadModule() {
+  return "load the module: `sudo insmod " + ModuleFileHint() +
+         "` (`make module` builds it), or `sudo modprobe tprof` if it was installed with "
+         "`make dkms-install`";
+}
+
+bool Missing(int err) { return err == ENOENT || err == ENODEV || err == ENXIO; }
+
+}  // namespace
+
+std::string ModuleFileHint() {
+  const std::string rel = "build/kmod/" + KernelRelease() + "/kmod/tprof.ko";
+  char exe[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    std::string path(exe, static_cast<size_t>(n));
+    // BUILD/bin/tprofctl -> BUILD/kmod/RELEASE/kmod/tprof.ko
+    const std::string suffix = "/bin/tprofctl";
+    if (path.size() > suffix.size() &&
+        path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      std::string ko = path.substr(0, path.size() - suffix.size()) + "/kmod/" + KernelRelease() +
+                       "/kmod/tprof.ko";
+      if (::access(ko.c_str(), R_OK) == 0) return ko;
+    }
+  }
+  return rel;
+}
+
+std::string Hint(const Error& error, Doing doing) {
+  const int err = error.code().category() == std::system_category() ? error.code().value() : 0;
+  if (err == ENOTTY && doing != Doing::kReadProfile)
+    return "the loaded tprof module is older than this tprofctl (ABI " +
+           std::to_string(TPROF_ABI_MAJOR) + "." + std::to_string(TPROF_ABI_MINOR) +
+           "): `sudo rmmod tprof`, then " + LoadModule();
+  switch (doing) {
+    case Doing::kOpenDevice:
+    case Doing::kMetrics:
+    case Doing::kThreads:
+    case Doing::kSampling:
+    case Doing::kAllCpus:
+      if (Missing(err)) return LoadModule();
+      break;
+    case Doing::kPmuProgram:
+    case Doing::kPmuAllCpus:
+      if (Missing(err)) return LoadModule() + " (PMU programs need ABI 1.7 or later)";
+      break;
+    default:
+      break;
+  }
+  switch (doing) {
+    case Doing::kSampling:
+    case Doing::kAllCpus:
+      if (err == EPERM && doing == Doing::kAllCpus)
+        return "sampling every process needs CAP_PERFMON or CAP_SYS_ADMIN: run as root, or "
+               "profile your own command (`tprofctl record -- CMD`) or process (-p PID)";
+      if (err == EPERM)
+        return "the sample buffers exceed your locked-memory allowance: use a smaller "
+               "--buffer-kb, raise `ulimit -l`, or the module parameter sampling_mlock_kb";
+      if (err == EACCES)
+        return "another user's process needs CAP_PERFMON; your own need "
+               "kernel.perf_event_paranoid <= 2 (`sudo sysctl kernel.perf_event_paranoid=2`: "
+               "user mode; 1: also kernel mode)";
+      if (err == EBUSY)
+        return "one session runs at a time: a `tprofctl start` recorder ends with `tprofctl "
+               "stop`; `sudo tprofctl stop --force` stops anyone's";
+      if (err == EOPNOTSUPP)
+        return "sample on the clock (the default) or a software event (-e page-faults, "
+               "context-switches, cpu-migrations, task-clock)";
+      break;
+    case Doing::kMetrics:
+    case Doing::kThreads:
+      if (err == ENODATA)
+        return "turn per-thread metrics on with `tprofctl metrics on` (or load the module "
+               "with metrics=time,dispatches)";
+      if (err == EPERM && doing == Doing::kThreads)
+        return "every process's threads need CAP_PERFMON: run as root, or --pid PID for "
+               "one of your own";
+      if (err == EPERM) return "needs CAP_PERFMON or CAP_SYS_ADMIN: run as root";
+      if (err == EOPNOTSUPP)
+        return "use time, dispatches or software events (`tprofctl metrics --help`)";
+      break;
+    case Doing::kReadProfile:
+      if (err == ENOENT)
+        return "record a profile first: `tprofctl record -- CMD`, or `tprofctl start` ... "
+               "`tprofctl stop`";
+      if (err == EPROTO || err == EBADMSG)
+        return "give a file written by `tprofctl stop` or `tprofctl record` (of this version)";
+      break;
+    case Doing::kPmuSpec:
+      if (err == ENOENT) return "`tprofctl pmu list` shows the events";
+      break;
+    case Doing::kPmuProgram:
+      if (err == EACCES)
+        return "see `sysctl kernel.perf_event_paranoid` (2 allows your own processes) or run "
+               "with CAP_PERFMON";
+      break;
+    case Doing::kPmuAllCpus:
+      if (err == EPERM)
+        return "counting on every CPU (-a) sees every process: it needs CAP_PERFMON (or "
+               "root); without it use --pid, --tid or -- CMD";
+      break;
+    default:
+      break;
+  }
+  return "";
+}
+
+}  // namespace tprof::cli

@@ -1,0 +1,38 @@
+// What tprofctl tells a user to do about a library error. The library's
+// errors are neutral (errno + what failed); the instructions, with real
+// paths and tprofctl's own commands, are added here.
+#ifndef TPROF_TOOLS_TPROFCTL_HINTS_H_
+#define TPROF_TOOLS_TPROFCTL_HINTS_H_
+
+#include <string>
+
+#include "tprof/expected.h"
+
+namespace tprof::cli {
+
+// What tprofctl was doing when the error came: the same errno means
+// different things for different requests.
+enum class Doing {
+  kOther,
+  kOpenDevice,   // /dev/tprof for status, metrics, threads, ...
+  kSampling,     // starting a sampling session (start, record)
+  kAllCpus,      // ... of every process (start, record -a)
+  kMetrics,      // metrics on/off/status
+  kThreads,      // draining per-thread metrics
+  kReadProfile,  // dump, diff, window
+  kPmuSpec,      // parsing --counter/--when
+  kPmuProgram,   // creating a PMU program of one process or thread
+  kPmuAllCpus,   // ... on every CPU (pmu watch -a)
+};
+
+// Where the module for the running kernel is: this tprofctl's build tree's
+// build/kmod/RELEASE/kmod/tprof.ko when tprofctl runs from there and it
+// exists, else that path relative to the source tree.
+[[nodiscard]] std::string ModuleFileHint();
+
+// One line saying what to do, or "" when there is nothing useful to add.
+[[nodiscard]] std::string Hint(const Error& error, Doing doing);
+
+}  // namespace tprof::cli
+
+#endif  // TPROF_TOOLS_TPROFCTL_HINTS_H_

@@ -4,10 +4,11 @@
 #include <cinttypes>
 #include <cstdio>
 #include <string>
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "tprof/device.h"
-#include "tprof/json_writer.h"
+#include "tprof/json_format.h"
 
 namespace tprof::cli {
 
@@ -18,39 +19,34 @@ std::string KernelRelease() {
   return ::uname(&u) == 0 ? u.release : "unknown";
 }
 
-void WriteCounters(JsonWriter& w, const tprof_counters& c) {
-  w.Field("context_switches", c.context_switches)
-      .Field("forks", c.forks)
-      .Field("execs", c.execs)
-      .Field("exits", c.exits)
-      .Field("frees", c.frees);
+nlohmann::ordered_json Counters(const tprof_counters& c) {
+  return {{"context_switches", c.context_switches},
+          {"forks", c.forks},
+          {"execs", c.execs},
+          {"exits", c.exits},
+          {"frees", c.frees}};
 }
 
 void PrintJson(const Info& info) {
-  JsonWriter w;
-  w.BeginObject()
-      .Field("abi_version", info.AbiVersionString())
-      .Field("abi_major", info.abi_major)
-      .Field("abi_minor", info.abi_minor)
-      .Field("module_version", info.ModuleVersionString())
-      .Field("kernel_release", KernelRelease())
-      .Field("ncpus", info.nr_cpu_ids)
-      .Field("online_cpus", info.nr_online_cpus)
-      .Field("state", info.StateName());
-  w.Key("features").BeginArray();
-  for (const std::string& f : info.FeatureNames()) w.String(f);
-  w.EndArray();
-  w.Key("total").BeginObject();
-  WriteCounters(w, info.total);
-  w.EndObject();
-  w.Key("cpus").BeginArray();
+  nlohmann::ordered_json j = {{"format_version", kJsonFormatVersion},
+                              {"abi_version", info.AbiVersionString()},
+                              {"abi_major", info.abi_major},
+                              {"abi_minor", info.abi_minor},
+                              {"module_version", info.ModuleVersionString()},
+                              {"kernel_release", KernelRelease()},
+                              {"ncpus", info.nr_cpu_ids},
+                              {"online_cpus", info.nr_online_cpus},
+                              {"state", info.StateName()},
+                              {"features", info.FeatureNames()},
+                              {"total", Counters(info.total)}};
+  nlohmann::ordered_json cpus = nlohmann::ordered_json::array();
   for (const CpuStats& cpu : info.cpus) {
-    w.BeginObject().Field("cpu", cpu.cpu).Field("online", cpu.online);
-    WriteCounters(w, cpu.counters);
-    w.EndObject();
+    nlohmann::ordered_json row = {{"cpu", cpu.cpu}, {"online", cpu.online}};
+    row.update(Counters(cpu.counters));
+    cpus.push_back(std::move(row));
   }
-  w.EndArray().EndObject();
-  std::printf("%s\n", w.str().c_str());
+  j["cpus"] = std::move(cpus);
+  std::printf("%s\n", j.dump().c_str());
 }
 
 void PrintCounterRow(const char* label, const tprof_counters& c) {

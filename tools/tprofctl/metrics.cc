@@ -24,7 +24,7 @@ void Usage(FILE* out) {
                "in LIST (default %s) at each context switch; read them with\n"
                "`tprofctl threads`. `on` and `off` need CAP_PERFMON or CAP_SYS_ADMIN;\n"
                "`on` while on restarts with zeroed accumulators.\n"
-               "  LIST: up to %d of %s, raw:CODE\n",
+               "  LIST: up to %d of %s, rHEX (a raw event)\n",
                kDefaultMetrics, TPROF_MAX_METRICS, known.c_str());
 }
 

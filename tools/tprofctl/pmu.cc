@@ -21,6 +21,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "tprof/event_names.h"
 #include "tprof/json_format.h"
 #include "tprof/pmu.h"
 
@@ -119,13 +120,20 @@ void PrintTotals(const tprof_pmu_values& v, const pmu::ProgramSpec& spec, bool j
 
 int RunList(const Args& args) {
   bool all = args.size() > 1 && args[1] == "--all";
-  std::printf("software (exact, every event):\n  page-faults (faults) minor-faults major-faults context-switches (cs)\n"
-              "  cpu-migrations (migrations) alignment-faults emulation-faults\n"
+  // From the shared name table, aliases in parentheses.
+  std::string software, hardware;
+  for (const EventName& e : EventNames()) {
+    if (!(e.uses & kUsePmu)) continue;
+    std::string& line = e.type == TPROF_METRIC_HARDWARE ? hardware : software;
+    std::string aliases = EventAliases(e.name);
+    line += " " + std::string(e.name) + (aliases.empty() ? "" : " (" + aliases + ")");
+  }
+  std::printf("software (exact, every event):\n %s\n"
               "hardware (every K events, NAME:K, default K %" PRIu64 "; where the CPU has a PMU):\n"
-              "  cycles instructions branches branch-misses cache-references cache-misses rHEX[:K]\n"
+              " %s rHEX[:K]\n"
               "breakpoints and watchpoints (exact; not on arm64):\n"
               "  bp:ADDR|SYMBOL   w:ADDR|SYMBOL[/LEN] (writes)   rw:ADDR|SYMBOL[/LEN] (reads and writes)\n",
-              pmu::kDefaultHardwarePeriod);
+              software.c_str(), pmu::kDefaultHardwarePeriod, hardware.c_str());
   const char* root = "/sys/kernel/tracing/events";
   DIR* d = ::opendir(root);
   if (!d) {

@@ -11,7 +11,10 @@
 #   make demo          boot a Debian 6.1 guest and show what tprof does
 #   make bench         benchmarks in a guest (ratios against a same-boot baseline)
 #   make module KVER=6.12.117+deb12-amd64   the module for one kernel
-#   make install [PREFIX=/usr/local DESTDIR=]  tools, library, headers, pkg-config
+#   make install [PREFIX=/usr/local DESTDIR=]  tprofctl, libtprofctl.a and
+#                      libtprofctl.so.0, headers, pkg-config file, man pages,
+#                      bash completion; make uninstall removes exactly those
+#   make man           the man pages (help2man, from tprofctl's --help)
 #   make dkms-install  register the module with DKMS
 #
 # Everything is built under build/. Warnings are errors everywhere.
@@ -54,6 +57,7 @@ RUNTIME_EXAMPLE_SRCS := $(wildcard tools/runtime-example/*.cc)
 KMOD_SRCS := kmod/Kbuild kmod/Makefile $(wildcard kmod/*.[ch] kmod/core/*.[ch]) uapi/linux/tprof.h
 
 obj = $(patsubst %.cc,$(B)/obj/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B)/obj/%.o,$(filter %.c,$(1)))
+pic_obj = $(patsubst %.cc,$(B)/pic/%.o,$(filter %.cc,$(1)))
 asan_obj = $(patsubst %.cc,$(B)/asan/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B)/asan/%.o,$(filter %.c,$(1)))
 
 # pprof's profile.proto (libtprofctl/proto/, copied from Debian's
@@ -62,11 +66,16 @@ asan_obj = $(patsubst %.cc,$(B)/asan/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B
 PROTOC ?= protoc
 PROTO_SRCS := $(wildcard libtprofctl/proto/*.proto)
 GEN_HDRS := $(patsubst libtprofctl/proto/%.proto,$(B)/gen/%.pb.h,$(PROTO_SRCS))
-GEN_OBJS := $(patsubst libtprofctl/proto/%.proto,$(B)/obj/gen/%.pb.o,$(PROTO_SRCS))
+GEN_PIC_OBJS := $(patsubst libtprofctl/proto/%.proto,$(B)/pic/gen/%.pb.o,$(PROTO_SRCS))
 GEN_ASAN_OBJS := $(patsubst libtprofctl/proto/%.proto,$(B)/asan/gen/%.pb.o,$(PROTO_SRCS))
 
 LIB := $(B)/lib/libtprofctl.a
 LIB_ASAN := $(B)/lib/libtprofctl-asan.a
+# The shared library: libtprofctl.so.$(VERSION), soname libtprofctl.so.0
+# (bumped when the library's ABI breaks), linked only by users: tprofctl and
+# the test programs link the static one.
+LIB_SONAME := libtprofctl.so.0
+LIB_SO := $(B)/lib/libtprofctl.so.$(VERSION)
 TPROFCTL := $(B)/bin/tprofctl
 INTEGRATION_TESTS := $(B)/bin/tprof_integration_tests
 FUZZER := $(B)/bin/tprof_fuzz
@@ -75,12 +84,12 @@ UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
 
 .PHONY: all module lib tools unit-tests guest-programs vm-inputs arm64-guest-programs arm64-tools arm64-vm-inputs deps deps-arm64 check fuzz demo \
-	bench bench-programs install dkms-install clean
+	bench bench-programs man install uninstall dkms-install clean
 .DELETE_ON_ERROR:
 
-all: module lib tools unit-tests guest-programs bench-programs
+all: module lib tools unit-tests guest-programs bench-programs man
 
-lib: $(LIB)
+lib: $(LIB) $(LIB_SO)
 tools: $(TPROFCTL)
 unit-tests: $(UNIT_TESTS)
 guest-programs: $(TPROFCTL) $(INTEGRATION_TESTS) $(RUNTIME_EXAMPLE) $(FUZZER)
@@ -116,22 +125,37 @@ $(B)/asan/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(SANITIZE) -c $< -o $@
 
+# The library's objects are position-independent, in $(B)/pic: the same
+# objects make libtprofctl.a and libtprofctl.so.
+$(B)/pic/%.o: %.cc
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -fPIC -c $< -o $@
+
 $(B)/gen/%.pb.cc $(B)/gen/%.pb.h: libtprofctl/proto/%.proto
 	@mkdir -p $(@D)
 	$(PROTOC) --proto_path=libtprofctl/proto --cpp_out=$(B)/gen $<
-$(B)/obj/gen/%.pb.o: $(B)/gen/%.pb.cc
+$(B)/pic/gen/%.pb.o: $(B)/gen/%.pb.cc
 	@mkdir -p $(@D)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -w -c $< -o $@
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -fPIC -w -c $< -o $@
 $(B)/asan/gen/%.pb.o: $(B)/gen/%.pb.cc
 	@mkdir -p $(@D)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(SANITIZE) -w -c $< -o $@
 # Sources that include a generated header need it before their first build
 # (their .d files list it afterwards).
-$(call obj,$(LIB_SRCS)) $(call asan_obj,$(LIB_SRCS) $(UNIT_TEST_SRCS)): | $(GEN_HDRS)
+$(call pic_obj,$(LIB_SRCS)) $(call asan_obj,$(LIB_SRCS) $(UNIT_TEST_SRCS)): | $(GEN_HDRS)
 
-$(LIB): $(call obj,$(LIB_SRCS)) $(GEN_OBJS)
+$(LIB): $(call pic_obj,$(LIB_SRCS)) $(GEN_PIC_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
+# Exports what the version script names (the tprof namespace: what the
+# public headers declare); -z defs: every dependency is on the link line.
+LIB_MAP := libtprofctl/libtprofctl.map
+$(LIB_SO): $(call pic_obj,$(LIB_SRCS)) $(GEN_PIC_OBJS) $(LIB_MAP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=$(LIB_MAP) \
+		-Wl,-z,defs -o $@ $(filter %.o,$^) $(ELF_LIBS) -pthread
+	ln -sfn $(notdir $@) $(@D)/$(LIB_SONAME)
+	ln -sfn $(LIB_SONAME) $(@D)/libtprofctl.so
 $(LIB_ASAN): $(call asan_obj,$(LIB_SRCS)) $(GEN_ASAN_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
@@ -240,7 +264,7 @@ arm64-tools:
 		$(patsubst $(B)/bin/%,$(B)/arm64/bin/%,$(WORKLOADS)) \
 		$(patsubst $(B)/bench/%,$(B)/arm64/bench/%,$(BENCH_PROGRAMS))
 
--include $(shell find $(B)/obj $(B)/asan -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/pic $(B)/asan -name '*.d' 2>/dev/null)
 
 deps:
 	tools/deps.sh
@@ -277,15 +301,55 @@ demo: deps
 bench: deps
 	bench/run.sh
 
-install: $(LIB) $(TPROFCTL)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/include/tprof $(DESTDIR)$(PREFIX)/include/linux
-	install -m 755 $(TPROFCTL) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 libtprofctl/include/tprof/*.h $(DESTDIR)$(PREFIX)/include/tprof/
-	install -m 644 uapi/linux/tprof.h $(DESTDIR)$(PREFIX)/include/linux/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' libtprofctl/tprofctl.pc.in \
-		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/tprofctl.pc
+# Man pages: help2man turns `tprofctl --help` into tprofctl(1) (with
+# tools/man/tprofctl.h2m's description and examples) and each `tprofctl CMD
+# --help` into tprofctl-CMD(1), so they follow the options. A command
+# missing here fails tests/install_test.sh.
+TPROFCTL_COMMANDS := status metrics threads start stop record dump diff window pmu top
+MAN_PAGES := $(B)/man/tprofctl.1 $(patsubst %,$(B)/man/tprofctl-%.1,$(TPROFCTL_COMMANDS))
+man: $(MAN_PAGES)
+$(B)/man/tprofctl.1: $(TPROFCTL) tools/man/help2man-page tools/man/tprofctl.h2m
+	tools/man/help2man-page $(TPROFCTL) "" $(VERSION) $@ tools/man/tprofctl.h2m
+$(B)/man/tprofctl-%.1: $(TPROFCTL) tools/man/help2man-page
+	tools/man/help2man-page $(TPROFCTL) $* $(VERSION) $@
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: what uninstall removes too.
+# The ABI header goes to include/tprof/uapi/linux/tprof.h, found as
+# <linux/tprof.h> through the pkg-config file's -I (as -Iuapi in this tree).
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MAN1DIR ?= $(PREFIX)/share/man/man1
+BASH_COMPLETION_DIR ?= $(PREFIX)/share/bash-completion/completions
+PUBLIC_HEADERS := $(wildcard libtprofctl/include/tprof/*.h)
+install: $(LIB) $(LIB_SO) $(TPROFCTL) $(MAN_PAGES)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/tprof/uapi/linux \
+		$(DESTDIR)$(MAN1DIR) $(DESTDIR)$(BASH_COMPLETION_DIR)
+	install -m 755 $(TPROFCTL) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sfn $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
+	ln -sfn $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libtprofctl.so
+	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/tprof/
+	install -m 644 uapi/linux/tprof.h $(DESTDIR)$(INCLUDEDIR)/tprof/uapi/linux/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+		-e 's|@VERSION@|$(VERSION)|g' libtprofctl/tprofctl.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/tprofctl.pc
+	install -m 644 $(MAN_PAGES) $(DESTDIR)$(MAN1DIR)/
+	install -m 644 tools/completion/tprofctl.bash $(DESTDIR)$(BASH_COMPLETION_DIR)/tprofctl
+
+# Removes what install installed, and the include/tprof directories if
+# empty; directories others share (bin, lib, man1...) stay.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/tprofctl $(DESTDIR)$(LIBDIR)/$(notdir $(LIB)) \
+		$(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME) \
+		$(DESTDIR)$(LIBDIR)/libtprofctl.so $(DESTDIR)$(LIBDIR)/pkgconfig/tprofctl.pc \
+		$(patsubst libtprofctl/include/tprof/%,$(DESTDIR)$(INCLUDEDIR)/tprof/%,$(PUBLIC_HEADERS)) \
+		$(DESTDIR)$(INCLUDEDIR)/tprof/uapi/linux/tprof.h \
+		$(patsubst $(B)/man/%,$(DESTDIR)$(MAN1DIR)/%,$(MAN_PAGES)) \
+		$(DESTDIR)$(BASH_COMPLETION_DIR)/tprofctl
+	for d in uapi/linux uapi ""; do \
+		if [ -d "$(DESTDIR)$(INCLUDEDIR)/tprof/$$d" ]; then rmdir --ignore-fail-on-non-empty "$(DESTDIR)$(INCLUDEDIR)/tprof/$$d"; fi; \
+	done
 
 # DKMS builds from a copy of the sources in /usr/src/tprof-$(VERSION).
 dkms-install:

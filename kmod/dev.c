@@ -50,7 +50,8 @@ static long tprof_ioctl_get_info(struct tprof_info __user *uinfo)
 	info.nr_online_cpus = num_online_cpus();
 	info.features = TPROF_FEAT_SCHED_COUNTERS | TPROF_FEAT_THREAD_METRICS |
 			 TPROF_FEAT_SAMPLING | TPROF_FEAT_WINDOWS |
-			 TPROF_FEAT_SELF_PAGE | TPROF_FEAT_PMU_PROGRAMS;
+			 TPROF_FEAT_SELF_PAGE | TPROF_FEAT_PMU_PROGRAMS |
+			 TPROF_FEAT_THREAD_TOTALS;
 	tprof_stats_read_total(&info.total);
 	info.cpu_stats = (u64)(uintptr_t)ustats;
 	info.cpu_stats_count = count;
@@ -88,6 +89,7 @@ static long tprof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	TPROF_IOCTL(TPROF_IOC_SAMPLING_RELEASE, tprof_ioctl_sampling_release(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_SAMPLING_STATUS, tprof_ioctl_sampling_status(uarg));
 	TPROF_IOCTL(TPROF_IOC_SAMPLING_STOP_ANY, tprof_ioctl_sampling_stop_any());
+	TPROF_IOCTL(TPROF_IOC_SAMPLING_FLUSH, tprof_ioctl_sampling_flush(file));
 	TPROF_IOCTL(TPROF_IOC_WINDOW_ADD, tprof_ioctl_window_add(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_WINDOW_READ, tprof_ioctl_window_read(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_WINDOW_LIST, tprof_ioctl_window_list(file, uarg));

@@ -347,6 +347,7 @@ static void tprof_mslot_release_locked(struct tprof_metrics_state *st,
 	slot->flags = 0;
 	slot->list_cpu = -1;
 	memset(slot->tcum, 0, sizeof(slot->tcum));
+	memset(slot->total, 0, sizeof(slot->total));
 	tprof_thread_index_release(&st->index, slot - st->slots);
 }
 
@@ -447,6 +448,7 @@ static void tprof_metrics_track(struct tprof_metrics_state *st,
 		slot->key = key;
 		slot->identity = st->next_identity++;
 		memset(slot->tcum, 0, sizeof(slot->tcum));
+		memset(slot->total, 0, sizeof(slot->total));
 		slot->flags = 0;
 		slot->list_cpu = -1;
 		slot->seen_gen = 0;

@@ -82,6 +82,12 @@ struct tprof_mslot {
 	u64 key;			/* task address while tracked, else 0 */
 	u64 identity;			/* unique per thread and run */
 	u64 tcum[TPROF_MAX_METRICS];	/* TCum */
+	/*
+	 * Everything ever charged to the thread (an odometer, like the self
+	 * page's total[]): read-and-zero consumers do not reset it, so a
+	 * live view (TPROF_THREAD_READ_TOTALS) takes nothing from them.
+	 */
+	u64 total[TPROF_MAX_METRICS];
 	u32 flags;			/* TPROF_MSLOT_* */
 	int list_cpu;			/* list holding it; -1: a drainer's batch */
 	u64 seen_gen;			/* the last drain that visited it */

@@ -59,12 +59,12 @@ static bool tprof_mslot_visible(const struct tprof_mslot *slot,
 }
 
 /*
- * A record of @slot for a reader in @ns, its values taken out of the slot
- * (read-and-zero). Slot lock held.
+ * A record of @slot for a reader in @ns with @values (the slot's TCum or
+ * its totals). Slot lock held.
  */
-static void tprof_mslot_take(struct tprof_metrics_state *st,
-			     struct tprof_mslot *slot, struct pid_namespace *ns,
-			     struct tprof_thread_metrics *rec)
+static void tprof_mslot_record(struct tprof_metrics_state *st,
+			       struct tprof_mslot *slot, struct pid_namespace *ns,
+			       const u64 *values, struct tprof_thread_metrics *rec)
 {
 	u32 n = st->config.nr_metrics;
 
@@ -85,7 +85,15 @@ static void tprof_mslot_take(struct tprof_metrics_state *st,
 		memcpy(rec->comm, slot->task->comm, sizeof(rec->comm));
 	else
 		memcpy(rec->comm, slot->comm, sizeof(rec->comm));
-	memcpy(rec->values, slot->tcum, n * sizeof(u64));
+	memcpy(rec->values, values, n * sizeof(u64));
+}
+
+/* The record of @slot with its values taken out (read-and-zero). */
+static void tprof_mslot_take(struct tprof_metrics_state *st,
+			     struct tprof_mslot *slot, struct pid_namespace *ns,
+			     struct tprof_thread_metrics *rec)
+{
+	tprof_mslot_record(st, slot, ns, slot->tcum, rec);
 	memset(slot->tcum, 0, sizeof(slot->tcum));
 }
 
@@ -117,9 +125,10 @@ static void tprof_metrics_give_back(u64 epoch, struct task_struct *task,
 
 /*
  * Read-and-zero of @task's slot into @rec (the caller's own slice charged
- * first if @task is current). IRQs-off section; 0, -ENODATA or -ESRCH.
+ * first if @task is current), or with @totals its totals, TCum left as it
+ * is. IRQs-off section; 0, -ENODATA or -ESRCH.
  */
-static int tprof_metrics_read_task(struct task_struct *task,
+static int tprof_metrics_read_task(struct task_struct *task, bool totals,
 				   struct tprof_thread_metrics *rec, u64 *epoch)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
@@ -144,11 +153,18 @@ static int tprof_metrics_read_task(struct task_struct *task,
 		goto out;
 	raw_spin_lock(&slot->lock);
 	if (slot->key == (u64)(uintptr_t)task) {
-		tprof_tcum_add(slot->tcum, delta, st->config.nr_metrics);
+		tprof_tcum_add(slot->total, delta, st->config.nr_metrics);
 		if (slot->self_page)
 			tprof_self_page_charge(slot->self_page, delta);
-		tprof_mslot_take(st, slot, ns, rec);
-		tprof_mslot_unlist(st, slot);
+		if (totals) {
+			/* The slice stays in TCum for its consumers (listed). */
+			tprof_mslot_give_back(st, slot, delta);
+			tprof_mslot_record(st, slot, ns, slot->total, rec);
+		} else {
+			tprof_tcum_add(slot->tcum, delta, st->config.nr_metrics);
+			tprof_mslot_take(st, slot, ns, rec);
+			tprof_mslot_unlist(st, slot);
+		}
 		ret = 0;
 	}
 	raw_spin_unlock(&slot->lock);
@@ -166,7 +182,7 @@ long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
 		return -EFAULT;
-	if (req.flags || req.resv[0] || req.resv[1])
+	if ((req.flags & ~TPROF_THREAD_READ_TOTALS) || req.resv[0] || req.resv[1])
 		return -EINVAL;
 
 	if (req.tid == 0) {
@@ -186,11 +202,14 @@ long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
 	}
 
 	/* No mutex: this is the hot path of runtimes that poll themselves. */
-	ret = tprof_metrics_read_task(task, &req.thread, &epoch);
+	ret = tprof_metrics_read_task(task, req.flags & TPROF_THREAD_READ_TOTALS,
+				      &req.thread, &epoch);
 	if (!ret && copy_to_user(&uarg->thread, &req.thread, sizeof(req.thread))) {
 		ret = -EFAULT;
-		tprof_metrics_give_back(epoch, task, req.thread.identity,
-					req.thread.values);
+		/* Totals took nothing: there is nothing to give back. */
+		if (!(req.flags & TPROF_THREAD_READ_TOTALS))
+			tprof_metrics_give_back(epoch, task, req.thread.identity,
+						req.thread.values);
 	}
 	if (req.tid)
 		put_task_struct(task);
@@ -233,6 +252,7 @@ long tprof_ioctl_read_self(struct tprof_self_read __user *uarg)
 		for (m = 0; m < n; m++)
 			out.values[m] = slot->tcum[m] + delta[m];
 		memset(slot->tcum, 0, sizeof(slot->tcum));
+		tprof_tcum_add(slot->total, delta, n);
 		if (slot->self_page)
 			tprof_self_page_charge(slot->self_page, delta);
 		tprof_mslot_unlist(st, slot);

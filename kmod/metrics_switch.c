@@ -181,6 +181,7 @@ static __always_inline void __tprof_metrics_charge(struct tprof_metrics_state *s
 	/* The index is read locklessly: is the slot still this thread's? */
 	if (likely(slot->key == (u64)(uintptr_t)task)) {
 		tprof_mslot_account(st, slot, delta);
+		tprof_tcum_add(slot->total, delta, st->config.nr_metrics);
 		if (slot->self_page)
 			tprof_self_page_charge(slot->self_page, delta);
 	}

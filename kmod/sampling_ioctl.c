@@ -386,6 +386,41 @@ long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg)
  * An administrator stops whoever's session runs: stopped as by its owner
  * (who still drains it and closes), and detached, so another may start.
  */
+/*
+ * On each CPU in turn (a cross call: IRQs off), its partial half goes to
+ * the reader. The nesting guard is up meanwhile, so an NMI sample on this
+ * CPU is counted as lost rather than written into a half being published.
+ */
+static void tprof_sampling_flush_cpu(void *arg)
+{
+	struct tprof_session *s = arg;
+	struct tprof_sampling_cpu *pc = this_cpu_ptr(s->cpus);
+
+	if (pc->nesting++ == 0 && pc->writer.halves &&
+	    READ_ONCE(tprof_ctl(s, smp_processor_id())->online) &&
+	    tprof_sbuf_flush(&pc->writer, local_clock()))
+		irq_work_queue(&s->wake_work);
+	pc->nesting--;
+}
+
+long tprof_ioctl_sampling_flush(struct file *file)
+{
+	struct tprof_session *s;
+	unsigned int cpu;
+	long ret;
+
+	mutex_lock(&tprof_sampling_mutex);
+	s = tprof_owned_session(file, &ret);
+	if (s && !s->stopped) {
+		cpus_read_lock();
+		for_each_online_cpu(cpu)
+			smp_call_function_single(cpu, tprof_sampling_flush_cpu, s, 1);
+		cpus_read_unlock();
+	}
+	mutex_unlock(&tprof_sampling_mutex);
+	return ret;
+}
+
 long tprof_ioctl_sampling_stop_any(void)
 {
 	struct tprof_session *s;

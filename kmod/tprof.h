@@ -60,6 +60,7 @@ long tprof_ioctl_sampling_start(struct file *file,
 				struct tprof_sampling_config __user *uarg);
 long tprof_ioctl_sampling_stop(struct file *file);
 long tprof_ioctl_sampling_stop_any(void);
+long tprof_ioctl_sampling_flush(struct file *file);
 long tprof_ioctl_sampling_release(struct file *file,
 				  struct tprof_buffer_release __user *uarg);
 long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg);

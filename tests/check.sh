@@ -2,8 +2,9 @@
 # make check: the one test command.
 #   1. dependencies (make deps) and a warnings-as-errors build of everything,
 #      the module for both target kernels
-#   2. host unit tests (GoogleTest, under ASan/UBSan), and the SVG flame
-#      graph rendered by headless Chromium (tests/flamegraph_browser.sh)
+#   2. host unit tests (GoogleTest, under ASan/UBSan), the SVG flame
+#      graph rendered by headless Chromium (tests/flamegraph_browser.sh),
+#      and make install/uninstall into a DESTDIR (tests/install_test.sh)
 #   3. self-tests of the VM bench (tools/tprof-vm, tools/vm/scan-kernel-log)
 #   4. KUnit suites (ktests/) in a KUnit-enabled 6.1 kernel, under QEMU
 #   5. integration tests (GoogleTest) inside the KUnit kernel (the debug
@@ -111,6 +112,17 @@ if [ "$build_ok" = 1 ]; then
 	passed=$((passed + np))
 	if [ "$nf" -gt 0 ] || [ "$rc" != 0 ]; then
 		fail "flame graph in a browser ($nf failed, exit $rc), see $LOG_DIR/flamegraph_browser.log" "$((nf > 0 ? nf : 1))"
+	fi
+
+	stage "make install / uninstall (pkg-config user, man pages, completion)"
+	tests/install_test.sh >"$LOG_DIR/install.log" 2>&1
+	rc=$?
+	grep -E '^(PASS|FAIL)' "$LOG_DIR/install.log"
+	np=$(grep -c '^PASS' "$LOG_DIR/install.log")
+	nf=$(grep -c '^FAIL' "$LOG_DIR/install.log")
+	passed=$((passed + np))
+	if [ "$nf" -gt 0 ] || [ "$rc" != 0 ]; then
+		fail "make install ($nf failed, exit $rc), see $LOG_DIR/install.log" "$((nf > 0 ? nf : 1))"
 	fi
 
 	stage "VM bench self-tests"

@@ -87,6 +87,7 @@ std::vector<std::string> Info::FeatureNames() const {
   if (features & TPROF_FEAT_WINDOWS) names.push_back("windows");
   if (features & TPROF_FEAT_SELF_PAGE) names.push_back("self_page");
   if (features & TPROF_FEAT_PMU_PROGRAMS) names.push_back("pmu_programs");
+  if (features & TPROF_FEAT_THREAD_TOTALS) names.push_back("thread_totals");
   return names;
 }
 
@@ -180,6 +181,31 @@ Expected<ThreadMetrics> Device::ReadThread(uint32_t tid) const {
   if (::ioctl(fd_.get(), TPROF_IOC_THREAD_READ, &req) != 0)
     return IoctlError(("reading thread " + std::to_string(tid)).c_str(), errno);
   return ThreadMetricsFromRecord(req.thread);
+}
+
+Expected<ThreadMetrics> Device::ReadThreadTotals(uint32_t tid) const {
+  tprof_thread_read req{};
+  req.tid = tid;
+  req.flags = TPROF_THREAD_READ_TOTALS;
+  if (::ioctl(fd_.get(), TPROF_IOC_THREAD_READ, &req) != 0)
+    return IoctlError(("reading the totals of thread " + std::to_string(tid)).c_str(), errno);
+  return ThreadMetricsFromRecord(req.thread);
+}
+
+Expected<SamplingStatus> Device::GetSamplingStatus() const {
+  tprof_sampling_status st{};
+  if (::ioctl(fd_.get(), TPROF_IOC_SAMPLING_STATUS, &st) != 0)
+    return IoctlError("TPROF_IOC_SAMPLING_STATUS", errno);
+  SamplingStatus out;
+  out.active = st.active != 0;
+  out.running = st.running != 0;
+  out.pid = st.pid;
+  out.frequency_hz = st.frequency_hz;
+  out.event_type = st.event_type;
+  out.samples_taken = st.samples_taken;
+  out.lost_samples = st.lost_samples;
+  out.lost_records = st.lost_records;
+  return out;
 }
 
 Expected<uint64_t> Device::ReadSelf(uint64_t (&values)[TPROF_MAX_METRICS]) const {

@@ -273,6 +273,46 @@ Profile ProfileBuilder::Finish() {
   return std::exchange(profile_, Profile{});
 }
 
+namespace {
+
+// counts -= before's, keeping only keys that grew.
+template <typename Key>
+void SubtractCounts(std::map<Key, uint64_t>* counts, const std::map<Key, uint64_t>& before) {
+  for (auto it = counts->begin(); it != counts->end();) {
+    auto b = before.find(it->first);
+    uint64_t was = b == before.end() ? 0 : b->second;
+    if (it->second <= was) {
+      it = counts->erase(it);
+    } else {
+      it->second -= was;
+      ++it;
+    }
+  }
+}
+
+uint64_t Less(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+}  // namespace
+
+Profile SamplesSince(const Profile& now, const Profile& before) {
+  Profile out = now;
+  SubtractCounts(&out.samples, before.samples);
+  SubtractCounts(&out.caller_edges, before.caller_edges);
+  for (auto& [cpu, c] : out.cpus) {
+    auto b = before.cpus.find(cpu);
+    if (b == before.cpus.end()) continue;
+    c.samples = Less(c.samples, b->second.samples);
+    c.samples_taken = Less(c.samples_taken, b->second.samples_taken);
+    c.lost_samples = Less(c.lost_samples, b->second.lost_samples);
+    c.lost_records = Less(c.lost_records, b->second.lost_records);
+  }
+  out.lost_samples_in_records = Less(now.lost_samples_in_records, before.lost_samples_in_records);
+  out.lost_records_in_records = Less(now.lost_records_in_records, before.lost_records_in_records);
+  out.records.samples = Less(now.records.samples, before.records.samples);
+  if (before.last_time_ns != 0 && out.samples.size() != 0) out.first_time_ns = before.last_time_ns;
+  return out;
+}
+
 Expected<KernelSymbols> ReadKallsyms(const std::string& path) {
   KernelSymbols out;
   bool any_nonzero = false;

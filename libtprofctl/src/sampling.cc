@@ -155,6 +155,13 @@ Status SamplingSession::Stop() {
   return OkStatus();
 }
 
+Status SamplingSession::Flush() {
+  if (stopped_) return OkStatus();
+  if (::ioctl(fd_.get(), TPROF_IOC_SAMPLING_FLUSH) != 0)
+    return SamplingError("publishing the partial buffers", errno);
+  return OkStatus();
+}
+
 bool SamplingSession::Finished() const {
   // POLLHUP comes only after a stop: Stop(), or an administrator's.
   pollfd p{fd_.get(), POLLIN, 0};

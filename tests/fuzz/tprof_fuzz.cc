@@ -640,8 +640,9 @@ void FillThreadRead(Rng& r, Worker&, void* a, Call& c) {
     for (size_t i = offsetof(tprof_thread_read, thread); i < offsetof(tprof_thread_read, resv); ++i)
       reinterpret_cast<unsigned char*>(in)[i] = static_cast<unsigned char>(r.Next());
   in->tid = RandomTid(r);
+  if (r.OneIn(3)) in->flags = TPROF_THREAD_READ_TOTALS;  // the read that takes nothing
   if (r.OneIn(8)) {
-    in->flags = uint32_t(r.Edgy()) | 1;
+    in->flags = uint32_t(r.Edgy()) | 2;  // a bit beyond TPROF_THREAD_READ_TOTALS
     c.must_fail = true;
     c.defect = "unknown flags";
   }
@@ -1076,6 +1077,7 @@ const std::vector<IoctlSpec> kIoctls = {
     {"WINDOW_READ", TPROF_IOC_WINDOW_READ, {EPERM, ENODATA}, false, FillWindowRead, CheckWindowRead},
     {"WINDOW_LIST", TPROF_IOC_WINDOW_LIST, {EPERM, ENODATA}, false, FillWindowList, CheckWindowList},
     {"SAMPLING_STOP_ANY", TPROF_IOC_SAMPLING_STOP_ANY, {EPERM, ENODATA}, true, FillNone, CheckNothing},
+    {"SAMPLING_FLUSH", TPROF_IOC_SAMPLING_FLUSH, {EPERM, ENODATA}, false, FillNone, CheckNothing},
     {"PMU_CREATE", TPROF_IOC_PMU_CREATE, {EPERM, EACCES, ESRCH, ENOENT, EOPNOTSUPP, ENOSPC, ENOMEM, E2BIG, EMFILE}, false, FillPmuCreate, CheckPmuCreate},
 };
 

@@ -51,6 +51,13 @@ struct Result {
 };
 
 // Runs a shell command with stderr folded into stdout.
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 Result Sh(const std::string& cmd) {
   Result r;
   r.rc = RunCommand("(" + cmd + ") 2>&1", &r.out);
@@ -825,8 +832,40 @@ TEST_F(Profiler, StartStopStartAndItsErrors) {
     EXPECT_EQ((*j).at("attributes").at("pid").get<std::string>(), "all") << name;
     const Json* p = ProcessRow(*j, "tprof-wl-shares");
     ASSERT_TRUE(p) << name << " has no tprof-wl-shares";
-    EXPECT_GT(N((*p).at("samples")), 100u) << name;
+    // This test is about the start/stop states, not accuracy (the shares
+    // tests are): the 200 ms burn must be in the profile, substantially.
+    // 20 is a tenth of 200 ms at 1 kHz: a starved TCG vCPU takes fewer
+    // ticks for the same CPU time (fewer than 100 once under 4x host
+    // overload), and no share of the other samples is stable either (in
+    // the debug kernel tprofctl itself took 90% of them).
+    EXPECT_GE(N((*p).at("samples")), 20u) << name;
   }
+}
+
+// tprofctl top follows one process live: with 80% of the workload's CPU in
+// wl_alpha, each refresh's first row is wl_alpha; and tprofctl status shows
+// the running session (whoever owns it) with its samples and rate.
+TEST_F(Profiler, TopShowsTheHeaviestFunctionOfEachInterval) {
+  Result r = Sh("tprof-wl-shares --ms 60000 --shares 80,10,10 >/dev/null & p=$!; "
+                "tprofctl top -p $p --batch -d 0.5 -n 4 --rows 5 > " + dir_.File("top.txt") +
+                " & t=$!; for i in $(seq 200); do s=$(tprofctl status --rate-ms 300); "
+                "case \"$s\" in *'sampling: running'*) echo \"$s\"; break;; esac; sleep 0.05; done; "
+                "wait $t; rc=$?; kill $p; exit $rc");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "sampling: running, process ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, " samples/s over ")) << r.out;
+  std::string top = ReadFileOrEmpty(dir_.File("top.txt"));
+  size_t frames = 0;
+  for (size_t at = top.find("tprofctl top: "); at != std::string::npos;
+       at = top.find("tprofctl top: ", at + 1)) {
+    ++frames;
+    size_t columns = top.find("FUNCTION", at);
+    ASSERT_NE(columns, std::string::npos) << top;
+    size_t first = top.find('\n', columns) + 1;
+    std::string row = top.substr(first, top.find('\n', first) - first);
+    EXPECT_TRUE(Contains(row, "wl_alpha")) << "frame " << frames << ": " << row << "\n" << top;
+  }
+  EXPECT_EQ(frames, 4u) << top;
 }
 
 // `tprofctl diff` of two runs of tprof-wl-shares with the split turned

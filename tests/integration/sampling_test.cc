@@ -368,6 +368,49 @@ TEST(SamplingTest, OneSessionAtATimeAndOwnerOnly) {
   StopAndDrain(s, &c);
 }
 
+// SAMPLING_FLUSH (live views): a few samples of this process sit in
+// partial halves (64 KiB holds over 1000) until a flush hands them over
+// while sampling goes on; nothing is counted twice or lost by it, and only
+// the owner may flush.
+TEST(SamplingTest, FlushHandsOverPartialHalvesWhileRunning) {
+  SamplingOptions o;
+  o.pid = static_cast<uint32_t>(::getpid());
+  o.half_bytes = 64 * 1024;
+  SamplingSession s = StartOrDie(o);
+  tprof_sampling_test_spin(30);
+  Collected before;
+  Collect(s, &before);
+  EXPECT_EQ(before.own_samples, 0u) << "a half filled from 30 ms of one thread";
+  uint64_t taken = s.TotalsAll().samples_taken;
+  ASSERT_GT(taken, 0u) << "no sample of a 30 ms spin";
+
+  Device other = OpenDeviceOrFail();
+  EXPECT_EQ(ioctl(other.fd(), TPROF_IOC_SAMPLING_FLUSH), -1);
+  EXPECT_EQ(errno, EPERM) << "another descriptor flushed the session";
+
+  ASSERT_TRUE(s.Flush());
+  Collected flushed;
+  Collect(s, &flushed);
+  EXPECT_GE(flushed.own_samples, taken - s.TotalsAll().lost_samples)
+      << "the flush did not hand over the samples taken before it";
+  EXPECT_EQ(flushed.comms_of_self.size(), 1u) << "the target's name came with them";
+  EXPECT_FALSE(flushed.own_map_spaces.empty()) << "its mappings came with them";
+
+  tprof_sampling_test_spin(20);  // sampling goes on into the other half
+  Collected rest;
+  StopAndDrain(s, &rest);
+  CpuBufferTotals t = s.TotalsAll();
+  EXPECT_GT(rest.own_samples, 0u);
+  EXPECT_EQ(flushed.samples + rest.samples + t.lost_samples, t.samples_taken);
+  EXPECT_EQ(ioctl(s.fd(), TPROF_IOC_SAMPLING_FLUSH), 0) << "a stopped session: nothing to do";
+}
+
+TEST(SamplingTest, FlushWithoutASessionIsENODATA) {
+  Device dev = OpenDeviceOrFail();
+  EXPECT_EQ(ioctl(dev.fd(), TPROF_IOC_SAMPLING_FLUSH), -1);
+  EXPECT_EQ(errno, ENODATA);
+}
+
 TEST(SamplingTest, StartStopStartAndCloseWithoutStop) {
   for (int round = 0; round < 3; ++round) {
     SamplingSession s = StartOrDie(SamplingOptions{});

@@ -378,7 +378,7 @@ TEST_F(ThreadMetricsTest, BadArgumentsAreRefused) {
   EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_DRAIN, &req), -1);
   EXPECT_EQ(errno, EINVAL);
   tprof_thread_read rd{};
-  rd.flags = 1;
+  rd.flags = 2;  // not a TPROF_THREAD_READ_* flag
   EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_THREAD_READ, &rd), -1);
   EXPECT_EQ(errno, EINVAL);
   rd = tprof_thread_read{};
@@ -529,6 +529,89 @@ TEST_F(ThreadMetricsTest, TprofctlThreadsJsonHasOnCpuTime) {
     }
   }
   EXPECT_TRUE(found) << "busy thread " << busy.tid() << " not in:\n" << out;
+}
+
+// TPROF_THREAD_READ_TOTALS (tprofctl threads --top) reads what a thread
+// was charged and takes nothing: the read-and-zero consumer a runtime
+// relies on still gets every nanosecond, and the totals do not reset when
+// it does.
+TEST_F(ThreadMetricsTest, TotalsTakeNothingFromReadAndZeroConsumers) {
+  ParkedThread t(milliseconds(200));
+  auto a = dev_.ReadThreadTotals(t.tid());
+  ASSERT_TRUE(a) << a.error().message();
+  EXPECT_GE(a->values[0], 190'000'000u);
+  auto b = dev_.ReadThreadTotals(t.tid());
+  ASSERT_TRUE(b) << b.error().message();
+  EXPECT_EQ(b->values, a->values) << "a parked thread's totals do not move";
+  auto taken = dev_.ReadThread(t.tid());
+  ASSERT_TRUE(taken) << taken.error().message();
+  EXPECT_EQ(taken->values, a->values) << "the read-and-zero gets all of it";
+  auto after = dev_.ReadThreadTotals(t.tid());
+  ASSERT_TRUE(after) << after.error().message();
+  EXPECT_EQ(after->values, a->values) << "read-and-zero does not reset the totals";
+  auto again = dev_.ReadThread(t.tid());
+  ASSERT_TRUE(again) << again.error().message();
+  EXPECT_EQ(again->values[0], 0u);
+
+  // The caller itself: its running slice goes into the totals and stays
+  // for its own read-and-zero (nothing before this read consumed it).
+  BurnCpu(milliseconds(30));
+  auto self_total = dev_.ReadThreadTotals(Gettid());
+  ASSERT_TRUE(self_total) << self_total.error().message();
+  auto self_taken = dev_.ReadThread(0);
+  ASSERT_TRUE(self_taken) << self_taken.error().message();
+  EXPECT_GE(self_taken->values[0], self_total->values[0]);
+  EXPECT_GE(self_total->values[0], 25'000'000u);
+
+  tprof_thread_read bad{};
+  bad.tid = t.tid();
+  bad.flags = TPROF_THREAD_READ_TOTALS << 1;
+  EXPECT_EQ(ioctl(dev_.fd(), TPROF_IOC_THREAD_READ, &bad), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+// tprofctl threads --top: the busy thread heads the table with a share of
+// a CPU, and the table took none of its deltas.
+TEST_F(ThreadMetricsTest, ThreadsTopShowsTheBusyThreadFirstAndTakesNothing) {
+  std::atomic<bool> stop{false};
+  std::atomic<uint32_t> tid{0};
+  std::thread spinner([&] {
+    tid = Gettid();
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  while (tid == 0) std::this_thread::sleep_for(milliseconds(1));
+  std::string out;
+  int rc = RunCommand("tprofctl threads --top --pid " + std::to_string(::getpid()) +
+                          " --interval 300 --count 2 --batch",
+                      &out);
+  stop = true;
+  spinner.join();
+  ASSERT_EQ(rc, 0) << out;
+  // The last table's first row is the spinner's.
+  size_t last = out.rfind("tprofctl threads --top:");
+  ASSERT_NE(last, std::string::npos) << out;
+  std::istringstream lines(out.substr(last));
+  std::string header, columns, first;
+  std::getline(lines, header);
+  std::getline(lines, columns);
+  std::getline(lines, first);
+  EXPECT_NE(columns.find("%CPU"), std::string::npos) << out;
+  std::istringstream row(first);
+  uint32_t pid = 0, row_tid = 0;
+  std::string comm;
+  double cpu = -1;
+  row >> pid >> row_tid >> comm >> cpu;
+  EXPECT_EQ(row_tid, tid.load()) << out;
+  EXPECT_GT(cpu, 0) << out;
+
+  // Everything the spinner ran is still there for a drain.
+  uint64_t drained = 0;
+  for (const ThreadMetrics& m : DrainOwnUntil([&](const ThreadMetrics& m) { return m.tid == tid; }))
+    drained += m.values[0];
+  // The last table showed cpu% of an interval of at least 300 ms.
+  EXPECT_GE(static_cast<double>(drained), 300e6 * cpu / 100 / 2)
+      << "the drain got less than the table showed it running: " << out;
 }
 
 TEST(ThreadMetricsOff, ReadsSayAccountingIsOff) {

@@ -344,3 +344,44 @@ TEST(Snapshot, CopiesPerfMapsOfSampledPidsAndPrunesKernelSymbols) {
 }
 
 }  // namespace
+
+namespace {
+
+// tprofctl top's interval: what a running builder added between two copies
+// of its profile, names and tables kept.
+TEST(SamplesSince, KeepsOnlyWhatTheIntervalAdded) {
+  ProfileBuilder b;
+  Records first;
+  first.Add(CommRec(10, TPROF_COMM_EXISTING, "spin"));
+  for (int i = 0; i < 5; ++i) first.Add(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 0, 0, 100));
+  first.Add(SampleRec(10, 7, 0x402000, TPROF_SAMPLE_USER, 1, 0, 110));
+  first.Add(LostRec(2, 1));
+  b.AddRecords(first.data(), first.size());
+  Profile before = b.profile();
+
+  Records second;
+  for (int i = 0; i < 3; ++i) second.Add(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 1, 0, 200));
+  second.Add(SampleRec(10, 7, 0x403000, TPROF_SAMPLE_USER, 0, 0, 210));
+  second.Add(LostRec(4, 2));
+  b.AddRecords(second.data(), second.size());
+  Profile interval = tprof::SamplesSince(b.profile(), before);
+
+  EXPECT_EQ(interval.TotalSamples(), 4u);
+  EXPECT_EQ((interval.samples[{10, 7, 0x401000, TPROF_SAMPLE_USER}]), 3u);
+  EXPECT_EQ((interval.samples[{10, 7, 0x403000, TPROF_SAMPLE_USER}]), 1u);
+  EXPECT_EQ(interval.samples.count({10, 7, 0x402000, TPROF_SAMPLE_USER}), 0u)
+      << "a row that did not move is not in the interval";
+  EXPECT_EQ(interval.cpus[0].samples, 1u);
+  EXPECT_EQ(interval.cpus[1].samples, 3u);
+  EXPECT_EQ(interval.TotalLostSamples(), 4u);
+  EXPECT_EQ(interval.TotalLostRecords(), 2u);
+  EXPECT_EQ(interval.ProcessDisplayName(10), "spin") << "names come from the whole recording";
+  EXPECT_EQ(interval.first_time_ns, before.last_time_ns);
+  EXPECT_EQ(interval.last_time_ns, 210u);
+
+  Profile nothing = tprof::SamplesSince(b.profile(), b.profile());
+  EXPECT_EQ(nothing.TotalSamples(), 0u);
+  EXPECT_EQ(nothing.TotalLostSamples(), 0u);
+}
+
+}  // namespace

@@ -20,6 +20,7 @@ int RunDump(const Args& args);    // dump.cc
 int RunDiff(const Args& args);    // diff.cc
 int RunWindow(const Args& args);  // windows.cc
 int RunPmu(const Args& args);     // pmu.cc
+int RunTop(const Args& args);     // top.cc
 
 }  // namespace tprof::cli
 

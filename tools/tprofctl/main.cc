@@ -22,6 +22,8 @@ constexpr Command kCommands[] = {
      "drain and print per-thread metric deltas [--pid PID] [--interval MS --count N] [--json]"},
     {"start", tprof::cli::RunStart,
      "start a background sampling recorder [--freq HZ] [--pid PID] [--callers] [-o FILE]"},
+    {"top", tprof::cli::RunTop,
+     "live view: the heaviest functions or processes, refreshed [-p PID] [-d SEC] [--by F]"},
     {"stop", tprof::cli::RunStop, "stop the recorder and write the profile (tprof.data)"},
     {"record", tprof::cli::RunRecord, "start, run CMD, stop and dump: record [OPTIONS] -- CMD"},
     {"dump", tprof::cli::RunDump,

@@ -1,8 +1,10 @@
 // tprofctl threads: drain and print per-thread metric deltas.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -12,6 +14,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "tprof/json_format.h"
+#include "tprof/thread_top.h"
 
 namespace tprof::cli {
 
@@ -19,7 +22,8 @@ namespace {
 
 void Usage(FILE* out) {
   std::fprintf(out,
-               "usage: tprofctl threads [--pid PID | --all] [--interval MS] [--count N] [--json]\n\n"
+               "usage: tprofctl threads [--pid PID | --all] [--interval MS] [--count N] [--json]\n"
+               "       tprofctl threads --top [--pid PID | --all] [--interval MS] [--count N] [--batch]\n\n"
                "Drains the per-thread metric deltas: every thread whose metrics moved\n"
                "since the last drain (or read), once, then zeroes them. Threads that\n"
                "exited in between are shown once more, marked exited.\n"
@@ -28,6 +32,12 @@ void Usage(FILE* out) {
                "  --interval MS  wait MS milliseconds before each drain (default: drain now)\n"
                "  --count N      drains to print with --interval (default 1)\n"
                "  --json         one JSON object per thread per line\n"
+               "  --top          a live table instead, refreshed every --interval MS (default\n"
+               "                 1000) until Ctrl-C or --count refreshes: each thread's share\n"
+               "                 of a CPU and what its metrics added, heaviest first. It reads\n"
+               "                 totals, so it takes nothing from drains or runtimes polling\n"
+               "                 their own deltas.\n"
+               "  --batch        with --top: no screen clearing (implied when not a terminal)\n"
                "Turn accounting on first: `tprofctl metrics on`.\n");
 }
 
@@ -65,12 +75,71 @@ void PrintJson(const std::vector<MetricSpec>& metrics, const DrainResult& r) {
   std::fflush(stdout);
 }
 
+// A metric's value with its unit: times in ms, counts as they are.
+std::string FormatValue(const MetricSpec& m, uint64_t v) {
+  char buf[32];
+  if (m.type == TPROF_METRIC_TIME)
+    std::snprintf(buf, sizeof(buf), "%.1f ms", static_cast<double>(v) / 1e6);
+  else
+    std::snprintf(buf, sizeof(buf), "%" PRIu64, v);
+  return buf;
+}
+
+volatile std::sig_atomic_t g_stop = 0;
+void OnStopSignal(int) { g_stop = 1; }
+
+// tprofctl threads --top: the live table (tprof/thread_top.h).
+int RunThreadsTop(const Device& dev, const std::vector<MetricSpec>& metrics, uint32_t pid,
+                  uint64_t interval_ms, uint64_t count, bool batch) {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  const int time_metric = TimeMetricIndex(metrics);
+  auto before = ReadThreadTotals(dev, pid);
+  if (!before) return ReportError(before.error());
+  auto last = std::chrono::steady_clock::now();
+  for (uint64_t n = 0; (count == 0 || n < count) && !g_stop; ++n) {
+    std::this_thread::sleep_until(last + std::chrono::milliseconds(interval_ms));
+    if (g_stop) break;
+    auto now = ReadThreadTotals(dev, pid);
+    if (!now) return ReportError(now.error());
+    auto t = std::chrono::steady_clock::now();
+    uint64_t interval_ns = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t - last).count());
+    last = t;
+    ThreadTopFrame frame = DiffThreadTotals(*before, *now, interval_ns, time_metric);
+    before = std::move(now);
+    if (!batch) std::printf("\033[H\033[2J");
+    std::printf("tprofctl threads --top: %zu of %zu threads moved in %.2f s", frame.rows.size(),
+                frame.threads, static_cast<double>(interval_ns) / 1e9);
+    if (frame.unreadable) std::printf(" (%u not readable: another user's)", frame.unreadable);
+    std::printf("\n%7s %7s %-16s %6s", "PID", "TID", "COMM", "%CPU");
+    for (const MetricSpec& m : metrics) std::printf(" %16s", MetricName(m).c_str());
+    std::printf("\n");
+    for (const ThreadTopRow& r : frame.rows) {
+      std::printf("%7u %7u %-16s", r.thread.pid, r.thread.tid, r.thread.comm.c_str());
+      if (r.cpu_percent >= 0)
+        std::printf(" %6.1f", r.cpu_percent);
+      else
+        std::printf(" %6s", "-");
+      for (size_t i = 0; i < metrics.size() && i < r.thread.values.size(); ++i)
+        std::printf(" %16s", FormatValue(metrics[i], r.thread.values[i]).c_str());
+      std::printf("\n");
+    }
+    if (batch) std::printf("\n");
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunThreads(const Args& args) {
   uint32_t pid = TPROF_PID_ALL;
   uint64_t interval_ms = 0, count = 1;
-  bool json = false;
+  bool json = false, top = false, batch = !::isatty(STDOUT_FILENO);
+  bool interval_given = false, count_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool has_value = i + 1 < args.size();
@@ -79,6 +148,10 @@ int RunThreads(const Args& args) {
       return 0;
     } else if (a == "--json") {
       json = true;
+    } else if (a == "--top") {
+      top = true;
+    } else if (a == "--batch") {
+      batch = true;
     } else if (a == "--all") {
       pid = TPROF_PID_ALL;
     } else if (a == "--pid" && has_value) {
@@ -89,10 +162,12 @@ int RunThreads(const Args& args) {
       auto v = ParseNumber(a, args[++i]);
       if (!v) return 2;
       interval_ms = *v;
+      interval_given = true;
     } else if (a == "--count" && has_value) {
       auto v = ParseNumber(a, args[++i]);
       if (!v || *v == 0) return 2;
       count = *v;
+      count_given = true;
     } else {
       std::fprintf(stderr, "tprofctl threads: unexpected '%s'\n\n", a.c_str());
       Usage(stderr);
@@ -107,6 +182,14 @@ int RunThreads(const Args& args) {
     std::fprintf(stderr, "tprofctl: per-thread metrics are off: turn them on with "
                          "`tprofctl metrics on`\n");
     return 1;
+  }
+  if (top) {
+    if (json) {
+      std::fprintf(stderr, "tprofctl threads: --top is a table; --json goes without it\n");
+      return 2;
+    }
+    return RunThreadsTop(*dev, st->metrics, pid, interval_given ? std::max<uint64_t>(interval_ms, 10) : 1000,
+                         count_given ? count : 0, batch);
   }
   for (uint64_t n = 0; n < count; ++n) {
     if (interval_ms) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));

@@ -63,6 +63,12 @@
  *     uid as its owner with the target dumpable (ptrace-read rules without
  *     LSM hooks): else EACCES. ESRCH: no such thread, or not tracked.
  *     ENODATA: accounting is off.
+ *     flags TPROF_THREAD_READ_TOTALS (ABI 1.8): a read that takes nothing:
+ *     the values are everything charged to the thread since accounting
+ *     (re)started or the thread appeared (an odometer, as the self page's
+ *     total[]), and TCum stays for the read-and-zero consumers. Live views
+ *     (tprofctl threads --top) difference two such reads. Other flags:
+ *     EINVAL.
  *   TPROF_IOC_READ_SELF (struct tprof_self_read, read)
  *     The calling thread's THREAD_READ (tid 0), lean: identity and values
  *     only. ENODATA: accounting is off; ESRCH: the caller is not tracked
@@ -150,6 +156,14 @@
  *     range, or that half is not full. ENODATA: no session.
  *   TPROF_IOC_SAMPLING_STATUS (struct tprof_sampling_status, read)
  *     Anyone. Whether a session runs, its settings and totals.
+ *   TPROF_IOC_SAMPLING_FLUSH (no argument; ABI 1.8)
+ *     The owner only (another descriptor: EPERM; ENODATA: no session).
+ *     Publishes every online CPU's partial half now, as a full one would
+ *     be (POLLIN), while sampling goes on: a live view (tprofctl top) sees
+ *     samples, names and mappings within one refresh instead of when a
+ *     half fills, which on a CPU the target rarely runs on may be never.
+ *     A sample that hits a CPU while its half is being published is
+ *     counted as lost. A stopped session: nothing to do (0).
  *   TPROF_IOC_SAMPLING_STOP_ANY (no argument; ABI 1.5)
  *     CAP_PERFMON or CAP_SYS_ADMIN (else EPERM): stops the running session
  *     whoever owns it, as SAMPLING_STOP would, and detaches it: STATUS no
@@ -230,7 +244,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 7
+#define TPROF_ABI_MINOR 8
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -250,6 +264,7 @@
 #define TPROF_FEAT_WINDOWS (1ULL << 3)        /* counting windows, profil (ABI 1.3) */
 #define TPROF_FEAT_SELF_PAGE (1ULL << 4)      /* per-thread self page (ABI 1.4) */
 #define TPROF_FEAT_PMU_PROGRAMS (1ULL << 5)   /* PMU programs, generic netlink (ABI 1.7) */
+#define TPROF_FEAT_THREAD_TOTALS (1ULL << 6)  /* THREAD_READ_TOTALS, SAMPLING_FLUSH (ABI 1.8) */
 
 /* tprof_info.state */
 enum tprof_state {
@@ -378,10 +393,13 @@ struct tprof_thread_metrics {
 
 struct tprof_thread_read {
 	__u32 tid;     /* in: thread id (global pid namespace), 0 = caller */
-	__u32 flags;   /* in: 0 */
+	__u32 flags;   /* in: 0 or TPROF_THREAD_READ_TOTALS */
 	struct tprof_thread_metrics thread; /* out */
 	__u64 resv[2];
 };
+
+/* tprof_thread_read.flags */
+#define TPROF_THREAD_READ_TOTALS (1U << 0) /* odometer values, nothing zeroed (ABI 1.8) */
 
 #define TPROF_PID_ALL 0xffffffffU
 
@@ -601,6 +619,7 @@ struct tprof_rec_lost {
 #define TPROF_IOC_SAMPLING_RELEASE _IOW(TPROF_IOC_MAGIC, 0x22, struct tprof_buffer_release)
 #define TPROF_IOC_SAMPLING_STATUS _IOR(TPROF_IOC_MAGIC, 0x23, struct tprof_sampling_status)
 #define TPROF_IOC_SAMPLING_STOP_ANY _IO(TPROF_IOC_MAGIC, 0x24) /* ABI 1.5 */
+#define TPROF_IOC_SAMPLING_FLUSH _IO(TPROF_IOC_MAGIC, 0x25)    /* ABI 1.8 */
 
 /* ---- Counting windows (ABI 1.3) ------------------------------------------ */
 

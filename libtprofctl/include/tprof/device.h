@@ -39,6 +39,19 @@ struct Info {
   std::vector<std::string> FeatureNames() const;
 };
 
+// What TPROF_IOC_SAMPLING_STATUS reports: the running session, whoever
+// owns it.
+struct SamplingStatus {
+  bool active = false;   // a session exists (running or stopped)
+  bool running = false;  // samples are being taken
+  uint32_t pid = 0;      // TPROF_PID_ALL: every process
+  uint32_t frequency_hz = 0;
+  uint32_t event_type = 0;  // TPROF_SAMPLE_ON_CLOCK or a TPROF_METRIC_* type
+  uint64_t samples_taken = 0;
+  uint64_t lost_samples = 0;
+  uint64_t lost_records = 0;
+};
+
 class Device {
  public:
   // Opens the device (O_RDWR | O_CLOEXEC). The error message says how to
@@ -57,10 +70,16 @@ class Device {
   // ABI 1.5): its owner still drains it, and a new session may start.
   Status StopAnySampling() const;
   Expected<MetricsStatus> GetMetricsStatus() const;
+  // The sampling session's settings and totals (anyone may ask).
+  Expected<SamplingStatus> GetSamplingStatus() const;
 
   // Read-and-zero of one thread's accumulated metrics; tid 0 is the calling
   // thread (and then includes its current time slice).
   Expected<ThreadMetrics> ReadThread(uint32_t tid = 0) const;
+  // Everything charged to thread tid since accounting started or the
+  // thread appeared, taking nothing from the read-and-zero consumers
+  // (TPROF_THREAD_READ_TOTALS, ABI 1.8): live views difference two reads.
+  Expected<ThreadMetrics> ReadThreadTotals(uint32_t tid) const;
   // The calling thread's read-and-zero through the lean READ_SELF ioctl:
   // identity and values only (fills `values`, returns the identity).
   Expected<uint64_t> ReadSelf(uint64_t (&values)[TPROF_MAX_METRICS]) const;

@@ -200,6 +200,12 @@ struct SnapshotOptions {
   bool prune_kernel_symbols = true;
 };
 
+// What a running recording added since an earlier copy of its profile (a
+// live view's last interval, tprofctl top): `now` with every count less
+// `before`'s (rows that did not move are dropped); the tables (processes,
+// mappings, symbols, attributes) as in `now`.
+[[nodiscard]] Profile SamplesSince(const Profile& now, const Profile& before);
+
 // At stop: copies the kernel symbols and the perf map of every sampled
 // pid into the profile. Never fails: what cannot be read is noted
 // (kernel_symbols.note) and left out.

@@ -58,6 +58,9 @@ class SamplingSession {
   // Stops sampling; the partial halves become full. Consume() until
   // Finished() to get everything.
   Status Stop();
+  // Publishes every CPU's partial half while sampling goes on (ABI 1.8):
+  // the next Consume() sees everything recorded so far. For live views.
+  Status Flush();
   // True once stopped (by Stop() or an administrator's StopAnySampling())
   // and every half has been consumed.
   bool Finished() const;

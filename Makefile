@@ -257,7 +257,7 @@ $(B)/arm64/bin/tprof-%: tests/arm64/%.c uapi/linux/tprof.h
 # tprofctl, the runtime example and the fuzzer for arm64 guests, built in
 # $(B)/arm64 (their programs land in $(B)/arm64/bin, which tprof-vm --arch
 # arm64 packs) with the cross-compilers, libdw/libelf from the arm64 sysroot
-# (make deps-arm64) and the host's Boost and CLI11 headers (header-only), linked
+# (make deps-arm64) and the host's Boost, CLI11 and nlohmann-json headers (header-only), linked
 # dynamically: tprof-vm copies the libraries. The integration tests, the
 # workloads, pprof (GO_ARCH=arm64) and the benchmarks (build/arm64/bench,
 # bench/run.sh arm64) too.
@@ -268,6 +268,7 @@ arm64-tools:
 	@mkdir -p $(B)/arm64/boost-include
 	ln -sfn /usr/include/boost $(B)/arm64/boost-include/boost
 	ln -sfn /usr/include/CLI $(B)/arm64/boost-include/CLI
+	ln -sfn /usr/include/nlohmann $(B)/arm64/boost-include/nlohmann
 	$(MAKE) B=$(B)/arm64 CC=$(ARM64_CC) CXX=$(ARM64_CROSS_COMPILE)g++ AR=$(ARM64_CROSS_COMPILE)ar \
 		GO_ARCH=arm64 \
 		EXTRA_CPPFLAGS="-isystem $(ARM64_SYSROOT)/usr/include -isystem $(B)/arm64/boost-include" \

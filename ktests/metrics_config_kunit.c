@@ -14,6 +14,9 @@ static const struct tprof_parse_case tprof_parse_cases[] = {
 	{ "time,dispatches,page-faults,context-switches,cpu-migrations", 0, 5 },
 	{ "cycles,instructions", 0, 2 },
 	{ "raw:0x1c2", 0, 1 },
+	{ "r1c2", 0, 1 }, /* perf's spelling, the one tprofctl prints */
+	{ "r1c2,raw:0x1c2", -EINVAL, 0 }, /* one event twice */
+	{ "rZZ", -EINVAL, 0 },
 	{ "time\n", 0, 1 }, /* as written to sysfs */
 	{ "", -EINVAL, 0 },
 	{ "time,", -EINVAL, 0 },

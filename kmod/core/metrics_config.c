@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Metric sets: pure logic, see metrics_config.h. */
 #include "metrics_config.h"
+#include "event_names.h"
 
 struct tprof_metric_name {
 	const char *name;
@@ -8,22 +9,13 @@ struct tprof_metric_name {
 	u64 config;
 };
 
+/* The per-thread metrics of the shared table (event_names.h). */
+#define TPROF_METRIC_NAME(name, key, type, config, uses) \
+	{ (uses) & TPROF_NAME_METRIC ? (name) : NULL, (type), (config) },
 static const struct tprof_metric_name tprof_metric_names[] = {
-	{ "time", TPROF_METRIC_TIME, 0 },
-	{ "dispatches", TPROF_METRIC_DISPATCHES, 0 },
-	{ "cpu-clock", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK },
-	{ "page-faults", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS },
-	{ "minor-faults", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN },
-	{ "major-faults", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ },
-	{ "context-switches", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
-	{ "cpu-migrations", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
-	{ "cycles", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
-	{ "instructions", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
-	{ "cache-references", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES },
-	{ "cache-misses", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_CACHE_MISSES },
-	{ "branches", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
-	{ "branch-misses", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES },
+	TPROF_EVENT_NAMES(TPROF_METRIC_NAME)
 };
+#undef TPROF_METRIC_NAME
 
 static bool tprof_sw_event_ok(u64 config)
 {
@@ -132,12 +124,23 @@ static int tprof_parse_one(const char *s, size_t len, struct tprof_metric *m)
 {
 	size_t i;
 
+	/* rHEX as perf spells raw events; raw:CODE (hex or decimal) too. */
 	if (len > 4 && !memcmp(s, "raw:", 4)) {
 		m->type = TPROF_METRIC_RAW;
 		return tprof_parse_u64(s + 4, len - 4, &m->config);
 	}
+	if (len > 1 && s[0] == 'r') {
+		char hex[19] = "0x";
+
+		if (len - 1 > 16)
+			return -EINVAL;
+		memcpy(hex + 2, s + 1, len - 1);
+		m->type = TPROF_METRIC_RAW;
+		return tprof_parse_u64(hex, len + 1, &m->config);
+	}
 	for (i = 0; i < ARRAY_SIZE(tprof_metric_names); i++) {
-		if (tprof_name_eq(s, len, tprof_metric_names[i].name)) {
+		if (tprof_metric_names[i].name &&
+		    tprof_name_eq(s, len, tprof_metric_names[i].name)) {
 			m->type = tprof_metric_names[i].type;
 			m->config = tprof_metric_names[i].config;
 			return 0;

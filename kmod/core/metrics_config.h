@@ -18,7 +18,7 @@ int tprof_metrics_config_check(const struct tprof_metrics_config *c);
 
 /*
  * Parses a comma-separated list of metric names ("time,dispatches,
- * page-faults,cycles,raw:0x1c2") into @c (zeroed first); 0 or -EINVAL.
+ * page-faults,cycles,r1c2"; raw:0x1c2 too) into @c (zeroed first); 0 or -EINVAL.
  * The names are the ones tprofctl uses.
  */
 int tprof_metrics_parse_list(const char *list, struct tprof_metrics_config *c);

@@ -10,8 +10,8 @@
 #include <tuple>
 #include <utility>
 
+#include "json.h"
 #include "text_format.h"
-#include "tprof/json_writer.h"
 
 namespace tprof {
 
@@ -89,44 +89,47 @@ void TextDiff(const DiffData& d, size_t shown, std::string* out) {
     Appendf(out, "(%zu more rows: raise --top)\n", d.rows.size() - shown);
 }
 
-void JsonSide(JsonWriter& w, const char* key, const DiffSide& s) {
-  w.Key(key).BeginObject().Field("path", s.label);
-  w.Field("samples_taken", s.samples_taken)
-      .Field("samples", s.samples)
-      .Field("lost_samples", s.lost_samples)
-      .Field("duration_ns", s.duration_ns);
+Json JsonSide(const DiffSide& s) {
+  Json j = {{"path", s.label},
+            {"samples_taken", s.samples_taken},
+            {"samples", s.samples},
+            {"lost_samples", s.lost_samples},
+            {"duration_ns", s.duration_ns}};
   uint64_t hz = 0;
   const char* begin = s.frequency_hz.data();
   const char* end = begin + s.frequency_hz.size();
   if (auto [ptr, ec] = std::from_chars(begin, end, hz); ec == std::errc() && ptr == end && hz)
-    w.Field("frequency_hz", hz);
-  w.EndObject();
+    j["frequency_hz"] = hz;
+  return j;
 }
 
 void JsonDiff(const DiffData& d, const DiffOptions& o, size_t shown, std::string* out) {
   constexpr int kPlaces = 4;
-  JsonWriter w;
-  w.BeginObject().Field("format_version", static_cast<uint64_t>(kDiffJsonFormatVersion));
-  w.Field("by", std::string(ByName(d.by)));
-  if (o.pid) w.Field("pid", *o.pid);
-  JsonSide(w, "a", d.a);
-  JsonSide(w, "b", d.b);
-  w.Field("rows_total", d.rows.size());
-  w.Key("rows").BeginArray();
+  Json j;
+  j["format_version"] = kDiffJsonFormatVersion;
+  j["by"] = ByName(d.by);
+  if (o.pid) j["pid"] = *o.pid;
+  j["a"] = JsonSide(d.a);
+  j["b"] = JsonSide(d.b);
+  j["rows_total"] = d.rows.size();
+  Json rows = Json::array();
   for (size_t i = 0; i < shown; ++i) {
     const DiffRow& r = d.rows[i];
-    w.BeginObject().Field("process", r.process);
-    if (d.by == DiffBy::kFunction) w.Field("space", r.space).Field("function", r.function);
-    w.Field("samples_a", r.samples_a)
-        .Field("samples_b", r.samples_b)
-        .Field("delta_samples", r.delta_samples());
-    w.Key("percent_a").Decimal(r.percent_a, kPlaces);
-    w.Key("percent_b").Decimal(r.percent_b, kPlaces);
-    w.Key("delta_points").Decimal(r.delta_points(), kPlaces);
-    w.EndObject();
+    Json row = {{"process", r.process}};
+    if (d.by == DiffBy::kFunction) {
+      row["space"] = r.space;
+      row["function"] = r.function;
+    }
+    row["samples_a"] = r.samples_a;
+    row["samples_b"] = r.samples_b;
+    row["delta_samples"] = r.delta_samples();
+    row["percent_a"] = RoundDecimal(r.percent_a, kPlaces);
+    row["percent_b"] = RoundDecimal(r.percent_b, kPlaces);
+    row["delta_points"] = RoundDecimal(r.delta_points(), kPlaces);
+    rows.push_back(std::move(row));
   }
-  w.EndArray().EndObject();
-  *out += w.str();
+  j["rows"] = std::move(rows);
+  *out += j.dump();
   *out += "\n";
 }
 

@@ -1,5 +1,7 @@
 #include "tprof/metrics.h"
 
+#include "tprof/event_names.h"
+
 #include <linux/perf_event.h>
 
 #include <algorithm>
@@ -10,57 +12,35 @@ namespace tprof {
 
 namespace {
 
-struct NamedMetric {
-  const char* name;
-  const char* key;
-  MetricSpec spec;
-};
-
-// Keep in step with kmod/core/metrics_config.c (the module parameter).
-constexpr NamedMetric kNamedMetrics[] = {
-    {"time", "time_ns", {TPROF_METRIC_TIME, 0}},
-    {"dispatches", "dispatches", {TPROF_METRIC_DISPATCHES, 0}},
-    {"cpu-clock", "cpu_clock_ns", {TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK}},
-    {"page-faults", "page_faults", {TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS}},
-    {"minor-faults", "minor_faults", {TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN}},
-    {"major-faults", "major_faults", {TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ}},
-    {"context-switches", "context_switches",
-     {TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES}},
-    {"cpu-migrations", "cpu_migrations", {TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS}},
-    {"cycles", "cycles", {TPROF_METRIC_HARDWARE, PERF_COUNT_HW_CPU_CYCLES}},
-    {"instructions", "instructions", {TPROF_METRIC_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS}},
-    {"cache-references", "cache_references",
-     {TPROF_METRIC_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES}},
-    {"cache-misses", "cache_misses", {TPROF_METRIC_HARDWARE, PERF_COUNT_HW_CACHE_MISSES}},
-    {"branches", "branches", {TPROF_METRIC_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS}},
-    {"branch-misses", "branch_misses", {TPROF_METRIC_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES}},
-};
-
 std::string Hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
   return buf;
 }
 
+const EventName* NamedMetric(const MetricSpec& metric) {
+  const EventName* e = FindEvent(metric.type, metric.config);
+  return e && (e->uses & kUseMetric) ? e : nullptr;
+}
+
 }  // namespace
 
 std::string MetricName(const MetricSpec& metric) {
-  for (const NamedMetric& m : kNamedMetrics)
-    if (m.spec == metric) return m.name;
-  if (metric.type == TPROF_METRIC_RAW) return "raw:" + Hex(metric.config);
+  if (const EventName* e = NamedMetric(metric)) return e->name;
+  if (metric.type == TPROF_METRIC_RAW) return RawEventName(metric.config);
   return "type" + std::to_string(metric.type) + ":" + Hex(metric.config);
 }
 
 std::string MetricKey(const MetricSpec& metric) {
-  for (const NamedMetric& m : kNamedMetrics)
-    if (m.spec == metric) return m.key;
+  if (const EventName* e = NamedMetric(metric)) return e->key;
   if (metric.type == TPROF_METRIC_RAW) return "raw_" + Hex(metric.config);
   return "type" + std::to_string(metric.type) + "_" + Hex(metric.config);
 }
 
 std::vector<std::string> KnownMetricNames() {
   std::vector<std::string> names;
-  for (const NamedMetric& m : kNamedMetrics) names.push_back(m.name);
+  for (const EventName& e : EventNames())
+    if (e.uses & kUseMetric) names.push_back(e.name);
   return names;
 }
 
@@ -68,7 +48,7 @@ Expected<std::vector<MetricSpec>> ParseMetricList(std::string_view list) {
   auto bad = [](const std::string& what) {
     std::string known;
     for (const std::string& n : KnownMetricNames()) known += (known.empty() ? "" : ", ") + n;
-    return Error::FromErrno(EINVAL, what + " (known: " + known + ", raw:CODE; at most " +
+    return Error::FromErrno(EINVAL, what + " (known: " + known + ", rHEX; at most " +
                                         std::to_string(TPROF_MAX_METRICS) + ")");
   };
   std::vector<MetricSpec> specs;
@@ -79,18 +59,12 @@ Expected<std::vector<MetricSpec>> ParseMetricList(std::string_view list) {
     if (name.empty()) return bad("empty metric name in '" + std::string(list) + "'");
     MetricSpec spec;
     bool found = false;
-    for (const NamedMetric& m : kNamedMetrics) {
-      if (name == m.name) {
-        spec = m.spec;
-        found = true;
-      }
-    }
-    if (!found && name.substr(0, 4) == "raw:") {
-      std::string code(name.substr(4));
-      char* end = nullptr;
-      errno = 0;
-      spec = {TPROF_METRIC_RAW, std::strtoull(code.c_str(), &end, 0)};
-      found = !code.empty() && end && *end == '\0' && errno == 0;
+    if (const EventName* e = FindEventName(name, kUseMetric); e && name == e->name) {
+      spec = {e->type, e->config};
+      found = true;
+    } else if (auto code = ParseRawEventName(name)) {
+      spec = {TPROF_METRIC_RAW, *code};
+      found = true;
     }
     if (!found) return bad("unknown metric '" + std::string(name) + "'");
     if (std::find(specs.begin(), specs.end(), spec) != specs.end())

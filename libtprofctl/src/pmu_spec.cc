@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <sstream>
 
+#include "tprof/event_names.h"
 #include "tprof/pmu.h"
 
 namespace tprof::pmu {
@@ -40,27 +42,32 @@ bool ValidName(std::string_view n) {
   return true;
 }
 
-const std::map<std::string_view, uint64_t>& SoftwareEvents() {
-  static const std::map<std::string_view, uint64_t> m = {
-      {"page-faults", PERF_COUNT_SW_PAGE_FAULTS},      {"faults", PERF_COUNT_SW_PAGE_FAULTS},
-      {"minor-faults", PERF_COUNT_SW_PAGE_FAULTS_MIN}, {"major-faults", PERF_COUNT_SW_PAGE_FAULTS_MAJ},
-      {"context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES}, {"cs", PERF_COUNT_SW_CONTEXT_SWITCHES},
-      {"cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS}, {"migrations", PERF_COUNT_SW_CPU_MIGRATIONS},
-      {"alignment-faults", PERF_COUNT_SW_ALIGNMENT_FAULTS},
-      {"emulation-faults", PERF_COUNT_SW_EMULATION_FAULTS},
-  };
+// PMU counters' software and hardware events: the shared name table's
+// (tprof/event_names.h), with its aliases.
+std::map<std::string, uint64_t> PmuEvents(uint32_t type) {
+  std::map<std::string, uint64_t> m;
+  for (const EventName& e : EventNames()) {
+    if (!(e.uses & kUsePmu) || e.type != type) continue;
+    m[e.name] = e.config;
+    std::istringstream aliases(EventAliases(e.name));
+    for (std::string a; aliases >> a;) m[a] = e.config;
+  }
   return m;
 }
 
-const std::map<std::string_view, uint64_t>& HardwareEvents() {
-  static const std::map<std::string_view, uint64_t> m = {
-      {"cycles", PERF_COUNT_HW_CPU_CYCLES},
-      {"instructions", PERF_COUNT_HW_INSTRUCTIONS},
-      {"branches", PERF_COUNT_HW_BRANCH_INSTRUCTIONS},
-      {"branch-misses", PERF_COUNT_HW_BRANCH_MISSES},
-      {"cache-references", PERF_COUNT_HW_CACHE_REFERENCES},
-      {"cache-misses", PERF_COUNT_HW_CACHE_MISSES},
-  };
+const std::map<std::string, uint64_t, std::less<>>& SoftwareEvents() {
+  static const std::map<std::string, uint64_t, std::less<>> m = [] {
+    auto events = PmuEvents(TPROF_METRIC_SOFTWARE);
+    return std::map<std::string, uint64_t, std::less<>>(events.begin(), events.end());
+  }();
+  return m;
+}
+
+const std::map<std::string, uint64_t, std::less<>>& HardwareEvents() {
+  static const std::map<std::string, uint64_t, std::less<>> m = [] {
+    auto events = PmuEvents(TPROF_METRIC_HARDWARE);
+    return std::map<std::string, uint64_t, std::less<>>(events.begin(), events.end());
+  }();
   return m;
 }
 

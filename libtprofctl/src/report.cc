@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "json.h"
 #include "text_format.h"
-#include "tprof/json_writer.h"
 #include "tprof/stacks.h"
 
 namespace tprof {
@@ -20,11 +20,6 @@ namespace {
 
 using text::Appendf;
 using text::Percent;
-
-// JSON has no floats here (JsonWriter writes integers): percent * 100.
-uint64_t PercentX100(uint64_t part, uint64_t whole) {
-  return whole ? (part * 10000 + whole / 2) / whole : 0;
-}
 
 std::string BaseName(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -186,111 +181,105 @@ void TextCallers(const ReportData& d, const ReportOptions& o, std::string* out) 
 void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
                 const Symbolizer& sym, std::string* out) {
   const uint64_t base = d.all_samples;
-  JsonWriter w;
-  w.BeginObject().Key("attributes").BeginObject();
-  for (const auto& [k, v] : p.attributes) w.Field(k, v);
-  w.EndObject();
-  w.Field("samples_taken", p.TotalSamples() + d.lost_samples)
-      .Field("samples", d.samples)
-      .Field("lost_samples", d.lost_samples)
-      .Field("lost_records", d.lost_records)
-      .Field("idle_samples", d.idle_samples)
-      .Field("unresolved_samples", d.unresolved_samples)
-      .Field("unresolved_addresses", sym.stats().unresolved)
-      .Field("duration_ns", p.last_time_ns - p.first_time_ns)
-      .Field("kernel_symbols_available", p.kernel_symbols.available)
-      .Field("kernel_symbols_note", p.kernel_symbols.note);
-  w.Key("records")
-      .BeginObject()
-      .Field("samples", p.records.samples)
-      .Field("comms", p.records.comms)
-      .Field("exits", p.records.exits)
-      .Field("maps", p.records.maps)
-      .Field("lost", p.records.losts)
-      .Field("unknown", p.records.unknown)
-      .Field("malformed", p.records.malformed)
-      .EndObject();
-  w.Key("cpus").BeginArray();
+  Json j;
+  j["format_version"] = kJsonFormatVersion;
+  j["attributes"] = Json::object();
+  for (const auto& [k, v] : p.attributes) j["attributes"][k] = v;
+  j["samples_taken"] = p.TotalSamples() + d.lost_samples;
+  j["samples"] = d.samples;
+  j["lost_samples"] = d.lost_samples;
+  j["lost_records"] = d.lost_records;
+  j["idle_samples"] = d.idle_samples;
+  j["unresolved_samples"] = d.unresolved_samples;
+  j["unresolved_addresses"] = sym.stats().unresolved;
+  j["duration_ns"] = p.last_time_ns - p.first_time_ns;
+  j["kernel_symbols_available"] = p.kernel_symbols.available;
+  j["kernel_symbols_note"] = p.kernel_symbols.note;
+  j["records"] = {{"samples", p.records.samples}, {"comms", p.records.comms},
+                  {"exits", p.records.exits},     {"maps", p.records.maps},
+                  {"lost", p.records.losts},      {"unknown", p.records.unknown},
+                  {"malformed", p.records.malformed}};
+  Json cpus = Json::array();
   for (const auto& [cpu, c] : p.cpus) {
-    w.BeginObject().Field("cpu", cpu).Field("samples", c.samples);
-    if (c.has_control_totals)
-      w.Field("samples_taken", c.samples_taken)
-          .Field("lost_samples", c.lost_samples)
-          .Field("lost_records", c.lost_records);
-    w.EndObject();
+    Json row = {{"cpu", cpu}, {"samples", c.samples}};
+    if (c.has_control_totals) {
+      row["samples_taken"] = c.samples_taken;
+      row["lost_samples"] = c.lost_samples;
+      row["lost_records"] = c.lost_records;
+    }
+    cpus.push_back(std::move(row));
   }
-  w.EndArray();
-  w.Key("idle").BeginObject().Field("samples", d.idle_samples);
-  w.Field("percent_x100", PercentX100(d.idle_samples, base)).EndObject();
-  w.Key("lost").BeginObject().Field("samples", d.lost_samples).Field("records", d.lost_records);
-  w.Field("percent_x100", PercentX100(d.lost_samples, base)).EndObject();
+  j["cpus"] = std::move(cpus);
+  j["idle"] = {{"samples", d.idle_samples}, {"percent", DecimalPercent(d.idle_samples, base)}};
+  j["lost"] = {{"samples", d.lost_samples},
+               {"records", d.lost_records},
+               {"percent", DecimalPercent(d.lost_samples, base)}};
   if (o.by != ReportBy::kSymbol) {
-    w.Key("processes").BeginArray();
+    Json procs = Json::array();
     for (size_t i = 0; i < Limit(d.processes.size(), o.top); ++i) {
       const ProcessSummary& s = d.processes[i];
-      w.BeginObject().Field("pid", s.pid).Field("name", s.name);
       auto proc = p.processes.find(s.pid);
       bool exited = proc != p.processes.end() && proc->second.exited;
-      w.Field("exited", exited).Key("names").BeginArray();
+      Json names = Json::array();
       if (proc != p.processes.end()) {
         for (const ProcessName& n : proc->second.names) {
           static const char* const kKinds[] = {"existing", "fork", "exec"};
-          w.BeginObject().Field("name", n.name).Field("time_ns", n.time_ns);
-          w.Field("kind", n.kind < 3 ? kKinds[n.kind] : "unknown").EndObject();
+          names.push_back({{"name", n.name},
+                           {"time_ns", n.time_ns},
+                           {"kind", n.kind < 3 ? kKinds[n.kind] : "unknown"}});
         }
       }
-      w.EndArray()
-          .Field("samples", s.samples)
-          .Field("percent_x100", PercentX100(s.samples, base))
-          .Field("kernel", s.kernel)
-          .Field("user", s.user)
-          .Field("shared", s.shared)
-          .Field("jit", s.jit)
-          .Field("unresolved", s.unresolved)
-          .EndObject();
+      procs.push_back({{"pid", s.pid},
+                       {"name", s.name},
+                       {"exited", exited},
+                       {"names", std::move(names)},
+                       {"samples", s.samples},
+                       {"percent", DecimalPercent(s.samples, base)},
+                       {"kernel", s.kernel},
+                       {"user", s.user},
+                       {"shared", s.shared},
+                       {"jit", s.jit},
+                       {"unresolved", s.unresolved}});
     }
-    w.EndArray();
+    j["processes"] = std::move(procs);
   }
   if (o.by != ReportBy::kProcess) {
-    w.Key("functions").BeginArray();
+    Json tables = Json::array();
     for (size_t i = 0; i < Limit(d.functions.size(), o.top); ++i) {
       const ProcessFunctions& pf = d.functions[i];
-      w.BeginObject().Field("pid", pf.pid).Field("name", pf.name).Field("samples", pf.samples);
-      w.Key("functions").BeginArray();
+      Json rows = Json::array();
       for (size_t r = 0; r < Limit(pf.functions.size(), o.top); ++r) {
         const FunctionRow& f = pf.functions[r];
-        w.BeginObject()
-            .Field("space", f.space)
-            .Field("kind", std::string(SpaceKindName(f.location.kind)))
-            .Field("object", f.location.object)
-            .Field("function", f.function)
-            .Field("resolved", f.location.resolved())
-            .Field("samples", f.samples)
-            .Field("percent_x100", PercentX100(f.samples, base))
-            .Field("process_percent_x100", PercentX100(f.samples, pf.samples))
-            .Field("inclusive", f.inclusive)
-            .Field("inclusive_percent_x100", PercentX100(f.inclusive, base))
-            .Field("source", SourceText(f.location, true))
-            .EndObject();
+        rows.push_back({{"space", f.space},
+                        {"kind", SpaceKindName(f.location.kind)},
+                        {"object", f.location.object},
+                        {"function", f.function},
+                        {"resolved", f.location.resolved()},
+                        {"samples", f.samples},
+                        {"percent", DecimalPercent(f.samples, base)},
+                        {"process_percent", DecimalPercent(f.samples, pf.samples)},
+                        {"inclusive", f.inclusive},
+                        {"inclusive_percent", DecimalPercent(f.inclusive, base)},
+                        {"source", SourceText(f.location, true)}});
       }
-      w.EndArray();
-      w.Key("callers").BeginArray();
+      Json callers = Json::array();
       for (size_t r = 0; r < Limit(pf.callers.size(), o.top); ++r) {
         const CallerRow& c = pf.callers[r];
-        w.BeginObject()
-            .Field("caller_space", c.caller_space)
-            .Field("caller", c.caller)
-            .Field("callee_space", c.callee_space)
-            .Field("callee", c.callee)
-            .Field("samples", c.samples)
-            .EndObject();
+        callers.push_back({{"caller_space", c.caller_space},
+                           {"caller", c.caller},
+                           {"callee_space", c.callee_space},
+                           {"callee", c.callee},
+                           {"samples", c.samples}});
       }
-      w.EndArray().EndObject();
+      tables.push_back({{"pid", pf.pid},
+                        {"name", pf.name},
+                        {"samples", pf.samples},
+                        {"functions", std::move(rows)},
+                        {"callers", std::move(callers)}});
     }
-    w.EndArray();
+    j["functions"] = std::move(tables);
   }
-  w.EndObject();
-  *out += w.str();
+  *out += j.dump();
   *out += "\n";
 }
 

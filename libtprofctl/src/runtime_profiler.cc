@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <map>
 
+#include "json.h"
+
 namespace tprof {
 
 // A method (or, as a thread's root, the thread itself) in one call tree.
@@ -303,24 +305,21 @@ void AddRows(const NodeSnapshot& node, int depth, std::vector<TextRow>& rows) {
   }
 }
 
-void WriteValues(JsonWriter& out, std::string_view key, const std::vector<std::string>& metrics,
-                 const std::vector<uint64_t>& values) {
-  out.Key(key).BeginObject();
-  for (size_t i = 0; i < metrics.size() && i < values.size(); ++i) out.Field(metrics[i], values[i]);
-  out.EndObject();
+Json Values(const std::vector<std::string>& metrics, const std::vector<uint64_t>& values) {
+  Json out = Json::object();
+  for (size_t i = 0; i < metrics.size() && i < values.size(); ++i) out[metrics[i]] = values[i];
+  return out;
 }
 
-void WriteMethods(JsonWriter& out, const std::vector<std::string>& metrics,
-                  const NodeSnapshot& node) {
-  out.Key("methods").BeginArray();
-  for (const NodeSnapshot& c : node.children) {
-    out.BeginObject().Field("name", c.name).Field("calls", c.calls);
-    WriteValues(out, "base", metrics, c.base);
-    WriteValues(out, "cumulative", metrics, c.cumulative);
-    WriteMethods(out, metrics, c);
-    out.EndObject();
-  }
-  out.EndArray();
+Json Methods(const std::vector<std::string>& metrics, const NodeSnapshot& node) {
+  Json out = Json::array();
+  for (const NodeSnapshot& c : node.children)
+    out.push_back({{"name", c.name},
+                   {"calls", c.calls},
+                   {"base", Values(metrics, c.base)},
+                   {"cumulative", Values(metrics, c.cumulative)},
+                   {"methods", Methods(metrics, c)}});
+  return out;
 }
 
 }  // namespace
@@ -385,35 +384,29 @@ std::string RuntimeProfiler::ToText() const {
   return out;
 }
 
-void RuntimeProfiler::ToJson(JsonWriter& out) const {
+std::string RuntimeProfiler::ToJson() const {
   ProfileSnapshot p = Snapshot();
-  out.BeginObject();
-  out.Key("metrics").BeginArray();
-  for (const std::string& m : p.metrics) out.String(m);
-  out.EndArray();
-  out.Field("reuse_policy", PolicyName(p.policy));
-  out.Key("threads").BeginArray();
-  for (const ThreadSnapshot& t : p.threads) {
-    out.BeginObject()
-        .Field("id", static_cast<uint64_t>(t.id))
-        .Field("name", t.root.name)
-        .Field("kernel_tid", t.kernel_tid)
-        .Field("terminated", t.terminated())
-        .Field("termination", TerminationName(t.termination));
-    WriteValues(out, "base", p.metrics, t.root.base);
-    WriteValues(out, "cumulative", p.metrics, t.root.cumulative);
-    WriteMethods(out, p.metrics, t.root);
-    out.EndObject();
-  }
-  out.EndArray();
-  out.Key("unattributed").BeginObject().Field("deltas", p.unattributed_deltas);
-  WriteValues(out, "values", p.metrics, p.unattributed);
-  out.EndObject();
-  out.Field("read_errors", p.read_errors)
-      .Field("last_error", p.last_error)
-      .Field("ignored_events", p.ignored_events)
-      .Field("untracked_kernel_threads", p.untracked_kernel_threads);
-  out.EndObject();
+  Json threads = Json::array();
+  for (const ThreadSnapshot& t : p.threads)
+    threads.push_back({{"id", static_cast<uint64_t>(t.id)},
+                       {"name", t.root.name},
+                       {"kernel_tid", t.kernel_tid},
+                       {"terminated", t.terminated()},
+                       {"termination", TerminationName(t.termination)},
+                       {"base", Values(p.metrics, t.root.base)},
+                       {"cumulative", Values(p.metrics, t.root.cumulative)},
+                       {"methods", Methods(p.metrics, t.root)}});
+  Json j = {{"format_version", kJsonFormatVersion},
+            {"metrics", p.metrics},
+            {"reuse_policy", PolicyName(p.policy)},
+            {"threads", std::move(threads)},
+            {"unattributed",
+             {{"deltas", p.unattributed_deltas}, {"values", Values(p.metrics, p.unattributed)}}},
+            {"read_errors", p.read_errors},
+            {"last_error", p.last_error},
+            {"ignored_events", p.ignored_events},
+            {"untracked_kernel_threads", p.untracked_kernel_threads}};
+  return j.dump();
 }
 
 }  // namespace tprof

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <utility>
 
+#include "tprof/event_names.h"
+
 namespace tprof {
 
 namespace {
@@ -48,48 +50,25 @@ Error SamplingError(const char* what, int err) {
   }
 }
 
-struct EventName {
-  const char* name;
-  uint32_t type;
-  uint64_t config;
-};
-
-constexpr EventName kEvents[] = {
-    {"cpu-clock", TPROF_SAMPLE_ON_CLOCK, 0},
-    {"task-clock", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK},
-    {"page-faults", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS},
-    {"context-switches", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
-    {"cpu-migrations", TPROF_METRIC_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
-    {"cycles", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
-    {"instructions", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
-    {"cache-misses", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
-    {"branch-misses", TPROF_METRIC_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES},
-};
-
 }  // namespace
 
 Status ParseSampleEvent(const std::string& name, SamplingOptions* options) {
-  for (const EventName& e : kEvents) {
-    if (name == e.name) {
-      options->event_type = e.type;
-      options->event_config = e.config;
-      return OkStatus();
-    }
+  if (const EventName* e = FindEventName(name, kUseSample); e && name == e->name) {
+    // cpu-clock is the clock sampling the module does by default.
+    bool clock = e->type == TPROF_METRIC_SOFTWARE && e->config == PERF_COUNT_SW_CPU_CLOCK;
+    options->event_type = clock ? TPROF_SAMPLE_ON_CLOCK : e->type;
+    options->event_config = clock ? 0 : e->config;
+    return OkStatus();
   }
-  if (name.size() > 1 && name[0] == 'r') {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long code = std::strtoull(name.c_str() + 1, &end, 16);
-    if (errno == 0 && end && *end == '\0') {
-      options->event_type = TPROF_METRIC_RAW;
-      options->event_config = code;
-      return OkStatus();
-    }
+  if (auto code = ParseRawEventName(name, false)) {
+    options->event_type = TPROF_METRIC_RAW;
+    options->event_config = *code;
+    return OkStatus();
   }
-  return Error::FromErrno(EINVAL, "unknown event '" + name +
-                                      "': use cpu-clock, task-clock, page-faults, "
-                                      "context-switches, cpu-migrations, cycles, "
-                                      "instructions, cache-misses, branch-misses or rHEX");
+  std::string known;
+  for (const EventName& e : EventNames())
+    if (e.uses & kUseSample) known += std::string(e.name) + ", ";
+  return Error::FromErrno(EINVAL, "unknown event '" + name + "': use " + known + "or rHEX");
 }
 
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <map>
 
-#include "tprof/json_writer.h"
+#include "json.h"
 
 namespace tprof {
 
@@ -61,40 +61,33 @@ std::string RenderSpeedscope(const std::vector<StackRow>& stacks,
         if (index.try_emplace(row->frames[i], frames.size()).second)
           frames.push_back(&row->frames[i]);
 
-  JsonWriter w;
-  w.BeginObject()
-      .Field("$schema", "https://www.speedscope.app/file-format-schema.json")
-      .Key("shared")
-      .BeginObject()
-      .Key("frames")
-      .BeginArray();
-  for (const std::string* f : frames) w.BeginObject().Field("name", *f).EndObject();
-  w.EndArray().EndObject();
-  w.Key("profiles").BeginArray();
+  Json shared_frames = Json::array();
+  for (const std::string* f : frames) shared_frames.push_back({{"name", *f}});
+  Json out_profiles = Json::array();
   for (const SampledProfile& p : profiles) {
-    w.BeginObject()
-        .Field("type", "sampled")
-        .Field("name", p.name)
-        .Field("unit", "none")
-        .Field("startValue", uint64_t{0})
-        .Field("endValue", p.samples)
-        .Key("samples")
-        .BeginArray();
+    Json samples = Json::array(), weights = Json::array();
     for (const StackRow* row : p.rows) {
-      w.BeginArray();
-      for (size_t i = skip; i < row->frames.size(); ++i) w.Uint(index.at(row->frames[i]));
-      w.EndArray();
+      Json stack = Json::array();
+      for (size_t i = skip; i < row->frames.size(); ++i) stack.push_back(index.at(row->frames[i]));
+      samples.push_back(std::move(stack));
+      weights.push_back(row->samples);
     }
-    w.EndArray().Key("weights").BeginArray();
-    for (const StackRow* row : p.rows) w.Uint(row->samples);
-    w.EndArray().EndObject();
+    out_profiles.push_back({{"type", "sampled"},
+                            {"name", p.name},
+                            {"unit", "none"},
+                            {"startValue", 0},
+                            {"endValue", p.samples},
+                            {"samples", std::move(samples)},
+                            {"weights", std::move(weights)}});
   }
-  w.EndArray()
-      .Field("name", options.name)
-      .Field("activeProfileIndex", uint64_t{0})
-      .Field("exporter", "tprofctl")
-      .EndObject();
-  return w.str() + "\n";
+  // speedscope's own format: its "$schema" is the version, no format_version.
+  Json j = {{"$schema", "https://www.speedscope.app/file-format-schema.json"},
+            {"shared", {{"frames", std::move(shared_frames)}}},
+            {"profiles", std::move(out_profiles)},
+            {"name", options.name},
+            {"activeProfileIndex", 0},
+            {"exporter", "tprofctl"}};
+  return j.dump() + "\n";
 }
 
 }  // namespace tprof

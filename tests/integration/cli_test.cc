@@ -4,7 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "../common/json_value.h"
+#include "../common/json.h"
+#include "tprof/json_format.h"
 #include "guest_env.h"
 
 namespace tprof::test {
@@ -14,26 +15,27 @@ TEST(TprofctlStatus, JsonHoldsVersionsCpusAndCounters) {
   std::string out;
   ASSERT_EQ(RunCommand("tprofctl status --json", &out), 0) << out;
   std::string error;
-  auto doc = JsonParser::Parse(out, &error);
+  auto doc = ParseJson(out, &error);
   ASSERT_TRUE(doc) << error << "\n" << out;
-  const JsonValue& v = *doc;
+  const Json& v = *doc;
   for (const char* key : {"abi_version", "module_version", "kernel_release", "ncpus", "state",
                           "total", "cpus"})
-    ASSERT_TRUE(v.Has(key)) << "missing key " << key << " in " << out;
-  EXPECT_EQ(v["abi_version"].string,
+    ASSERT_TRUE(v.contains(key)) << "missing key " << key << " in " << out;
+  EXPECT_EQ(v.value("format_version", 0), tprof::kJsonFormatVersion) << out;
+  EXPECT_EQ(v.at("abi_version").get<std::string>(),
             std::to_string(TPROF_ABI_MAJOR) + "." + std::to_string(TPROF_ABI_MINOR));
-  EXPECT_EQ(v["module_version"].string, "0.1.0");
+  EXPECT_EQ(v.at("module_version").get<std::string>(), "0.1.0");
   utsname u{};
   ASSERT_EQ(::uname(&u), 0);
-  EXPECT_EQ(v["kernel_release"].string, u.release);
-  EXPECT_EQ(v["state"].string, "idle");
-  EXPECT_GT(v["total"]["context_switches"].number, 0);
+  EXPECT_EQ(v.at("kernel_release").get<std::string>(), u.release);
+  EXPECT_EQ(v.at("state").get<std::string>(), "idle");
+  EXPECT_GT(v.at("total").at("context_switches").get<double>(), 0);
   for (const char* key : {"forks", "execs", "exits"})
-    EXPECT_TRUE(v["total"].Has(key)) << key;
-  ASSERT_EQ(v["cpus"].array.size(), size_t(v["ncpus"].number));
-  for (const JsonValue& cpu : v["cpus"].array)
+    EXPECT_TRUE(v.at("total").contains(key)) << key;
+  ASSERT_EQ(v.at("cpus").size(), size_t(v.at("ncpus").get<double>()));
+  for (const Json& cpu : v.at("cpus"))
     for (const char* key : {"cpu", "online", "context_switches", "forks", "execs", "exits"})
-      EXPECT_TRUE(cpu.Has(key)) << key;
+      EXPECT_TRUE(cpu.contains(key)) << key;
 }
 
 TEST(TprofctlStatus, TextNamesTheStateAndTotals) {
@@ -76,9 +78,9 @@ TEST(Tprofctl, EqualsAndAttachedShortFormsSetTheOptions) {
   out.clear();
   ASSERT_EQ(RunCommand("tprofctl dump --input=/tmp/forms.data --format=json", &out), 0) << out;
   std::string error;
-  auto doc = JsonParser::Parse(out, &error);
+  auto doc = ParseJson(out, &error);
   ASSERT_TRUE(doc) << error << "\n" << out.substr(0, 500);
-  EXPECT_EQ((*doc)["attributes"]["frequency_hz"].string, "250") << "-F250";
+  EXPECT_EQ(doc->at("attributes").at("frequency_hz").get<std::string>(), "250") << "-F250";
   out.clear();
   EXPECT_EQ(RunCommand("tprofctl dump --input /tmp/forms.data --top=abc 2>&1", &out), 2) << out;
   EXPECT_NE(out.find("needs a decimal number"), std::string::npos) << out;

@@ -23,7 +23,8 @@
 
 #include <gtest/gtest.h>
 
-#include "../common/json_value.h"
+#include "../common/json.h"
+#include "tprof/json_format.h"
 #include "guest_env.h"
 #include "tprof/pmu.h"
 
@@ -778,25 +779,28 @@ TEST(TprofctlPmu, WatchPrintsOneEventAtTheThousandthFaultAndTheTotals) {
                        &out),
             0)
       << out;
-  std::vector<JsonValue> lines;
+  std::vector<Json> lines;
   size_t pos = 0;
   while (pos < out.size()) {
     size_t nl = out.find('\n', pos);
     std::string line = out.substr(pos, nl == std::string::npos ? nl : nl - pos);
     pos = nl == std::string::npos ? out.size() : nl + 1;
     std::string error;
-    auto doc = JsonParser::Parse(line, &error);
+    auto doc = ParseJson(line, &error);
     ASSERT_TRUE(doc) << error << ": " << line;
     lines.push_back(*doc);
   }
   ASSERT_EQ(lines.size(), 2u) << out;  // one event, then the totals
-  EXPECT_EQ(lines[0]["event"].string, "rule");
-  EXPECT_EQ(lines[0]["values"]["f"].number, 1000);
-  EXPECT_GE(lines[0]["values"]["all"].number, 1300);  // the 300 cold faults came first
-  EXPECT_EQ(lines[1]["totals"]["f"]["value"].number, 1500);
-  EXPECT_TRUE(lines[1]["totals"]["f"]["exact"].boolean);
-  EXPECT_EQ(lines[1]["rules"].array[0]["fired"].number, 1);
-  EXPECT_EQ(lines[1]["events_lost"].number, 0);
+  for (const Json& l : lines)
+    EXPECT_EQ(l.value("format_version", 0), tprof::kJsonFormatVersion) << "every line: " << out;
+  EXPECT_EQ(lines[0].at("event").get<std::string>(), "rule");
+  EXPECT_EQ(lines[0].at("values").at("f").get<double>(), 1000);
+  // The 300 cold faults came first.
+  EXPECT_GE(lines[0].at("values").at("all").get<double>(), 1300);
+  EXPECT_EQ(lines[1].at("totals").at("f").at("value").get<double>(), 1500);
+  EXPECT_TRUE(lines[1].at("totals").at("f").at("exact").get<bool>());
+  EXPECT_EQ(lines[1].at("rules")[0].at("fired").get<double>(), 1);
+  EXPECT_EQ(lines[1].at("events_lost").get<double>(), 0);
 
   // The text form, and a usage error without a target.
   ASSERT_EQ(RunCommand("tprofctl pmu watch --counter f=page-faults@fault_hot --threshold 'f>=100' "
@@ -820,11 +824,11 @@ TEST(TprofctlPmu, WatchPrintsOneEventAtTheThousandthFaultAndTheTotals) {
   std::string last = out.substr(0, out.find_last_not_of('\n') + 1);
   last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
   std::string error;
-  auto totals = JsonParser::Parse(last, &error);
+  auto totals = ParseJson(last, &error);
   ASSERT_TRUE(totals) << error << ": " << out;
-  EXPECT_EQ((*totals)["totals"]["f"]["value"].number, 1500) << out;
-  EXPECT_TRUE((*totals)["totals"]["f"]["exact"].boolean);
-  EXPECT_GT((*totals)["totals"]["cs"]["value"].number, 0) << out;
+  EXPECT_EQ((*totals).at("totals").at("f").at("value").get<double>(), 1500) << out;
+  EXPECT_TRUE((*totals).at("totals").at("f").at("exact").get<bool>());
+  EXPECT_GT((*totals).at("totals").at("cs").at("value").get<double>(), 0) << out;
   EXPECT_EQ(RunUnprivileged([] {
               std::string o;
               int rc = RunCommand("tprofctl pmu watch -a --counter f=page-faults -- true 2>&1", &o);

@@ -33,7 +33,8 @@
 
 #include <gtest/gtest.h>
 
-#include "../common/json_value.h"
+#include "../common/json.h"
+#include "tprof/json_format.h"
 #include "../common/temp_dir.h"
 #include "guest_env.h"
 #include "tprof/profile_file.h"
@@ -67,75 +68,76 @@ bool Contains(const std::string& s, const std::string& what) {
   return s.find(what) != std::string::npos;
 }
 
-uint64_t N(const JsonValue& v) { return static_cast<uint64_t>(v.number); }
+uint64_t N(const Json& v) { return static_cast<uint64_t>(v.get<double>()); }
 
 // The accounting every profile must satisfy.
-void CheckAccounting(const JsonValue& j) {
+void CheckAccounting(const Json& j) {
   uint64_t delivered = 0, taken = 0, lost = 0;
-  ASSERT_FALSE(j["cpus"].array.empty());
-  for (const JsonValue& c : j["cpus"].array) {
-    ASSERT_TRUE(c.Has("samples_taken")) << "no control-area totals for cpu " << N(c["cpu"]);
-    EXPECT_EQ(N(c["samples"]) + N(c["lost_samples"]), N(c["samples_taken"]))
-        << "cpu " << N(c["cpu"]) << ": delivered + lost != taken";
-    delivered += N(c["samples"]);
-    taken += N(c["samples_taken"]);
-    lost += N(c["lost_samples"]);
+  ASSERT_FALSE(j.at("cpus").empty());
+  for (const Json& c : j.at("cpus")) {
+    ASSERT_TRUE(c.contains("samples_taken")) << "no control-area totals for cpu " << N(c.at("cpu"));
+    EXPECT_EQ(N(c.at("samples")) + N(c.at("lost_samples")), N(c.at("samples_taken")))
+        << "cpu " << N(c.at("cpu")) << ": delivered + lost != taken";
+    delivered += N(c.at("samples"));
+    taken += N(c.at("samples_taken"));
+    lost += N(c.at("lost_samples"));
   }
-  EXPECT_EQ(delivered, N(j["samples"]));
-  EXPECT_EQ(N(j["records"]["samples"]), N(j["samples"]));
-  EXPECT_EQ(lost, N(j["lost_samples"]));
-  EXPECT_EQ(N(j["lost"]["samples"]), lost);
-  EXPECT_EQ(taken, N(j["samples_taken"]));
-  EXPECT_EQ(N(j["records"]["malformed"]), 0u);
-  uint64_t rows = N(j["idle"]["samples"]);
-  for (const JsonValue& p : j["processes"].array) rows += N(p["samples"]);
-  EXPECT_EQ(rows, N(j["samples"])) << "process rows + idle != samples delivered";
+  EXPECT_EQ(delivered, N(j.at("samples")));
+  EXPECT_EQ(N(j.at("records").at("samples")), N(j.at("samples")));
+  EXPECT_EQ(lost, N(j.at("lost_samples")));
+  EXPECT_EQ(N(j.at("lost").at("samples")), lost);
+  EXPECT_EQ(taken, N(j.at("samples_taken")));
+  EXPECT_EQ(N(j.at("records").at("malformed")), 0u);
+  uint64_t rows = N(j.at("idle").at("samples"));
+  for (const Json& p : j.at("processes")) rows += N(p.at("samples"));
+  EXPECT_EQ(rows, N(j.at("samples"))) << "process rows + idle != samples delivered";
 }
 
 // `tprofctl dump --format json` of a profile, checked by CheckAccounting().
-std::optional<JsonValue> DumpJson(const std::string& path, const std::string& extra = "") {
+std::optional<Json> DumpJson(const std::string& path, const std::string& extra = "") {
   std::string out;
   int rc = RunCommand("tprofctl dump -i " + path + " --format json " + extra, &out);
   EXPECT_EQ(rc, 0) << out;
   std::string error;
-  auto doc = JsonParser::Parse(out, &error);
+  auto doc = ParseJson(out, &error);
   EXPECT_TRUE(doc) << error << "\n" << out.substr(0, 2000);
   if (!doc) return std::nullopt;
-  for (const char* key : {"samples_taken", "samples", "lost_samples", "idle", "lost", "cpus",
-                          "records", "processes", "functions"})
-    if (!doc->Has(key)) {
+  for (const char* key : {"format_version", "samples_taken", "samples", "lost_samples", "idle",
+                          "lost", "cpus", "records", "processes", "functions"})
+    if (!doc->contains(key)) {
       ADD_FAILURE() << "no '" << key << "' in the JSON report of " << path;
       return std::nullopt;
     }
+  EXPECT_EQ(doc->at("format_version").get<int>(), tprof::kJsonFormatVersion);
   CheckAccounting(*doc);
   return doc;
 }
 
 // The function tables of every process named `name`.
-std::vector<const JsonValue*> FunctionTables(const JsonValue& j, const std::string& name) {
-  std::vector<const JsonValue*> out;
-  for (const JsonValue& pf : j["functions"].array)
-    if (pf["name"].string == name) out.push_back(&pf);
+std::vector<const Json*> FunctionTables(const Json& j, const std::string& name) {
+  std::vector<const Json*> out;
+  for (const Json& pf : j.at("functions"))
+    if (pf.at("name").get<std::string>() == name) out.push_back(&pf);
   return out;
 }
 
-const JsonValue* ProcessRow(const JsonValue& j, const std::string& name) {
-  for (const JsonValue& p : j["processes"].array)
-    if (p["name"].string == name) return &p;
+const Json* ProcessRow(const Json& j, const std::string& name) {
+  for (const Json& p : j.at("processes"))
+    if (p.at("name").get<std::string>() == name) return &p;
   return nullptr;
 }
 
 // Samples of the rows of one function table named `function`.
-uint64_t FunctionSamples(const JsonValue& pf, const std::string& function) {
+uint64_t FunctionSamples(const Json& pf, const std::string& function) {
   uint64_t n = 0;
-  for (const JsonValue& f : pf["functions"].array)
-    if (f["function"].string == function) n += N(f["samples"]);
+  for (const Json& f : pf.at("functions"))
+    if (f.at("function").get<std::string>() == function) n += N(f.at("samples"));
   return n;
 }
 
-const JsonValue* FunctionRow(const JsonValue& pf, const std::string& function) {
-  for (const JsonValue& f : pf["functions"].array)
-    if (f["function"].string == function) return &f;
+const Json* FunctionRow(const Json& pf, const std::string& function) {
+  for (const Json& f : pf.at("functions"))
+    if (f.at("function").get<std::string>() == function) return &f;
   return nullptr;
 }
 
@@ -274,7 +276,7 @@ std::optional<WorkloadLine> ParseWorkloadLine(const std::string& out) {
 struct SplitRun {
   std::string file;  // the profile
   Result result;
-  std::optional<JsonValue> json;
+  std::optional<Json> json;
   WorkloadLine workload;
   double tick_ratio = 0;  // process samples / CPU ms the workload spent
   bool disturbed = true;
@@ -349,10 +351,10 @@ SplitRun RecordUndisturbed(const TempDir& dir, const std::string& options,
     EXPECT_TRUE(line) << "no split line from the workload:\n" << run.result.out;
     if (!run.json || !line) return run;
     run.workload = *line;
-    const JsonValue* p = ProcessRow(*run.json, process);
+    const Json* p = ProcessRow(*run.json, process);
     EXPECT_TRUE(p) << "no " << process << " in the profile";
     if (!p) return run;
-    run.tick_ratio = static_cast<double>(N((*p)["samples"])) /
+    run.tick_ratio = static_cast<double>(N((*p).at("samples"))) /
                      (static_cast<double>(line->total_ns) / 1e6 * hz / 1000);
     if (run.tick_ratio > 1.2 && !slowed) {
       std::printf("  [%s] attempt %d: tick ratio %g at %d Hz: the sampler samples itself; "
@@ -434,11 +436,11 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   SCOPED_TRACE(run.note);
   EXPECT_TRUE(Contains(run.result.out, "wl_alpha")) << "record prints the report:\n"
                                                     << run.result.out;
-  const JsonValue& j = *run.json;
+  const Json& j = *run.json;
   auto tables = FunctionTables(j, "tprof-wl-shares");
   ASSERT_EQ(tables.size(), 1u) << "one tprof-wl-shares process";
-  const JsonValue& pf = *tables[0];
-  const uint64_t total = N(pf["samples"]);
+  const Json& pf = *tables[0];
+  const uint64_t total = N(pf.at("samples"));
   EXPECT_GE(total, kMinSplitSamples) << "2 s of CPU at 1 kHz; tick ratio " << run.tick_ratio;
   // Of the process's samples: besides the three, its startup (slow in
   // TCG) and the kernel side of its clock reads (every 2 ms, which the
@@ -456,15 +458,15 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   EXPECT_NEAR(beta, 30, Tolerance(run, 30, a + b + c));
   EXPECT_NEAR(gamma, 10, Tolerance(run, 10, a + b + c));
   for (const char* fn : {"wl_alpha", "wl_beta", "wl_gamma"}) {
-    const JsonValue* row = FunctionRow(pf, fn);
+    const Json* row = FunctionRow(pf, fn);
     ASSERT_TRUE(row) << fn;
-    EXPECT_EQ((*row)["kind"].string, "main") << fn;
-    EXPECT_TRUE(Contains((*row)["source"].string, "shares.c:"))
-        << fn << " has no source line: " << (*row)["source"].string;
+    EXPECT_EQ((*row).at("kind").get<std::string>(), "main") << fn;
+    EXPECT_TRUE(Contains((*row).at("source").get<std::string>(), "shares.c:"))
+        << fn << " has no source line: " << (*row).at("source").get<std::string>();
   }
   // --callers: the folded stacks (whole stacks) name main as the caller of
   // the three.
-  const uint32_t pid = static_cast<uint32_t>(N(pf["pid"]));
+  const uint32_t pid = static_cast<uint32_t>(N(pf.at("pid")));
   Result folded =
       Sh("tprofctl dump -i " + run.file + " --format folded --pid " + std::to_string(pid));
   ASSERT_EQ(folded.rc, 0) << folded.out;
@@ -487,9 +489,9 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   EXPECT_EQ(table->total, total) << top.out;
   for (const char* fn : {"wl_alpha", "wl_beta", "wl_gamma"})
     EXPECT_EQ(table->flat[fn], FunctionSamples(pf, fn)) << fn << "\n" << top.out;
-  EXPECT_GT(table->cum["main"], 0u) << top.out;
-  EXPECT_EQ(table->cum["main"], FoldedThrough(folded.out, "main")) << top.out << "\n"
-                                                                     << folded.out;
+  EXPECT_GT(table->cum.at("main"), 0u) << top.out;
+  EXPECT_EQ(table->cum.at("main"), FoldedThrough(folded.out, "main")) << top.out << "\n"
+                                                                      << folded.out;
   EXPECT_TRUE(Contains(top.out, "File: tprof-wl-shares"))
       << "the main executable is pprof's mapping[0]:\n" << top.out;
   // -o writes any format to a file, the same bytes as stdout; pprof's
@@ -506,13 +508,14 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   Result piped = Sh("tprofctl dump -i " + run.file + " --format pprof | od -An -tx1 -N2");
   ASSERT_EQ(piped.rc, 0) << piped.out;
   EXPECT_TRUE(Contains(piped.out, "1f 8b")) << "gzip magic expected: " << piped.out;
-  std::printf("  [tprof-wl-shares] pprof -top: %llu total, flat wl_alpha %llu wl_beta %llu "
-              "wl_gamma %llu, cum main %llu\n",
-              static_cast<unsigned long long>(table->total),
-              static_cast<unsigned long long>(table->flat["wl_alpha"]),
-              static_cast<unsigned long long>(table->flat["wl_beta"]),
-              static_cast<unsigned long long>(table->flat["wl_gamma"]),
-              static_cast<unsigned long long>(table->cum["main"]));
+  std::printf(
+      "  [tprof-wl-shares] pprof -top: %llu total, flat wl_alpha %llu wl_beta %llu "
+      "wl_gamma %llu, cum main %llu\n",
+      static_cast<unsigned long long>(table->total),
+      static_cast<unsigned long long>(table->flat.at("wl_alpha")),
+      static_cast<unsigned long long>(table->flat.at("wl_beta")),
+      static_cast<unsigned long long>(table->flat.at("wl_gamma")),
+      static_cast<unsigned long long>(table->cum.at("main")));
   std::printf("  [tprof-wl-shares] profile: wl_alpha %.1f%% wl_beta %.1f%% wl_gamma %.1f%% of the "
               "three (%.1f%% of the process's %llu samples)\n",
               alpha, beta, gamma, Percent(a + b + c, total), static_cast<unsigned long long>(total));
@@ -524,51 +527,56 @@ TEST_F(Profiler, KernelUserSharedSplitMatchesTheWorkload) {
                                    {{"main", 40}, {"lib", 30}, {"kernel", 30}});
   ASSERT_TRUE(run.json);
   SCOPED_TRACE(run.note);
-  const JsonValue& j = *run.json;
-  const JsonValue* p = ProcessRow(j, "tprof-wl-split");
+  const Json& j = *run.json;
+  const Json* p = ProcessRow(j, "tprof-wl-split");
   ASSERT_TRUE(p);
-  const uint64_t total = N((*p)["samples"]);
+  const uint64_t total = N((*p).at("samples"));
   EXPECT_GE(total, kMinSplitSamples) << "1 s of CPU at 1 kHz; tick ratio " << run.tick_ratio;
   // The process's own columns: startup in the loader and libc (slow in
   // TCG) adds to shared, and the kernel side of the clock reads of the two
   // user loops (which the workload charges to them) to kernel.
   // The sampler's own kernel time: ExpectedShare.
-  EXPECT_NEAR(Percent(N((*p)["kernel"]), total), ExpectedShare(run, 30, 30, true), Tolerance(run, 30, total, 2));
-  EXPECT_NEAR(Percent(N((*p)["user"]), total), ExpectedShare(run, 40, 30), Tolerance(run, 40, total, 2));
-  EXPECT_NEAR(Percent(N((*p)["shared"]), total), ExpectedShare(run, 30, 30), Tolerance(run, 30, total, 2));
+  EXPECT_NEAR(Percent(N((*p).at("kernel")), total), ExpectedShare(run, 30, 30, true),
+              Tolerance(run, 30, total, 2));
+  EXPECT_NEAR(Percent(N((*p).at("user")), total), ExpectedShare(run, 40, 30),
+              Tolerance(run, 40, total, 2));
+  EXPECT_NEAR(Percent(N((*p).at("shared")), total), ExpectedShare(run, 30, 30),
+              Tolerance(run, 30, total, 2));
   // [vdso] samples are unresolved (no MAP record for it), a few at most.
-  EXPECT_LE(N((*p)["unresolved"]) * 100, total * 2);
+  EXPECT_LE(N((*p).at("unresolved")) * 100, total * 2);
 
   auto tables = FunctionTables(j, "tprof-wl-split");
   ASSERT_EQ(tables.size(), 1u);
-  const JsonValue& pf = *tables[0];
-  const JsonValue* main_spin = FunctionRow(pf, "wl_main_spin");
-  const JsonValue* lib_spin = FunctionRow(pf, "wl_lib_spin");
+  const Json& pf = *tables[0];
+  const Json* main_spin = FunctionRow(pf, "wl_main_spin");
+  const Json* lib_spin = FunctionRow(pf, "wl_lib_spin");
   ASSERT_TRUE(main_spin && lib_spin);
-  EXPECT_EQ((*main_spin)["kind"].string, "main");
-  EXPECT_TRUE(EndsWith((*main_spin)["object"].string, "/tprof-wl-split"))
-      << (*main_spin)["object"].string;
-  EXPECT_EQ((*lib_spin)["kind"].string, "shared");
-  EXPECT_TRUE(EndsWith((*lib_spin)["object"].string, "/libtprofwl.so"))
-      << (*lib_spin)["object"].string;
+  EXPECT_EQ((*main_spin).at("kind").get<std::string>(), "main");
+  EXPECT_TRUE(EndsWith((*main_spin).at("object").get<std::string>(), "/tprof-wl-split"))
+      << (*main_spin).at("object").get<std::string>();
+  EXPECT_EQ((*lib_spin).at("kind").get<std::string>(), "shared");
+  EXPECT_TRUE(EndsWith((*lib_spin).at("object").get<std::string>(), "/libtprofwl.so"))
+      << (*lib_spin).at("object").get<std::string>();
   // The three named functions' spaces, without the loader's and libc's
   // startup: main executable, libtprofwl.so, kernel.
   uint64_t main_space = 0, lib_space = 0, kernel_space = 0, kernel_resolved = 0;
-  for (const JsonValue& f : pf["functions"].array) {
-    const std::string& kind = f["kind"].string;
-    if (kind == "main") main_space += N(f["samples"]);
-    if (kind == "shared" && f["object"].string == (*lib_spin)["object"].string)
-      lib_space += N(f["samples"]);
+  for (const Json& f : pf.at("functions")) {
+    const std::string& kind = f.at("kind").get<std::string>();
+    if (kind == "main") main_space += N(f.at("samples"));
+    if (kind == "shared" &&
+        f.at("object").get<std::string>() == (*lib_spin).at("object").get<std::string>())
+      lib_space += N(f.at("samples"));
     if (kind == "kernel" || kind == "module") {
-      EXPECT_TRUE(f["space"].string == "kernel" || f["space"].string.rfind("module:", 0) == 0)
-          << f["space"].string;
-      kernel_space += N(f["samples"]);
-      if (f["resolved"].boolean) kernel_resolved += N(f["samples"]);
+      EXPECT_TRUE(f.at("space").get<std::string>() == "kernel" ||
+                  f.at("space").get<std::string>().rfind("module:", 0) == 0)
+          << f.at("space").get<std::string>();
+      kernel_space += N(f.at("samples"));
+      if (f.at("resolved").get<bool>()) kernel_resolved += N(f.at("samples"));
     }
   }
-  EXPECT_EQ(kernel_space, N((*p)["kernel"]));
+  EXPECT_EQ(kernel_space, N((*p).at("kernel")));
   EXPECT_GE(kernel_resolved, kernel_space * 95 / 100) << "root sees kernel symbols";
-  EXPECT_TRUE(j["kernel_symbols_available"].boolean);
+  EXPECT_TRUE(j.at("kernel_symbols_available").get<bool>());
   const uint64_t three = main_space + lib_space + kernel_space;
   const double main_pct = Percent(main_space, three), lib_pct = Percent(lib_space, three),
                kernel_pct = Percent(kernel_space, three);
@@ -576,8 +584,8 @@ TEST_F(Profiler, KernelUserSharedSplitMatchesTheWorkload) {
   EXPECT_NEAR(lib_pct, ExpectedShare(run, 30, 30), Tolerance(run, 30, three));
   EXPECT_NEAR(kernel_pct, ExpectedShare(run, 30, 30, true), Tolerance(run, 30, three));
   // Each user space is (nearly) its named function.
-  EXPECT_GE(N((*main_spin)["samples"]) * 100, main_space * 95);
-  EXPECT_GE(N((*lib_spin)["samples"]) * 100, lib_space * 95);
+  EXPECT_GE(N((*main_spin).at("samples")) * 100, main_space * 95);
+  EXPECT_GE(N((*lib_spin).at("samples")) * 100, lib_space * 95);
   std::printf("  [tprof-wl-split] profile: main %.1f%% lib %.1f%% kernel %.1f%% of %llu\n",
               main_pct, lib_pct, kernel_pct, static_cast<unsigned long long>(three));
 }
@@ -600,22 +608,23 @@ TEST_F(Profiler, ShortLivedChildrenAreNamedAndResolved) {
     std::set<uint64_t> top, top_of_main;
     std::vector<uint64_t> work;
     std::string seen;
-    for (const JsonValue* pf : FunctionTables(*j, "tprof-wl-child")) {
-      const auto& rows = (*pf)["functions"].array;
-      const uint64_t pid = N((*pf)["pid"]);
-      std::string first = rows.empty() ? "(none)" : rows[0]["function"].string;
+    for (const Json* pf : FunctionTables(*j, "tprof-wl-child")) {
+      const auto& rows = (*pf).at("functions");
+      const uint64_t pid = N((*pf).at("pid"));
+      std::string first = rows.empty() ? "(none)" : rows[0].at("function").get<std::string>();
       seen += " " + std::to_string(pid) + ":" + first;
-      if (first == "wl_child_work" && rows[0]["kind"].string == "main") top.insert(pid);
-      for (const JsonValue& f : rows) {
-        if (f["kind"].string != "main") continue;
-        if (f["function"].string == "wl_child_work") top_of_main.insert(pid);
+      if (first == "wl_child_work" && rows[0].at("kind").get<std::string>() == "main")
+        top.insert(pid);
+      for (const Json& f : rows) {
+        if (f.at("kind").get<std::string>() != "main") continue;
+        if (f.at("function").get<std::string>() == "wl_child_work") top_of_main.insert(pid);
         break;
       }
       work.push_back(FunctionSamples(*pf, "wl_child_work"));
     }
-    for (const JsonValue& p : (*j)["processes"].array)
-      if (p["name"].string == "tprof-wl-child") {
-        EXPECT_TRUE(p["exited"].boolean) << N(p["pid"]);
+    for (const Json& p : (*j).at("processes"))
+      if (p.at("name").get<std::string>() == "tprof-wl-child") {
+        EXPECT_TRUE(p.at("exited").get<bool>()) << N(p.at("pid"));
       }
     std::sort(work.begin(), work.end());
     std::printf("  [tprof-wl-child] attempt %d: %zu children, %zu topped by wl_child_work, "
@@ -643,25 +652,26 @@ TEST_F(Profiler, JitCodeIsNamedFromThePerfMap) {
     ASSERT_TRUE(j);
     auto tables = FunctionTables(*j, "tprof-wl-jit");
     ASSERT_EQ(tables.size(), 1u);
-    const JsonValue& pf = *tables[0];
-    ::unlink(("/tmp/perf-" + std::to_string(N(pf["pid"])) + ".map").c_str());
-    const JsonValue* p = ProcessRow(*j, "tprof-wl-jit");
+    const Json& pf = *tables[0];
+    ::unlink(("/tmp/perf-" + std::to_string(N(pf.at("pid"))) + ".map").c_str());
+    const Json* p = ProcessRow(*j, "tprof-wl-jit");
     ASSERT_TRUE(p);
-    if (hz == 1000 && N((*p)["kernel"]) * 2 > N((*p)["samples"])) {
-      std::printf("  [tprof-wl-jit] %llu of %llu samples in the kernel at 1 kHz: the sampler "
-                  "samples itself; again at 100 Hz\n",
-                  static_cast<unsigned long long>(N((*p)["kernel"])),
-                  static_cast<unsigned long long>(N((*p)["samples"])));
+    if (hz == 1000 && N((*p).at("kernel")) * 2 > N((*p).at("samples"))) {
+      std::printf(
+          "  [tprof-wl-jit] %llu of %llu samples in the kernel at 1 kHz: the sampler "
+          "samples itself; again at 100 Hz\n",
+          static_cast<unsigned long long>(N((*p).at("kernel"))),
+          static_cast<unsigned long long>(N((*p).at("samples"))));
       continue;
     }
-    const JsonValue* hot = FunctionRow(pf, "jit_hot_loop");
+    const Json* hot = FunctionRow(pf, "jit_hot_loop");
     ASSERT_TRUE(hot) << "jit_hot_loop not in the report";
-    EXPECT_EQ((*hot)["kind"].string, "jit");
+    EXPECT_EQ((*hot).at("kind").get<std::string>(), "jit");
     // Of the process's user-mode samples (its kernel share is the kernel's
     // cost, large in the KASAN kernel), most are in the JIT loop.
-    EXPECT_GT(N((*hot)["samples"]) * 2, N(pf["samples"]) - N((*p)["kernel"]))
+    EXPECT_GT(N((*hot).at("samples")) * 2, N(pf.at("samples")) - N((*p).at("kernel")))
         << "jit_hot_loop should have most of the process's user samples";
-    EXPECT_EQ(N((*p)["jit"]), N((*hot)["samples"]));
+    EXPECT_EQ(N((*p).at("jit")), N((*hot).at("samples")));
     return;
   }
 }
@@ -686,8 +696,8 @@ TEST_F(Profiler, LostSamplesAreReportedAsTheKernelCountedThem) {
 
   auto j = DumpJson(dir_.File("lost.data"));
   ASSERT_TRUE(j);
-  EXPECT_EQ(N((*j)["lost_samples"]), written->lost);
-  EXPECT_EQ(N((*j)["samples"]), written->samples);
+  EXPECT_EQ(N((*j).at("lost_samples")), written->lost);
+  EXPECT_EQ(N((*j).at("samples")), written->samples);
   Result text = Sh("tprofctl dump -i " + dir_.File("lost.data") + " --by process");
   ASSERT_EQ(text.rc, 0) << text.out;
   auto row = LostRow(text.out);
@@ -708,7 +718,7 @@ TEST_F(Profiler, LostSamplesAreReportedAsTheKernelCountedThem) {
   ASSERT_TRUE(j2);
   auto row2 = LostRow(rec.out);
   ASSERT_TRUE(row2) << "no [lost] row:\n" << rec.out;
-  EXPECT_EQ(*row2, N((*j2)["lost_samples"]));
+  EXPECT_EQ(*row2, N((*j2).at("lost_samples")));
   RecordProperty("record_lost", std::to_string(*row2));
 }
 
@@ -739,9 +749,10 @@ TEST_F(Profiler, IdleGuestIsMostlyWaitState) {
   ASSERT_TRUE(j);
   ASSERT_GT(after.second, before.second);
   const double stat_idle = Percent(after.first - before.first, after.second - before.second);
-  const double profile_idle = N((*j)["idle"]["percent_x100"]) / 100.0;
-  EXPECT_GT(profile_idle, 50) << "idle samples " << N((*j)["idle"]["samples"]) << " of "
-                              << N((*j)["samples_taken"]) << "; /proc/stat: " << stat_idle << "% idle";
+  const double profile_idle = (*j).at("idle").at("percent").get<double>();
+  EXPECT_GT(profile_idle, 50) << "idle samples " << N((*j).at("idle").at("samples")) << " of "
+                              << N((*j).at("samples_taken")) << "; /proc/stat: " << stat_idle
+                              << "% idle";
   // /proc/stat's interval also holds the recorder's start and its writing
   // of the profile, busier than the session itself: a lower bound.
   EXPECT_GE(profile_idle, stat_idle - 15) << "the profile's wait state vs /proc/stat's idle time";
@@ -818,9 +829,9 @@ TEST_F(Profiler, StartStopStartAndItsErrors) {
   for (const char* name : {"A.data", "B.data"}) {
     auto j = DumpJson(dir_.File(name));
     ASSERT_TRUE(j) << name;
-    EXPECT_GT(N((*j)["samples"]), 0u) << name;
-    EXPECT_EQ((*j)["attributes"]["pid"].string, "all") << name;
-    const JsonValue* p = ProcessRow(*j, "tprof-wl-shares");
+    EXPECT_GT(N((*j).at("samples")), 0u) << name;
+    EXPECT_EQ((*j).at("attributes").at("pid").get<std::string>(), "all") << name;
+    const Json* p = ProcessRow(*j, "tprof-wl-shares");
     ASSERT_TRUE(p) << name << " has no tprof-wl-shares";
     // This test is about the start/stop states, not accuracy (the shares
     // tests are): the 200 ms burn must be in the profile, substantially.
@@ -828,7 +839,7 @@ TEST_F(Profiler, StartStopStartAndItsErrors) {
     // ticks for the same CPU time (fewer than 100 once under 4x host
     // overload), and no share of the other samples is stable either (in
     // the debug kernel tprofctl itself took 90% of them).
-    EXPECT_GE(N((*p)["samples"]), 20u) << name;
+    EXPECT_GE(N((*p).at("samples")), 20u) << name;
   }
 }
 
@@ -874,21 +885,22 @@ TEST_F(Profiler, DiffShowsTheFunctionsWhoseSharesMoved) {
   std::string out;
   ASSERT_EQ(RunCommand(cd + "tprofctl diff A.data B.data --format json", &out), 0) << out;
   std::string error;
-  auto j = JsonParser::Parse(out, &error);
+  auto j = ParseJson(out, &error);
   ASSERT_TRUE(j) << error << "\n" << out.substr(0, 2000);
-  EXPECT_EQ(N((*j)["format_version"]), 1u);
-  EXPECT_EQ((*j)["a"]["path"].string, "A.data");
-  EXPECT_GT(N((*j)["b"]["samples_taken"]), 0u);
-  std::vector<const JsonValue*> rows;  // the workload's, largest change first
-  for (const JsonValue& r : (*j)["rows"].array)
-    if (r["process"].string == "tprof-wl-shares") rows.push_back(&r);
+  EXPECT_EQ(N((*j).at("format_version")), 1u);
+  EXPECT_EQ((*j).at("a").at("path").get<std::string>(), "A.data");
+  EXPECT_GT(N((*j).at("b").at("samples_taken")), 0u);
+  std::vector<const Json*> rows;  // the workload's, largest change first
+  for (const Json& r : (*j).at("rows"))
+    if (r.at("process").get<std::string>() == "tprof-wl-shares") rows.push_back(&r);
   ASSERT_GE(rows.size(), 3u) << out.substr(0, 2000);
-  std::set<std::string> top2 = {(*rows[0])["function"].string, (*rows[1])["function"].string};
+  std::set<std::string> top2 = {(*rows[0]).at("function").get<std::string>(),
+                                (*rows[1]).at("function").get<std::string>()};
   EXPECT_EQ(top2, (std::set<std::string>{"wl_alpha", "wl_gamma"})) << out.substr(0, 2000);
-  for (const JsonValue* r : rows) {
-    const std::string& f = (*r)["function"].string;
-    const double a = (*r)["percent_a"].number, b = (*r)["percent_b"].number;
-    EXPECT_NEAR((*r)["delta_points"].number, b - a, 0.0002) << f;
+  for (const Json* r : rows) {
+    const std::string& f = (*r).at("function").get<std::string>();
+    const double a = (*r).at("percent_a").get<double>(), b = (*r).at("percent_b").get<double>();
+    EXPECT_NEAR((*r).at("delta_points").get<double>(), b - a, 0.0002) << f;
     if (f == "wl_alpha" || f == "wl_gamma")
       std::printf("  [diff] %s: %.1f%% -> %.1f%% (%+.1f points)\n", f.c_str(), a, b, b - a);
     if (f == "wl_alpha") {
@@ -900,9 +912,9 @@ TEST_F(Profiler, DiffShowsTheFunctionsWhoseSharesMoved) {
   // The same comparison in Google's pprof (-diff_base: B's samples minus
   // A's, per function): the two profiles exported with --format pprof.
   std::map<std::string, int64_t> delta;
-  for (const JsonValue* r : rows)
-    delta[(*r)["function"].string] += static_cast<int64_t>(N((*r)["samples_b"])) -
-                                      static_cast<int64_t>(N((*r)["samples_a"]));
+  for (const Json* r : rows)
+    delta[(*r).at("function").get<std::string>()] += static_cast<int64_t>(N((*r).at("samples_b"))) -
+                                                     static_cast<int64_t>(N((*r).at("samples_a")));
   for (const char* name : {"A", "B"}) {
     Result e = Sh(cd + "tprofctl dump -i " + name + ".data --format pprof -o " + name + ".pb.gz");
     ASSERT_EQ(e.rc, 0) << e.out;
@@ -920,8 +932,8 @@ TEST_F(Profiler, DiffShowsTheFunctionsWhoseSharesMoved) {
     EXPECT_NE(delta[fn], 0) << fn;
     EXPECT_EQ(pprof_flat[fn], delta[fn]) << fn << "\n" << pp.out;
   }
-  EXPECT_LT(pprof_flat["wl_alpha"], 0) << pp.out;
-  EXPECT_GT(pprof_flat["wl_gamma"], 0) << pp.out;
+  EXPECT_LT(pprof_flat.at("wl_alpha"), 0) << pp.out;
+  EXPECT_GT(pprof_flat.at("wl_gamma"), 0) << pp.out;
 
   Result text = Sh(cd + "tprofctl diff A.data B.data --top 3");
   EXPECT_EQ(text.rc, 0) << text.out;
@@ -983,7 +995,7 @@ TEST_F(Profiler, KilledRecorderFreesTheSession) {
   ASSERT_EQ(stop2.rc, 0) << stop2.out;
   auto j = DumpJson(dir_.File("after.data"));
   ASSERT_TRUE(j);
-  EXPECT_GT(N((*j)["samples"]), 0u);
+  EXPECT_GT(N((*j).at("samples")), 0u);
 }
 
 // (i) The module cannot be unloaded under a running recorder, which then
@@ -1005,7 +1017,7 @@ TEST_F(Profiler, ModuleUnloadIsRefusedWhileRecording) {
   ASSERT_EQ(stop.rc, 0) << stop.out;
   auto j = DumpJson(dir_.File("unload.data"));
   ASSERT_TRUE(j);
-  EXPECT_GT(N((*j)["samples"]), 0u);
+  EXPECT_GT(N((*j).at("samples")), 0u);
   EXPECT_GE(WaitForIdle(kSessionEndMs), 0);
 }
 
@@ -1054,20 +1066,21 @@ TEST_F(Profiler, UnprivilegedUserProfilesOnlyItsOwnCommand) {
   ASSERT_EQ(own.rc, 0) << own.out;
   auto j = DumpJson(dir_.File("own.data"));
   ASSERT_TRUE(j);
-  const JsonValue* p = ProcessRow(*j, "tprof-wl-split");
+  const Json* p = ProcessRow(*j, "tprof-wl-split");
   ASSERT_TRUE(p) << own.out;
-  EXPECT_EQ((*j)["attributes"]["pid"].string, std::to_string(N((*p)["pid"])))
+  EXPECT_EQ((*j).at("attributes").at("pid").get<std::string>(), std::to_string(N((*p).at("pid"))))
       << "record -- CMD samples the recorded command";
-  EXPECT_EQ((*j)["processes"].array.size(), 1u) << "only the command is sampled";
-  EXPECT_GT(Percent(N((*p)["kernel"]), N((*p)["samples"])), 10)
+  EXPECT_EQ((*j).at("processes").size(), 1u) << "only the command is sampled";
+  EXPECT_GT(Percent(N((*p).at("kernel")), N((*p).at("samples"))), 10)
       << "kernel time is counted even though its addresses are hidden";
   auto tables = FunctionTables(*j, "tprof-wl-split");
   ASSERT_EQ(tables.size(), 1u);
   EXPECT_TRUE(FunctionRow(*tables[0], "wl_main_spin")) << "user code is still resolved";
-  for (const JsonValue& f : (*tables[0])["functions"].array) {
-    if (f["kind"].string != "kernel" && f["kind"].string != "module") continue;
-    EXPECT_FALSE(f["resolved"].boolean) << f["function"].string;
-    EXPECT_EQ(f["function"].string, "[unknown] [kernel]");
+  for (const Json& f : (*tables[0]).at("functions")) {
+    if (f.at("kind").get<std::string>() != "kernel" && f.at("kind").get<std::string>() != "module")
+      continue;
+    EXPECT_FALSE(f.at("resolved").get<bool>()) << f.at("function").get<std::string>();
+    EXPECT_EQ(f.at("function").get<std::string>(), "[unknown] [kernel]");
   }
   // No kernel address anywhere: not in the samples, not in any output.
   auto profile = ReadProfile(dir_.File("own.data"));
@@ -1093,19 +1106,19 @@ TEST_F(Profiler, UnprivilegedUserProfilesOnlyItsOwnCommand) {
 }
 
 // The processes of a profile that are not the recorded tree's.
-void CheckOnlyTheTree(const JsonValue& j, const std::string& who) {
+void CheckOnlyTheTree(const Json& j, const std::string& who) {
   SCOPED_TRACE(who);
   uint64_t child_work = 0, child_samples = 0;
   size_t children = 0;
   std::string names;
-  for (const JsonValue& p : j["processes"].array) {
-    names += " " + p["name"].string;
-    EXPECT_NE(p["name"].string, "tprof-wl-shares") << "an unrelated process was sampled";
+  for (const Json& p : j.at("processes")) {
+    names += " " + p.at("name").get<std::string>();
+    EXPECT_NE(p.at("name").get<std::string>(), "tprof-wl-shares") << "an unrelated process was sampled";
   }
-  for (const JsonValue* pf : FunctionTables(j, "tprof-wl-child")) {
+  for (const Json* pf : FunctionTables(j, "tprof-wl-child")) {
     ++children;
     child_work += FunctionSamples(*pf, "wl_child_work");
-    child_samples += N((*pf)["samples"]);
+    child_samples += N(pf->at("samples"));
   }
   EXPECT_TRUE(ProcessRow(j, "tprof-wl-spawn")) << "the command itself:" << names;
   EXPECT_GE(children, 3u) << "the command's children:" << names;
@@ -1179,11 +1192,11 @@ TEST_F(Profiler, RecordOfARunningProcessEndsWhenItExits) {
   ASSERT_TRUE(w) << r.out;
   auto j = DumpJson(dir_.File("p.data"));
   ASSERT_TRUE(j);
-  const JsonValue* p = ProcessRow(*j, "tprof-wl-shares");
+  const Json* p = ProcessRow(*j, "tprof-wl-shares");
   ASSERT_TRUE(p) << r.out;
-  EXPECT_GT(N((*p)["samples"]), 0u);
-  EXPECT_EQ((*j)["processes"].array.size(), 1u) << "only the process given with -p:\n" << r.out;
-  EXPECT_EQ((*j)["attributes"]["pid"].string, std::to_string(N((*p)["pid"])));
+  EXPECT_GT(N(p->at("samples")), 0u);
+  EXPECT_EQ(j->at("processes").size(), 1u) << "only the process given with -p:\n" << r.out;
+  EXPECT_EQ(j->at("attributes").at("pid").get<std::string>(), std::to_string(N(p->at("pid"))));
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../common/json_value.h"
+#include "../common/json.h"
 #include "../common/temp_dir.h"
 #include "guest_env.h"
 
@@ -194,17 +194,16 @@ TEST_F(Stacks, CallTreeSharesThroughFramelessLeafAndSharedLibrary) {
   std::string json_text;
   ASSERT_EQ(RunCommand("tprofctl dump -i " + file_ + " --children --format json", &json_text), 0);
   std::string error;
-  auto j = JsonParser::Parse(json_text, &error);
+  auto j = ParseJson(json_text, &error);
   ASSERT_TRUE(j) << error;
   bool found = false;
-  for (const JsonValue& pf : (*j)["functions"].array) {
-    if (pf["name"].string != kComm) continue;
+  for (const Json& pf : j->at("functions")) {
+    if (pf.at("name").get<std::string>() != kComm) continue;
     found = true;
-    for (const JsonValue& f : pf["functions"].array) {
-      if (inclusive.count(f["function"].string)) {
-        EXPECT_EQ(static_cast<uint64_t>(f["inclusive"].number),
-                  Inclusive(stacks, f["function"].string))
-            << f["function"].string;
+    for (const Json& f : pf.at("functions")) {
+      const std::string fn = f.at("function").get<std::string>();
+      if (inclusive.count(fn)) {
+        EXPECT_EQ(f.at("inclusive").get<uint64_t>(), Inclusive(stacks, fn)) << fn;
       }
     }
   }

@@ -29,7 +29,8 @@
 
 #include <gtest/gtest.h>
 
-#include "../common/json_value.h"
+#include "../common/json.h"
+#include "tprof/json_format.h"
 #include "guest_env.h"
 
 namespace tprof::test {
@@ -515,15 +516,16 @@ TEST_F(ThreadMetricsTest, TprofctlThreadsJsonHasOnCpuTime) {
   bool found = false;
   while (std::getline(lines, line)) {
     std::string error;
-    auto v = JsonParser::Parse(line, &error);
+    auto v = ParseJson(line, &error);
     ASSERT_TRUE(v) << error << ": " << line;
     for (const char* key : {"pid", "tid", "comm", "exited", "metrics"})
-      ASSERT_TRUE(v->Has(key)) << key << " missing: " << line;
-    ASSERT_TRUE((*v)["metrics"].Has("time_ns")) << line;
-    if (uint32_t((*v)["tid"].number) == busy.tid()) {
+      ASSERT_TRUE(v->contains(key)) << key << " missing: " << line;
+    ASSERT_TRUE((*v).at("metrics").contains("time_ns")) << line;
+    EXPECT_EQ(v->value("format_version", 0), tprof::kJsonFormatVersion) << line;
+    if (uint32_t((*v).at("tid").get<double>()) == busy.tid()) {
       found = true;
-      EXPECT_GE((*v)["metrics"]["time_ns"].number, 25e6) << line;
-      EXPECT_FALSE((*v)["exited"].boolean);
+      EXPECT_GE((*v).at("metrics").at("time_ns").get<double>(), 25e6) << line;
+      EXPECT_FALSE((*v).at("exited").get<bool>());
     }
   }
   EXPECT_TRUE(found) << "busy thread " << busy.tid() << " not in:\n" << out;

@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "../common/json_value.h"
+#include "../common/json.h"
 #include "../common/records.h"
 
 namespace {
@@ -26,7 +26,7 @@ using tprof::Profile;
 using tprof::ProfileBuilder;
 using tprof::Symbolizer;
 using tprof::test::CommRec;
-using tprof::test::JsonParser;
+using tprof::test::ParseJson;
 using tprof::test::Records;
 using tprof::test::SampleRec;
 
@@ -162,39 +162,38 @@ TEST_F(Diff, JsonHasFormatVersionSidesAndDecimalPercentages) {
   o.top = 3;
   std::string json = tprof::RenderDiff(Build(o), o, DiffFormat::kJson);
   std::string error;
-  auto v = JsonParser::Parse(json, &error);
+  auto v = ParseJson(json, &error);
   ASSERT_TRUE(v) << error << "\n" << json;
-  EXPECT_EQ((*v)["format_version"].number, tprof::kDiffJsonFormatVersion);
-  EXPECT_EQ((*v)["by"].string, "function");
-  EXPECT_EQ((*v)["a"]["path"].string, "a.data");
-  EXPECT_EQ((*v)["a"]["samples_taken"].number, 100);
-  EXPECT_EQ((*v)["a"]["lost_samples"].number, 10);
-  EXPECT_FALSE((*v)["a"].Has("frequency_hz")) << "A's frequency is not known";
-  EXPECT_EQ((*v)["b"]["frequency_hz"].number, 1000);
-  EXPECT_EQ((*v)["b"]["duration_ns"].number, 1'500'000'000);
-  EXPECT_EQ((*v)["rows_total"].number, 5);
-  const auto& rows = (*v)["rows"].array;
+  EXPECT_EQ((*v).at("format_version").get<double>(), tprof::kDiffJsonFormatVersion);
+  EXPECT_EQ((*v).at("by").get<std::string>(), "function");
+  EXPECT_EQ((*v).at("a").at("path").get<std::string>(), "a.data");
+  EXPECT_EQ((*v).at("a").at("samples_taken").get<double>(), 100);
+  EXPECT_EQ((*v).at("a").at("lost_samples").get<double>(), 10);
+  EXPECT_FALSE((*v).at("a").contains("frequency_hz")) << "A's frequency is not known";
+  EXPECT_EQ((*v).at("b").at("frequency_hz").get<double>(), 1000);
+  EXPECT_EQ((*v).at("b").at("duration_ns").get<double>(), 1'500'000'000);
+  EXPECT_EQ((*v).at("rows_total").get<double>(), 5);
+  const auto& rows = (*v).at("rows");
   ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[0]["process"].string, "app");
-  EXPECT_EQ(rows[0]["space"].string, "kernel");
-  EXPECT_EQ(rows[0]["function"].string, "alpha");
-  EXPECT_EQ(rows[0]["samples_a"].number, 50);
-  EXPECT_EQ(rows[0]["samples_b"].number, 40);
-  EXPECT_EQ(rows[0]["delta_samples"].number, -10);
-  EXPECT_EQ(rows[0]["percent_a"].number, 50.0);
-  EXPECT_EQ(rows[0]["percent_b"].number, 20.0);
-  EXPECT_EQ(rows[0]["delta_points"].number, -30.0);
-  EXPECT_EQ(rows[2]["function"].string, "beta");
-  EXPECT_NE(json.find(R"("percent_a":50.0000,"percent_b":20.0000,"delta_points":-30.0000)"),
+  EXPECT_EQ(rows[0].at("process").get<std::string>(), "app");
+  EXPECT_EQ(rows[0].at("space").get<std::string>(), "kernel");
+  EXPECT_EQ(rows[0].at("function").get<std::string>(), "alpha");
+  EXPECT_EQ(rows[0].at("samples_a").get<double>(), 50);
+  EXPECT_EQ(rows[0].at("samples_b").get<double>(), 40);
+  EXPECT_EQ(rows[0].at("delta_samples").get<double>(), -10);
+  EXPECT_EQ(rows[0].at("percent_a").get<double>(), 50.0);
+  EXPECT_EQ(rows[0].at("percent_b").get<double>(), 20.0);
+  EXPECT_EQ(rows[0].at("delta_points").get<double>(), -30.0);
+  EXPECT_EQ(rows[2].at("function").get<std::string>(), "beta");
+  EXPECT_NE(json.find(R"("percent_a":50.0,"percent_b":20.0,"delta_points":-30.0)"),
             std::string::npos)
       << "percentages are decimals: " << json;
 
   DiffOptions by_process{DiffBy::kProcess, std::nullopt, 0};
-  auto p = JsonParser::Parse(tprof::RenderDiff(Build(by_process), by_process, DiffFormat::kJson),
-                             &error);
+  auto p = ParseJson(tprof::RenderDiff(Build(by_process), by_process, DiffFormat::kJson), &error);
   ASSERT_TRUE(p) << error;
-  EXPECT_EQ((*p)["by"].string, "process");
-  EXPECT_FALSE((*p)["rows"].array.at(0).Has("function"));
+  EXPECT_EQ((*p).at("by").get<std::string>(), "process");
+  EXPECT_FALSE((*p).at("rows").at(0).contains("function"));
 }
 
 TEST_F(Diff, EqualChangesTieExactlyWhateverTheirRounding) {

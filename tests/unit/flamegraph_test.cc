@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "../common/json_value.h"
+#include "../common/json.h"
 #include "../common/records.h"
 #include "../common/xml_parser.h"
 #include "tprof/report.h"
@@ -26,8 +26,8 @@ using tprof::ProfileBuilder;
 using tprof::StackRow;
 using tprof::Symbolizer;
 using tprof::test::CommRec;
-using tprof::test::JsonParser;
-using tprof::test::JsonValue;
+using tprof::test::Json;
+using tprof::test::ParseJson;
 using tprof::test::Records;
 using tprof::test::SampleRec;
 using tprof::test::XmlElement;
@@ -208,10 +208,14 @@ TEST(FlameGraph, NoSamplesIsStillAValidImage) {
 }
 
 // The frame names of one speedscope stack.
-std::vector<std::string> Names(const JsonValue& doc, const JsonValue& stack) {
+std::vector<std::string> Names(const Json& doc, const Json& stack) {
   std::vector<std::string> out;
-  for (const JsonValue& i : stack.array)
-    out.push_back(doc["shared"]["frames"].array.at(static_cast<size_t>(i.number))["name"].string);
+  for (const Json& i : stack)
+    out.push_back(doc.at("shared")
+                      .at("frames")
+                      .at(static_cast<size_t>(i.get<double>()))
+                      .at("name")
+                      .get<std::string>());
   return out;
 }
 
@@ -219,73 +223,74 @@ TEST(Speedscope, OneSampledProfilePerProcessWithTheStacksAndWeightsAsGiven) {
   const std::vector<StackRow> rows = TestRows();
   const std::string json = tprof::RenderSpeedscope(rows, {"tprof.data", true});
   std::string error;
-  auto v = JsonParser::Parse(json, &error);
+  auto v = ParseJson(json, &error);
   ASSERT_TRUE(v) << error << "\n" << json;
-  const JsonValue& doc = *v;
-  EXPECT_EQ(doc["$schema"].string, "https://www.speedscope.app/file-format-schema.json");
-  EXPECT_EQ(doc["name"].string, "tprof.data");
-  EXPECT_EQ(doc["exporter"].string, "tprofctl");
-  EXPECT_EQ(doc["activeProfileIndex"].number, 0);
-  const auto& profiles = doc["profiles"].array;
+  const Json& doc = *v;
+  EXPECT_EQ(doc.at("$schema").get<std::string>(),
+            "https://www.speedscope.app/file-format-schema.json");
+  EXPECT_EQ(doc.at("name").get<std::string>(), "tprof.data");
+  EXPECT_EQ(doc.at("exporter").get<std::string>(), "tprofctl");
+  EXPECT_EQ(doc.at("activeProfileIndex").get<double>(), 0);
+  const auto& profiles = doc.at("profiles");
   ASSERT_EQ(profiles.size(), 3u);
-  EXPECT_EQ(profiles[0]["name"].string, "app (pid 100)") << "by samples, descending";
-  EXPECT_EQ(profiles[1]["name"].string, "idle");
-  EXPECT_EQ(profiles[2]["name"].string, "w:rk (pid 200)");
+  EXPECT_EQ(profiles[0].at("name").get<std::string>(), "app (pid 100)") << "by samples, descending";
+  EXPECT_EQ(profiles[1].at("name").get<std::string>(), "idle");
+  EXPECT_EQ(profiles[2].at("name").get<std::string>(), "w:rk (pid 200)");
   // Each profile's stacks are its rows' frames without the process frame.
   std::map<std::string, uint32_t> pids = {
       {"app (pid 100)", 100}, {"idle", 0}, {"w:rk (pid 200)", 200}};
   double all = 0;
-  for (const JsonValue& p : profiles) {
-    EXPECT_EQ(p["type"].string, "sampled");
-    EXPECT_EQ(p["unit"].string, "none");
-    EXPECT_EQ(p["startValue"].number, 0);
-    ASSERT_EQ(p["samples"].array.size(), p["weights"].array.size());
+  for (const Json& p : profiles) {
+    EXPECT_EQ(p.at("type").get<std::string>(), "sampled");
+    EXPECT_EQ(p.at("unit").get<std::string>(), "none");
+    EXPECT_EQ(p.at("startValue").get<double>(), 0);
+    ASSERT_EQ(p.at("samples").size(), p.at("weights").size());
     std::multiset<std::pair<std::vector<std::string>, double>> got, want;
     double sum = 0;
-    for (size_t i = 0; i < p["samples"].array.size(); ++i) {
-      got.insert({Names(doc, p["samples"].array[i]), p["weights"].array[i].number});
-      sum += p["weights"].array[i].number;
+    for (size_t i = 0; i < p.at("samples").size(); ++i) {
+      got.insert({Names(doc, p.at("samples")[i]), p.at("weights")[i].get<double>()});
+      sum += p.at("weights")[i].get<double>();
     }
     for (const StackRow& r : rows)
-      if (r.pid == pids[p["name"].string])
+      if (r.pid == pids[p.at("name").get<std::string>()])
         want.insert({std::vector<std::string>(r.frames.begin() + 1, r.frames.end()),
                      static_cast<double>(r.samples)});
-    EXPECT_EQ(got, want) << p["name"].string;
-    EXPECT_EQ(p["endValue"].number, sum);
+    EXPECT_EQ(got, want) << p.at("name").get<std::string>();
+    EXPECT_EQ(p.at("endValue").get<double>(), sum);
     all += sum;
   }
   EXPECT_EQ(all, 45) << "the weights add up to the profile's samples";
   // Frames are shared: do_syscall_64_[k] once for app and w:rk.
   size_t syscalls = 0;
-  for (const JsonValue& f : doc["shared"]["frames"].array)
-    syscalls += f["name"].string == "do_syscall_64_[k]";
+  for (const Json& f : doc.at("shared").at("frames"))
+    syscalls += f.at("name").get<std::string>() == "do_syscall_64_[k]";
   EXPECT_EQ(syscalls, 1u);
 }
 
 TEST(Speedscope, OneProfileForAllKeepsTheProcessFrameFirst) {
   const std::vector<StackRow> rows = TestRows();
   std::string error;
-  auto v = JsonParser::Parse(tprof::RenderSpeedscope(rows, {"x", false}), &error);
+  auto v = ParseJson(tprof::RenderSpeedscope(rows, {"x", false}), &error);
   ASSERT_TRUE(v) << error;
-  const auto& profiles = (*v)["profiles"].array;
+  const auto& profiles = (*v).at("profiles");
   ASSERT_EQ(profiles.size(), 1u);
-  const JsonValue& p = profiles[0];
-  ASSERT_EQ(p["samples"].array.size(), rows.size());
+  const Json& p = profiles[0];
+  ASSERT_EQ(p.at("samples").size(), rows.size());
   double sum = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
-    EXPECT_EQ(Names(*v, p["samples"].array[i]), rows[i].frames) << "root first, in row order";
-    EXPECT_EQ(p["weights"].array[i].number, static_cast<double>(rows[i].samples));
-    sum += p["weights"].array[i].number;
+    EXPECT_EQ(Names(*v, p.at("samples")[i]), rows[i].frames) << "root first, in row order";
+    EXPECT_EQ(p.at("weights")[i].get<double>(), static_cast<double>(rows[i].samples));
+    sum += p.at("weights")[i].get<double>();
   }
   EXPECT_EQ(sum, 45);
-  EXPECT_EQ(p["endValue"].number, 45);
+  EXPECT_EQ(p.at("endValue").get<double>(), 45);
 }
 
 TEST(Speedscope, EscapesNamesAsJson) {
   std::string error;
-  auto v = JsonParser::Parse(tprof::RenderSpeedscope({{1, {"p", "a<b>&\"c\"\\"}, 2}}), &error);
+  auto v = ParseJson(tprof::RenderSpeedscope({{1, {"p", "a<b>&\"c\"\\"}, 2}}), &error);
   ASSERT_TRUE(v) << error;
-  EXPECT_EQ((*v)["shared"]["frames"].array.at(0)["name"].string, "a<b>&\"c\"\\");
+  EXPECT_EQ((*v).at("shared").at("frames").at(0).at("name").get<std::string>(), "a<b>&\"c\"\\");
 }
 
 }  // namespace

@@ -26,11 +26,15 @@ TEST(MetricNames, NamesAndKeysRoundTrip) {
     EXPECT_EQ(tprof::MetricName((*specs)[0]), name);
   }
   EXPECT_EQ(tprof::MetricKey(MetricSpec{TPROF_METRIC_TIME, 0}), "time_ns");
-  EXPECT_EQ(tprof::MetricName(MetricSpec{TPROF_METRIC_RAW, 0x1c2}), "raw:0x1c2");
+  EXPECT_EQ(tprof::MetricName(MetricSpec{TPROF_METRIC_RAW, 0x1c2}), "r1c2") << "perf's spelling";
+  auto raw = ParseMetricList("r1c2,raw:0x1c3");
+  ASSERT_TRUE(raw) << raw.error().message();
+  EXPECT_EQ((*raw)[0], (MetricSpec{TPROF_METRIC_RAW, 0x1c2}));
+  EXPECT_EQ((*raw)[1], (MetricSpec{TPROF_METRIC_RAW, 0x1c3})) << "raw:CODE is still accepted";
 }
 
 TEST(MetricNames, BadListsSayWhatIsKnown) {
-  for (const char* bad : {"", "time,", "bogus", "time,time", "raw:", "raw:12x",
+  for (const char* bad : {"", "time,", "bogus", "time,time", "raw:", "raw:12x", "r", "r12x",
                           "time,dispatches,cpu-clock,page-faults,minor-faults,major-faults,"
                           "context-switches,cpu-migrations,cycles"}) {
     auto specs = ParseMetricList(bad);

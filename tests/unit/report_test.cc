@@ -3,6 +3,8 @@
 // tables, JSON and folded stacks.
 #include "tprof/report.h"
 
+#include "tprof/json_format.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "../common/json_value.h"
+#include "../common/json.h"
 #include "../common/records.h"
 
 namespace {
@@ -22,7 +24,7 @@ using tprof::ReportFormat;
 using tprof::ReportOptions;
 using tprof::Symbolizer;
 using tprof::test::CommRec;
-using tprof::test::JsonParser;
+using tprof::test::ParseJson;
 using tprof::test::Records;
 using tprof::test::SampleRec;
 
@@ -135,25 +137,26 @@ TEST(Report, JsonHoldsTheSplitLostAndUnresolvedCounts) {
   Symbolizer sym(p);
   std::string json = tprof::RenderReport(p, sym, {}, ReportFormat::kJson);
   std::string error;
-  auto v = JsonParser::Parse(json, &error);
+  auto v = ParseJson(json, &error);
   ASSERT_TRUE(v) << error << "\n" << json;
-  EXPECT_EQ((*v)["samples_taken"].number, 100);
-  EXPECT_EQ((*v)["lost"]["samples"].number, 5);
-  EXPECT_EQ((*v)["lost"]["percent_x100"].number, 500);
-  EXPECT_EQ((*v)["idle"]["samples"].number, 15);
-  EXPECT_EQ((*v)["unresolved_samples"].number, 55);
-  const auto& app = (*v)["processes"].array.at(0);
-  EXPECT_EQ(app["pid"].number, 100);
-  EXPECT_EQ(app["kernel"].number, 10);
-  EXPECT_EQ(app["user"].number, 30);
-  EXPECT_EQ(app["shared"].number, 20);
-  EXPECT_EQ(app["percent_x100"].number, 7000);
-  EXPECT_EQ(app["names"].array.at(0)["kind"].string, "existing");
-  const auto& fns = (*v)["functions"].array.at(0)["functions"].array;
-  EXPECT_EQ(fns.at(2)["function"].string, "do_syscall_64");
-  EXPECT_EQ(fns.at(2)["kind"].string, "kernel");
-  EXPECT_EQ(fns.at(2)["process_percent_x100"].number, 1429);
-  EXPECT_FALSE(fns.at(0)["resolved"].boolean);
+  EXPECT_EQ((*v).at("format_version").get<int>(), tprof::kJsonFormatVersion);
+  EXPECT_EQ((*v).at("samples_taken").get<double>(), 100);
+  EXPECT_EQ((*v).at("lost").at("samples").get<double>(), 5);
+  EXPECT_EQ((*v).at("lost").at("percent").get<double>(), 5.0) << "a decimal percentage";
+  EXPECT_EQ((*v).at("idle").at("samples").get<double>(), 15);
+  EXPECT_EQ((*v).at("unresolved_samples").get<double>(), 55);
+  const auto& app = (*v).at("processes").at(0);
+  EXPECT_EQ(app.at("pid").get<double>(), 100);
+  EXPECT_EQ(app.at("kernel").get<double>(), 10);
+  EXPECT_EQ(app.at("user").get<double>(), 30);
+  EXPECT_EQ(app.at("shared").get<double>(), 20);
+  EXPECT_EQ(app.at("percent").get<double>(), 70.0);
+  EXPECT_EQ(app.at("names").at(0).at("kind").get<std::string>(), "existing");
+  const auto& fns = (*v).at("functions").at(0).at("functions");
+  EXPECT_EQ(fns.at(2).at("function").get<std::string>(), "do_syscall_64");
+  EXPECT_EQ(fns.at(2).at("kind").get<std::string>(), "kernel");
+  EXPECT_EQ(fns.at(2).at("process_percent").get<double>(), 14.29) << "10 of 70, two decimals";
+  EXPECT_FALSE(fns.at(0).at("resolved").get<bool>());
 }
 
 TEST(Report, FoldedStacksHaveCallerFramesWhereKnown) {

@@ -3,6 +3,8 @@
 // under both policies, thread ends, Poll attribution, and the reports.
 #include "tprof/runtime_profiler.h"
 
+#include "tprof/json_format.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,14 +15,13 @@
 #include <thread>
 #include <vector>
 
-#include "../common/json_value.h"
+#include "../common/json.h"
 
 namespace {
 
 using tprof::DrainResult;
 using tprof::Error;
 using tprof::Expected;
-using tprof::JsonWriter;
 using tprof::NodeSnapshot;
 using tprof::ProfileSnapshot;
 using tprof::ReusePolicy;
@@ -29,7 +30,7 @@ using tprof::RuntimeThreadId;
 using tprof::Termination;
 using tprof::ThreadMetrics;
 using tprof::ThreadSnapshot;
-using tprof::test::JsonParser;
+using tprof::test::ParseJson;
 
 using Values = std::vector<uint64_t>;
 const std::vector<std::string> kMetrics = {"time_ns", "dispatches"};
@@ -426,37 +427,37 @@ TEST(RuntimeProfiler, JsonParsesBackWithTheWholeTree) {
   src.Add(999, {7, 2});
   ASSERT_TRUE(prof.Poll().ok());
 
-  JsonWriter w;
-  prof.ToJson(w);
+  const std::string json = prof.ToJson();
   std::string error;
-  auto v = JsonParser::Parse(w.str(), &error);
-  ASSERT_TRUE(v) << error << ": " << w.str();
+  auto v = ParseJson(json, &error);
+  ASSERT_TRUE(v) << error << ": " << json;
   const auto& doc = *v;
-  ASSERT_EQ(doc["metrics"].array.size(), 2u);
-  EXPECT_EQ(doc["metrics"].array[0].string, "time_ns");
-  EXPECT_EQ(doc["reuse_policy"].string, "charge-new");
-  ASSERT_EQ(doc["threads"].array.size(), 1u);
-  const auto& th = doc["threads"].array[0];
-  EXPECT_EQ(th["id"].number, 1);
-  EXPECT_EQ(th["name"].string, "al\"pha");
-  EXPECT_EQ(th["kernel_tid"].number, 100);
-  EXPECT_TRUE(th["terminated"].boolean);
-  EXPECT_EQ(th["termination"].string, "ended");
-  EXPECT_EQ(th["cumulative"]["time_ns"].number, 15);
-  ASSERT_EQ(th["methods"].array.size(), 1u);
-  const auto& parse = th["methods"].array[0];
-  EXPECT_EQ(parse["name"].string, "parse");
-  EXPECT_EQ(parse["calls"].number, 1);
-  EXPECT_EQ(parse["base"]["time_ns"].number, 5);
-  EXPECT_EQ(parse["cumulative"]["time_ns"].number, 15);
-  EXPECT_EQ(parse["cumulative"]["dispatches"].number, 1);
-  ASSERT_EQ(parse["methods"].array.size(), 1u);
-  EXPECT_EQ(parse["methods"].array[0]["base"]["time_ns"].number, 10);
-  EXPECT_TRUE(parse["methods"].array[0]["methods"].array.empty());
-  EXPECT_EQ(doc["unattributed"]["deltas"].number, 1);
-  EXPECT_EQ(doc["unattributed"]["values"]["dispatches"].number, 2);
-  EXPECT_EQ(doc["read_errors"].number, 0);
-  EXPECT_EQ(doc["ignored_events"].number, 0);
+  EXPECT_EQ(doc.at("format_version").get<int>(), tprof::kJsonFormatVersion);
+  ASSERT_EQ(doc.at("metrics").size(), 2u);
+  EXPECT_EQ(doc.at("metrics")[0].get<std::string>(), "time_ns");
+  EXPECT_EQ(doc.at("reuse_policy").get<std::string>(), "charge-new");
+  ASSERT_EQ(doc.at("threads").size(), 1u);
+  const auto& th = doc.at("threads")[0];
+  EXPECT_EQ(th.at("id").get<double>(), 1);
+  EXPECT_EQ(th.at("name").get<std::string>(), "al\"pha");
+  EXPECT_EQ(th.at("kernel_tid").get<double>(), 100);
+  EXPECT_TRUE(th.at("terminated").get<bool>());
+  EXPECT_EQ(th.at("termination").get<std::string>(), "ended");
+  EXPECT_EQ(th.at("cumulative").at("time_ns").get<double>(), 15);
+  ASSERT_EQ(th.at("methods").size(), 1u);
+  const auto& parse = th.at("methods")[0];
+  EXPECT_EQ(parse.at("name").get<std::string>(), "parse");
+  EXPECT_EQ(parse.at("calls").get<double>(), 1);
+  EXPECT_EQ(parse.at("base").at("time_ns").get<double>(), 5);
+  EXPECT_EQ(parse.at("cumulative").at("time_ns").get<double>(), 15);
+  EXPECT_EQ(parse.at("cumulative").at("dispatches").get<double>(), 1);
+  ASSERT_EQ(parse.at("methods").size(), 1u);
+  EXPECT_EQ(parse.at("methods")[0].at("base").at("time_ns").get<double>(), 10);
+  EXPECT_TRUE(parse.at("methods")[0].at("methods").empty());
+  EXPECT_EQ(doc.at("unattributed").at("deltas").get<double>(), 1);
+  EXPECT_EQ(doc.at("unattributed").at("values").at("dispatches").get<double>(), 2);
+  EXPECT_EQ(doc.at("read_errors").get<double>(), 0);
+  EXPECT_EQ(doc.at("ignored_events").get<double>(), 0);
 }
 
 TEST(RuntimeProfiler, ConcurrentEventsAndPollsLoseNothing) {

@@ -28,7 +28,6 @@
 #include <vector>
 
 #include "tprof/device.h"
-#include "tprof/json_writer.h"
 #include "tprof/metrics.h"
 #include "tprof/runtime_profiler.h"
 
@@ -233,9 +232,7 @@ int main(int argc, char** argv) {
   }
 
   if (options.json) {
-    tprof::JsonWriter out;
-    profiler.ToJson(out);
-    std::printf("%s\n", out.str().c_str());
+    std::printf("%s\n", profiler.ToJson().c_str());
   } else {
     std::fputs(profiler.ToText().c_str(), stdout);
   }

@@ -2,10 +2,11 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <nlohmann/json.hpp>
 
 #include "cli_util.h"
 #include "commands.h"
-#include "tprof/json_writer.h"
+#include "tprof/json_format.h"
 
 namespace tprof::cli {
 
@@ -20,7 +21,7 @@ std::string Description() {
          "(default " + std::string(kDefaultMetrics) + ") at each context switch; read them with "
          "`tprofctl threads`. `on` and `off` need CAP_PERFMON or CAP_SYS_ADMIN; `on` while on "
          "restarts with zeroed accumulators. LIST: up to " + std::to_string(TPROF_MAX_METRICS) +
-         " of " + known + ", raw:CODE.";
+         " of " + known + ", rHEX (a raw event).";
 }
 
 struct MetricsOptions {
@@ -33,19 +34,18 @@ int Status(const Device& dev, bool json) {
   auto st = dev.GetMetricsStatus();
   if (!st) return ReportError(st.error(), Doing::kMetrics);
   if (json) {
-    JsonWriter w;
-    w.BeginObject().Field("enabled", st->enabled);
-    w.Key("metrics").BeginArray();
-    for (const MetricSpec& m : st->metrics) w.String(MetricName(m));
-    w.EndArray()
-        .Field("table_capacity", st->table_capacity)
-        .Field("table_used", st->table_used)
-        .Field("untracked_threads", st->untracked_threads)
-        .Field("reclaimed_threads", st->reclaimed_threads)
-        .Field("uncounted_switches", st->uncounted_switches)
-        .Field("listed", st->listed)
-        .EndObject();
-    std::printf("%s\n", w.str().c_str());
+    nlohmann::ordered_json names = nlohmann::ordered_json::array();
+    for (const MetricSpec& m : st->metrics) names.push_back(MetricName(m));
+    nlohmann::ordered_json j = {{"format_version", kJsonFormatVersion},
+                                {"enabled", st->enabled},
+                                {"metrics", std::move(names)},
+                                {"table_capacity", st->table_capacity},
+                                {"table_used", st->table_used},
+                                {"untracked_threads", st->untracked_threads},
+                                {"reclaimed_threads", st->reclaimed_threads},
+                                {"uncounted_switches", st->uncounted_switches},
+                                {"listed", st->listed}};
+    std::printf("%s\n", j.dump().c_str());
     return 0;
   }
   if (!st->enabled) {

@@ -18,10 +18,12 @@
 #include <vector>
 
 #include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cli_util.h"
 #include "commands.h"
-#include "tprof/json_writer.h"
+#include "tprof/event_names.h"
+#include "tprof/json_format.h"
 #include "tprof/pmu.h"
 
 namespace tprof::cli {
@@ -51,40 +53,40 @@ pid_t StartStopped(const std::vector<std::string>& cmd) {
 }
 
 void PrintEventJson(const tprof_pmu_event& e, const pmu::ProgramSpec& spec) {
-  JsonWriter w;
-  w.BeginObject()
-      .Field("event", std::string(e.kind == TPROF_PMU_EVENT_RULE ? "rule" : "threshold"))
-      .Field("index", uint64_t(e.index))
-      .Field("seq", uint64_t(e.seq))
-      .Field("lost", uint64_t(e.lost))
-      .Field("time_ns", uint64_t(e.time_ns))
-      .Field("pid", uint64_t(e.pid))
-      .Field("tid", uint64_t(e.tid))
-      .Field("cpu", uint64_t(e.cpu))
-      .Field("ip", uint64_t(e.ip));
-  w.Key("values").BeginObject();
+  nlohmann::ordered_json values = nlohmann::ordered_json::object();
   for (uint32_t i = 0; i < e.nr_counters && i < spec.counter_names().size(); i++)
-    w.Field(spec.counter_names()[i], uint64_t(e.values[i]));
-  w.EndObject().EndObject();
-  std::printf("%s\n", w.str().c_str());
+    values[spec.counter_names()[i]] = uint64_t(e.values[i]);
+  nlohmann::ordered_json j = {{"format_version", kJsonFormatVersion},
+                              {"event", e.kind == TPROF_PMU_EVENT_RULE ? "rule" : "threshold"},
+                              {"index", uint64_t(e.index)},
+                              {"seq", uint64_t(e.seq)},
+                              {"lost", uint64_t(e.lost)},
+                              {"time_ns", uint64_t(e.time_ns)},
+                              {"pid", uint64_t(e.pid)},
+                              {"tid", uint64_t(e.tid)},
+                              {"cpu", uint64_t(e.cpu)},
+                              {"ip", uint64_t(e.ip)},
+                              {"values", std::move(values)}};
+  std::printf("%s\n", j.dump().c_str());
 }
 
 void PrintTotals(const tprof_pmu_values& v, const pmu::ProgramSpec& spec, bool json) {
   const auto& names = spec.counter_names();
   if (json) {
-    JsonWriter w;
-    w.BeginObject().Key("totals").BeginObject();
-    for (size_t i = 0; i < names.size(); i++) {
-      w.Key(names[i]).BeginObject().Field("value", uint64_t(v.values[i]))
-          .Field("exact", bool(v.exact & (1U << i)))
-          .Field("threshold_fired", uint64_t(v.threshold_fired[i])).EndObject();
-    }
-    w.EndObject().Key("rules").BeginArray();
+    nlohmann::ordered_json totals = nlohmann::ordered_json::object();
+    for (size_t i = 0; i < names.size(); i++)
+      totals[names[i]] = {{"value", uint64_t(v.values[i])},
+                          {"exact", bool(v.exact & (1U << i))},
+                          {"threshold_fired", uint64_t(v.threshold_fired[i])}};
+    nlohmann::ordered_json rules = nlohmann::ordered_json::array();
     for (size_t r = 0; r < spec.rule_texts().size(); r++)
-      w.BeginObject().Field("rule", spec.rule_texts()[r]).Field("fired", uint64_t(v.rule_fired[r])).EndObject();
-    w.EndArray().Field("events_sent", uint64_t(v.events_sent)).Field("events_lost", uint64_t(v.events_lost));
-    w.EndObject();
-    std::printf("%s\n", w.str().c_str());
+      rules.push_back({{"rule", spec.rule_texts()[r]}, {"fired", uint64_t(v.rule_fired[r])}});
+    nlohmann::ordered_json j = {{"format_version", kJsonFormatVersion},
+                                {"totals", std::move(totals)},
+                                {"rules", std::move(rules)},
+                                {"events_sent", uint64_t(v.events_sent)},
+                                {"events_lost", uint64_t(v.events_lost)}};
+    std::printf("%s\n", j.dump().c_str());
     return;
   }
   std::printf("%-16s %20s  %s\n", "COUNTER", "VALUE", "EXACTNESS");
@@ -99,13 +101,20 @@ void PrintTotals(const tprof_pmu_values& v, const pmu::ProgramSpec& spec, bool j
 }
 
 int RunList(bool all) {
-  std::printf("software (exact, every event):\n  page-faults (faults) minor-faults major-faults context-switches (cs)\n"
-              "  cpu-migrations (migrations) alignment-faults emulation-faults\n"
+  // From the shared name table, aliases in parentheses.
+  std::string software, hardware;
+  for (const EventName& e : EventNames()) {
+    if (!(e.uses & kUsePmu)) continue;
+    std::string& line = e.type == TPROF_METRIC_HARDWARE ? hardware : software;
+    std::string aliases = EventAliases(e.name);
+    line += " " + std::string(e.name) + (aliases.empty() ? "" : " (" + aliases + ")");
+  }
+  std::printf("software (exact, every event):\n %s\n"
               "hardware (every K events, NAME:K, default K %" PRIu64 "; where the CPU has a PMU):\n"
-              "  cycles instructions branches branch-misses cache-references cache-misses rHEX[:K]\n"
+              " %s rHEX[:K]\n"
               "breakpoints and watchpoints (exact; not on arm64):\n"
               "  bp:ADDR|SYMBOL   w:ADDR|SYMBOL[/LEN] (writes)   rw:ADDR|SYMBOL[/LEN] (reads and writes)\n",
-              pmu::kDefaultHardwarePeriod);
+              software.c_str(), pmu::kDefaultHardwarePeriod, hardware.c_str());
   const char* root = "/sys/kernel/tracing/events";
   DIR* d = ::opendir(root);
   if (!d) {

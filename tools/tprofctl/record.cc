@@ -1,9 +1,7 @@
-// tprofctl start / stop / record: the recorder. A Boost.Asio event loop
-// waits on the device (a half-buffer is full), on signals (stop, or the
-// recorded command ending) and on a timer, and reduces the samples in real
-// time into the profile's tables (tprof::ProfileBuilder). At stop it
-// flushes the buffers, snapshots kernel symbols and JIT maps, and writes
-// the profile file.
+// tprofctl start / stop / record: options, the background recorder's
+// process and state files, and the recorded command. The recording itself
+// is the library's tprof::Recorder (tprof/recorder.h); this file writes
+// its profile and windows.
 //
 // `start` forks a background recorder that writes its pid to a state file;
 // `stop` signals it and waits for its result.
@@ -15,9 +13,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <utility>  // boost/asio/awaitable.hpp needs std::exchange first
-
-#include <boost/asio.hpp>
 #include <chrono>
 #include <cinttypes>
 #include <climits>
@@ -37,6 +32,7 @@
 #include "tprof/device.h"
 #include "tprof/profile.h"
 #include "tprof/profile_file.h"
+#include "tprof/recorder.h"
 #include "tprof/sampling.h"
 #include "dump.h"
 #include "tprof/scoped_fd.h"
@@ -217,129 +213,15 @@ bool RecorderAlive(pid_t pid) {
   return self.empty() || line.compare(open + 1, close - open - 1, self) == 0;
 }
 
-// Blocks or unblocks SIGINT and SIGTERM in this (single-threaded) process.
-void BlockStopSignals(bool block) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  ::sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
+// Writes what a finished recording produced: the windows beside the
+// profile (FILE.windows), then the profile. SIGINT/SIGTERM stay blocked
+// from the end of Recorder::Run() until both are written.
+Status WriteRecording(const Recorder& recorder, const Profile& profile, const std::string& output) {
+  if (Status st = SaveWindows(recorder.session().fd(), output); !st) return st;
+  Status st = WriteProfile(profile, output);
+  BlockStopSignals(false);
+  return st;
 }
-
-// One recording: the session, the tables, and the event loop around them.
-class Recorder {
- public:
-  Recorder(SamplingSession session, std::string output)
-      : session_(std::move(session)), output_(std::move(output)) {}
-
-  // Runs until a stop signal (or, with child > 0, until it exits). Returns
-  // the child's wait status through *child_status.
-  Status Run(pid_t child, int* child_status) {
-    boost::asio::io_context io;
-    boost::asio::posix::stream_descriptor device(io, ::dup(session_.fd()));
-    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-    if (child > 0) signals.add(SIGCHLD);
-    BlockStopSignals(false);  // a stop sent meanwhile is delivered now, to the set
-    boost::asio::steady_timer timer(io);
-    Status failure = OkStatus();
-
-    std::function<void()> wait_device = [&] {
-      device.async_wait(boost::asio::posix::descriptor_base::wait_read,
-                        [&](const boost::system::error_code& ec) {
-                          if (ec) return;
-                          if (Status st = ConsumeNow(); !st) {
-                            failure = st;
-                            io.stop();
-                            return;
-                          }
-                          wait_device();
-                        });
-    };
-    // Halves fill slowly on an idle machine; the timer bounds the delay.
-    std::function<void()> tick = [&] {
-      timer.expires_after(std::chrono::milliseconds(250));
-      timer.async_wait([&](const boost::system::error_code& ec) {
-        if (ec) return;
-        if (Status st = ConsumeNow(); !st) {
-          failure = st;
-          io.stop();
-          return;
-        }
-        tick();
-      });
-    };
-    std::function<void()> wait_signal = [&] {
-      signals.async_wait([&](const boost::system::error_code& ec, int signo) {
-        if (ec) return;
-        if (signo == SIGCHLD) {
-          int status = 0;
-          if (::waitpid(child, &status, WNOHANG) != child) {
-            wait_signal();  // another child, or a stop/continue
-            return;
-          }
-          if (child_status) *child_status = status;
-        }
-        io.stop();
-      });
-    };
-    wait_device();
-    tick();
-    wait_signal();
-    // A child that exited before the signal_set existed sent its SIGCHLD
-    // to nobody: look once now.
-    if (child > 0)
-      boost::asio::post(io, [&] {
-        int status = 0;
-        if (::waitpid(child, &status, WNOHANG) == child) {
-          if (child_status) *child_status = status;
-          io.stop();
-        }
-      });
-    io.run();
-    if (!failure) return failure;
-    return Finish();
-  }
-
-  const Profile& profile() const { return profile_; }
-
- private:
-  Status ConsumeNow() {
-    auto n = session_.Consume([&](uint32_t, const tprof_rec_header* h, size_t avail) {
-      return builder_.AddRecord(h, avail) != 0;  // 0: malformed, the rest is unreadable
-    });
-    if (!n) return n.error();
-    return OkStatus();
-  }
-
-  Status Finish() {
-    if (Status st = session_.Stop(); !st) return st;
-    // Everything published after the stop, partial halves included.
-    for (int i = 0; i < 2000 && !session_.Finished(); ++i) {
-      if (Status st = ConsumeNow(); !st) return st;
-      (void)session_.Wait(5);
-    }
-    if (Status st = ConsumeNow(); !st) return st;
-    for (uint32_t cpu = 0; cpu < session_.nr_cpu_ids(); ++cpu) {
-      CpuBufferTotals t = session_.Totals(cpu);
-      builder_.SetCpuTotals(cpu, t.samples_taken, t.lost_samples, t.lost_records);
-    }
-    const tprof_sampling_config& c = session_.config();
-    builder_.SetAttribute("frequency_hz", std::to_string(c.frequency_out));
-    builder_.SetAttribute("half_bytes", std::to_string(c.half_bytes_out));
-    builder_.SetAttribute("pid", c.pid == TPROF_PID_ALL ? "all" : std::to_string(c.pid));
-    if (session_.malformed_halves())
-      builder_.SetAttribute("malformed_halves", std::to_string(session_.malformed_halves()));
-    profile_ = builder_.Finish();
-    SnapshotSystemState(&profile_);
-    if (Status st = SaveWindows(session_.fd(), output_); !st) return st;
-    return WriteProfile(profile_, output_);
-  }
-
-  SamplingSession session_;
-  std::string output_;
-  ProfileBuilder builder_;
-  Profile profile_;
-};
 
 void PrintSummary(const Profile& p, const std::string& path) {
   std::printf("tprofctl: profile written to %s: %" PRIu64 " samples, %" PRIu64
@@ -421,12 +303,13 @@ int RunStart(RecordOptions o) {
   (void)!::write(ready[1], started.data(), started.size());
   ::close(ready[1]);
 
-  Recorder recorder(std::move(*session), o.output);
-  Status st = recorder.Run(0, nullptr);
+  Recorder recorder(std::move(*session));
+  auto profile = recorder.Run();
+  Status st = profile ? WriteRecording(recorder, *profile, o.output) : Status(profile.error());
   if (st) {
     std::ostringstream r;
-    r << "ok " << o.output << " " << recorder.profile().TotalSamples() << " "
-      << recorder.profile().TotalLostSamples() << "\n";
+    r << "ok " << o.output << " " << profile->TotalSamples() << " " << profile->TotalLostSamples()
+      << "\n";
     WriteResult(r.str());
   } else {
     WriteResult("error " + st.error().message() + "\n");
@@ -539,18 +422,20 @@ int RunRecord(RecordOptions o) {
     BlockStopSignals(true);
     watcher.emplace(static_cast<pid_t>(*o.pid));
   }
-  Recorder recorder(std::move(*session), o.output);
-  int status = 0;
+  Recorder recorder(std::move(*session));
   if (go) {
     (void)!::write(go.get(), "g", 1);  // the child execs CMD now
     go = ScopedFd();
   }
-  Status st = recorder.Run(child, &status);
+  auto profile = recorder.Run({.child = child});
   watcher.reset();
-  if (!st) return ReportError(st.error());
-  PrintSummary(recorder.profile(), o.output);
+  if (!profile) return ReportError(profile.error());
+  if (Status st = WriteRecording(recorder, *profile, o.output); !st) return ReportError(st.error());
+  PrintSummary(*profile, o.output);
   int rc = 0;
   if (has_cmd) {
+    // -1: stopped (a signal) before the command exited.
+    int status = recorder.child_status() < 0 ? 0 : recorder.child_status();
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (rc != 0) std::fprintf(stderr, "tprofctl: %s exited with status %d\n", o.cmd[0].c_str(), rc);
   }

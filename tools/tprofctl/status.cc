@@ -9,10 +9,12 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_util.h"
 #include "commands.h"
 #include "tprof/device.h"
-#include "tprof/json_writer.h"
+#include "tprof/json_format.h"
 
 namespace tprof::cli {
 
@@ -53,51 +55,46 @@ std::string SessionTarget(const SamplingStatus& s) {
   return s.pid == TPROF_PID_ALL ? "every process" : "process " + std::to_string(s.pid);
 }
 
-void WriteCounters(JsonWriter& w, const tprof_counters& c) {
-  w.Field("context_switches", c.context_switches)
-      .Field("forks", c.forks)
-      .Field("execs", c.execs)
-      .Field("exits", c.exits)
-      .Field("frees", c.frees);
+nlohmann::ordered_json Counters(const tprof_counters& c) {
+  return {{"context_switches", c.context_switches},
+          {"forks", c.forks},
+          {"execs", c.execs},
+          {"exits", c.exits},
+          {"frees", c.frees}};
 }
 
 void PrintJson(const Info& info, const SamplingView& sampling) {
-  JsonWriter w;
-  w.BeginObject()
-      .Field("abi_version", info.AbiVersionString())
-      .Field("abi_major", info.abi_major)
-      .Field("abi_minor", info.abi_minor)
-      .Field("module_version", info.ModuleVersionString())
-      .Field("kernel_release", KernelRelease())
-      .Field("ncpus", info.nr_cpu_ids)
-      .Field("online_cpus", info.nr_online_cpus)
-      .Field("state", info.StateName());
-  w.Key("features").BeginArray();
-  for (const std::string& f : info.FeatureNames()) w.String(f);
-  w.EndArray();
-  w.Key("total").BeginObject();
-  WriteCounters(w, info.total);
-  w.EndObject();
+  nlohmann::ordered_json j = {{"format_version", kJsonFormatVersion},
+                              {"abi_version", info.AbiVersionString()},
+                              {"abi_major", info.abi_major},
+                              {"abi_minor", info.abi_minor},
+                              {"module_version", info.ModuleVersionString()},
+                              {"kernel_release", KernelRelease()},
+                              {"ncpus", info.nr_cpu_ids},
+                              {"online_cpus", info.nr_online_cpus},
+                              {"state", info.StateName()},
+                              {"features", info.FeatureNames()},
+                              {"total", Counters(info.total)}};
   const SamplingStatus& s = sampling.status;
-  w.Key("sampling").BeginObject().Field("active", s.active).Field("running", s.running);
+  nlohmann::ordered_json session = {{"active", s.active}, {"running", s.running}};
   if (s.active) {
-    w.Field("pid", s.pid == TPROF_PID_ALL ? std::string("all") : std::to_string(s.pid))
-        .Field("frequency_hz", s.frequency_hz)
-        .Field("samples_taken", s.samples_taken)
-        .Field("lost_samples", s.lost_samples)
-        .Field("lost_records", s.lost_records);
+    session["pid"] = s.pid == TPROF_PID_ALL ? std::string("all") : std::to_string(s.pid);
+    session["frequency_hz"] = s.frequency_hz;
+    session["samples_taken"] = s.samples_taken;
+    session["lost_samples"] = s.lost_samples;
+    session["lost_records"] = s.lost_records;
     if (sampling.samples_per_second)
-      w.Field("samples_per_second", static_cast<uint64_t>(*sampling.samples_per_second + 0.5));
+      session["samples_per_second"] = static_cast<uint64_t>(*sampling.samples_per_second + 0.5);
   }
-  w.EndObject();
-  w.Key("cpus").BeginArray();
+  j["sampling"] = std::move(session);
+  nlohmann::ordered_json cpus = nlohmann::ordered_json::array();
   for (const CpuStats& cpu : info.cpus) {
-    w.BeginObject().Field("cpu", cpu.cpu).Field("online", cpu.online);
-    WriteCounters(w, cpu.counters);
-    w.EndObject();
+    nlohmann::ordered_json row = {{"cpu", cpu.cpu}, {"online", cpu.online}};
+    row.update(Counters(cpu.counters));
+    cpus.push_back(std::move(row));
   }
-  w.EndArray().EndObject();
-  std::printf("%s\n", w.str().c_str());
+  j["cpus"] = std::move(cpus);
+  std::printf("%s\n", j.dump().c_str());
 }
 
 void PrintCounterRow(const char* label, const tprof_counters& c) {

@@ -11,10 +11,11 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <nlohmann/json.hpp>
 
 #include "cli_util.h"
 #include "commands.h"
-#include "tprof/json_writer.h"
+#include "tprof/json_format.h"
 #include "tprof/thread_top.h"
 
 namespace tprof::cli {
@@ -47,18 +48,17 @@ void PrintText(const std::vector<MetricSpec>& metrics, const DrainResult& r) {
 
 void PrintJson(const std::vector<MetricSpec>& metrics, const DrainResult& r) {
   for (const ThreadMetrics& t : r.threads) {
-    JsonWriter w;
-    w.BeginObject()
-        .Field("pid", t.pid)
-        .Field("tid", t.tid)
-        .Field("identity", t.identity)
-        .Field("comm", t.comm)
-        .Field("exited", t.exited);
-    w.Key("metrics").BeginObject();
+    nlohmann::ordered_json values = nlohmann::ordered_json::object();
     for (size_t i = 0; i < metrics.size() && i < t.values.size(); ++i)
-      w.Field(MetricKey(metrics[i]), t.values[i]);
-    w.EndObject().EndObject();
-    std::printf("%s\n", w.str().c_str());
+      values[MetricKey(metrics[i])] = t.values[i];
+    nlohmann::ordered_json j = {{"format_version", kJsonFormatVersion},
+                                {"pid", t.pid},
+                                {"tid", t.tid},
+                                {"identity", t.identity},
+                                {"comm", t.comm},
+                                {"exited", t.exited},
+                                {"metrics", std::move(values)}};
+    std::printf("%s\n", j.dump().c_str());
   }
   std::fflush(stdout);
 }

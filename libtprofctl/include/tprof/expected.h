@@ -30,7 +30,7 @@ class Error {
 };
 
 template <typename T>
-class Expected {
+class [[nodiscard]] Expected {
  public:
   Expected(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
   Expected(Error error) : v_(std::move(error)) {}  // NOLINT
@@ -52,7 +52,8 @@ class Expected {
   std::variant<T, Error> v_;
 };
 
-// For operations that return nothing but can fail.
+// For operations that return nothing but can fail. Both are [[nodiscard]]:
+// a dropped result is a dropped error; (void) says it is meant.
 using Status = Expected<std::monostate>;
 inline Status OkStatus() { return std::monostate{}; }
 

@@ -38,7 +38,6 @@
 
 #include "tprof/device.h"
 #include "tprof/expected.h"
-#include "tprof/json_writer.h"
 #include "tprof/metrics.h"
 
 namespace tprof {
@@ -157,9 +156,9 @@ class RuntimeProfiler {
   ProfileSnapshot Snapshot() const;
   // An indented tree with per-metric base and cumulative columns.
   std::string ToText() const;
-  // One JSON object: metrics, policy, threads (nested method trees), the
-  // unattributed bucket and error counts.
-  void ToJson(JsonWriter& out) const;
+  // One JSON document (format_version, metrics, policy, threads with nested
+  // method trees, the unattributed bucket and error counts), one line.
+  std::string ToJson() const;
 
  private:
   struct Node;

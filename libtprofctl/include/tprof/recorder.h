@@ -1,0 +1,73 @@
+// The recorder: a sampling session, a Boost.Asio event loop around it and
+// the profile its records are reduced into in real time. The loop waits on
+// the device (a half-buffer is full), on a 250 ms timer (halves fill slowly
+// on an idle machine), on SIGINT/SIGTERM and, if given, on a child's exit.
+// Finish() stops the session, drains it, and hands over the Profile with
+// its CPU totals, attributes and the system state (kernel symbols, JIT
+// maps) copied in. Writing files is the caller's (profile_file.h,
+// windows.h): the session stays open until the Recorder is destroyed, so
+// its windows can still be read after Finish().
+#ifndef TPROF_RECORDER_H_
+#define TPROF_RECORDER_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "tprof/expected.h"
+#include "tprof/profile.h"
+#include "tprof/sampling.h"
+
+namespace tprof {
+
+// Blocks (or unblocks) SIGINT and SIGTERM in the calling thread. A program
+// that may be sent a stop before Run() has installed its handlers (a
+// daemon whose parent has already said "ready") blocks them first: the
+// stop then stays pending and Run() receives it.
+void BlockStopSignals(bool block);
+
+struct RecorderRunOptions {
+  // Stop on SIGINT or SIGTERM. Run() unblocks them once it handles them
+  // and blocks them again when its loop ends, so that a second stop cannot
+  // kill the program while it writes the profile: BlockStopSignals(false)
+  // afterwards delivers it.
+  bool stop_on_signals = true;
+  // Stop when this child exits (it is reaped; see Recorder::child_status()).
+  pid_t child = 0;
+  // How often the buffers are read when no half fills.
+  std::chrono::milliseconds poll_interval{250};
+};
+
+class Recorder {
+ public:
+  // Starts a sampling session (errors as SamplingSession::Start's).
+  [[nodiscard]] static Expected<Recorder> Start(const SamplingOptions& options,
+                                                const std::string& device_path = TPROF_DEVICE_PATH);
+  explicit Recorder(SamplingSession session);
+  Recorder(Recorder&&) noexcept;
+  Recorder& operator=(Recorder&&) noexcept;
+  ~Recorder();
+
+  // Runs the event loop until a stop (signal, child exit, RequestStop()),
+  // then Finish()es. A failure to read the buffers ends it with that error.
+  [[nodiscard]] Expected<Profile> Run(const RecorderRunOptions& options = {});
+  // Makes a running Run() return (from a signal-free thread or a callback).
+  void RequestStop();
+  // Stops sampling, reads everything left and returns the profile. Once.
+  [[nodiscard]] Expected<Profile> Finish();
+
+  // The child's wait status once Run() saw it exit (-1 before).
+  int child_status() const;
+  // The session, for its descriptor (windows) and totals.
+  const SamplingSession& session() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace tprof
+
+#endif  // TPROF_RECORDER_H_

@@ -32,6 +32,7 @@
 #include "../common/json.h"
 #include "tprof/json_format.h"
 #include "guest_env.h"
+#include "tprof/thread_top.h"
 
 namespace tprof::test {
 namespace {
@@ -60,6 +61,7 @@ class ParkedThread {
     // switch count at the switch-out itself.
     while (ThreadState(tid_) != 'S' || VoluntarySwitches(tid_) <= switches_before_park_)
       std::this_thread::sleep_for(milliseconds(1));
+    WaitForTheCharge();
   }
   ~ParkedThread() { Join(); }
   void Join() {
@@ -74,6 +76,25 @@ class ParkedThread {
   uint32_t tid() const { return tid_; }
 
  private:
+  // The module charges the last slice at the sched_switch tracepoint, a
+  // little after the switch count moved (same __schedule call; a vCPU
+  // preempted in between widens that to milliseconds: a drain then missed
+  // the thread once). Wait until the module's totals, which a read takes
+  // nothing from, hold the time the scheduler counted (its schedstat is
+  // final once the thread sleeps), within the tests' tolerance.
+  void WaitForTheCharge() {
+    Device dev = OpenDeviceOrFail();
+    auto st = dev.GetMetricsStatus();
+    const int time = st && st->enabled ? TimeMetricIndex(st->metrics) : -1;
+    if (time < 0) return;
+    const uint64_t sched = SchedstatNs(tid_);
+    for (int i = 0; i < 5000; ++i) {
+      auto t = dev.ReadThreadTotals(tid_);
+      if (!t || t->values[time] + 2 * kTickNs >= sched) return;
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+  }
+
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;

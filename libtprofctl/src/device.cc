@@ -170,21 +170,26 @@ Expected<MetricsStatus> Device::GetMetricsStatus() const {
   return st;
 }
 
-Expected<ThreadMetrics> Device::ReadThread(uint32_t tid) const {
+namespace {
+
+// TPROF_IOC_THREAD_READ with flags (0: read-and-zero).
+Expected<ThreadMetrics> ThreadRead(int fd, uint32_t tid, uint32_t flags, const char* what) {
   tprof_thread_read req{};
   req.tid = tid;
-  if (::ioctl(fd_.get(), TPROF_IOC_THREAD_READ, &req) != 0)
-    return IoctlError(("reading thread " + std::to_string(tid)).c_str(), errno);
+  req.flags = flags;
+  if (::ioctl(fd, TPROF_IOC_THREAD_READ, &req) != 0)
+    return IoctlError((what + std::to_string(tid)).c_str(), errno);
   return ThreadMetricsFromRecord(req.thread);
 }
 
+}  // namespace
+
+Expected<ThreadMetrics> Device::ReadThread(uint32_t tid) const {
+  return ThreadRead(fd_.get(), tid, 0, "reading thread ");
+}
+
 Expected<ThreadMetrics> Device::ReadThreadTotals(uint32_t tid) const {
-  tprof_thread_read req{};
-  req.tid = tid;
-  req.flags = TPROF_THREAD_READ_TOTALS;
-  if (::ioctl(fd_.get(), TPROF_IOC_THREAD_READ, &req) != 0)
-    return IoctlError(("reading the totals of thread " + std::to_string(tid)).c_str(), errno);
-  return ThreadMetricsFromRecord(req.thread);
+  return ThreadRead(fd_.get(), tid, TPROF_THREAD_READ_TOTALS, "reading the totals of thread ");
 }
 
 Expected<SamplingStatus> Device::GetSamplingStatus() const {

@@ -38,6 +38,10 @@ packages=(
 	# protoc, for pprof's profile.proto) and zlib; Google's pprof itself,
 	# built offline from Debian's Go source, reads it back in the tests.
 	libprotobuf-dev protobuf-compiler zlib1g-dev golang-go golang-github-google-pprof-dev
+	# tprofctl annotate disassembles with capstone (x86 and arm64 alike).
+	# (debuginfod needs nothing here: libdw dlopens libdebuginfod.so.1
+	# itself when DEBUGINFOD_URLS is set.)
+	libcapstone-dev
 	# Headless Chromium renders the SVG flame graph (tprofctl dump --format
 	# svg) in make check (tests/flamegraph_browser.sh); one font package,
 	# which chromium only recommends, so that its text has glyphs.

@@ -20,25 +20,6 @@
 namespace tprof::test {
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out;  // stdout and stderr
-};
-
-Result Sh(const std::string& cmd) {
-  Result r;
-  r.rc = RunCommand("(" + cmd + ") 2>&1", &r.out);
-  return r;
-}
-
-bool Contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
-}
-
-double Percent(uint64_t part, uint64_t whole) {
-  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
 // Three standard deviations of a binomial share of n samples, in points,
 // plus `systematic` points for what the workload does not control: its
 // startup, its clock reads and the sampler's own kernel time, which land
@@ -140,11 +121,11 @@ class Stacks : public ::testing::Test {
   // Records the workload with stacks; returns the folded stacks.
   std::string RecordFolded(const std::string& args, const std::string& name) {
     file_ = dir_.File(name);
-    Result rec = Sh("cd " + dir_.path() + " && tprofctl record -o " + file_ +
+    ShellResult rec = Sh("cd " + dir_.path() + " && tprofctl record -o " + file_ +
                     " --callers -- tprof-wl-calltree " + args);
     EXPECT_EQ(rec.rc, 0) << rec.out;
     workload_ = rec.out;
-    Result folded = Sh("tprofctl dump -i " + file_ + " --format folded");
+    ShellResult folded = Sh("tprofctl dump -i " + file_ + " --format folded");
     EXPECT_EQ(folded.rc, 0) << folded.out;
     return folded.out;
   }
@@ -208,11 +189,11 @@ TEST_F(Stacks, CallTreeSharesThroughFramelessLeafAndSharedLibrary) {
     }
   }
   EXPECT_TRUE(found) << Head(json_text);
-  Result children = Sh("tprofctl dump -i " + file_ + " --children --by symbol --top 3");
+  ShellResult children = Sh("tprofctl dump -i " + file_ + " --children --by symbol --top 3");
   ASSERT_EQ(children.rc, 0) << children.out;
   EXPECT_TRUE(Contains(children.out, "CHILDREN")) << children.out;
   // dump --by caller: the caller -> callee steps.
-  Result callers = Sh("tprofctl dump -i " + file_ + " --by caller");
+  ShellResult callers = Sh("tprofctl dump -i " + file_ + " --by caller");
   ASSERT_EQ(callers.rc, 0) << callers.out;
   for (const char* step : {"wl_a -> wl_c", "wl_a -> wl_b", "wl_b -> wl_lib_call",
                            "wl_lib_call -> wl_d"})

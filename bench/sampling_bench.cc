@@ -8,15 +8,17 @@
 //   3. bytes: the profile file against perf.data for the same run, and the
 //      sample records moved through the buffers per second (tprof's 56-byte
 //      records against perf's PERF_RECORD_SAMPLE);
-//   4. whole stacks: the same work at the bottom of a 32-frame call chain,
+//   4. whole stacks: the same work at the bottom of a 32-frame call chain
+//      (--frames N: another depth; two depths give the cost per frame),
 //      `tprofctl record -g` (default depth 64) against `perf record -g`
 //      (frame-pointer call graphs) at 1 kHz and 10 kHz: each one's added
 //      cost over the unprofiled run of the same rep, and the file sizes.
 // Every profiler runs as a command (fork/exec) the way a user runs it; the
 // workload reports its own wall time, which is what "slowdown" means here.
 //
-//   tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S] [--stacks-only]
+//   tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S] [--stacks-only] [--frames N]
 //   tprof_sampling_bench --workload CHUNKS RESULT_FILE [DEPTH]   (the workload)
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -82,7 +84,7 @@ uint64_t Chunks(long n) {
 // The frames between main and the work in section 4: deep enough that
 // walking them is most of a stack sample's cost, under both profilers'
 // limits (tprof's default 64, perf's kernel.perf_event_max_stack 127).
-constexpr int kStackDepth = 32;
+int g_frames = 32;
 
 // Calls itself `depth` times, then does the chunks. The asm after the call
 // keeps the compiler from turning the recursion into a loop, so each level
@@ -94,6 +96,23 @@ __attribute__((noinline)) uint64_t Deep(int depth, long chunks) {
   return r ^ uint64_t(depth);
 }
 
+// CPU time of every thread of `pid` in ns (schedstat's first field: exact,
+// and under --icount instructions); 0 if unreadable.
+uint64_t ProcessCpuNs(pid_t pid) {
+  uint64_t total = 0;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(dir + "/" + e->d_name + "/schedstat");
+    uint64_t ns = 0;
+    if (in >> ns) total += ns;
+  }
+  ::closedir(d);
+  return total;
+}
+
 int NumCpus() {
   cpu_set_t set;
   if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
@@ -101,9 +120,12 @@ int NumCpus() {
 }
 
 // One process per CPU, each doing `chunks` chunks `depth` frames deep (0:
-// directly); writes the wall time of the whole in ns to `result`.
+// directly); writes the wall time of the whole in ns to `result`, and the
+// CPU time its parent (the profiler that started it) used meanwhile.
 int RunWorkload(long chunks, const char* result, int depth) {
   int n = NumCpus();
+  const pid_t parent = ::getppid();
+  const uint64_t parent0 = ProcessCpuNs(parent);
   auto t0 = Clock::now();
   std::vector<pid_t> kids;
   for (int i = 0; i < n; ++i) {
@@ -122,9 +144,10 @@ int RunWorkload(long chunks, const char* result, int depth) {
     if (::waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
   }
   double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+  const uint64_t parent_ns = ProcessCpuNs(parent) - parent0;
   FILE* f = std::fopen(result, "w");
   if (!f) Die(std::string("cannot write ") + result);
-  std::fprintf(f, "%.0f\n", ns);
+  std::fprintf(f, "%.0f %" PRIu64 "\n", ns, parent_ns);
   std::fclose(f);
   return rc;
 }
@@ -147,6 +170,7 @@ uint64_t FileSize(const char* path) {
 
 struct Run {
   double workload_s = 0;  // the workload's own wall time
+  double profiler_cpu_s = 0;  // CPU time of the profiler's process meanwhile
   double command_s = 0;   // the whole command, profiler start-up and teardown included
   uint64_t file_bytes = 0;
   uint64_t samples = 0;   // taken (tprof) or written (perf)
@@ -191,10 +215,13 @@ std::vector<std::string> WorkloadArgv(long chunks, int depth) {
   return {g_self, "--workload", std::to_string(chunks), kWorkloadResult, std::to_string(depth)};
 }
 
-double WorkloadSeconds() {
+// The workload's result: its wall time and its parent's CPU time meanwhile.
+void ReadWorkloadResult(Run* r) {
   std::string s = ReadFile(kWorkloadResult);
   if (s.empty()) Die("the workload wrote no result");
-  return std::strtod(s.c_str(), nullptr) / 1e9;
+  char* end = nullptr;
+  r->workload_s = std::strtod(s.c_str(), &end) / 1e9;
+  r->profiler_cpu_s = std::strtod(end, nullptr) / 1e9;
 }
 
 // The number after "key": in the JSON text, first occurrence.
@@ -213,12 +240,12 @@ Run RunPlain(long chunks, int depth = 0) {
   ::unlink(kWorkloadResult);
   Run r;
   r.command_s = Exec(WorkloadArgv(chunks, depth));
-  r.workload_s = WorkloadSeconds();
+  ReadWorkloadResult(&r);
   return r;
 }
 
-// stacks: -g (whole stacks, default depth) and the deep workload.
-Run RunTprof(long chunks, unsigned hz, bool stacks = false) {
+// stacks: -g (whole stacks, default depth); depth: the workload's.
+Run RunTprof(long chunks, unsigned hz, bool stacks = false, int depth = 0) {
   ::unlink(kWorkloadResult);
   ::unlink(kTprofData);
   // -a: every CPU, as perf record -a (record alone follows only the workload).
@@ -226,10 +253,10 @@ Run RunTprof(long chunks, unsigned hz, bool stacks = false) {
                                    kTprofData, "--format", "json", "--top", "1"};
   if (stacks) argv.push_back("-g");
   argv.push_back("--");
-  for (const std::string& a : WorkloadArgv(chunks, stacks ? kStackDepth : 0)) argv.push_back(a);
+  for (const std::string& a : WorkloadArgv(chunks, depth)) argv.push_back(a);
   Run r;
   r.command_s = Exec(argv);
-  r.workload_s = WorkloadSeconds();
+  ReadWorkloadResult(&r);
   r.file_bytes = FileSize(kTprofData);
   std::string out = ReadFile(kLog);
   // The dump's totals come from the per-CPU control areas (exact).
@@ -247,8 +274,8 @@ Run RunTprof(long chunks, unsigned hz, bool stacks = false) {
 
 std::string g_perf;  // perf binary, empty: no perf rows
 
-// stacks: -g (frame-pointer call graphs) and the deep workload.
-Run RunPerf(long chunks, unsigned hz, bool stacks = false) {
+// stacks: -g (frame-pointer call graphs); depth: the workload's.
+Run RunPerf(long chunks, unsigned hz, bool stacks = false, int depth = 0) {
   ::unlink(kWorkloadResult);
   ::unlink(kPerfData);
   std::string old = std::string(kPerfData) + ".old";
@@ -257,10 +284,10 @@ Run RunPerf(long chunks, unsigned hz, bool stacks = false) {
                                    "-a", "-o", kPerfData};
   if (stacks) argv.push_back("-g");
   argv.push_back("--");
-  for (const std::string& a : WorkloadArgv(chunks, stacks ? kStackDepth : 0)) argv.push_back(a);
+  for (const std::string& a : WorkloadArgv(chunks, depth)) argv.push_back(a);
   Run r;
   r.command_s = Exec(argv);
-  r.workload_s = WorkloadSeconds();
+  ReadWorkloadResult(&r);
   r.file_bytes = FileSize(kPerfData);
   // "[ perf record: Captured and wrote 1.234 MB /tmp/perf.data (56789 samples) ]"
   std::string out = ReadFile(kLog);
@@ -325,6 +352,7 @@ struct Config {
   char tool;  // '-' none, 't' tprof, 'p' perf
   unsigned hz;
   std::vector<Run> runs;
+  bool flat = false;  // with a deep workload: the profiler without stacks
 };
 
 template <typename Field>
@@ -344,20 +372,22 @@ std::vector<double> Paired(const Config& a, const Config& b) {
 }
 
 // Reps of every config, interleaved (A B C, A B C, ...): the workload
-// `depth` frames deep, and the profilers with stacks if depth > 0.
+// `depth` frames deep, and the profilers with stacks if depth > 0 (unless
+// the config is flat).
 void RunInterleaved(std::vector<Config>& configs, long chunks, int reps, int depth) {
-  const bool stacks = depth > 0;
   for (int r = 0; r < reps; ++r)
-    for (Config& c : configs)
+    for (Config& c : configs) {
+      const bool stacks = depth > 0 && !c.flat;
       c.runs.push_back(c.tool == '-'   ? RunPlain(chunks, depth)
-                       : c.tool == 't' ? RunTprof(chunks, c.hz, stacks)
-                                       : RunPerf(chunks, c.hz, stacks));
+                       : c.tool == 't' ? RunTprof(chunks, c.hz, stacks, depth)
+                                       : RunPerf(chunks, c.hz, stacks, depth));
+    }
 }
 
 // configs[0] is the unprofiled run the others are paired with.
 void PrintSlowdownTable(const std::vector<Config>& configs) {
-  std::printf("%-30s %9s %8s %15s %9s %9s %10s %6s\n", "run", "workload", "vs none", "[range]",
-              "command", "samples", "file", "lost");
+  std::printf("%-30s %9s %8s %15s %9s %9s %10s %6s %9s\n", "run", "workload", "vs none", "[range]",
+              "command", "samples", "file", "lost", "prof CPU");
   for (const Config& c : configs) {
     double w = Med(c, [](const Run& r) { return r.workload_s; });
     double cmd = Med(c, [](const Run& r) { return r.command_s; });
@@ -374,33 +404,52 @@ void PrintSlowdownTable(const std::vector<Config>& configs) {
     std::printf(" %9.0f %10s", samples, Bytes(bytes).c_str());
     uint64_t lost = 0;
     for (const Run& r : c.runs) lost += r.lost_samples + r.lost_records;
-    std::printf(" %6" PRIu64 "\n", lost);
+    std::printf(" %6" PRIu64 " %8.3fs\n", lost, Med(c, [](const Run& r) { return r.profiler_cpu_s; }));
   }
 }
 
 // Section 4: whole stacks, tprof -g against perf -g on the deep workload.
 // Returns whether both goals were met at every rate.
 bool StackSection(long chunks, int reps) {
-  std::vector<Config> configs = {{"unprofiled, 32 frames deep", '-', 0, {}},
+  std::vector<Config> configs = {{"unprofiled, " + std::to_string(g_frames) + " frames deep", '-', 0, {}},
                                  {"tprofctl record -a -g -F 1000", 't', 1000, {}},
                                  {"perf record -a -g -F 1000", 'p', 1000, {}},
                                  {"tprofctl record -a -g -F 10000", 't', 10000, {}},
-                                 {"perf record -a -g -F 10000", 'p', 10000, {}}};
+                                 {"perf record -a -g -F 10000", 'p', 10000, {}},
+                                 {"tprofctl record -a -F 10000", 't', 10000, {}, true},
+                                 {"perf record -a -F 10000", 'p', 10000, {}, true}};
   if (g_perf.empty())
     configs.erase(std::remove_if(configs.begin(), configs.end(),
                                  [](const Config& c) { return c.tool == 'p'; }),
                   configs.end());
-  RunInterleaved(configs, chunks, reps, kStackDepth);
+  RunInterleaved(configs, chunks, reps, g_frames);
   std::printf("\n4. whole stacks: the same work %d frames deep, %d interleaved reps\n"
-              "(tprofctl -g: default depth 64; perf -g: frame-pointer call graphs; columns as in 1.)\n",
-              kStackDepth, reps);
+              "(tprofctl -g: default depth 64; perf -g: frame-pointer call graphs; without -g for\n"
+              " comparison; columns as in 1.; prof CPU: the profiler process's CPU time while the\n"
+              " workload ran)\n",
+              g_frames, reps);
   PrintSlowdownTable(configs);
+  // Where a sample's cost goes: on one CPU the profiler's own process
+  // (reducing records, writing the file) runs between the workload's
+  // slices; the rest is the sample handler (stack walk, record) and what
+  // the workload loses to it (caches, TLB).
+  std::printf("per sample (median added workload time / samples; ns, instructions under --icount):\n");
+  const double base = Med(configs[0], [](const Run& r) { return r.workload_s; });
+  for (const Config& c : configs) {
+    if (c.tool == '-') continue;
+    const double samples = Med(c, [](const Run& r) { return r.samples; });
+    if (samples <= 0) continue;
+    const double added = (Med(c, [](const Run& r) { return r.workload_s; }) - base) / samples * 1e9;
+    const double prof = Med(c, [](const Run& r) { return r.profiler_cpu_s; }) / samples * 1e9;
+    std::printf("  %-30s %8.0f: profiler process %8.0f, sample handler and the rest %8.0f\n",
+                c.name.c_str(), added, prof, added - prof);
+  }
   if (g_perf.empty()) return false;
   bool met = true;
   for (unsigned hz : {1000u, 10000u}) {
     const Config *tp = nullptr, *pf = nullptr;
     for (const Config& c : configs)
-      if (c.hz == hz) (c.tool == 't' ? tp : pf) = &c;
+      if (c.hz == hz && !c.flat) (c.tool == 't' ? tp : pf) = &c;
     // Added cost: the slowdown over the same rep's unprofiled run.
     double ta = Median(Paired(*tp, configs[0])) - 1, pa = Median(Paired(*pf, configs[0])) - 1;
     std::vector<double> v = Paired(*tp, *pf);
@@ -438,8 +487,11 @@ int main(int argc, char** argv) {
       target_s = std::max(0.1, std::atof(argv[++i]));
     else if (a == "--stacks-only")
       stacks_only = true;
+    else if (a == "--frames" && i + 1 < argc)
+      g_frames = std::clamp(std::atoi(argv[++i]), 1, 60);
     else
-      Die("usage: tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S] [--stacks-only]");
+      Die("usage: tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S] [--stacks-only] "
+          "[--frames N]");
   }
   char self[4096];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -116,8 +116,8 @@ int RunCommand(const std::string& command, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-ShellResult Sh(const std::string& cmd) {
-  ShellResult r;
+Result Sh(const std::string& cmd) {
+  Result r;
   r.rc = RunCommand("(" + cmd + ") 2>&1", &r.out);
   return r;
 }

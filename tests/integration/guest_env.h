@@ -58,13 +58,13 @@ int RunUnprivileged(const std::function<int()>& body);
 int RunCommand(const std::string& command, std::string* out);
 
 // A shell command's exit status and its stdout and stderr together.
-struct ShellResult {
+struct Result {
   int rc = -1;
   std::string out;
 };
 
 // RunCommand with stderr folded into stdout (a failing check shows both).
-ShellResult Sh(const std::string& cmd);
+Result Sh(const std::string& cmd);
 
 bool Contains(const std::string& s, const std::string& what);
 

@@ -210,7 +210,7 @@ class Profiler : public ::testing::Test {
     ::unlink(RecorderPidFile().c_str());
   }
   // `tprofctl record -o DIR/NAME OPTIONS -- CMD` in the test's directory.
-  ShellResult Record(const std::string& name, const std::string& options, const std::string& cmd) {
+  Result Record(const std::string& name, const std::string& options, const std::string& cmd) {
     return Sh("cd " + dir_.path() + " && tprofctl record -o " + name + " " + options + " -- " +
               cmd);
   }
@@ -255,7 +255,7 @@ std::optional<WorkloadLine> ParseWorkloadLine(const std::string& out) {
 // busy, the shares are checked within 10 points instead of 5.
 struct SplitRun {
   std::string file;  // the profile
-  ShellResult result;
+  Result result;
   std::optional<Json> json;
   WorkloadLine workload;
   double tick_ratio = 0;  // process samples / CPU ms the workload spent
@@ -447,7 +447,7 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   // --callers: the folded stacks (whole stacks) name main as the caller of
   // the three.
   const uint32_t pid = static_cast<uint32_t>(N(pf.at("pid")));
-  ShellResult folded =
+  Result folded =
       Sh("tprofctl dump -i " + run.file + " --format folded --pid " + std::to_string(pid));
   ASSERT_EQ(folded.rc, 0) << folded.out;
   std::smatch m;
@@ -459,10 +459,10 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   // counts are the report's, and main's cumulative count is that of the
   // folded stacks through main (the caller frames).
   const std::string pb = dir_.File("shares.pb.gz");
-  ShellResult exported = Sh("tprofctl dump -i " + run.file + " --format pprof --pid " +
+  Result exported = Sh("tprofctl dump -i " + run.file + " --format pprof --pid " +
                        std::to_string(pid) + " -o " + pb);
   ASSERT_EQ(exported.rc, 0) << exported.out;
-  ShellResult top = Sh("pprof -sample_index=samples -top -nodecount=100000 -nodefraction=0 " + pb);
+  Result top = Sh("pprof -sample_index=samples -top -nodecount=100000 -nodefraction=0 " + pb);
   ASSERT_EQ(top.rc, 0) << top.out;
   auto table = ParsePprofTop(top.out);
   ASSERT_TRUE(table) << "no pprof -top table:\n" << top.out;
@@ -477,7 +477,7 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   // -o writes any format to a file, the same bytes as stdout; pprof's
   // binary goes to a pipe too (only a terminal is refused).
   const std::string folded_file = dir_.File("shares.folded");
-  ShellResult to_file = Sh("tprofctl dump -i " + run.file + " --format folded --pid " +
+  Result to_file = Sh("tprofctl dump -i " + run.file + " --format folded --pid " +
                       std::to_string(pid) + " -o " + folded_file);
   ASSERT_EQ(to_file.rc, 0) << to_file.out;
   EXPECT_EQ(to_file.out, "") << "nothing on stdout with -o";
@@ -485,7 +485,7 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   std::stringstream folded_text;
   folded_text << folded_in.rdbuf();
   EXPECT_EQ(folded_text.str(), folded.out);
-  ShellResult piped = Sh("tprofctl dump -i " + run.file + " --format pprof | od -An -tx1 -N2");
+  Result piped = Sh("tprofctl dump -i " + run.file + " --format pprof | od -An -tx1 -N2");
   ASSERT_EQ(piped.rc, 0) << piped.out;
   EXPECT_TRUE(Contains(piped.out, "1f 8b")) << "gzip magic expected: " << piped.out;
   std::printf(
@@ -580,7 +580,7 @@ TEST_F(Profiler, ShortLivedChildrenAreNamedAndResolved) {
   // still have wl_child_work as the top function of its main executable.
   for (int attempt = 1; attempt <= 2; ++attempt) {
     const std::string file = "spawn" + std::to_string(attempt) + ".data";
-    ShellResult r = Record(file, "--by process", "tprof-wl-spawn --children 10 --ms-each 40");
+    Result r = Record(file, "--by process", "tprof-wl-spawn --children 10 --ms-each 40");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(Contains(r.out, "0 failed")) << r.out;
     auto j = DumpJson(dir_.File(file));
@@ -625,7 +625,7 @@ TEST_F(Profiler, JitCodeIsNamedFromThePerfMap) {
   // run is repeated at 100 Hz, three times longer (as RecordUndisturbed).
   for (int hz : {1000, 100}) {
     const std::string file = "jit" + std::to_string(hz) + ".data";
-    ShellResult r = Record(file, "--by process --freq " + std::to_string(hz),
+    Result r = Record(file, "--by process --freq " + std::to_string(hz),
                       "tprof-wl-jit --ms " + std::to_string(hz == 1000 ? 500 : 1500));
     ASSERT_EQ(r.rc, 0) << r.out;
     auto j = DumpJson(dir_.File(file));
@@ -660,15 +660,15 @@ TEST_F(Profiler, JitCodeIsNamedFromThePerfMap) {
 // fill at 20 kHz, so loss is certain; every report shows the same number
 // the kernel counted.
 TEST_F(Profiler, LostSamplesAreReportedAsTheKernelCountedThem) {
-  ShellResult start = Sh("cd " + dir_.path() + " && tprofctl start --freq 20000 --buffer-kb 4 -o lost.data");
+  Result start = Sh("cd " + dir_.path() + " && tprofctl start --freq 20000 --buffer-kb 4 -o lost.data");
   ASSERT_EQ(start.rc, 0) << start.out;
   pid_t recorder = RecorderPid();
   ASSERT_GT(recorder, 0);
   ASSERT_EQ(::kill(recorder, SIGSTOP), 0);
-  ShellResult load = Sh("tprof-wl-shares --ms 300 >/dev/null & tprof-wl-shares --ms 300 >/dev/null; wait");
+  Result load = Sh("tprof-wl-shares --ms 300 >/dev/null & tprof-wl-shares --ms 300 >/dev/null; wait");
   ASSERT_EQ(::kill(recorder, SIGCONT), 0);
   EXPECT_EQ(load.rc, 0) << load.out;
-  ShellResult stop = Sh("tprofctl stop");
+  Result stop = Sh("tprofctl stop");
   ASSERT_EQ(stop.rc, 0) << stop.out;
   auto written = ParseWritten(stop.out);
   ASSERT_TRUE(written) << stop.out;
@@ -678,7 +678,7 @@ TEST_F(Profiler, LostSamplesAreReportedAsTheKernelCountedThem) {
   ASSERT_TRUE(j);
   EXPECT_EQ(N((*j).at("lost_samples")), written->lost);
   EXPECT_EQ(N((*j).at("samples")), written->samples);
-  ShellResult text = Sh("tprofctl dump -i " + dir_.File("lost.data") + " --by process");
+  Result text = Sh("tprofctl dump -i " + dir_.File("lost.data") + " --by process");
   ASSERT_EQ(text.rc, 0) << text.out;
   auto row = LostRow(text.out);
   ASSERT_TRUE(row) << "no [lost] row:\n" << text.out;
@@ -691,7 +691,7 @@ TEST_F(Profiler, LostSamplesAreReportedAsTheKernelCountedThem) {
 
   // The same through `record` at 20 kHz with 4 KiB halves on two busy
   // CPUs: whether it loses depends on the scheduler, the accounting may not.
-  ShellResult rec = Record("rec.data", "--freq 20000 --buffer-kb 4 --by process",
+  Result rec = Record("rec.data", "--freq 20000 --buffer-kb 4 --by process",
                    "sh -c 'tprof-wl-shares --ms 300 & tprof-wl-shares --ms 300; wait'");
   ASSERT_EQ(rec.rc, 0) << rec.out;
   auto j2 = DumpJson(dir_.File("rec.data"));
@@ -721,7 +721,7 @@ TEST_F(Profiler, IdleGuestIsMostlyWaitState) {
   // in the KASAN kernel, is not idle) is what the profile must show, not a
   // fixed share.
   const auto before = CpuIdleAndTotal();
-  ShellResult r = Record("idle.data", "-a --by process", "sleep 1");  // the machine, not sleep
+  Result r = Record("idle.data", "-a --by process", "sleep 1");  // the machine, not sleep
   const auto after = CpuIdleAndTotal();
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_TRUE(Contains(r.out, "[idle/wait]")) << r.out;
@@ -749,7 +749,7 @@ TEST_F(Profiler, StopAtOnceAfterStartStillWritesTheProfile) {
   const std::string cd = "cd " + dir_.path() + " && ";
   for (int round = 0; round < 5; ++round) {
     std::string name = "at-once" + std::to_string(round) + ".data";
-    ShellResult both = Sh(cd + "tprofctl start -o " + name + " >/dev/null && tprofctl stop");
+    Result both = Sh(cd + "tprofctl start -o " + name + " >/dev/null && tprofctl stop");
     ASSERT_EQ(both.rc, 0) << "round " << round << ": " << both.out;
     auto w = ParseWritten(both.out);
     ASSERT_TRUE(w) << both.out;
@@ -757,13 +757,13 @@ TEST_F(Profiler, StopAtOnceAfterStartStillWritesTheProfile) {
 
     // Stopped as soon as its pid is known, then continued and stopped.
     name = "stopped" + std::to_string(round) + ".data";
-    ShellResult start = Sh(cd + "tprofctl start -o " + name);
+    Result start = Sh(cd + "tprofctl start -o " + name);
     ASSERT_EQ(start.rc, 0) << start.out;
     pid_t recorder = RecorderPid();
     ASSERT_GT(recorder, 0);
     ASSERT_EQ(::kill(recorder, SIGSTOP), 0);
     ASSERT_EQ(::kill(recorder, SIGCONT), 0);
-    ShellResult stop = Sh("tprofctl stop");
+    Result stop = Sh("tprofctl stop");
     ASSERT_EQ(stop.rc, 0) << "round " << round << ": " << stop.out;
     EXPECT_TRUE(std::filesystem::exists(dir_.File(name))) << name;
   }
@@ -771,37 +771,37 @@ TEST_F(Profiler, StopAtOnceAfterStartStillWritesTheProfile) {
 
 TEST_F(Profiler, StartStopStartAndItsErrors) {
   const std::string cd = "cd " + dir_.path() + " && ";
-  ShellResult a = Sh(cd + "tprofctl start -o A.data");
+  Result a = Sh(cd + "tprofctl start -o A.data");
   ASSERT_EQ(a.rc, 0) << a.out;
   EXPECT_TRUE(Contains(a.out, "recording")) << a.out;
-  ShellResult twice = Sh(cd + "tprofctl start -o X.data");
+  Result twice = Sh(cd + "tprofctl start -o X.data");
   EXPECT_EQ(twice.rc, 1) << twice.out;
   EXPECT_TRUE(Contains(twice.out, "already running")) << twice.out;
   EXPECT_EQ(Sh("tprof-wl-shares --ms 200").rc, 0);
-  ShellResult stop = Sh("tprofctl stop");
+  Result stop = Sh("tprofctl stop");
   ASSERT_EQ(stop.rc, 0) << stop.out;
   auto w = ParseWritten(stop.out);
   ASSERT_TRUE(w) << stop.out;
   EXPECT_EQ(w->path, dir_.File("A.data"));
   EXPECT_FALSE(std::filesystem::exists(dir_.File("X.data")));
 
-  ShellResult again = Sh("tprofctl stop");
+  Result again = Sh("tprofctl stop");
   EXPECT_EQ(again.rc, 1) << again.out;
   EXPECT_TRUE(Contains(again.out, "no recorder is running")) << again.out;
 
   {  // Another program holds the one session: start says so.
     auto held = SamplingSession::Start(SamplingOptions{});
     ASSERT_TRUE(held) << held.error().message();
-    ShellResult busy = Sh(cd + "tprofctl start -o Y.data");
+    Result busy = Sh(cd + "tprofctl start -o Y.data");
     EXPECT_EQ(busy.rc, 1) << busy.out;
     EXPECT_TRUE(Contains(busy.out, "already running")) << busy.out;
-    ShellResult busy_record = Record("Z.data", "", "true");
+    Result busy_record = Record("Z.data", "", "true");
     EXPECT_EQ(busy_record.rc, 1) << busy_record.out;
     EXPECT_TRUE(Contains(busy_record.out, "already running")) << busy_record.out;
     EXPECT_EQ(RecorderPid() > 0 && !ProcessGone(RecorderPid()), false);
   }
 
-  ShellResult b = Sh(cd + "tprofctl start -o B.data");
+  Result b = Sh(cd + "tprofctl start -o B.data");
   ASSERT_EQ(b.rc, 0) << b.out;
   EXPECT_EQ(Sh("tprof-wl-shares --ms 200").rc, 0);
   stop = Sh("tprofctl stop");
@@ -827,7 +827,7 @@ TEST_F(Profiler, StartStopStartAndItsErrors) {
 // wl_alpha, each refresh's first row is wl_alpha; and tprofctl status shows
 // the running session (whoever owns it) with its samples and rate.
 TEST_F(Profiler, TopShowsTheHeaviestFunctionOfEachInterval) {
-  ShellResult r = Sh("tprof-wl-shares --ms 60000 --shares 80,10,10 >/dev/null & p=$!; "
+  Result r = Sh("tprof-wl-shares --ms 60000 --shares 80,10,10 >/dev/null & p=$!; "
                 "tprofctl top -p $p --batch -d 0.5 -n 4 --rows 5 > " + dir_.File("top.txt") +
                 " & t=$!; for i in $(seq 200); do s=$(tprofctl status --rate-ms 300); "
                 "case \"$s\" in *'sampling: running'*) echo \"$s\"; break;; esac; sleep 0.05; done; "
@@ -857,7 +857,7 @@ TEST_F(Profiler, TopShowsTheHeaviestFunctionOfEachInterval) {
 TEST_F(Profiler, DiffShowsTheFunctionsWhoseSharesMoved) {
   for (const auto& [name, shares] : {std::pair<std::string, std::string>{"A.data", "80,10,10"},
                                      {"B.data", "10,10,80"}}) {
-    ShellResult r = Record(name, "--by process --top 1",
+    Result r = Record(name, "--by process --top 1",
                       "tprof-wl-shares --ms 1000 --shares " + shares);
     ASSERT_EQ(r.rc, 0) << r.out;
   }
@@ -896,10 +896,10 @@ TEST_F(Profiler, DiffShowsTheFunctionsWhoseSharesMoved) {
     delta[(*r).at("function").get<std::string>()] += static_cast<int64_t>(N((*r).at("samples_b"))) -
                                                      static_cast<int64_t>(N((*r).at("samples_a")));
   for (const char* name : {"A", "B"}) {
-    ShellResult e = Sh(cd + "tprofctl dump -i " + name + ".data --format pprof -o " + name + ".pb.gz");
+    Result e = Sh(cd + "tprofctl dump -i " + name + ".data --format pprof -o " + name + ".pb.gz");
     ASSERT_EQ(e.rc, 0) << e.out;
   }
-  ShellResult pp = Sh(cd + "pprof -sample_index=samples -top -nodecount=100000 -nodefraction=0 "
+  Result pp = Sh(cd + "pprof -sample_index=samples -top -nodecount=100000 -nodefraction=0 "
                       "-diff_base=A.pb.gz B.pb.gz");
   ASSERT_EQ(pp.rc, 0) << pp.out;
   std::map<std::string, int64_t> pprof_flat;
@@ -915,14 +915,14 @@ TEST_F(Profiler, DiffShowsTheFunctionsWhoseSharesMoved) {
   EXPECT_LT(pprof_flat.at("wl_alpha"), 0) << pp.out;
   EXPECT_GT(pprof_flat.at("wl_gamma"), 0) << pp.out;
 
-  ShellResult text = Sh(cd + "tprofctl diff A.data B.data --top 3");
+  Result text = Sh(cd + "tprofctl diff A.data B.data --top 3");
   EXPECT_EQ(text.rc, 0) << text.out;
   EXPECT_TRUE(Contains(text.out, "A: A.data: ")) << text.out;
   EXPECT_TRUE(Contains(text.out, "more rows: raise --top")) << text.out;
 
-  ShellResult one = Sh(cd + "tprofctl diff A.data");
+  Result one = Sh(cd + "tprofctl diff A.data");
   EXPECT_EQ(one.rc, 2) << one.out;
-  ShellResult missing = Sh(cd + "tprofctl diff A.data nonexistent.data");
+  Result missing = Sh(cd + "tprofctl diff A.data nonexistent.data");
   EXPECT_EQ(missing.rc, 1) << missing.out;
   EXPECT_TRUE(Contains(missing.out, "nonexistent.data")) << missing.out;
 }
@@ -930,7 +930,7 @@ TEST_F(Profiler, DiffShowsTheFunctionsWhoseSharesMoved) {
 // (h) The recorder killed with SIGKILL: the session ends with it.
 TEST_F(Profiler, KilledRecorderFreesTheSession) {
   const std::string cd = "cd " + dir_.path() + " && ";
-  ShellResult start = Sh(cd + "tprofctl start -o killed.data");
+  Result start = Sh(cd + "tprofctl start -o killed.data");
   ASSERT_EQ(start.rc, 0) << start.out;
   pid_t recorder = RecorderPid();
   ASSERT_GT(recorder, 0);
@@ -944,7 +944,7 @@ TEST_F(Profiler, KilledRecorderFreesTheSession) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
   auto t0 = Clock::now();
-  ShellResult stop = Sh("tprofctl stop");
+  Result stop = Sh("tprofctl stop");
   EXPECT_NE(stop.rc, 0) << stop.out;
   EXPECT_TRUE(Contains(stop.out, "no recorder is running")) << stop.out;
   EXPECT_TRUE(Contains(stop.out, "killed")) << "should say the last one died:\n" << stop.out;
@@ -960,7 +960,7 @@ TEST_F(Profiler, KilledRecorderFreesTheSession) {
     _exit(127);
   }
   std::ofstream(RecorderPidFile()) << other << "\n";
-  ShellResult reused = Sh("tprofctl stop");
+  Result reused = Sh("tprofctl stop");
   EXPECT_EQ(reused.rc, 1) << reused.out;
   int status = 0;
   EXPECT_EQ(::waitpid(other, &status, WNOHANG), 0) << "tprofctl stop signalled pid " << other;
@@ -968,10 +968,10 @@ TEST_F(Profiler, KilledRecorderFreesTheSession) {
   ::waitpid(other, &status, 0);
   std::ofstream(RecorderPidFile()) << ::getpid() << "\n";  // alive, but not tprofctl
 
-  ShellResult again = Sh(cd + "tprofctl start -o after.data");
+  Result again = Sh(cd + "tprofctl start -o after.data");
   ASSERT_EQ(again.rc, 0) << again.out;
   EXPECT_EQ(Sh("tprof-wl-shares --ms 100").rc, 0);
-  ShellResult stop2 = Sh("tprofctl stop");
+  Result stop2 = Sh("tprofctl stop");
   ASSERT_EQ(stop2.rc, 0) << stop2.out;
   auto j = DumpJson(dir_.File("after.data"));
   ASSERT_TRUE(j);
@@ -981,7 +981,7 @@ TEST_F(Profiler, KilledRecorderFreesTheSession) {
 // (i) The module cannot be unloaded under a running recorder, which then
 // still stops and writes its profile.
 TEST_F(Profiler, ModuleUnloadIsRefusedWhileRecording) {
-  ShellResult start = Sh("cd " + dir_.path() + " && tprofctl start -o unload.data");
+  Result start = Sh("cd " + dir_.path() + " && tprofctl start -o unload.data");
   ASSERT_EQ(start.rc, 0) << start.out;
   int err = UnloadModule();
   if (err == 0) {
@@ -993,7 +993,7 @@ TEST_F(Profiler, ModuleUnloadIsRefusedWhileRecording) {
   EXPECT_TRUE(err == EWOULDBLOCK || err == EBUSY) << "delete_module: " << strerror(err);
   EXPECT_EQ(DeviceState(), static_cast<uint32_t>(TPROF_STATE_SAMPLING));
   EXPECT_EQ(Sh("tprof-wl-shares --ms 100").rc, 0);
-  ShellResult stop = Sh("tprofctl stop");
+  Result stop = Sh("tprofctl stop");
   ASSERT_EQ(stop.rc, 0) << stop.out;
   auto j = DumpJson(dir_.File("unload.data"));
   ASSERT_TRUE(j);
@@ -1002,8 +1002,8 @@ TEST_F(Profiler, ModuleUnloadIsRefusedWhileRecording) {
 }
 
 // Runs `sh -c cmd` in dir as nobody (uid/gid 65534, no capabilities).
-ShellResult RunAsNobody(const std::string& dir, const std::string& cmd) {
-  ShellResult r;
+Result RunAsNobody(const std::string& dir, const std::string& cmd) {
+  Result r;
   const std::string log = dir + "/nobody.out";
   pid_t pid = ::fork();
   if (pid < 0) return r;
@@ -1035,14 +1035,14 @@ TEST_F(Profiler, UnprivilegedUserProfilesOnlyItsOwnCommand) {
   ScopedParanoid paranoid(1);  // kernel samples allowed, their addresses withheld
   ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
   // -a asks for the whole machine: refused, with what to do instead.
-  ShellResult all = RunAsNobody(dir_.path(), "tprofctl record -a -o all.data -- true");
+  Result all = RunAsNobody(dir_.path(), "tprofctl record -a -o all.data -- true");
   EXPECT_EQ(all.rc, 1) << all.out;
   EXPECT_TRUE(Contains(all.out, "CAP_PERFMON")) << all.out;
   EXPECT_TRUE(Contains(all.out, "record -- CMD")) << "the hint names the unprivileged way:\n" << all.out;
   EXPECT_FALSE(std::filesystem::exists(dir_.File("all.data")));
 
   // Without -a or -p, record samples the command (as `--pid 0` did).
-  ShellResult own = RunAsNobody(dir_.path(), "tprofctl record -o own.data -- tprof-wl-split --ms 400");
+  Result own = RunAsNobody(dir_.path(), "tprofctl record -o own.data -- tprof-wl-split --ms 400");
   ASSERT_EQ(own.rc, 0) << own.out;
   auto j = DumpJson(dir_.File("own.data"));
   ASSERT_TRUE(j);
@@ -1078,7 +1078,7 @@ TEST_F(Profiler, UnprivilegedUserProfilesOnlyItsOwnCommand) {
       EXPECT_EQ(key.caller, 0u);
     }
   static const std::regex kernel_address("(0x)?ffff[0-9a-f]{12}");
-  ShellResult folded = RunAsNobody(dir_.path(), "tprofctl dump -i own.data --format folded");
+  Result folded = RunAsNobody(dir_.path(), "tprofctl dump -i own.data --format folded");
   EXPECT_EQ(folded.rc, 0) << folded.out;
   EXPECT_TRUE(Contains(folded.out, "[unknown] [kernel]_[k]")) << folded.out;
   for (const std::string* text : {&own.out, &folded.out})
@@ -1142,9 +1142,9 @@ TEST_F(Profiler, RecordFollowsTheCommandAndItsChildrenOnly) {
   }
   const std::string workload = "tprof-wl-spawn --children 4 --ms-each 100";
   const uint64_t ticks0 = CpuTicks(other);
-  ShellResult nobody = RunAsNobody(dir_.path(), "tprofctl record -g -o tree.data --by process -- " + workload);
+  Result nobody = RunAsNobody(dir_.path(), "tprofctl record -g -o tree.data --by process -- " + workload);
   const uint64_t ticks1 = CpuTicks(other);
-  ShellResult root = Record("root-tree.data", "-g --by process", workload);
+  Result root = Record("root-tree.data", "-g --by process", workload);
   const uint64_t ticks2 = CpuTicks(other);
   ::kill(other, SIGKILL);
   ::waitpid(other, nullptr, 0);
@@ -1164,7 +1164,7 @@ TEST_F(Profiler, RecordFollowsTheCommandAndItsChildrenOnly) {
 // `record -p PID` without a command records that running process until it
 // exits (as perf record -p), then reports it and nothing else.
 TEST_F(Profiler, RecordOfARunningProcessEndsWhenItExits) {
-  ShellResult r = Sh("cd " + dir_.path() +
+  Result r = Sh("cd " + dir_.path() +
                 " && { tprof-wl-shares --ms 1500 >/dev/null & tprofctl record -p $! -o p.data "
                 "--by process; }");
   ASSERT_EQ(r.rc, 0) << r.out;

@@ -121,11 +121,11 @@ class Stacks : public ::testing::Test {
   // Records the workload with stacks; returns the folded stacks.
   std::string RecordFolded(const std::string& args, const std::string& name) {
     file_ = dir_.File(name);
-    ShellResult rec = Sh("cd " + dir_.path() + " && tprofctl record -o " + file_ +
+    Result rec = Sh("cd " + dir_.path() + " && tprofctl record -o " + file_ +
                     " --callers -- tprof-wl-calltree " + args);
     EXPECT_EQ(rec.rc, 0) << rec.out;
     workload_ = rec.out;
-    ShellResult folded = Sh("tprofctl dump -i " + file_ + " --format folded");
+    Result folded = Sh("tprofctl dump -i " + file_ + " --format folded");
     EXPECT_EQ(folded.rc, 0) << folded.out;
     return folded.out;
   }
@@ -189,11 +189,11 @@ TEST_F(Stacks, CallTreeSharesThroughFramelessLeafAndSharedLibrary) {
     }
   }
   EXPECT_TRUE(found) << Head(json_text);
-  ShellResult children = Sh("tprofctl dump -i " + file_ + " --children --by symbol --top 3");
+  Result children = Sh("tprofctl dump -i " + file_ + " --children --by symbol --top 3");
   ASSERT_EQ(children.rc, 0) << children.out;
   EXPECT_TRUE(Contains(children.out, "CHILDREN")) << children.out;
   // dump --by caller: the caller -> callee steps.
-  ShellResult callers = Sh("tprofctl dump -i " + file_ + " --by caller");
+  Result callers = Sh("tprofctl dump -i " + file_ + " --by caller");
   ASSERT_EQ(callers.rc, 0) << callers.out;
   for (const char* step : {"wl_a -> wl_c", "wl_a -> wl_b", "wl_b -> wl_lib_call",
                            "wl_lib_call -> wl_d"})

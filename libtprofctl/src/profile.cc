@@ -329,7 +329,20 @@ uint64_t Less(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 }  // namespace
 
-Profile SamplesSince(const Profile& now, const Profile& before) {
+ProfileCounts CountsOf(const Profile& p) {
+  ProfileCounts c;
+  c.samples = p.samples;
+  c.caller_edges = p.caller_edges;
+  c.stack_samples = p.stack_samples;
+  c.cpus = p.cpus;
+  c.lost_samples_in_records = p.lost_samples_in_records;
+  c.lost_records_in_records = p.lost_records_in_records;
+  c.record_samples = p.records.samples;
+  c.last_time_ns = p.last_time_ns;
+  return c;
+}
+
+Profile SamplesSince(const Profile& now, const ProfileCounts& before) {
   Profile out = now;
   SubtractCounts(&out.samples, before.samples);
   SubtractCounts(&out.caller_edges, before.caller_edges);
@@ -344,7 +357,7 @@ Profile SamplesSince(const Profile& now, const Profile& before) {
   }
   out.lost_samples_in_records = Less(now.lost_samples_in_records, before.lost_samples_in_records);
   out.lost_records_in_records = Less(now.lost_records_in_records, before.lost_records_in_records);
-  out.records.samples = Less(now.records.samples, before.records.samples);
+  out.records.samples = Less(now.records.samples, before.record_samples);
   if (before.last_time_ns != 0 && out.samples.size() != 0) out.first_time_ns = before.last_time_ns;
   return out;
 }

@@ -228,11 +228,25 @@ struct SnapshotOptions {
   bool prune_kernel_symbols = true;
 };
 
-// What a running recording added since an earlier copy of its profile (a
-// live view's last interval, tprofctl top): `now` with every count less
-// `before`'s (rows that did not move are dropped); the tables (processes,
-// mappings, symbols, attributes) as in `now`.
-[[nodiscard]] Profile SamplesSince(const Profile& now, const Profile& before);
+// The counts of a running recording at one moment, what SamplesSince
+// subtracts: a live view keeps these between refreshes, not a copy of the
+// whole profile with its stack table, names and mappings.
+struct ProfileCounts {
+  std::map<SampleKey, uint64_t> samples;
+  std::map<CallerKey, uint64_t> caller_edges;
+  std::map<StackSampleKey, uint64_t> stack_samples;
+  std::map<uint32_t, CpuTotals> cpus;
+  uint64_t lost_samples_in_records = 0, lost_records_in_records = 0;
+  uint64_t record_samples = 0;  // records.samples
+  uint64_t last_time_ns = 0;
+};
+[[nodiscard]] ProfileCounts CountsOf(const Profile& profile);
+
+// What a running recording added since an earlier moment (a live view's
+// last interval, tprofctl top): `now` with every count less `before`'s
+// (rows that did not move are dropped); the tables (processes, mappings,
+// stacks, symbols, attributes) as in `now`.
+[[nodiscard]] Profile SamplesSince(const Profile& now, const ProfileCounts& before);
 
 // At stop: copies the kernel symbols and the perf map of every sampled
 // pid into the profile. Never fails: what cannot be read is noted

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tprof/expected.h"
@@ -210,7 +211,8 @@ class ProfileBuilder {
                 size_t rest_bytes);
 
   Profile profile_;
-  std::map<RawStack, uint32_t> stack_ids_;
+  // Stack-table ids by a hash of the stack (see AddStack).
+  std::unordered_multimap<uint64_t, uint32_t> stack_ids_;
 };
 
 // Reads the text symbols (types t/T/w/W) of a kallsyms file. All-zero

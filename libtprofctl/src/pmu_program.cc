@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <linux/netlink.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -102,6 +103,8 @@ int OnEvent(nl_msg* msg, void* arg) {
 
 // Events carry no sequence number: no check on any of our callback sets.
 int NoSeqCheck(nl_msg*, void*) { return NL_OK; }
+
+int SkipAck(nl_msg*, void*) { return NL_OK; }
 
 // While a subscription waits for its answer: the module's reply (ABI 1.9)
 // ends the wait; events of the socket's other programs are kept.
@@ -198,8 +201,15 @@ Expected<size_t> Monitor::Receive(const Callback& cb) {
   if (!c) return Error::FromErrno(ENOMEM, "cannot allocate netlink callbacks");
   nl_cb_set(c, NL_CB_VALID, NL_CB_CUSTOM, OnEvent, &d);
   nl_cb_set(c, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, NoSeqCheck, nullptr);
+  // A subscription's ACK arrives here, behind the events its reply let
+  // through (ABI 1.9): skipped, where libnl's default would stop the drain.
+  nl_cb_set(c, NL_CB_ACK, NL_CB_CUSTOM, SkipAck, nullptr);
+  // nl_recvmsgs_report(): messages handled in one datagram, 0 once the
+  // (non-blocking) socket is empty. nl_recvmsgs() says 0 for both, and a
+  // drain that stopped at the first datagram returned 0 events when that
+  // one was a subscription's ACK.
   for (;;) {
-    int r = nl_recvmsgs(sock_.get(), c);
+    int r = nl_recvmsgs_report(sock_.get(), c);
     if (r == -NLE_AGAIN || r == 0) break;  // drained
     if (r < 0) {
       nl_cb_put(c);
@@ -212,11 +222,18 @@ Expected<size_t> Monitor::Receive(const Callback& cb) {
 
 Expected<size_t> Monitor::Wait(std::chrono::milliseconds timeout, const Callback& cb) {
   if (!pending_.empty()) return Receive(cb);
-  pollfd p{fd(), POLLIN, 0};
-  int r = ::poll(&p, 1, int(timeout.count()));
-  if (r < 0) return Error::FromErrno(errno, "waiting for PMU events");
-  if (r == 0) return size_t(0);
-  return Receive(cb);
+  // A wake-up may bring no event (a subscription's late ACK): wait on
+  // until one comes or the time is up.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{fd(), POLLIN, 0};
+    int r = ::poll(&p, 1, int(std::max<int64_t>(left.count(), 0)));
+    if (r < 0) return Error::FromErrno(errno, "waiting for PMU events");
+    if (r == 0) return size_t(0);
+    auto n = Receive(cb);
+    if (!n || *n > 0 || left.count() <= 0) return n;
+  }
 }
 
 std::string FormatEvent(const tprof_pmu_event& e, const ProgramSpec& spec) {

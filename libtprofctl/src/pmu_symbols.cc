@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "tprof/pmu.h"
@@ -42,6 +43,19 @@ void AddFileSymbols(const std::string& path, const std::vector<Mapping>& maps,
       GElf_Phdr ph;
       if (gelf_getphdr(elf, int(i), &ph) && ph.p_type == PT_LOAD) loads.push_back(ph);
     }
+  // The load bias (run-time minus link-time address, the same for every
+  // segment): from a mapping of the file and the PT_LOAD whose file bytes
+  // it maps (its pgoff may be below p_offset by the page rounding).
+  std::optional<uint64_t> bias;
+  for (const Mapping& m : maps) {
+    for (const GElf_Phdr& ph : loads) {
+      uint64_t align = ph.p_align > 1 ? ph.p_align : 1;
+      if (m.pgoff < (ph.p_offset & ~(align - 1)) || m.pgoff >= ph.p_offset + ph.p_filesz) continue;
+      bias = m.start - (ph.p_vaddr + m.pgoff - ph.p_offset);
+      break;
+    }
+    if (bias) break;
+  }
   // .symtab if present (it has the local symbols), else .dynsym.
   Elf_Scn* chosen = nullptr;
   GElf_Shdr chosen_sh{};
@@ -68,16 +82,14 @@ void AddFileSymbols(const std::string& path, const std::vector<Mapping>& maps,
       }
       if ((type != STT_FUNC && type != STT_OBJECT) || !name || !*name || sym.st_shndx == SHN_UNDEF)
         continue;
-      // Link-time address -> file offset -> a mapping of that offset.
+      // Link-time address + the file's load bias. Not through the mapping
+      // of the symbol's file offset: .bss past the last file page is in
+      // an anonymous mapping, which names no file.
       for (const GElf_Phdr& ph : loads) {
         if (sym.st_value < ph.p_vaddr || sym.st_value >= ph.p_vaddr + ph.p_memsz) continue;
-        uint64_t off = sym.st_value - ph.p_vaddr + ph.p_offset;
-        for (const Mapping& m : maps)
-          if (off >= m.pgoff && off < m.pgoff + (m.end - m.start)) {
-            out->push_back({name, GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : "",
-                            m.start + (off - m.pgoff), sym.st_size});
-            break;
-          }
+        if (bias)
+          out->push_back({name, GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : "", sym.st_value + *bias,
+                          sym.st_size});
         break;
       }
     }

@@ -24,6 +24,31 @@ static int tprof_read_user_frame(void *ctx, u64 addr, u64 rec[2])
 				      2 * sizeof(u64)) ? -EFAULT : 0;
 }
 
+/*
+ * The same read for a walk that runs under one pagefault_disable(), as
+ * perf's callchain code reads frames with __get_user(): a
+ * copy_from_user_nofault() per frame cost 3x perf's per-frame cost
+ * (bench/sampling_bench.cc, section 4). What copy_from_user_nofault()
+ * adds besides is nmi_uaccess_okay() (not exported; always true on
+ * arm64): on x86 this reader is used only after a copy_from_user_nofault()
+ * of the same handler succeeded, so that check was made. x86's
+ * access_ok() warns in interrupt context on debug kernels, hence
+ * __access_ok() there.
+ */
+static int tprof_read_user_frame_inatomic(void *ctx, u64 addr, u64 rec[2])
+{
+	const void __user *p = (const void __user *)(unsigned long)addr;
+
+#ifdef CONFIG_X86_64
+	if (!__access_ok(p, 2 * sizeof(u64)))
+		return -EFAULT;
+#else
+	if (!access_ok(p, 2 * sizeof(u64)))
+		return -EFAULT;
+#endif
+	return __copy_from_user_inatomic(rec, p, 2 * sizeof(u64)) ? -EFAULT : 0;
+}
+
 #ifdef CONFIG_ARM64
 static int tprof_read_kernel_frame(void *ctx, u64 addr, u64 rec[2])
 {
@@ -114,7 +139,7 @@ unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
 {
 	unsigned int depth = s->config.stack_depth, nk = 0, nu = 0;
 	struct pt_regs *uregs;
-	bool truncated = false;
+	bool truncated = false, uaccess_checked = false;
 	u64 fp, sp, ra;
 
 	memset(st, 0, sizeof(*st));
@@ -137,12 +162,14 @@ unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
 					    sizeof(ra))) {
 			u[nu++] = ra;
 			st->flags |= TPROF_STACK_LEAF_RA;
+			uaccess_checked = true;
 		}
 #elif defined(CONFIG_ARM64)
 		fp = uregs->regs[29];
 		ra = tprof_strip_pac(uregs->regs[30], true);
 		u[nu++] = ra;
 		st->flags |= TPROF_STACK_LEAF_RA;
+		uaccess_checked = true;	/* nmi_uaccess_okay() is always true */
 #else
 		fp = 0;
 #endif
@@ -150,7 +177,15 @@ unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
 		w.floor = sp;
 		w.out = u + nu;
 		w.max = depth - nk;
-		walked = tprof_fp_walk(&w, tprof_read_user_frame, NULL, &truncated);
+		if (uaccess_checked) {
+			pagefault_disable();
+			walked = tprof_fp_walk(&w, tprof_read_user_frame_inatomic,
+					       NULL, &truncated);
+			pagefault_enable();
+		} else {
+			walked = tprof_fp_walk(&w, tprof_read_user_frame, NULL,
+					       &truncated);
+		}
 #ifdef CONFIG_ARM64
 		tprof_strip_all(w.out, walked, true);
 #endif

@@ -179,6 +179,26 @@ $(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS) $(TPROFCTL_UNIT_SR
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(SANITIZE) -o $@ $^ $(GTEST_LIBS) $(ELF_LIBS)
 
+# The symbolizer's debug-file tests (tests/unit/symbolizer_debug_test.cc):
+# libsymtest.so with DWARF (full/), its debug file, a stripped copy that
+# names it by .gnu_debuglink (link/, debug file in link/.debug/), and a
+# stripped copy without a link whose debug file is only in a build-id tree
+# (bare/ and debug/.build-id/xx/yyyy.debug).
+SYMFILES := $(B)/tests/symfiles
+unit-tests: $(SYMFILES)/stamp
+$(SYMFILES)/stamp: tests/unit/symfiles/symtest.c
+	@rm -rf $(SYMFILES) && mkdir -p $(SYMFILES)/full $(SYMFILES)/link/.debug $(SYMFILES)/bare
+	$(CC) -std=gnu11 -O2 -g -fPIC -shared -Wl,--build-id $(WARNINGS) -o $(SYMFILES)/full/libsymtest.so $<
+	objcopy --only-keep-debug $(SYMFILES)/full/libsymtest.so $(SYMFILES)/link/.debug/libsymtest.so.debug
+	objcopy --strip-all --add-gnu-debuglink=$(SYMFILES)/link/.debug/libsymtest.so.debug \
+		$(SYMFILES)/full/libsymtest.so $(SYMFILES)/link/libsymtest.so
+	objcopy --strip-all $(SYMFILES)/full/libsymtest.so $(SYMFILES)/bare/libsymtest.so
+	id=$$(readelf -n $(SYMFILES)/full/libsymtest.so | sed -n 's/.*Build ID: //p'); \
+		mkdir -p $(SYMFILES)/debug/.build-id/$${id%"$${id#??}"} && \
+		cp $(SYMFILES)/link/.debug/libsymtest.so.debug \
+			$(SYMFILES)/debug/.build-id/$${id%"$${id#??}"}/$${id#??}.debug
+	touch $@
+
 # Integration tests run inside the guest against the real module.
 $(INTEGRATION_TESTS): $(call obj,$(INTEGRATION_TEST_SRCS)) $(LIB)
 	@mkdir -p $(@D)

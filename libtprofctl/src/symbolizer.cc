@@ -4,6 +4,7 @@
 #include <dwarf.h>
 #include <elf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -24,11 +25,7 @@ namespace {
 struct ElfDeleter {
   void operator()(Elf* elf) const { elf_end(elf); }
 };
-struct DwarfDeleter {
-  void operator()(Dwarf* dwarf) const { dwarf_end(dwarf); }
-};
 using ScopedElf = std::unique_ptr<Elf, ElfDeleter>;
-using ScopedDwarf = std::unique_ptr<Dwarf, DwarfDeleter>;
 
 std::string Hex(uint64_t v) {
   char buf[24];
@@ -96,13 +93,19 @@ std::string BuildIdHex(Elf* elf) {
 
 }  // namespace
 
-// One ELF file: its loadable segments, function symbols and DWARF lines
-// (from the file itself, or from a separate debug file found by build id).
+// One ELF file: its loadable segments (libelf) and, through libdwfl, its
+// functions and source lines. libdwfl finds what the file itself lacks the
+// way gdb and perf do: a separate debug file by build id
+// (<debug_dir>/.build-id/xx/yyyy.debug) or by .gnu_debuglink (next to the
+// file, in its .debug/ or under <debug_dir>), the MiniDebugInfo symbol table
+// (.gnu_debugdata, Fedora's), and debuginfod when DEBUGINFOD_URLS is set
+// (libdw loads libdebuginfod itself; unset, nothing is contacted). The
+// module is reported at its link-time addresses (bias 0), so one Dwfl per
+// file serves every process that maps it.
 class Symbolizer::ElfObject {
  public:
   struct Function {
     uint64_t address;
-    uint64_t size;
     std::string name;
   };
 
@@ -119,18 +122,8 @@ class Symbolizer::ElfObject {
         obj->loads_.push_back(ph);
     }
     obj->build_id_ = BuildIdHex(elf);
-    obj->ReadFunctions(elf);
-    if (options.source_lines) obj->OpenDwarf(options.debug_dir);
-    std::sort(obj->functions_.begin(), obj->functions_.end(),
-              [](const Function& a, const Function& b) {
-                return a.address != b.address ? a.address < b.address : a.size > b.size;
-              });
-    // Aliases (same address) keep the first: the largest size.
-    obj->functions_.erase(std::unique(obj->functions_.begin(), obj->functions_.end(),
-                                      [](const Function& a, const Function& b) {
-                                        return a.address == b.address;
-                                      }),
-                          obj->functions_.end());
+    obj->source_lines_ = options.source_lines;
+    obj->OpenDwfl(path, options.debug_dir);
     return obj;
   }
 
@@ -145,32 +138,27 @@ class Symbolizer::ElfObject {
     return false;
   }
 
-  // The function containing address: a sized symbol that covers it, or the
-  // nearest preceding symbol if that one has no size.
-  const Function* FindFunction(uint64_t address) const {
-    auto it = std::upper_bound(functions_.begin(), functions_.end(), address,
-                               [](uint64_t a, const Function& f) { return a < f.address; });
-    if (it == functions_.begin()) return nullptr;
-    --it;
-    if (it->size == 0) return &*it;
-    // Walk back a little for an enclosing symbol (nested or overlapping).
-    for (int steps = 0; steps < 16; ++steps, --it) {
-      if (it->size != 0 && address < it->address + it->size) return &*it;
-      if (it == functions_.begin()) break;
-    }
-    return nullptr;
+  // The function containing address (link-time): libdwfl's choice among
+  // .symtab (the file's, its debug file's or MiniDebugInfo's) and .dynsym:
+  // a sized symbol that covers it, else the nearest preceding sizeless one.
+  std::optional<Function> FindFunction(uint64_t address) const {
+    if (!module_) return std::nullopt;
+    GElf_Off offset = 0;
+    GElf_Sym sym;
+    const char* name = dwfl_module_addrinfo(module_, address, &offset, &sym, nullptr, nullptr,
+                                            nullptr);
+    if (!name || !*name) return std::nullopt;
+    return Function{address - offset, Demangle(name)};
   }
 
   const std::string& build_id() const { return build_id_; }
 
   bool SourceLine(uint64_t address, std::string* file, uint32_t* line) const {
-    if (!dwarf_) return false;
-    Dwarf_Die cu;
-    if (!dwarf_addrdie(dwarf_.get(), address, &cu) && !FindCu(address, &cu)) return false;
-    Dwarf_Line* l = dwarf_getsrc_die(&cu, address);
+    if (!module_ || !source_lines_) return false;
+    Dwfl_Line* l = dwfl_module_getsrc(module_, address);
     int lineno = 0;
-    const char* src = l ? dwarf_linesrc(l, nullptr, nullptr) : nullptr;
-    if (!src || dwarf_lineno(l, &lineno) != 0) return false;
+    const char* src = l ? dwfl_lineinfo(l, nullptr, &lineno, nullptr, nullptr, nullptr) : nullptr;
+    if (!src || lineno <= 0) return false;
     *file = src;
     *line = static_cast<uint32_t>(lineno);
     return true;
@@ -179,68 +167,26 @@ class Symbolizer::ElfObject {
  private:
   ElfObject() = default;
 
-  void ReadFunctions(Elf* elf) {
-    Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-      GElf_Shdr sh;
-      if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
-          sh.sh_entsize == 0)
-        continue;
-      Elf_Data* data = elf_getdata(scn, nullptr);
-      if (!data) continue;
-      size_t count = sh.sh_size / sh.sh_entsize;
-      for (size_t i = 0; i < count; ++i) {
-        GElf_Sym sym;
-        if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
-        int type = GELF_ST_TYPE(sym.st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-            sym.st_value == 0)
-          continue;
-        const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
-        if (name && *name) functions_.push_back({sym.st_value, sym.st_size, Demangle(name)});
-      }
-    }
+  void OpenDwfl(const std::string& path, const std::string& debug_dir) {
+    // "" and ".debug": .gnu_debuglink next to the file and in its .debug/;
+    // the absolute entry: <dir>/<file's dir>/<debuglink> and <dir>/.build-id/.
+    debuginfo_path_ = ":.debug:" + debug_dir;
+    debuginfo_path_ptr_ = debuginfo_path_.data();
+    callbacks_.find_elf = dwfl_build_id_find_elf;
+    callbacks_.find_debuginfo = dwfl_standard_find_debuginfo;
+    callbacks_.section_address = dwfl_offline_section_address;
+    callbacks_.debuginfo_path = &debuginfo_path_ptr_;
+    dwfl_.reset(dwfl_begin(&callbacks_));
+    if (!dwfl_) return;
+    dwfl_report_begin(dwfl_.get());
+    // fd -1: libdwfl opens the file itself and owns that descriptor.
+    module_ = dwfl_report_elf(dwfl_.get(), BaseName(path).c_str(), path.c_str(), -1, 0, true);
+    dwfl_report_end(dwfl_.get(), nullptr, nullptr);
   }
 
-  static bool HasDebugInfo(Elf* elf) {
-    size_t shstrndx = 0;
-    if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
-    Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-      GElf_Shdr sh;
-      const char* name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : nullptr;
-      if (name && std::strcmp(name, ".debug_info") == 0 && sh.sh_type != SHT_NOBITS) return true;
-    }
-    return false;
-  }
-
-  void OpenDwarf(const std::string& debug_dir) {
-    Elf* elf = file_.elf.get();
-    if (!HasDebugInfo(elf)) {
-      // A stripped file: its debug file by build id has the same addresses,
-      // the DWARF and a full .symtab (static functions too).
-      const std::string& hex = build_id_;
-      if (hex.size() < 4) return;
-      std::string path = debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
-      if (!OpenElfFile(path, &debug_file_)) return;
-      elf = debug_file_.elf.get();
-      ReadFunctions(elf);
-    }
-    dwarf_.reset(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
-  }
-
-  // Without .debug_aranges dwarf_addrdie finds nothing: scan the CUs.
-  bool FindCu(uint64_t address, Dwarf_Die* cu) const {
-    Dwarf_Off offset = 0, next = 0;
-    size_t header_size = 0;
-    while (dwarf_nextcu(dwarf_.get(), offset, &next, &header_size, nullptr, nullptr, nullptr) ==
-           0) {
-      if (dwarf_offdie(dwarf_.get(), offset + header_size, cu) && dwarf_haspc(cu, address) > 0)
-        return true;
-      offset = next;
-    }
-    return false;
-  }
+  struct DwflDeleter {
+    void operator()(Dwfl* dwfl) const { dwfl_end(dwfl); }
+  };
 
  public:
   // See Symbolizer::LeafReturnAddressLive; address is link-time.
@@ -280,13 +226,16 @@ class Symbolizer::ElfObject {
     void operator()(Dwarf_CFI* cfi) const { dwarf_cfi_end(cfi); }
   };
 
-  // Declaration order is destruction order reversed: DWARF before its ELF.
+  // Declaration order is destruction order reversed: CFI before its ELF.
   OpenedElf file_;
-  OpenedElf debug_file_;
-  ScopedDwarf dwarf_;
   std::vector<GElf_Phdr> loads_;
-  std::vector<Function> functions_;
   std::string build_id_;
+  bool source_lines_ = true;
+  std::string debuginfo_path_;
+  char* debuginfo_path_ptr_ = nullptr;
+  Dwfl_Callbacks callbacks_{};             // libdwfl keeps a pointer to it
+  std::unique_ptr<Dwfl, DwflDeleter> dwfl_;
+  Dwfl_Module* module_ = nullptr;          // owned by dwfl_
   bool cfi_loaded_ = false;
   std::unique_ptr<Dwarf_CFI, CfiDeleter> cfi_;  // .eh_frame of file_, ended before it
 };
@@ -317,6 +266,10 @@ std::string Location::SpaceName() const {
 
 std::string Location::FunctionName() const {
   if (!symbol.empty()) return symbol;
+  // An unnamed user address keeps its own row ("libc.so.6+0x1a2b"): merged
+  // per object, a hot stripped function would hide among the file's others.
+  if (kind == SpaceKind::kMainExecutable || kind == SpaceKind::kSharedLibrary)
+    return BaseName(object) + "+" + Hex(offset);
   if (!object.empty()) return "[unknown] " + BaseName(object);
   return "[unknown] " + Hex(address);
 }
@@ -444,11 +397,11 @@ Location Symbolizer::ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip) {
     uint64_t address = 0;
     if (!elf || !elf->FileOffsetToAddress(loc.offset, &address)) return loc;
     loc.offset = address;
-    if (const ElfObject::Function* fn = elf->FindFunction(address)) {
-      loc.symbol = fn->name;
+    if (std::optional<ElfObject::Function> fn = elf->FindFunction(address)) {
+      loc.symbol = std::move(fn->name);
       loc.offset = address - fn->address;
     }
-    if (options_.source_lines) elf->SourceLine(address, &loc.source_file, &loc.line);
+    elf->SourceLine(address, &loc.source_file, &loc.line);
     return loc;
   }
   auto jit = profile_.jit_symbols.find(pid);

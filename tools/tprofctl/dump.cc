@@ -20,6 +20,7 @@
 #include "tprof/report.h"
 #include "tprof/speedscope.h"
 #include "tprof/symbolizer.h"
+#include "tprof/unresolved.h"
 
 namespace tprof::cli {
 
@@ -117,6 +118,10 @@ int RunDump(const DumpOptions& o) {
     out = RenderSpeedscope(FoldedStackRows(*profile, symbolizer, options), ss);
   } else {
     out = RenderReport(*profile, symbolizer, options, format);
+    // A person reads text: say how to name what stayed unnamed (on stderr).
+    if (format == ReportFormat::kText)
+      std::fputs(DebugSymbolsHint(UnresolvedObjects(*profile, symbolizer), 5, AptHasPackage).c_str(),
+                 stderr);
   }
   if (output) {
     if (Status st = WriteFileAtomically(*output, out); !st) return ReportError(st.error());

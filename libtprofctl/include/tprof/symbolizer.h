@@ -21,6 +21,13 @@
 //   jit: not in a file mapping, but in the pid's perf-<pid>.map copy.
 //   unresolved: none of these. Such addresses are reported as
 //     "[unknown] ..." and counted in stats(), never dropped.
+// An address in a file (or pseudo file) without a function name is named
+// "<file name>+0x<object-relative address>", one row per address.
+//
+// Symbols and lines come from libdwfl: the file's .symtab/.dynsym, a
+// separate debug file (build id under debug_dir/.build-id, .gnu_debuglink),
+// MiniDebugInfo (.gnu_debugdata) and, when DEBUGINFOD_URLS is set,
+// debuginfod.
 #ifndef TPROF_SYMBOLIZER_H_
 #define TPROF_SYMBOLIZER_H_
 
@@ -53,7 +60,10 @@ struct Location {
   bool resolved() const { return !symbol.empty(); }
   // "kernel", "module:<name>", "main", "shared:<path>", "jit", "unresolved".
   std::string SpaceName() const;
-  // The symbol, or "[unknown] <object's file name>", or "[unknown] 0x<address>".
+  // The symbol; in a file without one "<file name>+0x<offset>" (the
+  // object-relative address, or the file offset when the file could not be
+  // read; from the mapping's start in a pseudo file such as "[vdso]");
+  // "[unknown] [kernel]" or "[unknown] 0x<address>" otherwise.
   std::string FunctionName() const;
 };
 
@@ -74,7 +84,9 @@ inline constexpr char kKernelMappingName[] = "[kernel.kallsyms]";
 struct SymbolizerOptions {
   bool source_lines = true;  // look up DWARF lines (slower)
   // Where separate debug files are found by build id
-  // (<debug_dir>/.build-id/xx/yyyy.debug), as Debian's -dbgsym packages do.
+  // (<debug_dir>/.build-id/xx/yyyy.debug), as Debian's -dbgsym packages do,
+  // and by .gnu_debuglink (<debug_dir>/<file's directory>/<link>); a link
+  // next to the file or in its .debug/ is found too.
   std::string debug_dir = "/usr/lib/debug";
 };
 

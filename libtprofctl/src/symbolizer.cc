@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,6 +23,8 @@
 namespace tprof {
 
 namespace {
+
+constexpr char kVdsoName[] = "[vdso]";
 
 struct ElfDeleter {
   void operator()(Elf* elf) const { elf_end(elf); }
@@ -65,18 +69,12 @@ bool IsFilePath(const std::string& path) {
   return path.size() > 1 && path[0] == '/' && path[1] != '/';
 }
 
-// Opens an ELF file read-only with its descriptor; both are owned.
+// An ELF file read-only with its descriptor; both are owned.
 struct OpenedElf {
   ScopedFd fd;
   ScopedElf elf;
 };
 
-bool OpenElfFile(const std::string& path, OpenedElf* out) {
-  out->fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!out->fd) return false;
-  out->elf.reset(elf_begin(out->fd.get(), ELF_C_READ_MMAP, nullptr));
-  return out->elf && elf_kind(out->elf.get()) == ELF_K_ELF;
-}
 
 // The file's GNU build id (.note.gnu.build-id) in hex, "" without one.
 std::string BuildIdHex(Elf* elf) {
@@ -111,8 +109,30 @@ class Symbolizer::ElfObject {
 
   static std::unique_ptr<ElfObject> Open(const std::string& path,
                                          const SymbolizerOptions& options) {
+    return FromFd(path, ScopedFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), options);
+  }
+
+  // An image in memory (the vDSO the profile carries), through a memfd:
+  // libdwfl reads modules from descriptors.
+  static std::unique_ptr<ElfObject> FromImage(const std::string& name, const std::string& image,
+                                              const SymbolizerOptions& options) {
+    ScopedFd fd(::memfd_create("tprof-elf-image", MFD_CLOEXEC));
+    if (!fd) return nullptr;
+    for (size_t done = 0; done < image.size();) {
+      ssize_t n = ::write(fd.get(), image.data() + done, image.size() - done);
+      if (n <= 0) return nullptr;
+      done += static_cast<size_t>(n);
+    }
+    return FromFd(name, std::move(fd), options);
+  }
+
+  static std::unique_ptr<ElfObject> FromFd(const std::string& path, ScopedFd fd,
+                                           const SymbolizerOptions& options) {
     auto obj = std::unique_ptr<ElfObject>(new ElfObject());
-    if (!OpenElfFile(path, &obj->file_)) return nullptr;
+    if (!fd) return nullptr;
+    obj->file_.fd = std::move(fd);
+    obj->file_.elf.reset(elf_begin(obj->file_.fd.get(), ELF_C_READ_MMAP, nullptr));
+    if (!obj->file_.elf || elf_kind(obj->file_.elf.get()) != ELF_K_ELF) return nullptr;
     Elf* elf = obj->file_.elf.get();
     size_t nphdr = 0;
     if (elf_getphdrnum(elf, &nphdr) != 0) return nullptr;
@@ -179,8 +199,11 @@ class Symbolizer::ElfObject {
     dwfl_.reset(dwfl_begin(&callbacks_));
     if (!dwfl_) return;
     dwfl_report_begin(dwfl_.get());
-    // fd -1: libdwfl opens the file itself and owns that descriptor.
-    module_ = dwfl_report_elf(dwfl_.get(), BaseName(path).c_str(), path.c_str(), -1, 0, true);
+    // libdwfl owns (and closes) the descriptor it is given.
+    int fd = ::fcntl(file_.fd.get(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return;
+    module_ = dwfl_report_elf(dwfl_.get(), BaseName(path).c_str(), path.c_str(), fd, 0, true);
+    if (!module_) ::close(fd);
     dwfl_report_end(dwfl_.get(), nullptr, nullptr);
   }
 
@@ -332,10 +355,15 @@ std::string Symbolizer::MainExecutable(uint32_t pid, uint64_t space_id) const {
   return lowest_file ? lowest_file->path : "";
 }
 
+bool Symbolizer::HasElf(const Mapping& mapping) const {
+  return IsFilePath(mapping.path) || (mapping.path == kVdsoName && !profile_.vdso_image.empty());
+}
+
 Symbolizer::ElfObject* Symbolizer::OpenElf(const std::string& path) {
   auto it = elf_files_.find(path);
   if (it == elf_files_.end()) {
-    auto obj = ElfObject::Open(path, options_);
+    auto obj = path == kVdsoName ? ElfObject::FromImage(path, profile_.vdso_image, options_)
+                                 : ElfObject::Open(path, options_);
     ++(obj ? stats_.elf_files : stats_.elf_failures);
     it = elf_files_.emplace(path, std::move(obj)).first;
   }
@@ -364,7 +392,7 @@ std::optional<MappingInfo> Symbolizer::MappingAt(uint32_t pid, uint64_t space_id
   const Mapping* mapping = FindMapping(pid, space_id, ip);
   if (!mapping) return std::nullopt;
   MappingInfo info{mapping->start, mapping->end, mapping->pgoff, mapping->path, ""};
-  if (IsFilePath(mapping->path))
+  if (HasElf(*mapping))
     if (ElfObject* elf = OpenElf(mapping->path)) info.build_id = elf->build_id();
   return info;
 }
@@ -375,7 +403,7 @@ bool Symbolizer::LeafReturnAddressLive(uint32_t pid, uint64_t space_id, uint64_t
   if (it != leaf_cache_.end()) return it->second;
   bool live = false;
   const Mapping* mapping = FindMapping(pid, space_id, ip);
-  if (mapping && IsFilePath(mapping->path)) {
+  if (mapping && HasElf(*mapping)) {
     ElfObject* elf = OpenElf(mapping->path);
     uint64_t address = 0;
     if (elf && elf->FileOffsetToAddress(ip - mapping->start + mapping->pgoff, &address))
@@ -388,7 +416,7 @@ Location Symbolizer::ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip) {
   Location loc;
   loc.offset = ip;
   const Mapping* mapping = FindMapping(pid, space_id, ip);
-  if (mapping && IsFilePath(mapping->path)) {
+  if (mapping && HasElf(*mapping)) {
     loc.kind = mapping->path == MainExecutable(pid, space_id) ? SpaceKind::kMainExecutable
                                                               : SpaceKind::kSharedLibrary;
     loc.object = mapping->path;

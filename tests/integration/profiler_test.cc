@@ -676,6 +676,36 @@ TEST_F(Profiler, JitCodeIsNamedFromThePerfMap) {
   }
 }
 
+// (d2) [vdso] is no file: the recorder stores the kernel's vDSO image and the
+// report names the vDSO's functions from it. The workload reads
+// CLOCK_MONOTONIC in a loop; whatever the guest's clocksource, the vDSO's
+// clock_gettime runs on every read (it falls back to the system call from
+// there), so some of its user samples land in the vDSO, and every such row
+// must carry a function name, not "[vdso]+0x...".
+TEST_F(Profiler, VdsoSamplesAreNamedFromTheRecordedImage) {
+  Result r = Record("vdso.data", "--freq 1000", "tprof-wl-vdso --ms 800");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = DumpJson(dir_.File("vdso.data"));
+  ASSERT_TRUE(j);
+  auto tables = FunctionTables(*j, "tprof-wl-vdso");
+  ASSERT_EQ(tables.size(), 1u);
+  uint64_t named = 0, unnamed = 0;
+  std::string rows;
+  for (const Json& f : tables[0]->at("functions")) {
+    const std::string space = f.at("space").get<std::string>();
+    const std::string fn = f.at("function").get<std::string>();
+    if (space != "shared:[vdso]") continue;
+    rows += fn + " " + std::to_string(N(f.at("samples"))) + "\n";
+    (fn.find("clock_gettime") != std::string::npos || fn.find("__vdso_") != std::string::npos
+         ? named
+         : unnamed) += N(f.at("samples"));
+  }
+  EXPECT_GT(named, 0u) << "no vDSO samples named after clock_gettime:\n" << rows;
+  EXPECT_EQ(unnamed, 0u) << "vDSO rows without a vDSO function name:\n" << rows;
+  std::printf("  [tprof-wl-vdso] %llu samples in the vDSO's functions\n",
+              static_cast<unsigned long long>(named));
+}
+
 // (e) Lost samples: the recorder is frozen (SIGSTOP) while tiny buffers
 // fill at 20 kHz, so loss is certain; every report shows the same number
 // the kernel counted.

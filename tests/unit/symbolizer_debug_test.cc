@@ -6,6 +6,7 @@
 #include <gelf.h>
 #include <gtest/gtest.h>
 #include <libelf.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <climits>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <string>
 
+#include "tprof/elf_snapshot.h"
 #include "tprof/profile.h"
 #include "tprof/symbolizer.h"
 #include "tprof/unresolved.h"
@@ -146,6 +148,72 @@ TEST_F(SymbolizerDebug, WithoutADebugFileUnnamedAddressesAreFilePlusOffsetEach) 
   EXPECT_EQ(objects[0].path, SymFiles() + "/bare/libsymtest.so");
   EXPECT_EQ(objects[0].samples, 5u) << "only the unnamed addresses' samples";
   EXPECT_EQ(objects[0].package, "");
+}
+
+// The link-time address of a .dynsym function of an ELF image in memory.
+uint64_t ImageSymbol(const std::string& image, const std::string& name) {
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_memory(const_cast<char*>(image.data()), image.size());
+  uint64_t address = 0;
+  Elf_Scn* scn = nullptr;
+  while (elf && (scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || sh.sh_entsize == 0) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; ++i) {
+      GElf_Sym sym;
+      const char* s = gelf_getsym(data, static_cast<int>(i), &sym)
+                          ? elf_strptr(elf, sh.sh_link, sym.st_name)
+                          : nullptr;
+      if (s && name == s) address = sym.st_value;
+    }
+  }
+  if (elf) elf_end(elf);
+  return address;
+}
+
+TEST(SymbolizerVdso, NamesVdsoAddressesFromTheImageTheProfileCarries) {
+  const uint64_t base = getauxval(AT_SYSINFO_EHDR);
+  if (base == 0) GTEST_SKIP() << "no vDSO";
+  Profile p;
+  p.vdso_image = tprof::VdsoImage();
+  ASSERT_GT(p.vdso_image.size(), 1000u);
+  EXPECT_EQ(p.vdso_image.compare(0, 4, "\x7f" "ELF"), 0);
+  const uint64_t fn = ImageSymbol(p.vdso_image, "__vdso_clock_gettime");
+  ASSERT_NE(fn, 0u) << "x86-64's vDSO exports __vdso_clock_gettime";
+  p.mappings[{kPid, kSpace}] = {{base, base + 0x2000, 0, "[vdso]"}};
+  Symbolizer sym(p);
+  const Location& loc = sym.Resolve(kPid, kSpace, base + fn + 3, true);
+  EXPECT_EQ(loc.kind, SpaceKind::kSharedLibrary);
+  EXPECT_EQ(loc.object, "[vdso]");
+  EXPECT_NE(loc.symbol.find("clock_gettime"), std::string::npos) << loc.FunctionName();
+  EXPECT_EQ(loc.offset, 3u);
+
+  Profile without = p;
+  without.vdso_image.clear();
+  Symbolizer bare(without);
+  char want[64];
+  std::snprintf(want, sizeof(want), "[vdso]+0x%llx", static_cast<unsigned long long>(fn + 3));
+  EXPECT_EQ(bare.Resolve(kPid, kSpace, base + fn + 3, true).FunctionName(), want)
+      << "without the image: the address in the vDSO";
+}
+
+TEST(SymbolizerVdso, SnapshotStoresTheVdsoAndBuildIdsOfSampledSpacesOnly) {
+  Profile p = LibraryProfile(SymFiles() + "/full/libsymtest.so");
+  p.mappings[{kPid, kSpace}].push_back({0x10000, 0x12000, 0, "[vdso]"});
+  p.mappings[{kPid + 1, kSpace + 1}] = {{0x1000, 0x2000, 0, SymFiles() + "/link/libsymtest.so"}};
+  p.samples[{kPid, kSpace, kBase + 0x1000, TPROF_SAMPLE_USER}] = 1;
+  tprof::SnapshotOptions o;
+  o.kallsyms_path = "/nonexistent";
+  tprof::SnapshotSystemState(&p, o);
+  EXPECT_EQ(p.build_ids.size(), 1u) << "only spaces with user samples";
+  const std::string id = p.build_ids[SymFiles() + "/full/libsymtest.so"];
+  EXPECT_EQ(id.size(), 40u) << id;
+  EXPECT_EQ(id, tprof::FileBuildId(SymFiles() + "/link/libsymtest.so"))
+      << "stripping keeps the build id";
+  if (getauxval(AT_SYSINFO_EHDR) != 0) {
+    EXPECT_EQ(p.vdso_image, tprof::VdsoImage());
+  }
 }
 
 TEST(DpkgPackages, FindsTheListThatHasThePathOrItsMergedUsrTwin) {

@@ -18,6 +18,8 @@
 //     loader, and the name test covers `ld.so ./prog`, where they are mixed.
 //     If every file looks like a shared object, the lowest one.
 //   shared library: any other mapping, including pseudo files ("[vdso]").
+//     "[vdso]" is symbolized from the vDSO image the profile carries
+//     (Profile::vdso_image), the kernel's own, like a file.
 //   jit: not in a file mapping, but in the pid's perf-<pid>.map copy.
 //   unresolved: none of these. Such addresses are reported as
 //     "[unknown] ..." and counted in stats(), never dropped.
@@ -140,6 +142,8 @@ class Symbolizer {
   Location ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip);
   const std::vector<Mapping>* MappingsOf(uint32_t pid, uint64_t space_id) const;
   const Mapping* FindMapping(uint32_t pid, uint64_t space_id, uint64_t ip) const;
+  // A file path, or "[vdso]" when the profile carries the vDSO image.
+  bool HasElf(const Mapping& mapping) const;
   ElfObject* OpenElf(const std::string& path);
 
   const Profile& profile_;

@@ -47,4 +47,13 @@ std::string VdsoImage() {
   return std::string(reinterpret_cast<const char*>(ehdr), size);
 }
 
+std::vector<RebuiltFile> RebuiltFiles(const Profile& profile) {
+  std::vector<RebuiltFile> out;
+  for (const auto& [path, recorded] : profile.build_ids) {
+    std::string now = FileBuildId(path);
+    if (now != recorded) out.push_back({path, recorded, now});
+  }
+  return out;
+}
+
 }  // namespace tprof

@@ -143,8 +143,21 @@ class Symbolizer::ElfObject {
     }
     obj->build_id_ = BuildIdHex(elf);
     obj->source_lines_ = options.source_lines;
-    obj->OpenDwfl(path, options.debug_dir);
+    obj->OpenDwfl(path, obj->file_.fd.get(), options.debug_dir);
     return obj;
+  }
+
+  // Takes functions and lines from this debug file instead (the file on
+  // disk was rebuilt after the recording; the debug file matches the
+  // recorded build id). The segments stay the file's: a debug file's
+  // program headers keep the addresses but not the file offsets.
+  bool UseDebugFile(const std::string& debug_path, const std::string& debug_dir) {
+    ScopedFd fd(::open(debug_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return false;
+    module_ = nullptr;
+    dwfl_.reset();
+    OpenDwfl(debug_path, fd.get(), debug_dir);
+    return module_ != nullptr;
   }
 
   // A file offset to the link-time virtual address of the segment holding it.
@@ -187,7 +200,7 @@ class Symbolizer::ElfObject {
  private:
   ElfObject() = default;
 
-  void OpenDwfl(const std::string& path, const std::string& debug_dir) {
+  void OpenDwfl(const std::string& path, int file_fd, const std::string& debug_dir) {
     // "" and ".debug": .gnu_debuglink next to the file and in its .debug/;
     // the absolute entry: <dir>/<file's dir>/<debuglink> and <dir>/.build-id/.
     debuginfo_path_ = ":.debug:" + debug_dir;
@@ -200,7 +213,7 @@ class Symbolizer::ElfObject {
     if (!dwfl_) return;
     dwfl_report_begin(dwfl_.get());
     // libdwfl owns (and closes) the descriptor it is given.
-    int fd = ::fcntl(file_.fd.get(), F_DUPFD_CLOEXEC, 0);
+    int fd = ::fcntl(file_fd, F_DUPFD_CLOEXEC, 0);
     if (fd < 0) return;
     module_ = dwfl_report_elf(dwfl_.get(), BaseName(path).c_str(), path.c_str(), fd, 0, true);
     if (!module_) ::close(fd);
@@ -364,6 +377,15 @@ Symbolizer::ElfObject* Symbolizer::OpenElf(const std::string& path) {
   if (it == elf_files_.end()) {
     auto obj = path == kVdsoName ? ElfObject::FromImage(path, profile_.vdso_image, options_)
                                  : ElfObject::Open(path, options_);
+    // Rebuilt since the recording: the debug file of the recorded build.
+    auto recorded = profile_.build_ids.find(path);
+    if (obj && recorded != profile_.build_ids.end() && recorded->second.size() > 2 &&
+        recorded->second != obj->build_id()) {
+      const std::string& id = recorded->second;
+      obj->UseDebugFile(options_.debug_dir + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) +
+                            ".debug",
+                        options_.debug_dir);
+    }
     ++(obj ? stats_.elf_files : stats_.elf_failures);
     it = elf_files_.emplace(path, std::move(obj)).first;
   }

@@ -216,6 +216,33 @@ TEST(SymbolizerVdso, SnapshotStoresTheVdsoAndBuildIdsOfSampledSpacesOnly) {
   }
 }
 
+TEST_F(SymbolizerDebug, ARebuiltFileIsDetectedAndNamedFromTheRecordedBuildsDebugFile) {
+  const std::string rebuilt = SymFiles() + "/rebuilt/libsymtest.so";
+  const std::string original_id = tprof::FileBuildId(SymFiles() + "/full/libsymtest.so");
+  ASSERT_EQ(original_id.size(), 40u);
+  ASSERT_NE(tprof::FileBuildId(rebuilt), original_id) << "the Makefile's rebuilt copy";
+  Profile p = LibraryProfile(rebuilt);
+  p.build_ids[rebuilt] = original_id;  // recorded before the rebuild
+  p.build_ids[SymFiles() + "/bare/libsymtest.so"] = original_id;  // unchanged
+  auto files = tprof::RebuiltFiles(p);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].path, rebuilt);
+  EXPECT_EQ(files[0].recorded_build_id, original_id);
+  EXPECT_EQ(files[0].current_build_id, tprof::FileBuildId(rebuilt));
+
+  SymbolizerOptions o;
+  o.debug_dir = SymFiles() + "/debug";
+  Symbolizer sym(p, o);
+  const Location& loc = sym.Resolve(kPid, kSpace, kBase + hidden_, true);
+  EXPECT_EQ(loc.symbol, "st_hidden") << "the recorded build's debug file names the address";
+  EXPECT_NE(loc.source_file.find("symtest.c"), std::string::npos) << loc.source_file;
+
+  Profile unrecorded = LibraryProfile(rebuilt);
+  Symbolizer on_disk(unrecorded, o);
+  EXPECT_NE(on_disk.Resolve(kPid, kSpace, kBase + hidden_, true).symbol, "st_hidden")
+      << "the rebuilt file itself has other code there (else this test proves nothing)";
+}
+
 TEST(DpkgPackages, FindsTheListThatHasThePathOrItsMergedUsrTwin) {
   std::string dir = ::testing::TempDir() + "tprof-dpkg-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);

@@ -13,6 +13,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "tprof/elf_snapshot.h"
 #include "tprof/flamegraph.h"
 #include "tprof/output_file.h"
 #include "tprof/pprof.h"
@@ -102,6 +103,14 @@ int RunDump(const DumpOptions& o) {
       return 1;
     }
   }
+  for (const RebuiltFile& f : RebuiltFiles(*profile))
+    std::fprintf(stderr, "tprofctl: warning: %s %s: its symbols may be wrong (build id %s when "
+                         "recorded, %s now)\n",
+                 f.path.c_str(),
+                 f.current_build_id.empty() ? "is gone or unreadable since the recording"
+                                            : "was rebuilt after the recording",
+                 f.recorded_build_id.c_str(),
+                 f.current_build_id.empty() ? "none" : f.current_build_id.c_str());
   Symbolizer symbolizer(*profile);
   std::string out;
   if (export_format == Export::kPprof) {

@@ -4,6 +4,9 @@
 #define TPROF_ELF_SNAPSHOT_H_
 
 #include <string>
+#include <vector>
+
+#include "tprof/profile.h"
 
 namespace tprof {
 
@@ -15,6 +18,16 @@ namespace tprof {
 // the ELF image up to the end of its section headers or last segment,
 // whichever is later; "" without a vDSO.
 [[nodiscard]] std::string VdsoImage();
+
+struct RebuiltFile {
+  std::string path;
+  std::string recorded_build_id;  // at the recording (Profile::build_ids)
+  std::string current_build_id;   // on disk now, "" if unreadable or gone
+};
+
+// The files whose build id on disk is not the one the profile recorded:
+// rebuilt (or removed) after the recording, so their symbols may be wrong.
+[[nodiscard]] std::vector<RebuiltFile> RebuiltFiles(const Profile& profile);
 
 }  // namespace tprof
 

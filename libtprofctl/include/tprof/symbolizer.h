@@ -20,6 +20,9 @@
 //   shared library: any other mapping, including pseudo files ("[vdso]").
 //     "[vdso]" is symbolized from the vDSO image the profile carries
 //     (Profile::vdso_image), the kernel's own, like a file.
+// A file whose build id on disk differs from the one the profile recorded
+// (Profile::build_ids: rebuilt since) takes its functions and lines from
+// <debug_dir>/.build-id/ of the recorded id when that debug file exists.
 //   jit: not in a file mapping, but in the pid's perf-<pid>.map copy.
 //   unresolved: none of these. Such addresses are reported as
 //     "[unknown] ..." and counted in stats(), never dropped.

@@ -184,7 +184,8 @@ $(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS) $(TPROFCTL_UNIT_SR
 # names it by .gnu_debuglink (link/, debug file in link/.debug/), and a
 # stripped copy without a link whose debug file is only in a build-id tree
 # (bare/ and debug/.build-id/xx/yyyy.debug); rebuilt/: the library built
-# again with other code (another build id).
+# again with other code ahead of st_hidden, kept in source order (another
+# build id, st_hidden moved).
 SYMFILES := $(B)/tests/symfiles
 unit-tests: $(SYMFILES)/stamp
 $(SYMFILES)/stamp: tests/unit/symfiles/symtest.c
@@ -195,7 +196,7 @@ $(SYMFILES)/stamp: tests/unit/symfiles/symtest.c
 		$(SYMFILES)/full/libsymtest.so $(SYMFILES)/link/libsymtest.so
 	objcopy --strip-all $(SYMFILES)/full/libsymtest.so $(SYMFILES)/bare/libsymtest.so
 	@mkdir -p $(SYMFILES)/rebuilt
-	$(CC) -std=gnu11 -O2 -g -fPIC -shared -Wl,--build-id -DST_REBUILT $(WARNINGS) \
+	$(CC) -std=gnu11 -O2 -g -fPIC -shared -Wl,--build-id -DST_REBUILT -fno-toplevel-reorder $(WARNINGS) \
 		-o $(SYMFILES)/rebuilt/libsymtest.so $<
 	id=$$(readelf -n $(SYMFILES)/full/libsymtest.so | sed -n 's/.*Build ID: //p'); \
 		mkdir -p $(SYMFILES)/debug/.build-id/$${id%"$${id#??}"} && \

@@ -160,6 +160,17 @@ class Symbolizer::ElfObject {
     return module_ != nullptr;
   }
 
+  // An inlined instance's name, from its abstract origin: the linkage name
+  // demangled (C++ with its parameters), else DW_AT_name.
+  static std::string DieName(Dwarf_Die* die) {
+    Dwarf_Attribute attr;
+    const char* name = nullptr;
+    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr))
+      name = dwarf_formstring(&attr);
+    if (!name && dwarf_attr_integrate(die, DW_AT_name, &attr)) name = dwarf_formstring(&attr);
+    return name ? Demangle(name) : "[inlined]";
+  }
+
   // A file offset to the link-time virtual address of the segment holding it.
   bool FileOffsetToAddress(uint64_t offset, uint64_t* address) const {
     for (const GElf_Phdr& ph : loads_) {
@@ -185,6 +196,24 @@ class Symbolizer::ElfObject {
   }
 
   const std::string& build_id() const { return build_id_; }
+
+  // The functions inlined at address (link-time), innermost first: the
+  // DW_TAG_inlined_subroutine scopes DWARF gives for it.
+  std::vector<std::string> InlinedAt(uint64_t address) const {
+    std::vector<std::string> names;
+    if (!module_) return names;
+    Dwarf_Addr bias = 0;
+    Dwarf_Die* cu = dwfl_module_addrdie(module_, address, &bias);
+    if (!cu) return names;
+    Dwarf_Die* scopes = nullptr;
+    int n = dwarf_getscopes(cu, address - bias, &scopes);
+    for (int i = 0; i < n; ++i) {
+      if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
+      names.push_back(DieName(&scopes[i]));
+    }
+    std::free(scopes);
+    return names;
+  }
 
   bool SourceLine(uint64_t address, std::string* file, uint32_t* line) const {
     if (!module_ || !source_lines_) return false;
@@ -292,6 +321,13 @@ const char* SpaceKindName(SpaceKind kind) {
       break;
   }
   return "unresolved";
+}
+
+std::vector<std::string> Location::FrameNames() const {
+  std::vector<std::string> names;
+  for (const std::string& fn : inlined) names.push_back(fn + " (inlined)");
+  names.push_back(FunctionName());
+  return names;
 }
 
 std::string Location::SpaceName() const {
@@ -452,6 +488,7 @@ Location Symbolizer::ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip) {
       loc.offset = address - fn->address;
     }
     elf->SourceLine(address, &loc.source_file, &loc.line);
+    if (options_.source_lines) loc.inlined = elf->InlinedAt(address);
     return loc;
   }
   auto jit = profile_.jit_symbols.find(pid);

@@ -17,6 +17,7 @@
 
 #include "tprof/elf_snapshot.h"
 #include "tprof/profile.h"
+#include "tprof/report.h"
 #include "tprof/symbolizer.h"
 #include "tprof/unresolved.h"
 
@@ -241,6 +242,35 @@ TEST_F(SymbolizerDebug, ARebuiltFileIsDetectedAndNamedFromTheRecordedBuildsDebug
   Symbolizer on_disk(unrecorded, o);
   EXPECT_NE(on_disk.Resolve(kPid, kSpace, kBase + hidden_, true).symbol, "st_hidden")
       << "the rebuilt file itself has other code there (else this test proves nothing)";
+}
+
+TEST_F(SymbolizerDebug, InlinedFunctionsAreNamedInnermostFirstAndFoldedAsFrames) {
+  Profile p = LibraryProfile(SymFiles() + "/full/libsymtest.so");
+  Symbolizer sym(p);
+  // st_inlined is always_inline in st_exported: some of st_exported's
+  // instructions are DWARF's inlined st_inlined.
+  uint64_t at = 0;
+  for (uint64_t a = exported_; a < exported_ + 64 && at == 0; ++a) {
+    const Location& loc = sym.Resolve(kPid, kSpace, kBase + a, true);
+    if (loc.symbol == "st_exported" && !loc.inlined.empty()) at = a;
+  }
+  ASSERT_NE(at, 0u) << "no address of st_exported carries the inlined st_inlined";
+  const Location& loc = sym.Resolve(kPid, kSpace, kBase + at, true);
+  EXPECT_EQ(loc.inlined, std::vector<std::string>{"st_inlined"});
+  EXPECT_EQ(loc.FrameNames(), (std::vector<std::string>{"st_inlined (inlined)", "st_exported"}));
+  EXPECT_TRUE(sym.Resolve(kPid, kSpace, kBase + hidden_, true).inlined.empty());
+
+  p.samples[{kPid, kSpace, kBase + at, TPROF_SAMPLE_USER}] = 3;
+  std::string folded = tprof::FoldedStacks(p, sym, {});
+  EXPECT_NE(folded.find(";st_exported;st_inlined (inlined) 3\n"), std::string::npos) << folded;
+  tprof::ReportOptions o;
+  o.children = true;
+  tprof::ReportData d = tprof::BuildReport(p, sym, o);
+  ASSERT_EQ(d.functions.size(), 1u);
+  bool step = false;
+  for (const tprof::CallerRow& c : d.functions[0].callers)
+    step |= c.caller == "st_exported" && c.callee == "st_inlined (inlined)" && c.samples == 3;
+  EXPECT_TRUE(step) << "--by caller: st_exported -> st_inlined (inlined)";
 }
 
 TEST(DpkgPackages, FindsTheListThatHasThePathOrItsMergedUsrTwin) {

@@ -42,6 +42,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "tprof/profile.h"
 
@@ -61,6 +62,10 @@ struct Location {
                             // the object-relative address (ELF vaddr)
   std::string source_file;  // "" without DWARF line information
   uint32_t line = 0;
+  // Functions DWARF says are inlined at the address, innermost first (the
+  // innermost holds source_file:line); symbol is the function they were
+  // inlined into. Empty without DWARF or inlining.
+  std::vector<std::string> inlined;
 
   bool resolved() const { return !symbol.empty(); }
   // "kernel", "module:<name>", "main", "shared:<path>", "jit", "unresolved".
@@ -70,6 +75,9 @@ struct Location {
   // read; from the mapping's start in a pseudo file such as "[vdso]");
   // "[unknown] [kernel]" or "[unknown] 0x<address>" otherwise.
   std::string FunctionName() const;
+  // The names a stack shows for this frame, leaf first: each inlined
+  // function as "<name> (inlined)", innermost first, then FunctionName().
+  std::vector<std::string> FrameNames() const;
 };
 
 // A mapping as profile formats describe one (pprof's Mapping).

@@ -247,7 +247,7 @@ WL_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline \
 WL_LIB := $(B)/bin/libtprofwl.so
 WORKLOADS := $(B)/bin/tprof-wl-shares $(B)/bin/tprof-wl-split $(B)/bin/tprof-wl-spawn \
 	$(B)/bin/tprof-wl-child $(B)/bin/tprof-wl-jit $(B)/bin/tprof-wl-faults \
-	$(B)/bin/tprof-wl-calltree $(B)/bin/tprof-wl-vdso $(WL_LIB)
+	$(B)/bin/tprof-wl-calltree $(B)/bin/tprof-wl-vdso $(B)/bin/tprof-wl-inline $(WL_LIB)
 guest-programs: $(WORKLOADS)
 $(B)/bin/tprof-wl-%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
@@ -264,6 +264,10 @@ $(B)/bin/tprof-wl-calltree: tests/workloads/calltree.c tests/workloads/calltree_
 	$(CC) $(WL_CFLAGS) -fomit-frame-pointer -c -o $@.leaf.o tests/workloads/calltree_leaf.c
 	$(CC) $(WL_CFLAGS) -o $@ tests/workloads/calltree.c $@.leaf.o -L$(B)/bin -ltprofwl \
 		-Wl,-rpath,'$$ORIGIN'
+# The inlining test's workload: -O2 with inlining, as a release build.
+$(B)/bin/tprof-wl-inline: tests/workloads/inline.c tests/workloads/wl.h
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -o $@ $<
 $(WL_LIB): tests/workloads/libtprofwl.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -fPIC -shared -Wl,-soname,libtprofwl.so -o $@ $<

@@ -706,6 +706,31 @@ TEST_F(Profiler, VdsoSamplesAreNamedFromTheRecordedImage) {
               static_cast<unsigned long long>(named));
 }
 
+// (d3) A function forced inline (always_inline, -O2 -g) has no symbol of
+// its own: DWARF's inlined instance names it, under its caller, in the
+// folded stacks.
+TEST_F(Profiler, InlinedFunctionsAreFramesOfTheirCaller) {
+  Result r = Record("inline.data", "--freq 1000", "tprof-wl-inline --ms 600");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  Result folded = Sh("tprofctl dump -i " + dir_.File("inline.data") + " --format folded");
+  ASSERT_EQ(folded.rc, 0) << folded.out;
+  // Lines are "frames count"; the process's own samples in the inlined loop.
+  uint64_t inlined = 0, process = 0;
+  std::istringstream in(folded.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("tprof-wl-inline;", 0) != 0) continue;
+    uint64_t n = std::stoull(line.substr(line.rfind(' ') + 1));
+    process += n;
+    if (line.find("wl_inline_outer;wl_inline_hot (inlined) ") != std::string::npos) inlined += n;
+  }
+  ASSERT_GT(process, 0u) << folded.out;
+  EXPECT_GT(inlined * 2, process) << "most of the process's samples are in the inlined loop:\n"
+                                  << folded.out;
+  std::printf("  [tprof-wl-inline] %llu of %llu samples in wl_inline_hot (inlined)\n",
+              static_cast<unsigned long long>(inlined), static_cast<unsigned long long>(process));
+}
+
 // (e) Lost samples: the recorder is frozen (SIGSTOP) while tiny buffers
 // fill at 20 kHz, so loss is certain; every report shows the same number
 // the kernel counted.

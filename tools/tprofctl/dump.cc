@@ -112,7 +112,7 @@ int RunDump(const DumpOptions& o) {
                  f.recorded_build_id.c_str(),
                  f.current_build_id.empty() ? "none" : f.current_build_id.c_str());
   Symbolizer symbolizer(*profile);
-  std::string out;
+  std::string out, hint;
   if (export_format == Export::kPprof) {
     auto bytes = EncodePprof(*profile, symbolizer, PprofOptions{options.pid});
     if (!bytes) return ReportError(bytes.error());
@@ -127,17 +127,20 @@ int RunDump(const DumpOptions& o) {
     out = RenderSpeedscope(FoldedStackRows(*profile, symbolizer, options), ss);
   } else {
     out = RenderReport(*profile, symbolizer, options, format);
-    // A person reads text: say how to name what stayed unnamed (on stderr).
+    // A person reads text: say how to name what stayed unnamed (on stderr,
+    // after the report).
     if (format == ReportFormat::kText)
-      std::fputs(DebugSymbolsHint(UnresolvedObjects(*profile, symbolizer), 5, AptHasPackage).c_str(),
-                 stderr);
+      hint = DebugSymbolsHint(UnresolvedObjects(*profile, symbolizer), 5, AptHasPackage);
   }
   if (output) {
     if (Status st = WriteFileAtomically(*output, out); !st) return ReportError(st.error());
+    std::fputs(hint.c_str(), stderr);
     return 0;
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
-  return std::fflush(stdout) == 0 ? 0 : 1;
+  const int rc = std::fflush(stdout) == 0 ? 0 : 1;
+  std::fputs(hint.c_str(), stderr);
+  return rc;
 }
 
 }  // namespace tprof::cli

@@ -680,8 +680,10 @@ TEST_F(Profiler, JitCodeIsNamedFromThePerfMap) {
 // report names the vDSO's functions from it. The workload reads
 // CLOCK_MONOTONIC in a loop; whatever the guest's clocksource, the vDSO's
 // clock_gettime runs on every read (it falls back to the system call from
-// there), so some of its user samples land in the vDSO, and every such row
-// must carry a function name, not "[vdso]+0x...".
+// there), so some of its user samples land in the vDSO, and most of them
+// must be named after the vDSO's clock_gettime. The image has only its
+// dynamic symbols: static helpers the compiler kept out of line (6.1's at
+// 0x6b0: 11 of 199 samples) stay "[vdso]+0x<address>", a row per address.
 TEST_F(Profiler, VdsoSamplesAreNamedFromTheRecordedImage) {
   Result r = Record("vdso.data", "--freq 1000", "tprof-wl-vdso --ms 800");
   ASSERT_EQ(r.rc, 0) << r.out;
@@ -696,12 +698,15 @@ TEST_F(Profiler, VdsoSamplesAreNamedFromTheRecordedImage) {
     const std::string fn = f.at("function").get<std::string>();
     if (space != "shared:[vdso]") continue;
     rows += fn + " " + std::to_string(N(f.at("samples"))) + "\n";
-    (fn.find("clock_gettime") != std::string::npos || fn.find("__vdso_") != std::string::npos
-         ? named
-         : unnamed) += N(f.at("samples"));
+    if (fn.find("clock_gettime") != std::string::npos || fn.find("__vdso_") != std::string::npos) {
+      named += N(f.at("samples"));
+    } else {
+      unnamed += N(f.at("samples"));
+      EXPECT_EQ(fn.rfind("[vdso]+0x", 0), 0u) << "an unnamed vDSO address: " << fn;
+    }
   }
   EXPECT_GT(named, 0u) << "no vDSO samples named after clock_gettime:\n" << rows;
-  EXPECT_EQ(unnamed, 0u) << "vDSO rows without a vDSO function name:\n" << rows;
+  EXPECT_GT(named, unnamed) << "most vDSO samples are in its clock_gettime:\n" << rows;
   std::printf("  [tprof-wl-vdso] %llu samples in the vDSO's functions\n",
               static_cast<unsigned long long>(named));
 }

@@ -179,6 +179,31 @@ $(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS) $(TPROFCTL_UNIT_SR
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(SANITIZE) -o $@ $^ $(GTEST_LIBS) $(ELF_LIBS)
 
+# The symbolizer's debug-file tests (tests/unit/symbolizer_debug_test.cc):
+# libsymtest.so with DWARF (full/), its debug file, a stripped copy that
+# names it by .gnu_debuglink (link/, debug file in link/.debug/), and a
+# stripped copy without a link whose debug file is only in a build-id tree
+# (bare/ and debug/.build-id/xx/yyyy.debug); rebuilt/: the library built
+# again with other code ahead of st_hidden, kept in source order (another
+# build id, st_hidden moved).
+SYMFILES := $(B)/tests/symfiles
+unit-tests: $(SYMFILES)/stamp
+$(SYMFILES)/stamp: tests/unit/symfiles/symtest.c
+	@rm -rf $(SYMFILES) && mkdir -p $(SYMFILES)/full $(SYMFILES)/link/.debug $(SYMFILES)/bare
+	$(CC) -std=gnu11 -O2 -g -fPIC -shared -Wl,--build-id $(WARNINGS) -o $(SYMFILES)/full/libsymtest.so $<
+	objcopy --only-keep-debug $(SYMFILES)/full/libsymtest.so $(SYMFILES)/link/.debug/libsymtest.so.debug
+	objcopy --strip-all --add-gnu-debuglink=$(SYMFILES)/link/.debug/libsymtest.so.debug \
+		$(SYMFILES)/full/libsymtest.so $(SYMFILES)/link/libsymtest.so
+	objcopy --strip-all $(SYMFILES)/full/libsymtest.so $(SYMFILES)/bare/libsymtest.so
+	@mkdir -p $(SYMFILES)/rebuilt
+	$(CC) -std=gnu11 -O2 -g -fPIC -shared -Wl,--build-id -DST_REBUILT -fno-toplevel-reorder $(WARNINGS) \
+		-o $(SYMFILES)/rebuilt/libsymtest.so $<
+	id=$$(readelf -n $(SYMFILES)/full/libsymtest.so | sed -n 's/.*Build ID: //p'); \
+		mkdir -p $(SYMFILES)/debug/.build-id/$${id%"$${id#??}"} && \
+		cp $(SYMFILES)/link/.debug/libsymtest.so.debug \
+			$(SYMFILES)/debug/.build-id/$${id%"$${id#??}"}/$${id#??}.debug
+	touch $@
+
 # Integration tests run inside the guest against the real module.
 $(INTEGRATION_TESTS): $(call obj,$(INTEGRATION_TEST_SRCS)) $(LIB)
 	@mkdir -p $(@D)
@@ -222,7 +247,7 @@ WL_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline \
 WL_LIB := $(B)/bin/libtprofwl.so
 WORKLOADS := $(B)/bin/tprof-wl-shares $(B)/bin/tprof-wl-split $(B)/bin/tprof-wl-spawn \
 	$(B)/bin/tprof-wl-child $(B)/bin/tprof-wl-jit $(B)/bin/tprof-wl-faults \
-	$(B)/bin/tprof-wl-calltree $(WL_LIB)
+	$(B)/bin/tprof-wl-calltree $(B)/bin/tprof-wl-vdso $(B)/bin/tprof-wl-inline $(WL_LIB)
 guest-programs: $(WORKLOADS)
 $(B)/bin/tprof-wl-%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
@@ -239,6 +264,10 @@ $(B)/bin/tprof-wl-calltree: tests/workloads/calltree.c tests/workloads/calltree_
 	$(CC) $(WL_CFLAGS) -fomit-frame-pointer -c -o $@.leaf.o tests/workloads/calltree_leaf.c
 	$(CC) $(WL_CFLAGS) -o $@ tests/workloads/calltree.c $@.leaf.o -L$(B)/bin -ltprofwl \
 		-Wl,-rpath,'$$ORIGIN'
+# The inlining test's workload: -O2 with inlining, as a release build.
+$(B)/bin/tprof-wl-inline: tests/workloads/inline.c tests/workloads/wl.h
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -o $@ $<
 $(WL_LIB): tests/workloads/libtprofwl.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -fPIC -shared -Wl,-soname,libtprofwl.so -o $@ $<

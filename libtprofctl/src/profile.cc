@@ -8,6 +8,8 @@
 #include <memory>
 #include <set>
 
+#include "tprof/elf_snapshot.h"
+
 namespace tprof {
 
 namespace {
@@ -484,6 +486,23 @@ void SnapshotSystemState(Profile* profile, const SnapshotOptions& options) {
     auto jit = ReadPerfMap(options.perf_map_dir + "/perf-" + std::to_string(pid) + ".map");
     if (jit && !jit->empty()) profile->jit_symbols[pid] = std::move(*jit);
   }
+  // The files of the spaces with user samples, by build id now, so that a
+  // report can tell a file rebuilt after the recording; and the vDSO.
+  std::set<SpaceKey> spaces;
+  for (const auto& [key, count] : profile->samples)
+    if (key.user() && key.pid != 0) spaces.insert({key.pid, key.space_id});
+  bool vdso_mapped = false;
+  for (const auto& [key, maps] : profile->mappings) {
+    if (!spaces.count(key)) continue;
+    for (const Mapping& m : maps) {
+      vdso_mapped |= m.path == "[vdso]";
+      if (m.path.size() < 2 || m.path[0] != '/' || m.path[1] == '/' ||
+          profile->build_ids.count(m.path))
+        continue;
+      if (std::string id = FileBuildId(m.path); !id.empty()) profile->build_ids[m.path] = id;
+    }
+  }
+  if (options.vdso && vdso_mapped) profile->vdso_image = VdsoImage();
 }
 
 }  // namespace tprof

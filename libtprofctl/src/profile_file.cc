@@ -130,6 +130,12 @@ Error BadFile(const std::string& name, const std::string& what) {
 }
 
 // Applies one line of a known kind; false if a field is malformed.
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
 bool ParseLine(LineReader& r, Profile* p) {
   std::string_view tag = r.tag();
   if (tag == "attr") {
@@ -199,6 +205,18 @@ bool ParseLine(LineReader& r, Profile* p) {
   } else if (tag == "jit") {
     uint32_t pid = r.Dec32(1);
     p->jit_symbols[pid].push_back({r.Hex(2), r.Hex(3), r.Str(4)});
+  } else if (tag == "buildid") {
+    std::string path = r.Str(1);
+    p->build_ids[path] = r.Str(2);
+  } else if (tag == "vdso") {
+    std::string hex = r.Str(1);
+    if (hex.size() % 2 != 0) return false;
+    p->vdso_image.clear();
+    for (size_t i = 0; i < hex.size(); i += 2) {
+      int hi = HexDigit(hex[i]), lo = HexDigit(hex[i + 1]);
+      if (hi < 0 || lo < 0) return false;
+      p->vdso_image.push_back(static_cast<char>(hi * 16 + lo));
+    }
   }
   // Anything else is from a newer minor version: skipped.
   return r.ok();
@@ -253,6 +271,17 @@ std::string SerializeProfile(const Profile& p) {
     w.Tag("ksym").Hex(k.address).Str(std::string(1, k.type)).Str(k.name).Str(k.module).End();
   for (const auto& [pid, syms] : p.jit_symbols)
     for (const JitSymbol& j : syms) w.Tag("jit").Dec(pid).Hex(j.start).Hex(j.size).Str(j.name).End();
+  for (const auto& [path, id] : p.build_ids) w.Tag("buildid").Str(path).Str(id).End();
+  if (!p.vdso_image.empty()) {
+    static const char kDigits[] = "0123456789abcdef";
+    std::string hex;
+    hex.reserve(p.vdso_image.size() * 2);
+    for (unsigned char c : p.vdso_image) {
+      hex += kDigits[c >> 4];
+      hex += kDigits[c & 15];
+    }
+    w.Tag("vdso").Str(hex).End();
+  }
   out += "end\n";
   return out;
 }

@@ -349,15 +349,20 @@ ReportData BuildReport(const Profile& p, Symbolizer& sym, const ReportOptions& o
     Name prev;
     for (const StackFrame& frame : frames) {
       const Location& loc = ResolveFrame(sym, key, frame);
-      Name name{loc.SpaceName(), loc.FunctionName()};
-      if (seen.insert(name).second) {
-        Aggregate& a = functions[pid][name];
-        if (a.row.samples == 0 && a.row.inclusive == 0) a.row.location = loc;
-        a.row.inclusive += count;
+      // Inlined functions are frames of their own, under the function
+      // they were inlined into.
+      for (std::string& fn : loc.FrameNames()) {
+        Name name{loc.SpaceName(), std::move(fn)};
+        if (seen.insert(name).second) {
+          Aggregate& a = functions[pid][name];
+          if (a.row.samples == 0 && a.row.inclusive == 0) a.row.location = loc;
+          a.row.inclusive += count;
+        }
+        if (callee && seen_steps.insert({name, *callee}).second)
+          steps[pid][{name, *callee}] += count;
+        prev = std::move(name);
+        callee = &prev;
       }
-      if (callee && seen_steps.insert({name, *callee}).second) steps[pid][{name, *callee}] += count;
-      prev = std::move(name);
-      callee = &prev;
     }
   });
   for (auto& [s_pid, s] : procs) {
@@ -419,7 +424,9 @@ std::vector<StackRow> FoldedStackRows(const Profile& p, Symbolizer& sym, const R
     std::vector<std::string> frames{Frame(ReportName(p, pid), false)};
     for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
       const Location& loc = ResolveFrame(sym, key, *it);
-      frames.push_back(Frame(loc.FunctionName(), IsKernel(loc)));
+      std::vector<std::string> names = loc.FrameNames();  // leaf first
+      for (auto n = names.rbegin(); n != names.rend(); ++n)
+        frames.push_back(Frame(*n, IsKernel(loc)));
     }
     add(pid, std::move(frames), count);
   });

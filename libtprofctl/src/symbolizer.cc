@@ -4,10 +4,13 @@
 #include <dwarf.h>
 #include <elf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,14 +24,12 @@ namespace tprof {
 
 namespace {
 
+constexpr char kVdsoName[] = "[vdso]";
+
 struct ElfDeleter {
   void operator()(Elf* elf) const { elf_end(elf); }
 };
-struct DwarfDeleter {
-  void operator()(Dwarf* dwarf) const { dwarf_end(dwarf); }
-};
 using ScopedElf = std::unique_ptr<Elf, ElfDeleter>;
-using ScopedDwarf = std::unique_ptr<Dwarf, DwarfDeleter>;
 
 std::string Hex(uint64_t v) {
   char buf[24];
@@ -68,18 +69,12 @@ bool IsFilePath(const std::string& path) {
   return path.size() > 1 && path[0] == '/' && path[1] != '/';
 }
 
-// Opens an ELF file read-only with its descriptor; both are owned.
+// An ELF file read-only with its descriptor; both are owned.
 struct OpenedElf {
   ScopedFd fd;
   ScopedElf elf;
 };
 
-bool OpenElfFile(const std::string& path, OpenedElf* out) {
-  out->fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!out->fd) return false;
-  out->elf.reset(elf_begin(out->fd.get(), ELF_C_READ_MMAP, nullptr));
-  return out->elf && elf_kind(out->elf.get()) == ELF_K_ELF;
-}
 
 // The file's GNU build id (.note.gnu.build-id) in hex, "" without one.
 std::string BuildIdHex(Elf* elf) {
@@ -96,20 +91,48 @@ std::string BuildIdHex(Elf* elf) {
 
 }  // namespace
 
-// One ELF file: its loadable segments, function symbols and DWARF lines
-// (from the file itself, or from a separate debug file found by build id).
+// One ELF file: its loadable segments (libelf) and, through libdwfl, its
+// functions and source lines. libdwfl finds what the file itself lacks the
+// way gdb and perf do: a separate debug file by build id
+// (<debug_dir>/.build-id/xx/yyyy.debug) or by .gnu_debuglink (next to the
+// file, in its .debug/ or under <debug_dir>), the MiniDebugInfo symbol table
+// (.gnu_debugdata, Fedora's), and debuginfod when DEBUGINFOD_URLS is set
+// (libdw loads libdebuginfod itself; unset, nothing is contacted). The
+// module is reported at its link-time addresses (bias 0), so one Dwfl per
+// file serves every process that maps it.
 class Symbolizer::ElfObject {
  public:
   struct Function {
     uint64_t address;
-    uint64_t size;
     std::string name;
   };
 
   static std::unique_ptr<ElfObject> Open(const std::string& path,
                                          const SymbolizerOptions& options) {
+    return FromFd(path, ScopedFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), options);
+  }
+
+  // An image in memory (the vDSO the profile carries), through a memfd:
+  // libdwfl reads modules from descriptors.
+  static std::unique_ptr<ElfObject> FromImage(const std::string& name, const std::string& image,
+                                              const SymbolizerOptions& options) {
+    ScopedFd fd(::memfd_create("tprof-elf-image", MFD_CLOEXEC));
+    if (!fd) return nullptr;
+    for (size_t done = 0; done < image.size();) {
+      ssize_t n = ::write(fd.get(), image.data() + done, image.size() - done);
+      if (n <= 0) return nullptr;
+      done += static_cast<size_t>(n);
+    }
+    return FromFd(name, std::move(fd), options);
+  }
+
+  static std::unique_ptr<ElfObject> FromFd(const std::string& path, ScopedFd fd,
+                                           const SymbolizerOptions& options) {
     auto obj = std::unique_ptr<ElfObject>(new ElfObject());
-    if (!OpenElfFile(path, &obj->file_)) return nullptr;
+    if (!fd) return nullptr;
+    obj->file_.fd = std::move(fd);
+    obj->file_.elf.reset(elf_begin(obj->file_.fd.get(), ELF_C_READ_MMAP, nullptr));
+    if (!obj->file_.elf || elf_kind(obj->file_.elf.get()) != ELF_K_ELF) return nullptr;
     Elf* elf = obj->file_.elf.get();
     size_t nphdr = 0;
     if (elf_getphdrnum(elf, &nphdr) != 0) return nullptr;
@@ -119,19 +142,33 @@ class Symbolizer::ElfObject {
         obj->loads_.push_back(ph);
     }
     obj->build_id_ = BuildIdHex(elf);
-    obj->ReadFunctions(elf);
-    if (options.source_lines) obj->OpenDwarf(options.debug_dir);
-    std::sort(obj->functions_.begin(), obj->functions_.end(),
-              [](const Function& a, const Function& b) {
-                return a.address != b.address ? a.address < b.address : a.size > b.size;
-              });
-    // Aliases (same address) keep the first: the largest size.
-    obj->functions_.erase(std::unique(obj->functions_.begin(), obj->functions_.end(),
-                                      [](const Function& a, const Function& b) {
-                                        return a.address == b.address;
-                                      }),
-                          obj->functions_.end());
+    obj->source_lines_ = options.source_lines;
+    obj->OpenDwfl(path, obj->file_.fd.get(), options.debug_dir);
     return obj;
+  }
+
+  // Takes functions and lines from this debug file instead (the file on
+  // disk was rebuilt after the recording; the debug file matches the
+  // recorded build id). The segments stay the file's: a debug file's
+  // program headers keep the addresses but not the file offsets.
+  bool UseDebugFile(const std::string& debug_path, const std::string& debug_dir) {
+    ScopedFd fd(::open(debug_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return false;
+    module_ = nullptr;
+    dwfl_.reset();
+    OpenDwfl(debug_path, fd.get(), debug_dir);
+    return module_ != nullptr;
+  }
+
+  // An inlined instance's name, from its abstract origin: the linkage name
+  // demangled (C++ with its parameters), else DW_AT_name.
+  static std::string DieName(Dwarf_Die* die) {
+    Dwarf_Attribute attr;
+    const char* name = nullptr;
+    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr))
+      name = dwarf_formstring(&attr);
+    if (!name && dwarf_attr_integrate(die, DW_AT_name, &attr)) name = dwarf_formstring(&attr);
+    return name ? Demangle(name) : "[inlined]";
   }
 
   // A file offset to the link-time virtual address of the segment holding it.
@@ -145,32 +182,45 @@ class Symbolizer::ElfObject {
     return false;
   }
 
-  // The function containing address: a sized symbol that covers it, or the
-  // nearest preceding symbol if that one has no size.
-  const Function* FindFunction(uint64_t address) const {
-    auto it = std::upper_bound(functions_.begin(), functions_.end(), address,
-                               [](uint64_t a, const Function& f) { return a < f.address; });
-    if (it == functions_.begin()) return nullptr;
-    --it;
-    if (it->size == 0) return &*it;
-    // Walk back a little for an enclosing symbol (nested or overlapping).
-    for (int steps = 0; steps < 16; ++steps, --it) {
-      if (it->size != 0 && address < it->address + it->size) return &*it;
-      if (it == functions_.begin()) break;
-    }
-    return nullptr;
+  // The function containing address (link-time): libdwfl's choice among
+  // .symtab (the file's, its debug file's or MiniDebugInfo's) and .dynsym:
+  // a sized symbol that covers it, else the nearest preceding sizeless one.
+  std::optional<Function> FindFunction(uint64_t address) const {
+    if (!module_) return std::nullopt;
+    GElf_Off offset = 0;
+    GElf_Sym sym;
+    const char* name = dwfl_module_addrinfo(module_, address, &offset, &sym, nullptr, nullptr,
+                                            nullptr);
+    if (!name || !*name) return std::nullopt;
+    return Function{address - offset, Demangle(name)};
   }
 
   const std::string& build_id() const { return build_id_; }
 
+  // The functions inlined at address (link-time), innermost first: the
+  // DW_TAG_inlined_subroutine scopes DWARF gives for it.
+  std::vector<std::string> InlinedAt(uint64_t address) const {
+    std::vector<std::string> names;
+    if (!module_) return names;
+    Dwarf_Addr bias = 0;
+    Dwarf_Die* cu = dwfl_module_addrdie(module_, address, &bias);
+    if (!cu) return names;
+    Dwarf_Die* scopes = nullptr;
+    int n = dwarf_getscopes(cu, address - bias, &scopes);
+    for (int i = 0; i < n; ++i) {
+      if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
+      names.push_back(DieName(&scopes[i]));
+    }
+    std::free(scopes);
+    return names;
+  }
+
   bool SourceLine(uint64_t address, std::string* file, uint32_t* line) const {
-    if (!dwarf_) return false;
-    Dwarf_Die cu;
-    if (!dwarf_addrdie(dwarf_.get(), address, &cu) && !FindCu(address, &cu)) return false;
-    Dwarf_Line* l = dwarf_getsrc_die(&cu, address);
+    if (!module_ || !source_lines_) return false;
+    Dwfl_Line* l = dwfl_module_getsrc(module_, address);
     int lineno = 0;
-    const char* src = l ? dwarf_linesrc(l, nullptr, nullptr) : nullptr;
-    if (!src || dwarf_lineno(l, &lineno) != 0) return false;
+    const char* src = l ? dwfl_lineinfo(l, nullptr, &lineno, nullptr, nullptr, nullptr) : nullptr;
+    if (!src || lineno <= 0) return false;
     *file = src;
     *line = static_cast<uint32_t>(lineno);
     return true;
@@ -179,68 +229,29 @@ class Symbolizer::ElfObject {
  private:
   ElfObject() = default;
 
-  void ReadFunctions(Elf* elf) {
-    Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-      GElf_Shdr sh;
-      if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
-          sh.sh_entsize == 0)
-        continue;
-      Elf_Data* data = elf_getdata(scn, nullptr);
-      if (!data) continue;
-      size_t count = sh.sh_size / sh.sh_entsize;
-      for (size_t i = 0; i < count; ++i) {
-        GElf_Sym sym;
-        if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
-        int type = GELF_ST_TYPE(sym.st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-            sym.st_value == 0)
-          continue;
-        const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
-        if (name && *name) functions_.push_back({sym.st_value, sym.st_size, Demangle(name)});
-      }
-    }
+  void OpenDwfl(const std::string& path, int file_fd, const std::string& debug_dir) {
+    // "" and ".debug": .gnu_debuglink next to the file and in its .debug/;
+    // the absolute entry: <dir>/<file's dir>/<debuglink> and <dir>/.build-id/.
+    debuginfo_path_ = ":.debug:" + debug_dir;
+    debuginfo_path_ptr_ = debuginfo_path_.data();
+    callbacks_.find_elf = dwfl_build_id_find_elf;
+    callbacks_.find_debuginfo = dwfl_standard_find_debuginfo;
+    callbacks_.section_address = dwfl_offline_section_address;
+    callbacks_.debuginfo_path = &debuginfo_path_ptr_;
+    dwfl_.reset(dwfl_begin(&callbacks_));
+    if (!dwfl_) return;
+    dwfl_report_begin(dwfl_.get());
+    // libdwfl owns (and closes) the descriptor it is given.
+    int fd = ::fcntl(file_fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return;
+    module_ = dwfl_report_elf(dwfl_.get(), BaseName(path).c_str(), path.c_str(), fd, 0, true);
+    if (!module_) ::close(fd);
+    dwfl_report_end(dwfl_.get(), nullptr, nullptr);
   }
 
-  static bool HasDebugInfo(Elf* elf) {
-    size_t shstrndx = 0;
-    if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
-    Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-      GElf_Shdr sh;
-      const char* name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : nullptr;
-      if (name && std::strcmp(name, ".debug_info") == 0 && sh.sh_type != SHT_NOBITS) return true;
-    }
-    return false;
-  }
-
-  void OpenDwarf(const std::string& debug_dir) {
-    Elf* elf = file_.elf.get();
-    if (!HasDebugInfo(elf)) {
-      // A stripped file: its debug file by build id has the same addresses,
-      // the DWARF and a full .symtab (static functions too).
-      const std::string& hex = build_id_;
-      if (hex.size() < 4) return;
-      std::string path = debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
-      if (!OpenElfFile(path, &debug_file_)) return;
-      elf = debug_file_.elf.get();
-      ReadFunctions(elf);
-    }
-    dwarf_.reset(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
-  }
-
-  // Without .debug_aranges dwarf_addrdie finds nothing: scan the CUs.
-  bool FindCu(uint64_t address, Dwarf_Die* cu) const {
-    Dwarf_Off offset = 0, next = 0;
-    size_t header_size = 0;
-    while (dwarf_nextcu(dwarf_.get(), offset, &next, &header_size, nullptr, nullptr, nullptr) ==
-           0) {
-      if (dwarf_offdie(dwarf_.get(), offset + header_size, cu) && dwarf_haspc(cu, address) > 0)
-        return true;
-      offset = next;
-    }
-    return false;
-  }
+  struct DwflDeleter {
+    void operator()(Dwfl* dwfl) const { dwfl_end(dwfl); }
+  };
 
  public:
   // See Symbolizer::LeafReturnAddressLive; address is link-time.
@@ -280,13 +291,16 @@ class Symbolizer::ElfObject {
     void operator()(Dwarf_CFI* cfi) const { dwarf_cfi_end(cfi); }
   };
 
-  // Declaration order is destruction order reversed: DWARF before its ELF.
+  // Declaration order is destruction order reversed: CFI before its ELF.
   OpenedElf file_;
-  OpenedElf debug_file_;
-  ScopedDwarf dwarf_;
   std::vector<GElf_Phdr> loads_;
-  std::vector<Function> functions_;
   std::string build_id_;
+  bool source_lines_ = true;
+  std::string debuginfo_path_;
+  char* debuginfo_path_ptr_ = nullptr;
+  Dwfl_Callbacks callbacks_{};             // libdwfl keeps a pointer to it
+  std::unique_ptr<Dwfl, DwflDeleter> dwfl_;
+  Dwfl_Module* module_ = nullptr;          // owned by dwfl_
   bool cfi_loaded_ = false;
   std::unique_ptr<Dwarf_CFI, CfiDeleter> cfi_;  // .eh_frame of file_, ended before it
 };
@@ -309,6 +323,13 @@ const char* SpaceKindName(SpaceKind kind) {
   return "unresolved";
 }
 
+std::vector<std::string> Location::FrameNames() const {
+  std::vector<std::string> names;
+  for (const std::string& fn : inlined) names.push_back(fn + " (inlined)");
+  names.push_back(FunctionName());
+  return names;
+}
+
 std::string Location::SpaceName() const {
   if (kind == SpaceKind::kModule) return "module:" + object;
   if (kind == SpaceKind::kSharedLibrary) return "shared:" + object;
@@ -317,6 +338,10 @@ std::string Location::SpaceName() const {
 
 std::string Location::FunctionName() const {
   if (!symbol.empty()) return symbol;
+  // An unnamed user address keeps its own row ("libc.so.6+0x1a2b"): merged
+  // per object, a hot stripped function would hide among the file's others.
+  if (kind == SpaceKind::kMainExecutable || kind == SpaceKind::kSharedLibrary)
+    return BaseName(object) + "+" + Hex(offset);
   if (!object.empty()) return "[unknown] " + BaseName(object);
   return "[unknown] " + Hex(address);
 }
@@ -379,10 +404,24 @@ std::string Symbolizer::MainExecutable(uint32_t pid, uint64_t space_id) const {
   return lowest_file ? lowest_file->path : "";
 }
 
+bool Symbolizer::HasElf(const Mapping& mapping) const {
+  return IsFilePath(mapping.path) || (mapping.path == kVdsoName && !profile_.vdso_image.empty());
+}
+
 Symbolizer::ElfObject* Symbolizer::OpenElf(const std::string& path) {
   auto it = elf_files_.find(path);
   if (it == elf_files_.end()) {
-    auto obj = ElfObject::Open(path, options_);
+    auto obj = path == kVdsoName ? ElfObject::FromImage(path, profile_.vdso_image, options_)
+                                 : ElfObject::Open(path, options_);
+    // Rebuilt since the recording: the debug file of the recorded build.
+    auto recorded = profile_.build_ids.find(path);
+    if (obj && recorded != profile_.build_ids.end() && recorded->second.size() > 2 &&
+        recorded->second != obj->build_id()) {
+      const std::string& id = recorded->second;
+      obj->UseDebugFile(options_.debug_dir + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) +
+                            ".debug",
+                        options_.debug_dir);
+    }
     ++(obj ? stats_.elf_files : stats_.elf_failures);
     it = elf_files_.emplace(path, std::move(obj)).first;
   }
@@ -411,7 +450,7 @@ std::optional<MappingInfo> Symbolizer::MappingAt(uint32_t pid, uint64_t space_id
   const Mapping* mapping = FindMapping(pid, space_id, ip);
   if (!mapping) return std::nullopt;
   MappingInfo info{mapping->start, mapping->end, mapping->pgoff, mapping->path, ""};
-  if (IsFilePath(mapping->path))
+  if (HasElf(*mapping))
     if (ElfObject* elf = OpenElf(mapping->path)) info.build_id = elf->build_id();
   return info;
 }
@@ -422,7 +461,7 @@ bool Symbolizer::LeafReturnAddressLive(uint32_t pid, uint64_t space_id, uint64_t
   if (it != leaf_cache_.end()) return it->second;
   bool live = false;
   const Mapping* mapping = FindMapping(pid, space_id, ip);
-  if (mapping && IsFilePath(mapping->path)) {
+  if (mapping && HasElf(*mapping)) {
     ElfObject* elf = OpenElf(mapping->path);
     uint64_t address = 0;
     if (elf && elf->FileOffsetToAddress(ip - mapping->start + mapping->pgoff, &address))
@@ -435,7 +474,7 @@ Location Symbolizer::ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip) {
   Location loc;
   loc.offset = ip;
   const Mapping* mapping = FindMapping(pid, space_id, ip);
-  if (mapping && IsFilePath(mapping->path)) {
+  if (mapping && HasElf(*mapping)) {
     loc.kind = mapping->path == MainExecutable(pid, space_id) ? SpaceKind::kMainExecutable
                                                               : SpaceKind::kSharedLibrary;
     loc.object = mapping->path;
@@ -444,11 +483,12 @@ Location Symbolizer::ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip) {
     uint64_t address = 0;
     if (!elf || !elf->FileOffsetToAddress(loc.offset, &address)) return loc;
     loc.offset = address;
-    if (const ElfObject::Function* fn = elf->FindFunction(address)) {
-      loc.symbol = fn->name;
+    if (std::optional<ElfObject::Function> fn = elf->FindFunction(address)) {
+      loc.symbol = std::move(fn->name);
       loc.offset = address - fn->address;
     }
-    if (options_.source_lines) elf->SourceLine(address, &loc.source_file, &loc.line);
+    elf->SourceLine(address, &loc.source_file, &loc.line);
+    if (options_.source_lines) loc.inlined = elf->InlinedAt(address);
     return loc;
   }
   auto jit = profile_.jit_symbols.find(pid);

@@ -656,6 +656,66 @@ TEST_F(Profiler, JitCodeIsNamedFromThePerfMap) {
   }
 }
 
+// (d2) [vdso] is no file: the recorder stores the kernel's vDSO image and the
+// report names the vDSO's functions from it. The workload reads
+// CLOCK_MONOTONIC in a loop; whatever the guest's clocksource, the vDSO's
+// clock_gettime runs on every read (it falls back to the system call from
+// there), so some of its user samples land in the vDSO, and most of them
+// must be named after the vDSO's clock_gettime. The image has only its
+// dynamic symbols: static helpers the compiler kept out of line (6.1's at
+// 0x6b0: 11 of 199 samples) stay "[vdso]+0x<address>", a row per address.
+TEST_F(Profiler, VdsoSamplesAreNamedFromTheRecordedImage) {
+  Result r = Record("vdso.data", "--freq 1000", "tprof-wl-vdso --ms 800");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = DumpJson(dir_.File("vdso.data"));
+  ASSERT_TRUE(j);
+  auto tables = FunctionTables(*j, "tprof-wl-vdso");
+  ASSERT_EQ(tables.size(), 1u);
+  uint64_t named = 0, unnamed = 0;
+  std::string rows;
+  for (const Json& f : tables[0]->at("functions")) {
+    const std::string space = f.at("space").get<std::string>();
+    const std::string fn = f.at("function").get<std::string>();
+    if (space != "shared:[vdso]") continue;
+    rows += fn + " " + std::to_string(N(f.at("samples"))) + "\n";
+    if (fn.find("clock_gettime") != std::string::npos || fn.find("__vdso_") != std::string::npos) {
+      named += N(f.at("samples"));
+    } else {
+      unnamed += N(f.at("samples"));
+      EXPECT_EQ(fn.rfind("[vdso]+0x", 0), 0u) << "an unnamed vDSO address: " << fn;
+    }
+  }
+  EXPECT_GT(named, 0u) << "no vDSO samples named after clock_gettime:\n" << rows;
+  EXPECT_GT(named, unnamed) << "most vDSO samples are in its clock_gettime:\n" << rows;
+  std::printf("  [tprof-wl-vdso] %llu samples in the vDSO's functions\n",
+              static_cast<unsigned long long>(named));
+}
+
+// (d3) A function forced inline (always_inline, -O2 -g) has no symbol of
+// its own: DWARF's inlined instance names it, under its caller, in the
+// folded stacks.
+TEST_F(Profiler, InlinedFunctionsAreFramesOfTheirCaller) {
+  Result r = Record("inline.data", "--freq 1000", "tprof-wl-inline --ms 600");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  Result folded = Sh("tprofctl dump -i " + dir_.File("inline.data") + " --format folded");
+  ASSERT_EQ(folded.rc, 0) << folded.out;
+  // Lines are "frames count"; the process's own samples in the inlined loop.
+  uint64_t inlined = 0, process = 0;
+  std::istringstream in(folded.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("tprof-wl-inline;", 0) != 0) continue;
+    uint64_t n = std::stoull(line.substr(line.rfind(' ') + 1));
+    process += n;
+    if (line.find("wl_inline_outer;wl_inline_hot (inlined) ") != std::string::npos) inlined += n;
+  }
+  ASSERT_GT(process, 0u) << folded.out;
+  EXPECT_GT(inlined * 2, process) << "most of the process's samples are in the inlined loop:\n"
+                                  << folded.out;
+  std::printf("  [tprof-wl-inline] %llu of %llu samples in wl_inline_hot (inlined)\n",
+              static_cast<unsigned long long>(inlined), static_cast<unsigned long long>(process));
+}
+
 // (e) Lost samples: the recorder is frozen (SIGSTOP) while tiny buffers
 // fill at 20 kHz, so loss is certain; every report shows the same number
 // the kernel counted.

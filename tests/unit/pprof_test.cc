@@ -257,8 +257,8 @@ TEST(Pprof, CallersAreASecondLocationSymbolizedAtTheCall) {
   EXPECT_EQ(flat["do_syscall_64"], 20);
   EXPECT_EQ(flat["default_idle"], 15);
   EXPECT_EQ(flat["entry_SYSCALL_64"], 0);
-  EXPECT_EQ(flat["[unknown] app"], 30) << "unnamed addresses keep the report's names";
-  EXPECT_EQ(flat["[unknown] libc.so.6"], 20);
+  EXPECT_EQ(flat["app+0x100"], 30) << "unnamed addresses keep the report's names";
+  EXPECT_EQ(flat["libc.so.6+0x1100"], 20);
 }
 
 TEST(Pprof, MappingsPutTheMainExecutableFirstAndKernelAddressesInKallsyms) {

@@ -250,6 +250,8 @@ Profile RichProfile() {
   p.kernel_symbols.symbols = {{0xffffffff81000000, 'T', "_stext", ""},
                               {0xffffffffc0001000, 't', "ext4_read", "ext4"}};
   p.jit_symbols[10] = {{0x7000, 0x10, "LazyCompile:*run app.js:1"}};
+  p.build_ids["/usr/bin/prog\twith tab"] = "0123456789abcdef";
+  p.vdso_image = std::string("\x7f" "ELF\0\x01\xff\n\t%", 10);  // every byte survives
   return p;
 }
 
@@ -280,6 +282,19 @@ TEST(ProfileFile, ReadsVersion10FilesAndChecksTheStackTable) {
     auto r = tprof::ParseProfile(bad, "bad.data");
     ASSERT_FALSE(r) << bad;
     EXPECT_EQ(r.error().code().value(), EBADMSG);
+  }
+}
+
+TEST(ProfileFile, Version12CarriesBuildIdsAndTheVdsoAsHex) {
+  std::string text = tprof::SerializeProfile(RichProfile());
+  EXPECT_NE(text.find("tprof-profile 1 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nvdso\t7f454c460001ff0a0925\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nbuildid\t/usr/bin/prog%09with tab\t0123456789abcdef\n"),
+            std::string::npos)
+      << text;
+  for (const char* bad : {"tprof-profile 1 2\nvdso\t7f4\nend\n", "tprof-profile 1 2\nvdso\tzz\nend\n"}) {
+    auto r = tprof::ParseProfile(bad, "bad.data");
+    EXPECT_FALSE(r) << "odd length or not hex: " << bad;
   }
 }
 

@@ -104,9 +104,9 @@ TEST(Report, ListsFunctionsPerProcessByCountWithPercentages) {
   const tprof::ProcessFunctions& app = d.functions[0];
   EXPECT_EQ(app.pid, 100u);
   ASSERT_EQ(app.functions.size(), 5u);
-  EXPECT_EQ(app.functions[0].function, "[unknown] app");
+  EXPECT_EQ(app.functions[0].function, "app+0x100") << "an unnamed address: file + offset";
   EXPECT_EQ(app.functions[0].space, "main");
-  EXPECT_EQ(app.functions[1].function, "[unknown] libc.so.6");
+  EXPECT_EQ(app.functions[1].function, "libc.so.6+0x100");
   EXPECT_EQ(app.functions[1].space, "shared:/nonexistent/libc.so.6");
   EXPECT_EQ(app.functions[2].function, "do_syscall_64");
   EXPECT_EQ(app.functions[2].samples, 10u);
@@ -222,7 +222,9 @@ TEST(Report, FoldedStackRowsAreTheFoldedLinesRootFirst) {
 // pid 100 "app": 6 samples in the kernel (do_syscall_64 called from
 // entry_SYSCALL_64) entered from libc, called from app; 4 in app called
 // from libc. The leaf's recorded return address is not used: no CFI says
-// the leaf lacks a frame (the files do not exist).
+// the leaf lacks a frame (the files do not exist). Unnamed addresses are
+// rows of their own ("app+0x2ff"), so app's and libc's frames each sit on
+// one address: a caller is named at its return address - 1.
 Profile StackProfile() {
   ProfileBuilder b;
   Records r;
@@ -231,8 +233,8 @@ Profile StackProfile() {
   r.Map(100, 1, 0x7f0000, 0x7f8000, 0, "/nonexistent/libc.so.6");
   for (int i = 0; i < 6; ++i)
     r.StackSample(SampleRec(100, 1, kSyscall, 0), TPROF_STACK_USER_IP | TPROF_STACK_LEAF_RA,
-                  {kEntry + 5}, {0x7f0100, 0x400200, 0x400300});
-  for (int i = 0; i < 4; ++i) r.StackSample(SampleRec(100, 1, 0x400100, U), 0, {}, {0x7f0200});
+                  {kEntry + 5}, {0x7f01ff, 0x400200, 0x400300});
+  for (int i = 0; i < 4; ++i) r.StackSample(SampleRec(100, 1, 0x4002ff, U), 0, {}, {0x7f0200});
   b.AddRecords(r.data(), r.size());
   Profile p = b.Finish();
   p.kernel_symbols.available = true;
@@ -246,8 +248,8 @@ TEST(Report, FoldedStacksCarryWholeStacksKernelUnderUser) {
   Profile p = StackProfile();
   Symbolizer sym(p);
   EXPECT_EQ(tprof::FoldedStacks(p, sym, {}),
-            "app;[unknown] app;[unknown] libc.so.6;entry_SYSCALL_64_[k];do_syscall_64_[k] 6\n"
-            "app;[unknown] libc.so.6;[unknown] app 4\n");
+            "app;app+0x2ff;libc.so.6+0x1ff;entry_SYSCALL_64_[k];do_syscall_64_[k] 6\n"
+            "app;libc.so.6+0x1ff;app+0x2ff 4\n");
 }
 
 TEST(Report, ChildrenAndCallerViewsCountEachSampleOnce) {
@@ -260,19 +262,19 @@ TEST(Report, ChildrenAndCallerViewsCountEachSampleOnce) {
   const tprof::ProcessFunctions& pf = d.functions[0];
   std::map<std::string, std::pair<uint64_t, uint64_t>> rows;  // function: {inclusive, self}
   for (const tprof::FunctionRow& f : pf.functions) rows[f.function] = {f.inclusive, f.samples};
-  EXPECT_EQ(rows["[unknown] app"], (std::pair<uint64_t, uint64_t>{10, 4}))
+  EXPECT_EQ(rows["app+0x2ff"], (std::pair<uint64_t, uint64_t>{10, 4}))
       << "app is both a root and a leaf of one stack kind: counted once per sample";
-  EXPECT_EQ(rows["[unknown] libc.so.6"], (std::pair<uint64_t, uint64_t>{10, 0}));
+  EXPECT_EQ(rows["libc.so.6+0x1ff"], (std::pair<uint64_t, uint64_t>{10, 0}));
   EXPECT_EQ(rows["entry_SYSCALL_64"], (std::pair<uint64_t, uint64_t>{6, 0}));
   EXPECT_EQ(rows["do_syscall_64"], (std::pair<uint64_t, uint64_t>{6, 6}));
   ASSERT_FALSE(pf.functions.empty());
   EXPECT_EQ(pf.functions[0].inclusive, 10u) << "sorted by inclusive samples";
   std::map<std::string, uint64_t> steps;
   for (const tprof::CallerRow& c : pf.callers) steps[c.caller + " -> " + c.callee] = c.samples;
-  EXPECT_EQ(steps["[unknown] app -> [unknown] libc.so.6"], 6u);
-  EXPECT_EQ(steps["[unknown] libc.so.6 -> entry_SYSCALL_64"], 6u);
+  EXPECT_EQ(steps["app+0x2ff -> libc.so.6+0x1ff"], 6u);
+  EXPECT_EQ(steps["libc.so.6+0x1ff -> entry_SYSCALL_64"], 6u);
   EXPECT_EQ(steps["entry_SYSCALL_64 -> do_syscall_64"], 6u);
-  EXPECT_EQ(steps["[unknown] libc.so.6 -> [unknown] app"], 4u);
+  EXPECT_EQ(steps["libc.so.6+0x1ff -> app+0x2ff"], 4u);
   EXPECT_EQ(steps.size(), 4u);
   o.by = ReportBy::kCaller;
   std::string text = tprof::RenderReport(p, sym, o, ReportFormat::kText);

@@ -155,12 +155,13 @@ TEST(Symbolizer, UnreadableFilesAndPseudoFilesKeepTheirSpace) {
   EXPECT_EQ(main.kind, SpaceKind::kMainExecutable);
   EXPECT_FALSE(main.resolved());
   EXPECT_EQ(main.offset, 0x3010u) << "the file offset when the file cannot be read";
-  EXPECT_EQ(main.FunctionName(), "[unknown] prog");
+  EXPECT_EQ(main.FunctionName(), "prog+0x3010") << "the file name and the address in it";
   EXPECT_EQ(sym.Resolve(1, 1, 0x5000, true).kind, SpaceKind::kSharedLibrary);
   const Location& vdso = sym.Resolve(1, 1, 0x7008, true);
   EXPECT_EQ(vdso.kind, SpaceKind::kSharedLibrary);
   EXPECT_EQ(vdso.object, "[vdso]");
   EXPECT_EQ(vdso.SpaceName(), "shared:[vdso]");
+  EXPECT_EQ(vdso.FunctionName(), "[vdso]+0x8");
   EXPECT_EQ(sym.stats().elf_failures, 2u) << "each missing file is tried once";
   EXPECT_EQ(sym.stats().unresolved, 3u);
 }

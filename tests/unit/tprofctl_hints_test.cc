@@ -49,3 +49,29 @@ TEST(Hints, EachFailureGetsItsOwnAdvice) {
 
 }  // namespace
 }  // namespace tprof::cli
+
+namespace tprof::cli {
+namespace {
+
+TEST(Hints, UnnamedSamplesSuggestTheFilesDebugPackage) {
+  std::vector<UnresolvedObject> objects = {
+      {"/usr/lib/x86_64-linux-gnu/libc.so.6", 40, "libc6"},
+      {"/usr/lib/x86_64-linux-gnu/libfoo.so.1", 20, "libfoo1"},
+      {"/home/me/prog", 10, ""},
+      {"/usr/bin/other", 1, "other"}};
+  auto has = [](const std::string& p) { return p == "libfoo1-dbg"; };
+  std::string h = DebugSymbolsHint(objects, 3, has);
+  EXPECT_TRUE(Has(h, "40 samples in /usr/lib/x86_64-linux-gnu/libc.so.6")) << h;
+  EXPECT_TRUE(Has(h, "\"libc.so.6+0x...\"")) << h;
+  EXPECT_TRUE(Has(h, "sudo apt install libc6-dbgsym")) << h;
+  EXPECT_TRUE(Has(h, "sudo apt install libfoo1-dbg`")) << "a -dbg package when apt has one: " << h;
+  EXPECT_TRUE(Has(h, "/home/me/prog have no function name")) << h;
+  EXPECT_TRUE(Has(h, "build it with -g")) << h;
+  EXPECT_FALSE(Has(h, "/usr/bin/other")) << "only the first `limit` files: " << h;
+  EXPECT_TRUE(Has(h, "DEBUGINFOD_URLS=")) << h;
+  EXPECT_EQ(DebugSymbolsHint({}, 3, has), "");
+  EXPECT_FALSE(AptHasPackage("x; touch /tmp/tprof-hint-injected")) << "not a package name";
+}
+
+}  // namespace
+}  // namespace tprof::cli

@@ -13,6 +13,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "tprof/elf_snapshot.h"
 #include "tprof/flamegraph.h"
 #include "tprof/output_file.h"
 #include "tprof/pprof.h"
@@ -20,6 +21,7 @@
 #include "tprof/report.h"
 #include "tprof/speedscope.h"
 #include "tprof/symbolizer.h"
+#include "tprof/unresolved.h"
 
 namespace tprof::cli {
 
@@ -101,8 +103,16 @@ int RunDump(const DumpOptions& o) {
       return 1;
     }
   }
+  for (const RebuiltFile& f : RebuiltFiles(*profile))
+    std::fprintf(stderr, "tprofctl: warning: %s %s: its symbols may be wrong (build id %s when "
+                         "recorded, %s now)\n",
+                 f.path.c_str(),
+                 f.current_build_id.empty() ? "is gone or unreadable since the recording"
+                                            : "was rebuilt after the recording",
+                 f.recorded_build_id.c_str(),
+                 f.current_build_id.empty() ? "none" : f.current_build_id.c_str());
   Symbolizer symbolizer(*profile);
-  std::string out;
+  std::string out, hint;
   if (export_format == Export::kPprof) {
     auto bytes = EncodePprof(*profile, symbolizer, PprofOptions{options.pid});
     if (!bytes) return ReportError(bytes.error());
@@ -117,13 +127,20 @@ int RunDump(const DumpOptions& o) {
     out = RenderSpeedscope(FoldedStackRows(*profile, symbolizer, options), ss);
   } else {
     out = RenderReport(*profile, symbolizer, options, format);
+    // A person reads text: say how to name what stayed unnamed (on stderr,
+    // after the report).
+    if (format == ReportFormat::kText)
+      hint = DebugSymbolsHint(UnresolvedObjects(*profile, symbolizer), 5, AptHasPackage);
   }
   if (output) {
     if (Status st = WriteFileAtomically(*output, out); !st) return ReportError(st.error());
+    std::fputs(hint.c_str(), stderr);
     return 0;
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
-  return std::fflush(stdout) == 0 ? 0 : 1;
+  const int rc = std::fflush(stdout) == 0 ? 0 : 1;
+  std::fputs(hint.c_str(), stderr);
+  return rc;
 }
 
 }  // namespace tprof::cli

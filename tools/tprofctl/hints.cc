@@ -3,8 +3,13 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include <cerrno>
 #include <climits>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
 
 #include <linux/tprof.h>
 
@@ -122,6 +127,41 @@ std::string Hint(const Error& error, Doing doing) {
       break;
   }
   return "";
+}
+
+std::string DebugSymbolsHint(const std::vector<UnresolvedObject>& objects, size_t limit,
+                             const std::function<bool(const std::string&)>& has_package) {
+  std::string out;
+  bool packaged = false;
+  for (size_t i = 0; i < objects.size() && i < limit; ++i) {
+    const UnresolvedObject& o = objects[i];
+    out += "tprofctl: " + std::to_string(o.samples) + " samples in " + o.path +
+           " have no function name (rows \"" + o.path.substr(o.path.rfind('/') + 1) + "+0x...\"): ";
+    if (!o.package.empty()) {
+      packaged = true;
+      // Debian's old-style -dbg packages (a few remain) come first when they exist.
+      std::string dbg = o.package + "-dbg";
+      std::string pkg = has_package(dbg) ? dbg : o.package + "-dbgsym";
+      out += "install its debug symbols: `sudo apt install " + pkg + "`\n";
+    } else {
+      out += "build it with -g, or keep its debug file (objcopy --only-keep-debug) next to it "
+             "(.gnu_debuglink) or in /usr/lib/debug/.build-id/\n";
+    }
+  }
+  if (packaged)
+    out += "tprofctl: -dbgsym packages come from the debian-debug archive (`deb "
+           "http://deb.debian.org/debian-debug <release>-debug main` in /etc/apt/sources.list); "
+           "or let tprofctl fetch them: DEBUGINFOD_URLS=https://debuginfod.debian.net\n";
+  return out;
+}
+
+bool AptHasPackage(const std::string& name) {
+  for (char c : name)  // package names only: nothing for the shell to read
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '+' && c != '.')
+      return false;
+  std::string cmd = "apt-cache show --no-all-versions " + name + " >/dev/null 2>&1";
+  int st = std::system(cmd.c_str());
+  return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 }  // namespace tprof::cli

@@ -4,9 +4,12 @@
 #ifndef TPROF_TOOLS_TPROFCTL_HINTS_H_
 #define TPROF_TOOLS_TPROFCTL_HINTS_H_
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "tprof/expected.h"
+#include "tprof/unresolved.h"
 
 namespace tprof::cli {
 
@@ -32,6 +35,18 @@ enum class Doing {
 
 // One line saying what to do, or "" when there is nothing useful to add.
 [[nodiscard]] std::string Hint(const Error& error, Doing doing);
+
+// Lines (each ending in '\n') saying how to get names for the addresses
+// of the files that have unnamed samples, the `limit` files with the most
+// samples: the Debian debug package of a packaged file (<package>-dbgsym,
+// or <package>-dbg where has_package says the archive has one), debuginfod,
+// or building with -g / keeping the debug file. "" for no files.
+[[nodiscard]] std::string DebugSymbolsHint(
+    const std::vector<UnresolvedObject>& objects, size_t limit,
+    const std::function<bool(const std::string&)>& has_package);
+
+// Whether apt knows a package of that name (`apt-cache show`).
+[[nodiscard]] bool AptHasPackage(const std::string& name);
 
 }  // namespace tprof::cli
 

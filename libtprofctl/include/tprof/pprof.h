@@ -21,7 +21,7 @@
 //                 symbolized (function, line, mapping) at return address - 1,
 //                 the call instruction, as the folded stacks do.
 //   function      one per (name, source file): the symbolizer's function
-//                 name (Location::FunctionName(), so "[unknown] libc.so.6"
+//                 name (Location::FunctionName(), so "libc.so.6+0x1a2b"
 //                 for an unnamed address) and source file; the line is on
 //                 the location's Line.
 //   mapping       Symbolizer::MappingAt(): file mappings with their start,

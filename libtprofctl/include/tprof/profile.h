@@ -165,6 +165,13 @@ struct Profile {
   RecordStats records;
   KernelSymbols kernel_symbols;
   std::map<uint32_t, std::vector<JitSymbol>> jit_symbols;  // by pid, sorted
+  // The kernel's vDSO image ("[vdso]" is no file: the same image is mapped
+  // into every process of one kernel), copied from the recorder's own
+  // process at snapshot; "" if none was taken.
+  std::string vdso_image;
+  // Each sampled file mapping's GNU build id (hex) as the file on disk had
+  // it at snapshot: a file rebuilt later is told apart.
+  std::map<std::string, std::string> build_ids;  // path -> hex
 
   // Samples delivered (the sum of `samples`).
   uint64_t TotalSamples() const;
@@ -228,6 +235,9 @@ struct SnapshotOptions {
   // Keep only the kernel symbols that sampled addresses fall in (and the
   // symbol after each, which bounds it): the file stays small.
   bool prune_kernel_symbols = true;
+  // Copy this process's vDSO (getauxval(AT_SYSINFO_EHDR)) when a sampled
+  // space maps "[vdso]".
+  bool vdso = true;
 };
 
 // The counts of a running recording at one moment, what SamplesSince
@@ -251,7 +261,8 @@ struct ProfileCounts {
 [[nodiscard]] Profile SamplesSince(const Profile& now, const ProfileCounts& before);
 
 // At stop: copies the kernel symbols and the perf map of every sampled
-// pid into the profile. Never fails: what cannot be read is noted
+// pid into the profile, the build ids of the files mapped in sampled
+// spaces, and the vDSO image when a sampled space maps "[vdso]". Never fails: what cannot be read is noted
 // (kernel_symbols.note) and left out.
 void SnapshotSystemState(Profile* profile, const SnapshotOptions& options = {});
 

@@ -1,7 +1,7 @@
 // The profile file (default tprof.data): what `tprofctl stop`/`record`
 // write and `tprofctl dump` reads.
 //
-// Format, version 1.1 (1.0 had no stacks; both read): UTF-8/byte text, one item per line, fields separated
+// Format, version 1.2 (1.0 had no stacks, 1.1 no buildid/vdso lines; all read): UTF-8/byte text, one item per line, fields separated
 // by one TAB. The first line is
 //     tprof-profile MAJOR MINOR
 // and the last is `end` (a file without it was cut short). Readers refuse
@@ -28,6 +28,10 @@
 //   kernel-symbols AVAILABLE NOTE
 //   ksym     ADDR TYPE NAME MODULE
 //   jit      PID START SIZE NAME
+//   buildid  PATH BUILD_ID                      the file's GNU build id (hex) at
+//            snapshot (1.2), Profile::build_ids
+//   vdso     IMAGE                              the vDSO ELF image, hex, two
+//            digits a byte (1.2), Profile::vdso_image
 //   end
 #ifndef TPROF_PROFILE_FILE_H_
 #define TPROF_PROFILE_FILE_H_
@@ -42,7 +46,7 @@ namespace tprof {
 
 inline constexpr char kDefaultProfilePath[] = "tprof.data";
 inline constexpr int kProfileFormatMajor = 1;
-inline constexpr int kProfileFormatMinor = 1;
+inline constexpr int kProfileFormatMinor = 2;
 
 std::string SerializeProfile(const Profile& profile);
 // Parses a profile; `name` is used in error messages. Errors: EBADMSG (not

@@ -18,9 +18,21 @@
 //     loader, and the name test covers `ld.so ./prog`, where they are mixed.
 //     If every file looks like a shared object, the lowest one.
 //   shared library: any other mapping, including pseudo files ("[vdso]").
+//     "[vdso]" is symbolized from the vDSO image the profile carries
+//     (Profile::vdso_image), the kernel's own, like a file.
+// A file whose build id on disk differs from the one the profile recorded
+// (Profile::build_ids: rebuilt since) takes its functions and lines from
+// <debug_dir>/.build-id/ of the recorded id when that debug file exists.
 //   jit: not in a file mapping, but in the pid's perf-<pid>.map copy.
 //   unresolved: none of these. Such addresses are reported as
 //     "[unknown] ..." and counted in stats(), never dropped.
+// An address in a file (or pseudo file) without a function name is named
+// "<file name>+0x<object-relative address>", one row per address.
+//
+// Symbols and lines come from libdwfl: the file's .symtab/.dynsym, a
+// separate debug file (build id under debug_dir/.build-id, .gnu_debuglink),
+// MiniDebugInfo (.gnu_debugdata) and, when DEBUGINFOD_URLS is set,
+// debuginfod.
 #ifndef TPROF_SYMBOLIZER_H_
 #define TPROF_SYMBOLIZER_H_
 
@@ -30,6 +42,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "tprof/profile.h"
 
@@ -49,12 +62,22 @@ struct Location {
                             // the object-relative address (ELF vaddr)
   std::string source_file;  // "" without DWARF line information
   uint32_t line = 0;
+  // Functions DWARF says are inlined at the address, innermost first (the
+  // innermost holds source_file:line); symbol is the function they were
+  // inlined into. Empty without DWARF or inlining.
+  std::vector<std::string> inlined;
 
   bool resolved() const { return !symbol.empty(); }
   // "kernel", "module:<name>", "main", "shared:<path>", "jit", "unresolved".
   std::string SpaceName() const;
-  // The symbol, or "[unknown] <object's file name>", or "[unknown] 0x<address>".
+  // The symbol; in a file without one "<file name>+0x<offset>" (the
+  // object-relative address, or the file offset when the file could not be
+  // read; from the mapping's start in a pseudo file such as "[vdso]");
+  // "[unknown] [kernel]" or "[unknown] 0x<address>" otherwise.
   std::string FunctionName() const;
+  // The names a stack shows for this frame, leaf first: each inlined
+  // function as "<name> (inlined)", innermost first, then FunctionName().
+  std::vector<std::string> FrameNames() const;
 };
 
 // A mapping as profile formats describe one (pprof's Mapping).
@@ -74,7 +97,9 @@ inline constexpr char kKernelMappingName[] = "[kernel.kallsyms]";
 struct SymbolizerOptions {
   bool source_lines = true;  // look up DWARF lines (slower)
   // Where separate debug files are found by build id
-  // (<debug_dir>/.build-id/xx/yyyy.debug), as Debian's -dbgsym packages do.
+  // (<debug_dir>/.build-id/xx/yyyy.debug), as Debian's -dbgsym packages do,
+  // and by .gnu_debuglink (<debug_dir>/<file's directory>/<link>); a link
+  // next to the file or in its .debug/ is found too.
   std::string debug_dir = "/usr/lib/debug";
 };
 
@@ -128,6 +153,8 @@ class Symbolizer {
   Location ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip);
   const std::vector<Mapping>* MappingsOf(uint32_t pid, uint64_t space_id) const;
   const Mapping* FindMapping(uint32_t pid, uint64_t space_id, uint64_t ip) const;
+  // A file path, or "[vdso]" when the profile carries the vDSO image.
+  bool HasElf(const Mapping& mapping) const;
   ElfObject* OpenElf(const std::string& path);
 
   const Profile& profile_;

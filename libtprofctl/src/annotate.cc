@@ -415,6 +415,13 @@ void AddLines(Annotation* a, const std::map<std::pair<std::string, uint32_t>, ui
              numbers.back() > span.at(path).second)
         numbers.pop_back();
     }
+    if (!f.read) {
+      // No text to show: only the lines the function's code is on.
+      std::set<uint32_t> coded;
+      for (const AnnotatedInstruction& ins : a->instructions)
+        if (ins.file == path) coded.insert(ins.line);
+      std::erase_if(numbers, [&coded](uint32_t l) { return !coded.count(l); });
+    }
     for (uint32_t l : numbers) {
       AnnotatedLine line;
       line.line = l;
@@ -540,6 +547,9 @@ Expected<Annotation> Annotate(const Profile& profile, Symbolizer& symbolizer,
     if (a.size > (1u << 20)) a.size = 1u << 20;  // a last symbol's next is far away
     if (a.size == 0) code_note = "the function's extent is unknown (no following kernel symbol)";
   } else if (loc.kind == SpaceKind::kJit) {
+    if (auto jit = profile.jit_symbols.find(g.key.pid); jit != profile.jit_symbols.end())
+      for (const JitSymbol& sym : jit->second)
+        if (sym.start == a.start) a.size = sym.size;
     code_note = "JIT code: its bytes were in the process's anonymous memory, which the "
                 "recording does not hold; sampled addresses only";
   } else {

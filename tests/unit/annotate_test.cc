@@ -245,6 +245,7 @@ TEST(Annotate, JitCodeHasItsSampledAddressesAndSaysWhyNoDisassembly) {
   ASSERT_TRUE(a) << a.error().message();
   EXPECT_EQ(a->space, "jit");
   EXPECT_EQ(a->start, 0x7000u);
+  EXPECT_EQ(a->size, 0x40u);  // the perf map's
   ASSERT_EQ(a->instructions.size(), 2u);
   EXPECT_EQ(a->instructions[0].offset, 8u);
   EXPECT_EQ(a->instructions[0].samples, 4u);

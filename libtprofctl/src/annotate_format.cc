@@ -67,7 +67,9 @@ void TextSource(const Annotation& a, std::string* out) {
       if (prev && l.line != prev + 1) *out += "     ...\n";
       prev = l.line;
       Counts(out, l.samples, a.samples);
-      Appendf(out, " %6u  %s\n", l.line, l.text.c_str());
+      Appendf(out, " %6u", l.line);
+      if (!l.text.empty()) Appendf(out, "  %s", l.text.c_str());
+      *out += "\n";
     }
   }
 }
@@ -93,8 +95,9 @@ void TextInstructions(const Annotation& a, bool sorted, std::string* out) {
       line = ins->line;
       const AnnotatedLine* l = FindLine(a, file, line);
       Counts(out, 0, a.samples);
-      Appendf(out, "   %s:%u  %s\n", BaseName(file).c_str(), line,
-              l && l->has_text ? l->text.c_str() : "");
+      Appendf(out, "   %s:%u", BaseName(file).c_str(), line);
+      if (l && !l->text.empty()) Appendf(out, "  %s", l->text.c_str());
+      *out += "\n";
     }
     Counts(out, ins->samples, a.samples);
     const char mark = ins->samples && ins->samples == hottest                ? '>'

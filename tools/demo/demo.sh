@@ -60,8 +60,8 @@ say "it out of the guest to build/demo/shares.svg (open it in a browser)."
 run tprofctl dump -i shares.data --format svg --pid "$pid" -o shares.svg
 export_file shares.svg
 say "Inside the hottest function: wl_alpha's source lines and instructions with their samples"
-say "(the source is not in the guest, so lines show numbers only). Expect the loop's line and its"
-say "multiply (imul) on top; '>' marks the hottest instruction, '*' those with 10% or more."
+say "(the source is not in the guest, so lines show numbers only). Expect the inner loop's line"
+say "with most samples and its instructions marked: '>' the hottest, '*' those with 10% or more."
 run tprofctl annotate -i shares.data --pid "$pid" wl_alpha
 
 section "2. kernel / executable / library: tprof-wl-split (40/30/30)"

@@ -2,8 +2,10 @@
 # make bench: builds the benchmark programs and runs them in one guest boot
 # per kernel, printing ratios against baselines measured in the same boot;
 # then the metrics costs again in an instruction-counting (--icount) guest.
-#   bench/run.sh [6.1|6.12|arm64]...   (default: 6.1; arm64: the arm64 6.1
-#   guest under --icount only)
+#   bench/run.sh [6.1|6.12|arm64|stacks]...   (default: 6.1; arm64: the arm64
+#   6.1 guest under --icount only; stacks: only the sampling benchmark's
+#   whole-stack rows, tprofctl record -g against perf record -g, in the x86
+#   6.1 guest under --icount)
 # The sampling benchmark compares with `perf record` (Debian's linux-perf,
 # installed by `make deps`): the perf ELF binary is added to the guest, and
 # tools/tprof-vm copies the shared libraries it needs.
@@ -50,6 +52,15 @@ for k in "${kernels[@]}"; do
 			--add build/arm64/bench/tprof_metrics_bench \
 			--add build/arm64/bench/tprof_sampling_bench -- \
 			sh -c "TPROF_BENCH_PAIRS=3 ./tprof_metrics_bench read-self ping-pong && ./tprof_sampling_bench --reps 3 --seconds 1"
+		continue
+	fi
+	if [ "$k" = stacks ]; then
+		k1=$(tools/vm/find-kernel --image 6.1)
+		make -s vm-inputs KVER="$k1"
+		echo "== Debian 6.1 kernel, QEMU TCG --icount (guest ns = instructions), -smp 1: stacks =="
+		TPROF_VM_NO_BUILD=1 tools/tprof-vm --kernel 6.1 --smp 1 --icount --mem 2048 --timeout 1800 \
+			--add build/bench/tprof_sampling_bench "${perf_add[@]}" -- \
+			sh -c "./tprof_sampling_bench --stacks-only --reps 3 --seconds 1 $perf_arg"
 		continue
 	fi
 	echo "== Debian $k kernel, $(nproc) host cores, QEMU TCG, -smp 2 =="

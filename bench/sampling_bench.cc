@@ -7,12 +7,18 @@
 //      default buffer size (a sweep of `tprofctl record --freq F`);
 //   3. bytes: the profile file against perf.data for the same run, and the
 //      sample records moved through the buffers per second (tprof's 56-byte
-//      records against perf's PERF_RECORD_SAMPLE).
+//      records against perf's PERF_RECORD_SAMPLE);
+//   4. whole stacks: the same work at the bottom of a 32-frame call chain
+//      (--frames N: another depth; two depths give the cost per frame),
+//      `tprofctl record -g` (default depth 64) against `perf record -g`
+//      (frame-pointer call graphs) at 1 kHz and 10 kHz: each one's added
+//      cost over the unprofiled run of the same rep, and the file sizes.
 // Every profiler runs as a command (fork/exec) the way a user runs it; the
 // workload reports its own wall time, which is what "slowdown" means here.
 //
-//   tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S]
-//   tprof_sampling_bench --workload CHUNKS RESULT_FILE   (the workload)
+//   tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S] [--stacks-only] [--frames N]
+//   tprof_sampling_bench --workload CHUNKS RESULT_FILE [DEPTH]   (the workload)
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -75,23 +81,58 @@ uint64_t Chunks(long n) {
   return x;
 }
 
+// The frames between main and the work in section 4: deep enough that
+// walking them is most of a stack sample's cost, under both profilers'
+// limits (tprof's default 64, perf's kernel.perf_event_max_stack 127).
+int g_frames = 32;
+
+// Calls itself `depth` times, then does the chunks. The asm after the call
+// keeps the compiler from turning the recursion into a loop, so each level
+// is a real frame with a frame pointer.
+__attribute__((noinline)) uint64_t Deep(int depth, long chunks) {
+  if (depth <= 1) return Chunks(chunks);
+  uint64_t r = Deep(depth - 1, chunks);
+  asm volatile("" : "+r"(r));
+  return r ^ uint64_t(depth);
+}
+
+// CPU time of every thread of `pid` in ns (schedstat's first field: exact,
+// and under --icount instructions); 0 if unreadable.
+uint64_t ProcessCpuNs(pid_t pid) {
+  uint64_t total = 0;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(dir + "/" + e->d_name + "/schedstat");
+    uint64_t ns = 0;
+    if (in >> ns) total += ns;
+  }
+  ::closedir(d);
+  return total;
+}
+
 int NumCpus() {
   cpu_set_t set;
   if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
   return std::max(1, CPU_COUNT(&set));
 }
 
-// One process per CPU, each doing `chunks` chunks; writes the wall time of
-// the whole in ns to `result`.
-int RunWorkload(long chunks, const char* result) {
+// One process per CPU, each doing `chunks` chunks `depth` frames deep (0:
+// directly); writes the wall time of the whole in ns to `result`, and the
+// CPU time its parent (the profiler that started it) used meanwhile.
+int RunWorkload(long chunks, const char* result, int depth) {
   int n = NumCpus();
+  const pid_t parent = ::getppid();
+  const uint64_t parent0 = ProcessCpuNs(parent);
   auto t0 = Clock::now();
   std::vector<pid_t> kids;
   for (int i = 0; i < n; ++i) {
     pid_t pid = ::fork();
     if (pid < 0) Die("fork");
     if (pid == 0) {
-      volatile uint64_t sink = Chunks(chunks);
+      volatile uint64_t sink = depth > 0 ? Deep(depth, chunks) : Chunks(chunks);
       (void)sink;
       ::_exit(0);
     }
@@ -103,9 +144,10 @@ int RunWorkload(long chunks, const char* result) {
     if (::waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
   }
   double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+  const uint64_t parent_ns = ProcessCpuNs(parent) - parent0;
   FILE* f = std::fopen(result, "w");
   if (!f) Die(std::string("cannot write ") + result);
-  std::fprintf(f, "%.0f\n", ns);
+  std::fprintf(f, "%.0f %" PRIu64 "\n", ns, parent_ns);
   std::fclose(f);
   return rc;
 }
@@ -128,6 +170,7 @@ uint64_t FileSize(const char* path) {
 
 struct Run {
   double workload_s = 0;  // the workload's own wall time
+  double profiler_cpu_s = 0;  // CPU time of the profiler's process meanwhile
   double command_s = 0;   // the whole command, profiler start-up and teardown included
   uint64_t file_bytes = 0;
   uint64_t samples = 0;   // taken (tprof) or written (perf)
@@ -168,14 +211,17 @@ double Exec(const std::vector<std::string>& argv) {
   return s;
 }
 
-std::vector<std::string> WorkloadArgv(long chunks) {
-  return {g_self, "--workload", std::to_string(chunks), kWorkloadResult};
+std::vector<std::string> WorkloadArgv(long chunks, int depth) {
+  return {g_self, "--workload", std::to_string(chunks), kWorkloadResult, std::to_string(depth)};
 }
 
-double WorkloadSeconds() {
+// The workload's result: its wall time and its parent's CPU time meanwhile.
+void ReadWorkloadResult(Run* r) {
   std::string s = ReadFile(kWorkloadResult);
   if (s.empty()) Die("the workload wrote no result");
-  return std::strtod(s.c_str(), nullptr) / 1e9;
+  char* end = nullptr;
+  r->workload_s = std::strtod(s.c_str(), &end) / 1e9;
+  r->profiler_cpu_s = std::strtod(end, nullptr) / 1e9;
 }
 
 // The number after "key": in the JSON text, first occurrence.
@@ -190,24 +236,27 @@ std::optional<uint64_t> JsonNumber(const std::string& json, const std::string& k
   return std::strtoull(json.c_str() + p, nullptr, 10);
 }
 
-Run RunPlain(long chunks) {
+Run RunPlain(long chunks, int depth = 0) {
   ::unlink(kWorkloadResult);
   Run r;
-  r.command_s = Exec(WorkloadArgv(chunks));
-  r.workload_s = WorkloadSeconds();
+  r.command_s = Exec(WorkloadArgv(chunks, depth));
+  ReadWorkloadResult(&r);
   return r;
 }
 
-Run RunTprof(long chunks, unsigned hz) {
+// stacks: -g (whole stacks, default depth); depth: the workload's.
+Run RunTprof(long chunks, unsigned hz, bool stacks = false, int depth = 0) {
   ::unlink(kWorkloadResult);
   ::unlink(kTprofData);
   // -a: every CPU, as perf record -a (record alone follows only the workload).
   std::vector<std::string> argv = {"tprofctl", "record", "-a", "--freq", std::to_string(hz), "-o",
-                                   kTprofData, "--format", "json", "--top", "1", "--"};
-  for (const std::string& a : WorkloadArgv(chunks)) argv.push_back(a);
+                                   kTprofData, "--format", "json", "--top", "1"};
+  if (stacks) argv.push_back("-g");
+  argv.push_back("--");
+  for (const std::string& a : WorkloadArgv(chunks, depth)) argv.push_back(a);
   Run r;
   r.command_s = Exec(argv);
-  r.workload_s = WorkloadSeconds();
+  ReadWorkloadResult(&r);
   r.file_bytes = FileSize(kTprofData);
   std::string out = ReadFile(kLog);
   // The dump's totals come from the per-CPU control areas (exact).
@@ -225,17 +274,20 @@ Run RunTprof(long chunks, unsigned hz) {
 
 std::string g_perf;  // perf binary, empty: no perf rows
 
-Run RunPerf(long chunks, unsigned hz) {
+// stacks: -g (frame-pointer call graphs); depth: the workload's.
+Run RunPerf(long chunks, unsigned hz, bool stacks = false, int depth = 0) {
   ::unlink(kWorkloadResult);
   ::unlink(kPerfData);
   std::string old = std::string(kPerfData) + ".old";
   ::unlink(old.c_str());
   std::vector<std::string> argv = {g_perf, "record", "-e", "cpu-clock", "-F", std::to_string(hz),
-                                   "-a", "-o", kPerfData, "--"};
-  for (const std::string& a : WorkloadArgv(chunks)) argv.push_back(a);
+                                   "-a", "-o", kPerfData};
+  if (stacks) argv.push_back("-g");
+  argv.push_back("--");
+  for (const std::string& a : WorkloadArgv(chunks, depth)) argv.push_back(a);
   Run r;
   r.command_s = Exec(argv);
-  r.workload_s = WorkloadSeconds();
+  ReadWorkloadResult(&r);
   r.file_bytes = FileSize(kPerfData);
   // "[ perf record: Captured and wrote 1.234 MB /tmp/perf.data (56789 samples) ]"
   std::string out = ReadFile(kLog);
@@ -251,7 +303,7 @@ Run RunPerf(long chunks, unsigned hz) {
     size_t q = stats.find(kind);
     if (q != std::string::npos) r.lost_samples += std::strtoull(stats.c_str() + q + std::strlen(kind), nullptr, 10);
   }
-  if (!g_perf_sample_bytes) {
+  if (!g_perf_sample_bytes && !stacks) {
     // "sample_type: IP|TID|TIME|ID|CPU|PERIOD": the header and one u64 each.
     Exec({g_perf, "evlist", "-v", "-i", kPerfData});
     std::string ev = ReadFile(kLog);
@@ -294,14 +346,137 @@ void WriteSysctl(const char* path, const char* value) {
   ::close(fd);
 }
 
+// One row of a slowdown table: a profiler configuration and its runs.
+struct Config {
+  std::string name;
+  char tool;  // '-' none, 't' tprof, 'p' perf
+  unsigned hz;
+  std::vector<Run> runs;
+  bool flat = false;  // with a deep workload: the profiler without stacks
+};
+
+template <typename Field>
+double Med(const Config& c, Field field) {
+  std::vector<double> v;
+  for (const Run& r : c.runs) v.push_back(double(field(r)));
+  return Median(v);
+}
+
+// Ratios are paired within a rep (each run against the unprofiled run of
+// the same rep), then the median is taken: the host's load drifts.
+std::vector<double> Paired(const Config& a, const Config& b) {
+  std::vector<double> v;
+  for (size_t r = 0; r < a.runs.size(); ++r) v.push_back(a.runs[r].workload_s / b.runs[r].workload_s);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// Reps of every config, interleaved (A B C, A B C, ...): the workload
+// `depth` frames deep, and the profilers with stacks if depth > 0 (unless
+// the config is flat).
+void RunInterleaved(std::vector<Config>& configs, long chunks, int reps, int depth) {
+  for (int r = 0; r < reps; ++r)
+    for (Config& c : configs) {
+      const bool stacks = depth > 0 && !c.flat;
+      c.runs.push_back(c.tool == '-'   ? RunPlain(chunks, depth)
+                       : c.tool == 't' ? RunTprof(chunks, c.hz, stacks, depth)
+                                       : RunPerf(chunks, c.hz, stacks, depth));
+    }
+}
+
+// configs[0] is the unprofiled run the others are paired with.
+void PrintSlowdownTable(const std::vector<Config>& configs) {
+  std::printf("%-30s %9s %8s %15s %9s %9s %10s %6s %9s\n", "run", "workload", "vs none", "[range]",
+              "command", "samples", "file", "lost", "prof CPU");
+  for (const Config& c : configs) {
+    double w = Med(c, [](const Run& r) { return r.workload_s; });
+    double cmd = Med(c, [](const Run& r) { return r.command_s; });
+    std::vector<double> ratios = Paired(c, configs[0]);
+    char range[32];
+    std::snprintf(range, sizeof(range), "[%.3f-%.3f]", ratios.front(), ratios.back());
+    std::printf("%-30s %8.3fs %7.3fx %15s %8.2fs", c.name.c_str(), w, Median(ratios), range, cmd);
+    if (c.tool == '-') {
+      std::printf("\n");
+      continue;
+    }
+    double samples = Med(c, [](const Run& r) { return r.samples; });
+    double bytes = Med(c, [](const Run& r) { return r.file_bytes; });
+    std::printf(" %9.0f %10s", samples, Bytes(bytes).c_str());
+    uint64_t lost = 0;
+    for (const Run& r : c.runs) lost += r.lost_samples + r.lost_records;
+    std::printf(" %6" PRIu64 " %8.3fs\n", lost, Med(c, [](const Run& r) { return r.profiler_cpu_s; }));
+  }
+}
+
+// Section 4: whole stacks, tprof -g against perf -g on the deep workload.
+// Returns whether both goals were met at every rate.
+bool StackSection(long chunks, int reps) {
+  std::vector<Config> configs = {{"unprofiled, " + std::to_string(g_frames) + " frames deep", '-', 0, {}},
+                                 {"tprofctl record -a -g -F 1000", 't', 1000, {}},
+                                 {"perf record -a -g -F 1000", 'p', 1000, {}},
+                                 {"tprofctl record -a -g -F 10000", 't', 10000, {}},
+                                 {"perf record -a -g -F 10000", 'p', 10000, {}},
+                                 {"tprofctl record -a -F 10000", 't', 10000, {}, true},
+                                 {"perf record -a -F 10000", 'p', 10000, {}, true}};
+  if (g_perf.empty())
+    configs.erase(std::remove_if(configs.begin(), configs.end(),
+                                 [](const Config& c) { return c.tool == 'p'; }),
+                  configs.end());
+  RunInterleaved(configs, chunks, reps, g_frames);
+  std::printf("\n4. whole stacks: the same work %d frames deep, %d interleaved reps\n"
+              "(tprofctl -g: default depth 64; perf -g: frame-pointer call graphs; without -g for\n"
+              " comparison; columns as in 1.; prof CPU: the profiler process's CPU time while the\n"
+              " workload ran)\n",
+              g_frames, reps);
+  PrintSlowdownTable(configs);
+  // Where a sample's cost goes: on one CPU the profiler's own process
+  // (reducing records, writing the file) runs between the workload's
+  // slices; the rest is the sample handler (stack walk, record) and what
+  // the workload loses to it (caches, TLB).
+  std::printf("per sample (median added workload time / samples; ns, instructions under --icount):\n");
+  const double base = Med(configs[0], [](const Run& r) { return r.workload_s; });
+  for (const Config& c : configs) {
+    if (c.tool == '-') continue;
+    const double samples = Med(c, [](const Run& r) { return r.samples; });
+    if (samples <= 0) continue;
+    const double added = (Med(c, [](const Run& r) { return r.workload_s; }) - base) / samples * 1e9;
+    const double prof = Med(c, [](const Run& r) { return r.profiler_cpu_s; }) / samples * 1e9;
+    std::printf("  %-30s %8.0f: profiler process %8.0f, sample handler and the rest %8.0f\n",
+                c.name.c_str(), added, prof, added - prof);
+  }
+  if (g_perf.empty()) return false;
+  bool met = true;
+  for (unsigned hz : {1000u, 10000u}) {
+    const Config *tp = nullptr, *pf = nullptr;
+    for (const Config& c : configs)
+      if (c.hz == hz && !c.flat) (c.tool == 't' ? tp : pf) = &c;
+    // Added cost: the slowdown over the same rep's unprofiled run.
+    double ta = Median(Paired(*tp, configs[0])) - 1, pa = Median(Paired(*pf, configs[0])) - 1;
+    std::vector<double> v = Paired(*tp, *pf);
+    double tb = Med(*tp, [](const Run& r) { return r.file_bytes; });
+    double pb = Med(*pf, [](const Run& r) { return r.file_bytes; });
+    bool cost_ok = ta <= pa, size_ok = tb * 10 <= pb;
+    met &= cost_ok && size_ok;
+    std::printf("stacks at %-7s added cost tprof %+.2f%% vs perf %+.2f%% (workload time tprof/perf "
+                "%.4fx [%.3f-%.3f]): %s;\n"
+                "                  file %s vs %s (%.4fx): %s\n",
+                Hz(hz).c_str(), 100 * ta, 100 * pa, Median(v), v.front(), v.back(),
+                cost_ok ? "not more than perf" : "MORE than perf", Bytes(tb).c_str(),
+                Bytes(pb).c_str(), pb > 0 ? tb / pb : 0.0,
+                size_ok ? "at most a tenth" : "MORE than a tenth");
+  }
+  return met;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 4 && std::strcmp(argv[1], "--workload") == 0)
-    return RunWorkload(std::atol(argv[2]), argv[3]);
+  if ((argc == 4 || argc == 5) && std::strcmp(argv[1], "--workload") == 0)
+    return RunWorkload(std::atol(argv[2]), argv[3], argc == 5 ? std::atoi(argv[4]) : 0);
 
   int reps = 5;
   double target_s = 3.0;
+  bool stacks_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--perf" && i + 1 < argc)
@@ -310,8 +485,13 @@ int main(int argc, char** argv) {
       reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--seconds" && i + 1 < argc)
       target_s = std::max(0.1, std::atof(argv[++i]));
+    else if (a == "--stacks-only")
+      stacks_only = true;
+    else if (a == "--frames" && i + 1 < argc)
+      g_frames = std::clamp(std::atoi(argv[++i]), 1, 60);
     else
-      Die("usage: tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S]");
+      Die("usage: tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S] [--stacks-only] "
+          "[--frames N]");
   }
   char self[4096];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -337,14 +517,17 @@ int main(int argc, char** argv) {
   }
   chunks = std::max(1L, long(double(chunks) * target_s / t));
   const int cpus = NumCpus();
+  const char* stacks_target =
+      "  stacks: tprof -g adds no more than perf -g, file at most a tenth of perf.data";
+  if (stacks_only) {
+    std::printf("workload: %d processes x %ld chunks (one per CPU)\n", cpus, chunks);
+    bool met = StackSection(chunks, reps);
+    std::printf("\ntargets:\n%s: %s\n", stacks_target,
+                g_perf.empty() ? "NOT MEASURED (no perf)" : met ? "met" : "NOT met");
+    return 0;
+  }
 
   // ---- 1. slowdown ----------------------------------------------------------
-  struct Config {
-    std::string name;
-    char tool;  // '-' none, 't' tprof, 'p' perf
-    unsigned hz;
-    std::vector<Run> runs;
-  };
   std::vector<Config> configs = {{"unprofiled", '-', 0, {}},
                                  {"tprofctl record -a --freq 1000", 't', 1000, {}},
                                  {"perf record -F 1000 -a", 'p', 1000, {}},
@@ -354,60 +537,24 @@ int main(int argc, char** argv) {
     configs.erase(std::remove_if(configs.begin(), configs.end(),
                                  [](const Config& c) { return c.tool == 'p'; }),
                   configs.end());
-  for (int r = 0; r < reps; ++r)
-    for (Config& c : configs)
-      c.runs.push_back(c.tool == '-'   ? RunPlain(chunks)
-                       : c.tool == 't' ? RunTprof(chunks, c.hz)
-                                       : RunPerf(chunks, c.hz));
+  RunInterleaved(configs, chunks, reps, 0);
 
-  auto med = [](const Config& c, auto field) {
-    std::vector<double> v;
-    for (const Run& r : c.runs) v.push_back(double(field(r)));
-    return Median(v);
-  };
-  // Ratios are paired within a rep (each run against the unprofiled run of
-  // the same rep), then the median is taken: the host's load drifts.
-  auto paired = [&](const Config& a, const Config& b) {
-    std::vector<double> v;
-    for (size_t r = 0; r < a.runs.size(); ++r) v.push_back(a.runs[r].workload_s / b.runs[r].workload_s);
-    std::sort(v.begin(), v.end());
-    return v;
-  };
   std::printf("\n1. slowdown: fixed work, %d processes x %ld chunks (one per CPU, %d CPUs), "
               "%d interleaved reps\n",
               cpus, chunks, cpus, reps);
   std::printf("(workload: its own wall time, median; vs none: median of the per-rep ratios to\n"
               " the same rep's unprofiled run, [min-max]; command: the profiler's whole run,\n"
               " start-up, symbolization and perf's build-id pass included; lost: summed over reps)\n");
-  std::printf("%-30s %9s %8s %15s %9s %9s %10s %6s\n", "run", "workload", "vs none", "[range]",
-              "command", "samples", "file", "lost");
-  for (const Config& c : configs) {
-    double w = med(c, [](const Run& r) { return r.workload_s; });
-    double cmd = med(c, [](const Run& r) { return r.command_s; });
-    std::vector<double> ratios = paired(c, configs[0]);
-    char range[32];
-    std::snprintf(range, sizeof(range), "[%.2f-%.2f]", ratios.front(), ratios.back());
-    std::printf("%-30s %8.3fs %7.3fx %15s %8.2fs", c.name.c_str(), w, Median(ratios), range, cmd);
-    if (c.tool == '-') {
-      std::printf("\n");
-      continue;
-    }
-    double samples = med(c, [](const Run& r) { return r.samples; });
-    double bytes = med(c, [](const Run& r) { return r.file_bytes; });
-    std::printf(" %9.0f %10s", samples, Bytes(bytes).c_str());
-    uint64_t lost = 0;
-    for (const Run& r : c.runs) lost += r.lost_samples + r.lost_records;
-    std::printf(" %6" PRIu64 "\n", lost);
-  }
+  PrintSlowdownTable(configs);
   bool slowdown_met = true;
   if (!g_perf.empty()) {
     for (unsigned hz : {1000u, 10000u}) {
       const Config *tp = nullptr, *pf = nullptr;
       for (const Config& c : configs)
         if (c.hz == hz) (c.tool == 't' ? tp : pf) = &c;
-      std::vector<double> v = paired(*tp, *pf);
+      std::vector<double> v = Paired(*tp, *pf);
       double m = Median(v);
-      double sa = Median(paired(*tp, configs[0])) - 1, sb = Median(paired(*pf, configs[0])) - 1;
+      double sa = Median(Paired(*tp, configs[0])) - 1, sb = Median(Paired(*pf, configs[0])) - 1;
       bool ok = m <= 1.0;
       slowdown_met &= ok;
       std::printf("tprof vs perf at %-7s workload time %.3fx [%.2f-%.2f] (overhead %+.1f%% vs "
@@ -456,9 +603,9 @@ int main(int argc, char** argv) {
   for (const Config& c : configs) {
     if (c.tool == '-') continue;
     uint64_t rec = c.tool == 't' ? kTprofSampleBytes : g_perf_sample_bytes;
-    double rate = med(c, [](const Run& r) { return double(r.samples) / r.workload_s; });
-    double file = med(c, [](const Run& r) { return r.file_bytes; });
-    double file_rate = med(c, [](const Run& r) { return double(r.file_bytes) / r.workload_s; });
+    double rate = Med(c, [](const Run& r) { return double(r.samples) / r.workload_s; });
+    double file = Med(c, [](const Run& r) { return r.file_bytes; });
+    double file_rate = Med(c, [](const Run& r) { return double(r.file_bytes) / r.workload_s; });
     std::printf("%-30s %10.0f %12s %12s/s %12s/s\n", c.name.c_str(), rate, Bytes(file).c_str(),
                 Bytes(file_rate).c_str(), Bytes(rate * double(rec)).c_str());
   }
@@ -467,6 +614,9 @@ int main(int argc, char** argv) {
     std::printf(", perf %" PRIu64 " B each (sample_type %s)", g_perf_sample_bytes,
                 g_perf_sample_type.c_str());
   std::printf(";\n tprof.data holds the aggregated tables, perf.data every record)\n");
+
+  // ---- 4. whole stacks ------------------------------------------------------
+  bool stacks_met = StackSection(chunks, reps);
 
   // ---- targets -----------------------------------------------------------------
   std::printf("\ntargets:\n");
@@ -477,5 +627,7 @@ int main(int argc, char** argv) {
                 slowdown_met ? "met" : "NOT met");
   std::printf("  zero loss at 10 kHz per CPU with default buffers: %s\n",
               lost_at_10k == 0 ? "met" : "NOT met");
+  std::printf("%s: %s\n", stacks_target,
+              g_perf.empty() ? "NOT MEASURED (no perf)" : stacks_met ? "met" : "NOT met");
   return 0;
 }

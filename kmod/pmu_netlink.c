@@ -53,10 +53,30 @@ void tprof_pmu_drop_monitor(struct tprof_pmu_prog *p)
 		put_net(old);
 }
 
+/* An empty TPROF_PMU_CMD_SUBSCRIBE message to the subscribing socket. */
+static int tprof_pmu_reply_subscribed(struct genl_info *info)
+{
+	struct sk_buff *skb;
+	void *hdr;
+
+	skb = genlmsg_new(0, GFP_KERNEL);
+	if (!skb)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(skb, info, &tprof_pmu_family, 0,
+				TPROF_PMU_CMD_SUBSCRIBE);
+	if (!hdr) {
+		nlmsg_free(skb);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return genlmsg_reply(skb, info);	/* frees skb */
+}
+
 static int tprof_pmu_subscribe(struct sk_buff *skb, struct genl_info *info)
 {
 	struct tprof_pmu_prog *p;
 	struct file *file;
+	int ret;
 
 	if (!info->attrs[TPROF_PMU_A_PROGRAM_FD])
 		return -EINVAL;
@@ -67,6 +87,18 @@ static int tprof_pmu_subscribe(struct sk_buff *skb, struct genl_info *info)
 	if (!p) {
 		fput(file);
 		return -EINVAL;
+	}
+	/*
+	 * The reply goes out before the monitor is set, so it is queued on
+	 * the socket ahead of every event of this program. The netlink ACK
+	 * comes only after the handler returns, behind events that may have
+	 * filled the receive buffer meanwhile, and is then dropped: a
+	 * monitor waiting for it would wait forever.
+	 */
+	ret = tprof_pmu_reply_subscribed(info);
+	if (ret) {
+		fput(file);
+		return ret;
 	}
 	tprof_pmu_set_monitor(p, genl_info_net(info), info->snd_portid);
 	/* Events queued before the subscription go out now. */

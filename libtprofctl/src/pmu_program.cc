@@ -9,6 +9,7 @@
 #include <linux/netlink.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstring>
 #include <utility>
@@ -86,8 +87,6 @@ struct Dispatch {
   size_t n = 0;
 };
 
-int OnEarlyEvent(nl_msg* msg, void* arg);
-
 int OnEvent(nl_msg* msg, void* arg) {
   auto* d = static_cast<Dispatch*>(arg);
   nlattr* attrs[TPROF_PMU_A_MAX + 1];
@@ -104,9 +103,20 @@ int OnEvent(nl_msg* msg, void* arg) {
 // Events carry no sequence number: no check on any of our callback sets.
 int NoSeqCheck(nl_msg*, void*) { return NL_OK; }
 
-int OnEarlyEvent(nl_msg* msg, void* arg) {
-  auto* pending = static_cast<std::vector<tprof_pmu_event>*>(arg);
-  Monitor::Callback keep = [pending](const tprof_pmu_event& e) { pending->push_back(e); };
+// While a subscription waits for its answer: the module's reply (ABI 1.9)
+// ends the wait; events of the socket's other programs are kept.
+struct Subscribing {
+  int* result;
+  std::vector<tprof_pmu_event>* pending;
+};
+
+int OnSubscribingMessage(nl_msg* msg, void* arg) {
+  auto* s = static_cast<Subscribing*>(arg);
+  if (genlmsg_hdr(nlmsg_hdr(msg))->cmd == TPROF_PMU_CMD_SUBSCRIBE) {
+    *s->result = 0;
+    return NL_STOP;
+  }
+  Monitor::Callback keep = [s](const tprof_pmu_event& e) { s->pending->push_back(e); };
   Dispatch d{&keep};
   return OnEvent(msg, &d);
 }
@@ -147,18 +157,25 @@ Status Monitor::SubscribeFd(int program_fd) {
   int r = nl_send_auto(sock_.get(), msg);
   nlmsg_free(msg);
   if (r < 0) return NlError(r, "cannot send the subscription");
-  // Wait for the ACK (or the kernel's errno). Queued events may come
-  // before it: they are kept for Receive().
+  // Wait for the module's reply (ABI 1.9; it is queued ahead of this
+  // program's events), the ACK (older modules) or the kernel's errno.
+  // Events of the socket's other programs may come first: they are kept
+  // for Receive(). The wait is bounded: a module before 1.9 whose ACK was
+  // dropped behind a full receive buffer never sends one, while events
+  // keep coming.
   int result = EINPROGRESS;
+  Subscribing subscribing{&result, &pending_};
   nl_cb* cb = nl_cb_alloc(NL_CB_DEFAULT);
   if (!cb) return Error::FromErrno(ENOMEM, "cannot allocate netlink callbacks");
   nl_cb_err(cb, NL_CB_CUSTOM, OnAckError, &result);
   nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, OnAck, &result);
-  nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, OnEarlyEvent, &pending_);
+  nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, OnSubscribingMessage, &subscribing);
   nl_cb_set(cb, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, NoSeqCheck, nullptr);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (result == EINPROGRESS) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd p{fd(), POLLIN, 0};
-    if (::poll(&p, 1, 5000) <= 0) {
+    if (left.count() <= 0 || ::poll(&p, 1, int(left.count())) <= 0) {
       result = ETIMEDOUT;
       break;
     }

@@ -10,6 +10,7 @@
 #include <utility>  // boost/asio/awaitable.hpp needs std::exchange first
 
 #include <boost/asio.hpp>
+#include <algorithm>
 #include <functional>
 #include <optional>
 
@@ -101,6 +102,22 @@ Expected<Profile> Recorder::Run(const RecorderRunOptions& options) {
       tick();
     });
   };
+  // The live view's refreshes, on a fixed schedule; when a slow callback
+  // overran the next one, that one fires at once and the schedule goes on
+  // from then (no burst of refreshes to catch up).
+  boost::asio::steady_timer interval_timer(io);
+  auto next_interval = std::chrono::steady_clock::now();
+  std::function<void()> wait_interval = [&] {
+    next_interval = std::max(next_interval + options.interval, std::chrono::steady_clock::now());
+    interval_timer.expires_at(next_interval);
+    interval_timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (Status st = s_->session.Flush(); !st) return fail(st);
+      if (Status st = s_->ConsumeNow(); !st) return fail(st);
+      if (!options.on_interval(s_->builder.profile())) return io.stop();
+      wait_interval();
+    });
+  };
   auto reap = [&] {
     int status = 0;
     if (::waitpid(child, &status, WNOHANG) != child) return false;
@@ -120,6 +137,7 @@ Expected<Profile> Recorder::Run(const RecorderRunOptions& options) {
   wait_device();
   tick();
   if (signals) wait_signal();
+  if (options.on_interval) wait_interval();
   // A child that exited before the signal_set existed sent its SIGCHLD
   // to nobody: look once now.
   if (child > 0)

@@ -116,6 +116,20 @@ int RunCommand(const std::string& command, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+Result Sh(const std::string& cmd) {
+  Result r;
+  r.rc = RunCommand("(" + cmd + ") 2>&1", &r.out);
+  return r;
+}
+
+bool Contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+double Percent(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
 void ForkExecTrue() {
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);

@@ -57,6 +57,20 @@ int RunUnprivileged(const std::function<int()>& body);
 // Runs a shell command, returns its exit status and captures stdout.
 int RunCommand(const std::string& command, std::string* out);
 
+// A shell command's exit status and its stdout and stderr together.
+struct Result {
+  int rc = -1;
+  std::string out;
+};
+
+// RunCommand with stderr folded into stdout (a failing check shows both).
+Result Sh(const std::string& cmd);
+
+bool Contains(const std::string& s, const std::string& what);
+
+// part / whole in percent, 0 when whole is 0.
+double Percent(uint64_t part, uint64_t whole);
+
 // Forks a child that execs /bin/true and waits for it.
 void ForkExecTrue();
 

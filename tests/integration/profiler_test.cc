@@ -45,27 +45,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Result {
-  int rc = -1;
-  std::string out;  // stdout and stderr
-};
-
-// Runs a shell command with stderr folded into stdout.
 std::string ReadFileOrEmpty(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-Result Sh(const std::string& cmd) {
-  Result r;
-  r.rc = RunCommand("(" + cmd + ") 2>&1", &r.out);
-  return r;
-}
-
-bool Contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
 }
 
 uint64_t N(const Json& v) { return static_cast<uint64_t>(v.get<double>()); }
@@ -139,10 +123,6 @@ const Json* FunctionRow(const Json& pf, const std::string& function) {
   for (const Json& f : pf.at("functions"))
     if (f.at("function").get<std::string>() == function) return &f;
   return nullptr;
-}
-
-double Percent(uint64_t part, uint64_t whole) {
-  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
 bool EndsWith(const std::string& s, const std::string& tail) {

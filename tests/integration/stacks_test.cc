@@ -20,25 +20,6 @@
 namespace tprof::test {
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out;  // stdout and stderr
-};
-
-Result Sh(const std::string& cmd) {
-  Result r;
-  r.rc = RunCommand("(" + cmd + ") 2>&1", &r.out);
-  return r;
-}
-
-bool Contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
-}
-
-double Percent(uint64_t part, uint64_t whole) {
-  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
 // Three standard deviations of a binomial share of n samples, in points,
 // plus `systematic` points for what the workload does not control: its
 // startup, its clock reads and the sampler's own kernel time, which land

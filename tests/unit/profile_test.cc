@@ -406,8 +406,8 @@ TEST(Snapshot, CopiesPerfMapsOfSampledPidsAndPrunesKernelSymbols) {
 
 namespace {
 
-// tprofctl top's interval: what a running builder added between two copies
-// of its profile, names and tables kept.
+// tprofctl top's interval: what a running builder added since the counts
+// of an earlier moment, names and tables kept.
 TEST(SamplesSince, KeepsOnlyWhatTheIntervalAdded) {
   ProfileBuilder b;
   Records first;
@@ -416,7 +416,9 @@ TEST(SamplesSince, KeepsOnlyWhatTheIntervalAdded) {
   first.Add(SampleRec(10, 7, 0x402000, TPROF_SAMPLE_USER, 1, 0, 110));
   first.Add(LostRec(2, 1));
   b.AddRecords(first.data(), first.size());
-  Profile before = b.profile();
+  const Profile& so_far = b.profile();
+  const uint64_t before_last_time_ns = so_far.last_time_ns;
+  tprof::ProfileCounts before = tprof::CountsOf(so_far);
 
   Records second;
   for (int i = 0; i < 3; ++i) second.Add(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 1, 0, 200));
@@ -435,10 +437,10 @@ TEST(SamplesSince, KeepsOnlyWhatTheIntervalAdded) {
   EXPECT_EQ(interval.TotalLostSamples(), 4u);
   EXPECT_EQ(interval.TotalLostRecords(), 2u);
   EXPECT_EQ(interval.ProcessDisplayName(10), "spin") << "names come from the whole recording";
-  EXPECT_EQ(interval.first_time_ns, before.last_time_ns);
+  EXPECT_EQ(interval.first_time_ns, before_last_time_ns);
   EXPECT_EQ(interval.last_time_ns, 210u);
 
-  Profile nothing = tprof::SamplesSince(b.profile(), b.profile());
+  Profile nothing = tprof::SamplesSince(b.profile(), tprof::CountsOf(b.profile()));
   EXPECT_EQ(nothing.TotalSamples(), 0u);
   EXPECT_EQ(nothing.TotalLostSamples(), 0u);
 }

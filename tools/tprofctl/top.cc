@@ -1,16 +1,15 @@
-// tprofctl top: a live profile, as perf top. It runs its own sampling
-// session and, every interval, shows the heaviest functions (or processes)
-// of the samples that interval added: the report of SamplesSince() between
-// two copies of the running profile, so the tables and symbolization are
-// the ones `dump` uses.
-#include <signal.h>
+// tprofctl top: a live profile, as perf top. A Recorder (as `record`'s)
+// samples and, every interval, hands over the profile so far; top shows
+// the heaviest functions (or processes) of the samples that interval
+// added, SamplesSince() the previous refresh's counts, so the tables and
+// symbolization are the ones `dump` uses.
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <cstring>
@@ -20,6 +19,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "tprof/profile.h"
+#include "tprof/recorder.h"
 #include "tprof/report.h"
 #include "tprof/sampling.h"
 #include "tprof/symbolizer.h"
@@ -27,9 +27,6 @@
 namespace tprof::cli {
 
 namespace {
-
-volatile std::sig_atomic_t g_stop = 0;
-void OnStopSignal(int) { g_stop = 1; }
 
 uint64_t MonotonicNs() {
   timespec ts{};
@@ -93,7 +90,6 @@ void PrintProcesses(const ReportData& d, size_t rows) {
 int RunTop(TopOptions o) {
   SamplingOptions& sampling = o.sampling;
   const ReportOptions& report = o.report;
-  const double delay_s = o.delay_s;
   const uint64_t iterations = o.iterations;
   const bool batch = o.batch;
   const std::optional<uint64_t>& period = o.period;
@@ -105,14 +101,10 @@ int RunTop(TopOptions o) {
     return kExitUsage;
   }
 
-  auto session = SamplingSession::Start(sampling);
-  if (!session)
-    return ReportError(session.error(),
+  auto recorder = Recorder::Start(sampling);
+  if (!recorder)
+    return ReportError(recorder.error(),
                        sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling);
-  struct sigaction sa {};
-  sa.sa_handler = OnStopSignal;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
 
   // Kernel symbols once: reading kallsyms each second would cost more
   // than the samples. Unreadable (unprivileged) leaves kernel rows as
@@ -120,30 +112,16 @@ int RunTop(TopOptions o) {
   KernelSymbols kernel_symbols;
   if (auto ks = ReadKallsyms()) kernel_symbols = std::move(*ks);
 
-  ProfileBuilder builder;
-  Profile before;
-  const uint64_t delay_ns = static_cast<uint64_t>(std::llround(delay_s * 1e9));
+  // The previous refresh's counts: each refresh shows what came since.
+  ProfileCounts before;
+  uint64_t n = 0;
   uint64_t last = MonotonicNs();
-  for (uint64_t n = 0; iterations == 0 || n < iterations; ++n) {
-    const uint64_t deadline = last + delay_ns;
-    for (uint64_t now = MonotonicNs(); now < deadline && !g_stop; now = MonotonicNs()) {
-      (void)session->Wait(static_cast<int>(std::min<uint64_t>((deadline - now) / 1'000'000 + 1, 100)));
-      auto consumed = session->Consume([&](uint32_t, const tprof_rec_header* h, size_t avail) {
-        return builder.AddRecord(h, avail) != 0;
-      });
-      if (!consumed) return ReportError(consumed.error());
-    }
-    if (g_stop) break;
-    // Whatever the partial halves hold belongs to this interval too.
-    if (Status st = session->Flush(); !st) return ReportError(st.error());
-    auto flushed = session->Consume([&](uint32_t, const tprof_rec_header* h, size_t avail) {
-      return builder.AddRecord(h, avail) != 0;
-    });
-    if (!flushed) return ReportError(flushed.error());
+  RecorderRunOptions run;
+  run.interval = std::chrono::milliseconds(std::max<long long>(1, std::llround(o.delay_s * 1e3)));
+  run.on_interval = [&](const Profile& so_far) {
     const uint64_t now_ns = MonotonicNs();
-    Profile current = builder.profile();
-    Profile interval = SamplesSince(current, before);
-    before = std::move(current);
+    Profile interval = SamplesSince(so_far, before);
+    before = CountsOf(so_far);
     interval.kernel_symbols = kernel_symbols;
     Symbolizer symbolizer(interval);
     ReportOptions all = report;
@@ -166,7 +144,12 @@ int RunTop(TopOptions o) {
       PrintFunctions(data, report.top);
     if (batch) std::printf("\n");
     std::fflush(stdout);
-  }
+    return iterations == 0 || ++n < iterations;
+  };
+  // Until Ctrl-C (or SIGTERM) or the last refresh; the final profile the
+  // recorder hands back is not shown.
+  auto done = recorder->Run(run);
+  if (!done) return ReportError(done.error());
   return 0;
 }
 

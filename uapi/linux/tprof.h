@@ -251,7 +251,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 8
+#define TPROF_ABI_MINOR 9
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -829,7 +829,13 @@ struct tprof_window_list {
  *     TPROF_PMU_A_PROGRAM_FD (u32): a descriptor of a program in the
  *     sending process. Its events go to the sending socket from then on (a
  *     program has one monitor; a new subscription replaces the old one).
- *     EBADF: not an open descriptor; EINVAL: not a PMU program.
+ *     EBADF: not an open descriptor; EINVAL: not a PMU program; EAGAIN:
+ *     the socket's receive buffer is full (read it, then subscribe again).
+ *     Since 1.9 the kernel first replies with an empty
+ *     TPROF_PMU_CMD_SUBSCRIBE message, queued ahead of the program's
+ *     events: that is the success to wait for, since the netlink ACK
+ *     (NLM_F_ACK) comes behind the events and is dropped when they fill
+ *     the receive buffer.
  *   TPROF_PMU_CMD_EVENT (kernel -> the monitor), attribute
  *     TPROF_PMU_A_EVENT: a struct tprof_pmu_event. Events are numbered per
  *     program from 1; an event that could not be queued (the program's queue

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tprof/expected.h"
@@ -210,7 +211,8 @@ class ProfileBuilder {
                 size_t rest_bytes);
 
   Profile profile_;
-  std::map<RawStack, uint32_t> stack_ids_;
+  // Stack-table ids by a hash of the stack (see AddStack).
+  std::unordered_multimap<uint64_t, uint32_t> stack_ids_;
 };
 
 // Reads the text symbols (types t/T/w/W) of a kallsyms file. All-zero
@@ -228,11 +230,25 @@ struct SnapshotOptions {
   bool prune_kernel_symbols = true;
 };
 
-// What a running recording added since an earlier copy of its profile (a
-// live view's last interval, tprofctl top): `now` with every count less
-// `before`'s (rows that did not move are dropped); the tables (processes,
-// mappings, symbols, attributes) as in `now`.
-[[nodiscard]] Profile SamplesSince(const Profile& now, const Profile& before);
+// The counts of a running recording at one moment, what SamplesSince
+// subtracts: a live view keeps these between refreshes, not a copy of the
+// whole profile with its stack table, names and mappings.
+struct ProfileCounts {
+  std::map<SampleKey, uint64_t> samples;
+  std::map<CallerKey, uint64_t> caller_edges;
+  std::map<StackSampleKey, uint64_t> stack_samples;
+  std::map<uint32_t, CpuTotals> cpus;
+  uint64_t lost_samples_in_records = 0, lost_records_in_records = 0;
+  uint64_t record_samples = 0;  // records.samples
+  uint64_t last_time_ns = 0;
+};
+[[nodiscard]] ProfileCounts CountsOf(const Profile& profile);
+
+// What a running recording added since an earlier moment (a live view's
+// last interval, tprofctl top): `now` with every count less `before`'s
+// (rows that did not move are dropped); the tables (processes, mappings,
+// stacks, symbols, attributes) as in `now`.
+[[nodiscard]] Profile SamplesSince(const Profile& now, const ProfileCounts& before);
 
 // At stop: copies the kernel symbols and the perf map of every sampled
 // pid into the profile. Never fails: what cannot be read is noted

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,12 @@ struct RecorderRunOptions {
   pid_t child = 0;
   // How often the buffers are read when no half fills.
   std::chrono::milliseconds poll_interval{250};
+  // A live view (tprofctl top): if set, called every `interval` with the
+  // profile so far, the partial halves flushed first so that it holds every
+  // sample delivered until then. Returning false stops the recording.
+  // Intervals are counted from Run()'s start, not from the last call's end.
+  std::function<bool(const Profile& so_far)> on_interval;
+  std::chrono::milliseconds interval{1000};
 };
 
 class Recorder {

@@ -44,8 +44,9 @@ GTEST_LIBS := -lgtest -lgtest_main -pthread
 # elfutils: symbols and source lines for reports (tprofctl dump); libnl:
 # PMU program events over generic netlink. libnl's headers are the same on
 # every architecture, so cross builds use the host's too. protobuf and zlib:
-# pprof profiles (tprofctl dump --format pprof).
-ELF_LIBS := -ldw -lelf -lnl-genl-3 -lnl-3 -lprotobuf -lz $(EXTRA_LDFLAGS)
+# pprof profiles (tprofctl dump --format pprof). capstone: disassembly
+# (tprofctl annotate).
+ELF_LIBS := -ldw -lelf -lnl-genl-3 -lnl-3 -lprotobuf -lz -lcapstone $(EXTRA_LDFLAGS)
 
 LIB_SRCS := $(wildcard libtprofctl/src/*.cc)
 TPROFCTL_SRCS := $(wildcard tools/tprofctl/*.cc)
@@ -247,7 +248,8 @@ WL_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline \
 WL_LIB := $(B)/bin/libtprofwl.so
 WORKLOADS := $(B)/bin/tprof-wl-shares $(B)/bin/tprof-wl-split $(B)/bin/tprof-wl-spawn \
 	$(B)/bin/tprof-wl-child $(B)/bin/tprof-wl-jit $(B)/bin/tprof-wl-faults \
-	$(B)/bin/tprof-wl-calltree $(B)/bin/tprof-wl-vdso $(B)/bin/tprof-wl-inline $(WL_LIB)
+	$(B)/bin/tprof-wl-calltree $(B)/bin/tprof-wl-vdso $(B)/bin/tprof-wl-inline $(B)/bin/tprof-wl-annotate \
+	$(WL_LIB)
 guest-programs: $(WORKLOADS)
 $(B)/bin/tprof-wl-%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
@@ -348,7 +350,7 @@ bench: deps
 # tools/man/tprofctl.h2m's description and examples) and each `tprofctl CMD
 # --help` into tprofctl-CMD(1), so they follow the options. A command
 # missing here fails tests/install_test.sh.
-TPROFCTL_COMMANDS := status metrics threads start stop record dump diff window pmu top
+TPROFCTL_COMMANDS := status metrics threads start stop record dump annotate diff window pmu top
 MAN_PAGES := $(B)/man/tprofctl.1 $(patsubst %,$(B)/man/tprofctl-%.1,$(TPROFCTL_COMMANDS))
 man: $(MAN_PAGES)
 $(B)/man/tprofctl.1: $(TPROFCTL) tools/man/help2man-page tools/man/tprofctl.h2m

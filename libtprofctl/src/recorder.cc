@@ -3,6 +3,7 @@
 #include "tprof/recorder.h"
 
 #include <signal.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -171,6 +172,8 @@ Expected<Profile> Recorder::Finish() {
   builder.SetAttribute("frequency_hz", std::to_string(c.frequency_out));
   builder.SetAttribute("half_bytes", std::to_string(c.half_bytes_out));
   builder.SetAttribute("pid", c.pid == TPROF_PID_ALL ? "all" : std::to_string(c.pid));
+  // Which kernel's symbols and debug files (tprofctl annotate) fit the samples.
+  if (struct utsname u; ::uname(&u) == 0) builder.SetAttribute("kernel_release", u.release);
   if (session.malformed_halves())
     builder.SetAttribute("malformed_halves", std::to_string(session.malformed_halves()));
   Profile profile = builder.Finish();

@@ -470,6 +470,17 @@ bool Symbolizer::LeafReturnAddressLive(uint32_t pid, uint64_t space_id, uint64_t
   return leaf_cache_.emplace(key, live).first->second;
 }
 
+std::optional<Symbolizer::FileAddress> Symbolizer::FileAddressOf(uint32_t pid,
+                                                                  uint64_t space_id, uint64_t ip) {
+  const Mapping* mapping = FindMapping(pid, space_id, ip);
+  if (!mapping || !IsFilePath(mapping->path)) return std::nullopt;
+  ElfObject* elf = OpenElf(mapping->path);
+  FileAddress out{mapping->path, 0};
+  if (!elf || !elf->FileOffsetToAddress(ip - mapping->start + mapping->pgoff, &out.address))
+    return std::nullopt;
+  return out;
+}
+
 Location Symbolizer::ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip) {
   Location loc;
   loc.offset = ip;

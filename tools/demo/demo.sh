@@ -6,6 +6,7 @@
 # A short status, then profiles of the bundled workloads, each built to have
 # a known answer, so the viewer can check the profiler against it:
 #   tprof-wl-shares  60/30/10 % of its CPU in wl_alpha/wl_beta/wl_gamma
+#                    (and tprofctl annotate of wl_alpha: its hot loop)
 #   tprof-wl-split   40 % main executable, 30 % shared library, 30 % kernel
 #   tprof-wl-spawn   short-lived children, each 40 ms in wl_child_work
 #   tprof-wl-jit     code in an anonymous mapping, named by /tmp/perf-PID.map
@@ -58,6 +59,10 @@ say "The same stacks as an interactive flame graph (hover, click to zoom, search
 say "it out of the guest to build/demo/shares.svg (open it in a browser)."
 run tprofctl dump -i shares.data --format svg --pid "$pid" -o shares.svg
 export_file shares.svg
+say "Inside the hottest function: wl_alpha's source lines and instructions with their samples"
+say "(the source is not in the guest, so lines show numbers only). Expect the inner loop's line"
+say "with most samples and its instructions marked: '>' the hottest, '*' those with 10% or more."
+run tprofctl annotate -i shares.data --pid "$pid" wl_alpha
 
 section "2. kernel / executable / library: tprof-wl-split (40/30/30)"
 say "Expect the process row at KERNEL ~30 %, USER ~40 %, SHARED ~30 % of its TOTAL"

@@ -13,6 +13,7 @@ void AddMetricsCommand(CommandLine& cli);
 void AddThreadsCommand(CommandLine& cli);
 void AddRecordCommands(CommandLine& cli);  // record.cc: start, stop, record
 void AddDumpCommand(CommandLine& cli);     // dump.cc
+void AddAnnotateCommand(CommandLine& cli);  // annotate.cc
 void AddDiffCommand(CommandLine& cli);     // diff.cc
 void AddWindowCommand(CommandLine& cli);   // windows.cc
 void AddPmuCommand(CommandLine& cli);      // pmu.cc

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   AddTopCommand(cli);
   AddRecordCommands(cli);
   AddDumpCommand(cli);
+  AddAnnotateCommand(cli);
   AddDiffCommand(cli);
   AddWindowCommand(cli);
   AddPmuCommand(cli);

@@ -8,11 +8,13 @@
 #include <cinttypes>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli_util.h"
 #include "commands.h"
 #include "tprof/profile_file.h"
+#include "tprof/symbolizer.h"
 #include "windows_cli.h"
 
 namespace tprof::cli {
@@ -86,12 +88,51 @@ void PrintHeader(const tprof_window_info& i) {
   std::printf("\n");
 }
 
+// " function+0xOFF file:line" for a cell's first address, from the profile
+// beside the windows (its kallsyms snapshot, the process's mappings); ""
+// when nothing names it. A process window's pid may have several spaces
+// (exec): the one with a mapping over the address.
+std::string CellName(Symbolizer* sym, const Profile* profile, const tprof_window_info& w,
+                     uint64_t addr) {
+  if (!sym) return "";
+  const Location* loc = nullptr;
+  if (w.kind == TPROF_WINDOW_KERNEL) {
+    loc = &sym->Resolve(0, 0, addr, false);
+  } else {
+    for (const auto& [key, maps] : profile->mappings) {
+      if (key.pid != w.pid) continue;
+      for (const Mapping& m : maps)
+        if (addr >= m.start && addr < m.end) loc = &sym->Resolve(key.pid, key.space_id, addr, true);
+    }
+    if (!loc) loc = &sym->Resolve(w.pid, 0, addr, true);  // JIT code by the pid's perf map
+  }
+  if (!loc->resolved()) return "";
+  char off[24];
+  std::snprintf(off, sizeof(off), "+0x%llx", static_cast<unsigned long long>(loc->offset));
+  std::string name = "  " + loc->symbol + off;
+  if (!loc->source_file.empty()) {
+    size_t slash = loc->source_file.rfind('/');
+    name += " " + loc->source_file.substr(slash == std::string::npos ? 0 : slash + 1) + ":" +
+            std::to_string(loc->line);
+  }
+  return name;
+}
+
 int RunWindow(const WindowOptions& o, bool show) {
   const std::string& file = o.file;
   const int64_t only = o.only;
   const uint64_t width = std::clamp<uint64_t>(o.width, 1, 200);
   auto windows = ReadWindowsFile(file + ".windows");
   if (!windows) return ReportError(windows.error(), Doing::kReadProfile);
+  // The profile names the cells' addresses (if it can be read).
+  std::optional<Profile> profile;
+  std::unique_ptr<Symbolizer> sym;
+  if (show) {
+    if (auto p = ReadProfile(file)) {
+      profile = std::move(*p);
+      sym = std::make_unique<Symbolizer>(*profile);
+    }
+  }
   for (const WindowCounts& w : *windows) {
     if (only >= 0 && w.info.id != only) continue;
     PrintHeader(w.info);
@@ -104,7 +145,9 @@ int RunWindow(const WindowOptions& o, bool show) {
       bool has_addr = WindowCellAddress(w.info, c, &addr);
       size_t bar = static_cast<size_t>((static_cast<uint64_t>(w.cells[c]) * width + max - 1) / max);
       if (has_addr)
-        std::printf("  0x%016" PRIx64 " %10u  %s\n", addr, w.cells[c], std::string(bar, '#').c_str());
+        std::printf("  0x%016" PRIx64 " %10u  %-*s%s\n", addr, w.cells[c], static_cast<int>(width),
+                    std::string(bar, '#').c_str(),
+                    CellName(sym.get(), profile ? &*profile : nullptr, w.info, addr).c_str());
       else
         std::printf("  cell %-12zu %10u  %s\n", c, w.cells[c], std::string(bar, '#').c_str());
     }

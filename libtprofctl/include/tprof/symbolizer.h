@@ -144,6 +144,16 @@ class Symbolizer {
   // unknown.
   bool LeafReturnAddressLive(uint32_t pid, uint64_t space_id, uint64_t ip);
 
+  // A user address in a file mapping as the ELF file sees it: the file's
+  // path and the link-time (virtual) address of ip, for tools that read the
+  // file themselves (annotate). nullopt for JIT code, pseudo files
+  // ("[vdso]") and addresses outside the file's loadable segments.
+  struct FileAddress {
+    std::string path;
+    uint64_t address = 0;
+  };
+  std::optional<FileAddress> FileAddressOf(uint32_t pid, uint64_t space_id, uint64_t ip);
+
   const SymbolizerStats& stats() const { return stats_; }
 
  private:

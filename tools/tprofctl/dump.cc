@@ -13,6 +13,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "filter_cli.h"
 #include "tprof/flamegraph.h"
 #include "tprof/output_file.h"
 #include "tprof/pprof.h"
@@ -71,6 +72,7 @@ void AddDumpCommand(CommandLine& cli) {
       ->transform(Decimal())
       ->check(CLI::Range(0u, TPROF_PID_ALL - 1));
   AddReportOptions(sub, *o);
+  AddFilterOptions(sub, &o->filter);
 }
 
 int RunDump(const DumpOptions& o) {
@@ -93,6 +95,7 @@ int RunDump(const DumpOptions& o) {
   }
   auto profile = ReadProfile(path);
   if (!profile) return ReportError(profile.error(), Doing::kReadProfile);
+  if (int rc = ApplyFilter(o.filter, path, &*profile)) return rc;
   if (options.pid && *options.pid != 0 && !profile->processes.count(*options.pid)) {
     bool sampled = false;
     for (const auto& [key, count] : profile->samples) sampled |= key.pid == *options.pid;

@@ -30,12 +30,14 @@ void AddReportOptions(CLI::App* sub, DumpOptions& o) {
          [&o](const std::string& by) {
            o.report.by = by == "process"  ? ReportBy::kProcess
                          : by == "caller" ? ReportBy::kCaller
+                         : by == "thread" ? ReportBy::kThread
+                         : by == "cpu"    ? ReportBy::kCpu
                                           : ReportBy::kSymbol;
          },
          "only the process table (process) or only the function tables (symbol); default: "
          "both; or caller: per process, each caller -> callee step of the recorded stacks with "
-         "its samples")
-      ->check(CLI::IsMember({"process", "symbol", "function", "caller"}));
+         "its samples; thread: samples per thread; cpu: samples and losses per CPU")
+      ->check(CLI::IsMember({"process", "symbol", "function", "caller", "thread", "cpu"}));
   sub->add_flag_function(
       "--children", [&o](int64_t) { o.report.children = true; },
       "function tables with inclusive samples (the samples whose stack holds the function, as "

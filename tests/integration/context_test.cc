@@ -88,8 +88,9 @@ TEST_F(SampleContext, ATidFilterKeepsExactlyThatThreadsFunction) {
     EXPECT_EQ(FunctionSamples(*j, other), 0u) << "--tid " << tid << " shows " << other;
     EXPECT_EQ(FunctionSamples(*j, mine), FunctionSamples(*all, mine))
         << "--tid " << tid << " lost some of " << mine << "'s samples";
-    // Its other samples: the clock reads (system calls) and ticks.
-    EXPECT_GE(FunctionSamples(*j, mine) * 100, Samples(*j) * 80)
+    // Its other samples: its exec and start-up (thread one), the clock reads
+    // (system calls, slow under TCG): 85% and 96% in wl_thread_one and _two here.
+    EXPECT_GE(FunctionSamples(*j, mine) * 100, Samples(*j) * 70)
         << mine << " holds too little of thread " << tid << "'s samples";
     ASSERT_EQ(j->at("processes").size(), 1u) << "one thread, one process";
     EXPECT_EQ(j->at("processes")[0].at("name").get<std::string>(), "tprof-wl-thread");

@@ -29,14 +29,17 @@ void AddFilterOptions(CLI::App* sub, SampleFilter* filter) {
     };
   };
   sub->add_option_function<std::string>("--tid", ids("--tid", &filter->tids),
-                                         "only the samples of these threads (T[,T...])");
+                                         "only the samples of these threads")
+      ->type_name("TID[,TID...]");
   sub->add_option_function<std::string>(
       "--cpu", ids("--cpu", &filter->cpus),
-      "only the samples taken on these CPUs (C[,C...], ranges as 0-3)");
+      "only the samples taken on these CPUs (ranges as 0-3)")
+      ->type_name("CPU[,CPU...]");
   sub->add_option_function<std::string>(
       "--comm", [filter](const std::string& text) { SplitNames(text, &filter->comms); },
-      "only the processes of these names (NAME[,NAME...], the names the reports show; the "
-      "kernel names processes, not threads)");
+      "only the processes of these names (the names the reports show; the kernel names "
+      "processes, not threads)")
+      ->type_name("NAME[,NAME...]");
   sub->add_option_function<std::string>(
       "--time",
       [filter](const std::string& text) {
@@ -45,7 +48,8 @@ void AddFilterOptions(CLI::App* sub, SampleFilter* filter) {
       },
       "only the samples in [START, END): seconds from the first sample (0.5,1.5; 250ms,; ,2) "
       "or @NANOSECONDS on the sampling clock; to the recording's time granularity (10 ms "
-      "unless recorded with --time-granularity)");
+      "unless recorded with --time-granularity)")
+      ->type_name("START,END");
 }
 
 int ApplyFilter(const SampleFilter& filter, const std::string& path, Profile* profile) {

@@ -137,9 +137,13 @@ TEST_F(SampleContext, TwoHalvesOfTheTimePartitionTheSamples) {
   EXPECT_EQ(Samples(*first) + Samples(*second), Samples(*all));
   EXPECT_EQ(FunctionSamples(*first, "wl_thread_one") + FunctionSamples(*second, "wl_thread_one"),
             FunctionSamples(*all, "wl_thread_one"));
-  // The shares workload (0.5 s) ends before the threads (1 s each): most
-  // of it is in the first half.
-  EXPECT_GT(FunctionSamples(*first, "wl_alpha"), FunctionSamples(*second, "wl_alpha"));
+  // Each half spans its half of the recording (to the 10 ms granularity).
+  const uint64_t ms = 1'000'000, duration = all->at("duration_ns").get<uint64_t>();
+  EXPECT_LE(first->at("duration_ns").get<uint64_t>(), half_ms * ms);
+  EXPECT_LE(second->at("duration_ns").get<uint64_t>(), duration - half_ms * ms + 10 * ms);
+  auto after = Dump(Path(), "--time " + std::to_string(duration / ms + 20) + "ms,");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(Samples(*after), 0u) << "samples after the recording's end";
 }
 
 TEST_F(SampleContext, ACommFilterSelectsOneProcessOfTwo) {

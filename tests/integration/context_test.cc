@@ -171,5 +171,23 @@ TEST_F(SampleContext, ACommFilterSelectsOneProcessOfTwo) {
   EXPECT_NE(folded.find("wl_thread_two"), std::string::npos) << folded;
 }
 
+TEST_F(SampleContext, DiffTakesTheSameFiltersOnBothProfiles) {
+  auto mine = Dump(Path(), "--tid " + std::to_string(tid_one_));
+  ASSERT_TRUE(mine);
+  std::string out;
+  ASSERT_EQ(RunCommand("tprofctl diff " + Path() + " " + Path() + " --format json --tid " +
+                           std::to_string(tid_one_) + " 2>&1",
+                       &out),
+            0)
+      << out;
+  std::string error;
+  auto j = ParseJson(out, &error);
+  ASSERT_TRUE(j) << error << "\n" << out;
+  EXPECT_EQ(j->at("a").at("samples").get<uint64_t>(), Samples(*mine));
+  EXPECT_EQ(j->at("b").at("samples").get<uint64_t>(), Samples(*mine));
+  for (const Json& row : j->at("rows"))
+    EXPECT_NE(row.at("function").get<std::string>(), "wl_thread_two") << row.dump();
+}
+
 }  // namespace
 }  // namespace tprof::test

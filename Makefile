@@ -249,7 +249,7 @@ WL_LIB := $(B)/bin/libtprofwl.so
 WORKLOADS := $(B)/bin/tprof-wl-shares $(B)/bin/tprof-wl-split $(B)/bin/tprof-wl-spawn \
 	$(B)/bin/tprof-wl-child $(B)/bin/tprof-wl-jit $(B)/bin/tprof-wl-faults \
 	$(B)/bin/tprof-wl-calltree $(B)/bin/tprof-wl-vdso $(B)/bin/tprof-wl-inline $(B)/bin/tprof-wl-annotate \
-	$(WL_LIB)
+	$(B)/bin/tprof-wl-threads $(WL_LIB)
 guest-programs: $(WORKLOADS)
 $(B)/bin/tprof-wl-%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)

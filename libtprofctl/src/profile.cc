@@ -153,12 +153,16 @@ size_t ProfileBuilder::AddRecord(const tprof_rec_header* rec, size_t avail_bytes
       tprof_rec_sample s;
       if ((ok = LoadRecord(rec, hdr.size, &s))) {
         AddSample(s);
-        if (s.flags & TPROF_SAMPLE_STACK) {
-          const SampleKey key{s.pid, (s.flags & TPROF_SAMPLE_USER) ? s.space_id : 0, s.ip,
-                              s.flags & kSampleKeyFlags};
+        const SampleKey key{s.pid, (s.flags & TPROF_SAMPLE_USER) ? s.space_id : 0, s.ip,
+                            s.flags & kSampleKeyFlags};
+        uint32_t stack = 0;
+        if (s.flags & TPROF_SAMPLE_STACK)
           ok = AddStack(key, s, reinterpret_cast<const unsigned char*>(rec) + sizeof(s),
-                        hdr.size - sizeof(s));
-        }
+                        hdr.size - sizeof(s), &stack);
+        // A sample whose stack was malformed is still counted: so is its context.
+        const uint64_t caller = (s.flags & TPROF_SAMPLE_CALLER) ? s.caller : 0;
+        if (context_.granularity_ns)
+          AddContext({s.time_ns / CurrentGranularity(), s.cpu, s.tid, key, stack, caller});
       }
       break;
     }
@@ -229,7 +233,7 @@ void ProfileBuilder::AddSample(const tprof_rec_sample& s) {
 }
 
 bool ProfileBuilder::AddStack(const SampleKey& key, const tprof_rec_sample& s,
-                              const unsigned char* rest, size_t rest_bytes) {
+                              const unsigned char* rest, size_t rest_bytes, uint32_t* id_out) {
   tprof_rec_stack st;
   if (rest_bytes < sizeof(st)) return false;
   std::memcpy(&st, rest, sizeof(st));
@@ -278,7 +282,47 @@ bool ProfileBuilder::AddStack(const SampleKey& key, const tprof_rec_sample& s,
     stack_ids_.emplace(hash, id);
   }
   ++profile_.stack_samples[{key, id}];
+  *id_out = id;
   return true;
+}
+
+uint64_t ProfileBuilder::CurrentGranularity() {
+  if (profile_.context_granularity_ns == 0) profile_.context_granularity_ns = context_.granularity_ns;
+  return profile_.context_granularity_ns;
+}
+
+void ProfileBuilder::AddContext(const SampleContextKey& key) {
+  ++profile_.contexts[key];
+  // Coarser buckets merge entries that differ only in time; a table whose
+  // keys differ otherwise stops shrinking once everything is in one bucket.
+  while (profile_.contexts.size() > context_.max_entries && profile_.contexts.size() > 1) {
+    const size_t before = profile_.contexts.size();
+    Rebucket(profile_.context_granularity_ns * 2);
+    if (profile_.contexts.size() == before && profile_.contexts.begin()->first.bucket ==
+                                                  profile_.contexts.rbegin()->first.bucket)
+      break;
+  }
+}
+
+void ProfileBuilder::Rebucket(uint64_t granularity_ns) {
+  const uint64_t old = profile_.context_granularity_ns;
+  std::map<SampleContextKey, uint64_t> merged;
+  if (granularity_ns && old) {
+    for (const auto& [k, count] : profile_.contexts) {
+      SampleContextKey key = k;
+      // bucket * old is the bucket's start: exact when granularity_ns is a multiple of old.
+      key.bucket = key.bucket * old / granularity_ns;
+      merged[key] += count;
+    }
+  }
+  profile_.contexts = std::move(merged);
+  profile_.context_granularity_ns = granularity_ns;
+}
+
+void ProfileBuilder::SetContextOptions(const ContextOptions& context) {
+  context_ = context;
+  if (profile_.context_granularity_ns != 0 || context.granularity_ns == 0)
+    Rebucket(context.granularity_ns);
 }
 
 void ProfileBuilder::AddComm(const tprof_rec_comm& c) {
@@ -334,6 +378,7 @@ Profile ProfileBuilder::Finish() {
     if (!changed) break;
   }
   stack_ids_.clear();
+  if (context_.granularity_ns) CurrentGranularity();  // an empty recording has context too
   return std::exchange(profile_, Profile{});
 }
 
@@ -376,6 +421,8 @@ Profile SamplesSince(const Profile& now, const ProfileCounts& before) {
   SubtractCounts(&out.samples, before.samples);
   SubtractCounts(&out.caller_edges, before.caller_edges);
   SubtractCounts(&out.stack_samples, before.stack_samples);  // the stack table stays whole
+  out.contexts.clear();  // a live view keeps no context (top): the interval has none
+  out.context_granularity_ns = 0;
   for (auto& [cpu, c] : out.cpus) {
     auto b = before.cpus.find(cpu);
     if (b == before.cpus.end()) continue;

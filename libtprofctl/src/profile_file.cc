@@ -8,6 +8,8 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "tprof/output_file.h"
@@ -69,6 +71,13 @@ class LineWriter {
     *out_ += buf;
     return *this;
   }
+  LineWriter& Pair(uint64_t a, uint64_t b) {
+    *out_ += '\t';
+    *out_ += std::to_string(a);
+    *out_ += ':';
+    *out_ += std::to_string(b);
+    return *this;
+  }
   LineWriter& Str(std::string_view s) {
     *out_ += '\t';
     AppendEscaped(out_, s);
@@ -94,6 +103,23 @@ class LineReader {
   }
   std::string_view tag() const { return fields_[0]; }
   bool ok() const { return ok_; }
+  size_t size() const { return fields_.size(); }
+  // "A" or "A:B" (decimal); B defaults to 1.
+  bool Pair(size_t i, uint64_t* a, uint64_t* b) {
+    std::string_view f = fields_[i];
+    const size_t colon = f.find(':');
+    *b = 1;
+    if (colon != std::string_view::npos) {
+      std::string_view count = f.substr(colon + 1);
+      auto rb = std::from_chars(count.data(), count.data() + count.size(), *b);
+      if (count.empty() || rb.ec != std::errc() || rb.ptr != count.data() + count.size())
+        return ok_ = false;
+      f = f.substr(0, colon);
+    }
+    auto ra = std::from_chars(f.data(), f.data() + f.size(), *a);
+    if (f.empty() || ra.ec != std::errc() || ra.ptr != f.data() + f.size()) return ok_ = false;
+    return true;
+  }
 
   uint64_t Dec(size_t i) { return Number(i, 10); }
   uint64_t Hex(size_t i) { return Number(i, 16); }
@@ -129,6 +155,13 @@ Error BadFile(const std::string& name, const std::string& what) {
   return Error::FromErrno(EBADMSG, name + ": " + what);
 }
 
+// What `ctx` lines refer to: the `csite` lines read so far (id i + 1).
+struct ContextSite {
+  SampleKey sample;
+  uint32_t stack = 0;
+  uint64_t caller = 0;
+};
+
 // Applies one line of a known kind; false if a field is malformed.
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -136,7 +169,7 @@ int HexDigit(char c) {
   return -1;
 }
 
-bool ParseLine(LineReader& r, Profile* p) {
+bool ParseLine(LineReader& r, Profile* p, std::vector<ContextSite>* sites) {
   std::string_view tag = r.tag();
   if (tag == "attr") {
     std::string key = r.Str(1);
@@ -194,6 +227,23 @@ bool ParseLine(LineReader& r, Profile* p) {
                        r.Dec32(5)};
     if (key.stack == 0 || key.stack > p->stacks.size()) return false;
     p->stack_samples[key] += r.Dec(6);
+  } else if (tag == "context") {
+    p->context_granularity_ns = r.Dec(1);
+  } else if (tag == "csite") {
+    const uint64_t id = r.Dec(1);
+    ContextSite site{{r.Dec32(2), r.Hex(3), r.Hex(4), static_cast<uint32_t>(r.Hex(5))},
+                     r.Dec32(6), r.Hex(7)};
+    if (!r.ok() || id != sites->size() + 1 || site.stack > p->stacks.size()) return false;
+    sites->push_back(site);
+  } else if (tag == "ctx") {
+    const uint64_t bucket = r.Dec(1);
+    const uint32_t cpu = r.Dec32(2), tid = r.Dec32(3);
+    for (size_t i = 4; r.ok() && i < r.size(); ++i) {
+      uint64_t id = 0, count = 0;
+      if (!r.Pair(i, &id, &count) || id == 0 || id > sites->size() || count == 0) return false;
+      const ContextSite& site = (*sites)[id - 1];
+      p->contexts[{bucket, cpu, tid, site.sample, site.stack, site.caller}] += count;
+    }
   } else if (tag == "kernel-symbols") {
     p->kernel_symbols.available = r.Dec(1) != 0;
     p->kernel_symbols.note = r.Str(2);
@@ -220,6 +270,37 @@ bool ParseLine(LineReader& r, Profile* p) {
   }
   // Anything else is from a newer minor version: skipped.
   return r.ok();
+}
+
+// The context table, compactly: each distinct (sample, stack, caller) once
+// as a `csite`, then a `ctx` line per (bucket, cpu, tid) listing its sites
+// and counts (the table is ordered by bucket, cpu, tid: one pass).
+void WriteContexts(const Profile& p, LineWriter& w) {
+  if (p.context_granularity_ns == 0) return;
+  w.Tag("context").Dec(p.context_granularity_ns).End();
+  std::map<std::tuple<SampleKey, uint32_t, uint64_t>, uint64_t> site_ids;
+  for (const auto& [k, count] : p.contexts) site_ids.try_emplace({k.sample, k.stack, k.caller}, 0);
+  uint64_t next = 0;
+  for (auto& [site, id] : site_ids) {
+    id = ++next;
+    const auto& [sk, stack, caller] = site;
+    w.Tag("csite").Dec(id).Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Dec(stack);
+    w.Hex(caller).End();
+  }
+  const SampleContextKey* line = nullptr;
+  for (const auto& [k, count] : p.contexts) {
+    if (!line || line->bucket != k.bucket || line->cpu != k.cpu || line->tid != k.tid) {
+      if (line) w.End();
+      w.Tag("ctx").Dec(k.bucket).Dec(k.cpu).Dec(k.tid);
+      line = &k;
+    }
+    const uint64_t id = site_ids.at({k.sample, k.stack, k.caller});
+    if (count == 1)
+      w.Dec(id);
+    else
+      w.Pair(id, count);
+  }
+  if (line) w.End();
 }
 
 }  // namespace
@@ -266,6 +347,7 @@ std::string SerializeProfile(const Profile& p) {
     w.Tag("ssample").Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Dec(k.stack).Dec(count);
     w.End();
   }
+  WriteContexts(p, w);
   w.Tag("kernel-symbols").Dec(p.kernel_symbols.available).Str(p.kernel_symbols.note).End();
   for (const KernelSymbol& k : p.kernel_symbols.symbols)
     w.Tag("ksym").Hex(k.address).Str(std::string(1, k.type)).Str(k.name).Str(k.module).End();
@@ -302,6 +384,7 @@ Expected<Profile> ParseProfile(std::string_view text, const std::string& name) {
                     std::to_string(minor) + " is not supported (this library reads " +
                     std::to_string(kProfileFormatMajor) + ".x)");
   Profile p;
+  std::vector<ContextSite> sites;
   bool ended = false;
   size_t line_no = 1;
   size_t pos = eol == std::string_view::npos ? text.size() : eol + 1;
@@ -318,7 +401,7 @@ Expected<Profile> ParseProfile(std::string_view text, const std::string& name) {
       break;
     }
     LineReader r(line);
-    if (!ParseLine(r, &p))
+    if (!ParseLine(r, &p, &sites))
       return BadFile(name, "line " + std::to_string(line_no) + " is malformed: `" +
                                std::string(line.substr(0, 80)) + "`");
   }

@@ -57,6 +57,9 @@ Recorder::~Recorder() = default;
 int Recorder::child_status() const { return s_->child_status; }
 const SamplingSession& Recorder::session() const { return s_->session; }
 void Recorder::RequestStop() { s_->io.stop(); }
+void Recorder::SetContextOptions(const ContextOptions& context) {
+  s_->builder.SetContextOptions(context);
+}
 
 Expected<Profile> Recorder::Run(const RecorderRunOptions& options) {
   if (s_->finished) return Error(std::make_error_code(std::errc::invalid_argument),

@@ -178,6 +178,31 @@ void TextCallers(const ReportData& d, const ReportOptions& o, std::string* out) 
   }
 }
 
+void TextThreads(const ReportData& d, const ReportOptions& o, std::string* out) {
+  if (!d.has_context) {
+    *out += "\n(no per-sample context in this profile, so no threads: it was recorded by an "
+            "older tprofctl or with --time-granularity 0)\n";
+    return;
+  }
+  Appendf(out, "\n%7s %7s %-16s %10s %7s\n", "TID", "PID", "PROCESS", "SAMPLES", "TOTAL");
+  for (size_t i = 0; i < Limit(d.threads.size(), o.top); ++i) {
+    const ThreadSummary& t = d.threads[i];
+    Appendf(out, "%7u %7u %-16s %10" PRIu64 " %6.1f%%\n", t.tid, t.pid, t.name.c_str(), t.samples,
+            Percent(t.samples, d.all_samples));
+  }
+  if (Limit(d.threads.size(), o.top) < d.threads.size())
+    Appendf(out, "(%zu more threads)\n", d.threads.size() - Limit(d.threads.size(), o.top));
+}
+
+void TextCpus(const ReportData& d, const ReportOptions& o, std::string* out) {
+  Appendf(out, "\n%5s %10s %10s %7s\n", "CPU", "SAMPLES", "LOST", "TOTAL");
+  for (size_t i = 0; i < Limit(d.cpus.size(), o.top); ++i) {
+    const CpuSummary& c = d.cpus[i];
+    Appendf(out, "%5u %10" PRIu64 " %10" PRIu64 " %6.1f%%\n", c.cpu, c.samples, c.lost_samples,
+            Percent(c.samples, d.all_samples));
+  }
+}
+
 void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
                 const Symbolizer& sym, std::string* out) {
   const uint64_t base = d.all_samples;
@@ -214,6 +239,19 @@ void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
   j["lost"] = {{"samples", d.lost_samples},
                {"records", d.lost_records},
                {"percent", DecimalPercent(d.lost_samples, base)}};
+  if (o.by == ReportBy::kThread) {
+    Json threads = Json::array();
+    for (size_t i = 0; i < Limit(d.threads.size(), o.top); ++i) {
+      const ThreadSummary& t = d.threads[i];
+      threads.push_back({{"tid", t.tid},
+                         {"pid", t.pid},
+                         {"name", t.name},
+                         {"samples", t.samples},
+                         {"percent", DecimalPercent(t.samples, base)}});
+    }
+    j["threads"] = std::move(threads);
+    j["has_context"] = d.has_context;
+  }
   if (o.by != ReportBy::kSymbol) {
     Json procs = Json::array();
     for (size_t i = 0; i < Limit(d.processes.size(), o.top); ++i) {
@@ -371,6 +409,31 @@ ReportData BuildReport(const Profile& p, Symbolizer& sym, const ReportOptions& o
     s.name = ReportName(p, pid);
     d.processes.push_back(s);
   }
+  d.has_context = p.context_granularity_ns != 0;
+  if (o.by == ReportBy::kThread) {
+    std::map<std::pair<uint32_t, uint32_t>, uint64_t> threads;  // (tid, pid)
+    for (const auto& [key, count] : p.contexts)
+      if (Selected(o, key.sample)) threads[{key.tid, ReportPid(key.sample)}] += count;
+    for (const auto& [id, count] : threads)
+      d.threads.push_back({id.first, id.second, ReportName(p, id.second), count});
+    std::stable_sort(d.threads.begin(), d.threads.end(),
+                     [](const ThreadSummary& a, const ThreadSummary& b) { return a.samples > b.samples; });
+  }
+  if (o.by == ReportBy::kCpu) {
+    std::map<uint32_t, CpuSummary> cpus;
+    // One process's samples per CPU come from the context; its losses are unknown.
+    for (const auto& [cpu, c] : p.cpus)
+      cpus[cpu] = {cpu, o.pid ? 0 : c.samples, o.pid ? 0 : c.lost_samples};
+    if (o.pid)
+      for (const auto& [key, count] : p.contexts) {
+        if (!Selected(o, key.sample)) continue;
+        cpus[key.cpu].cpu = key.cpu;
+        cpus[key.cpu].samples += count;
+      }
+    for (const auto& [cpu, c] : cpus) d.cpus.push_back(c);
+    std::stable_sort(d.cpus.begin(), d.cpus.end(),
+                     [](const CpuSummary& a, const CpuSummary& b) { return a.samples > b.samples; });
+  }
   std::sort(d.processes.begin(), d.processes.end(),
             [](const ProcessSummary& a, const ProcessSummary& b) {
               return a.samples != b.samples ? a.samples > b.samples : a.pid < b.pid;
@@ -462,6 +525,10 @@ std::string RenderReport(const Profile& p, Symbolizer& sym, const ReportOptions&
   TextHeader(p, d, &out);
   if (o.by == ReportBy::kCaller) {
     TextCallers(d, o, &out);
+    return out;
+  }
+  if (o.by == ReportBy::kThread || o.by == ReportBy::kCpu) {
+    (o.by == ReportBy::kThread ? TextThreads : TextCpus)(d, o, &out);
     return out;
   }
   if (o.by != ReportBy::kSymbol) TextProcesses(d, o, &out);

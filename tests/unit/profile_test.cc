@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <map>
 
 #include "../common/records.h"
 #include "../common/temp_dir.h"
@@ -231,6 +232,65 @@ TEST(ProfileBuilder, LostTotalsComeFromTheControlAreaWhenGiven) {
   EXPECT_EQ(p.cpus[1].samples_taken, 50u);
 }
 
+tprof_rec_sample At(tprof_rec_sample s, uint32_t tid, uint64_t time_ns) {
+  s.tid = tid;
+  s.time_ns = time_ns;
+  return s;
+}
+
+TEST(ProfileBuilder, KeepsEachSamplesThreadCpuTimeBucketStackAndCaller) {
+  ProfileBuilder b(tprof::ContextOptions{.granularity_ns = 1000});
+  Records r;
+  const auto user = SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 1, /*caller=*/0x402000);
+  r.Add(At(user, 11, 5000)).Add(At(user, 11, 5999)).Add(At(user, 12, 5500));
+  r.Add(At(user, 11, 7000));
+  r.StackSample(At(SampleRec(10, 7, kKernelIp, 0, 0), 12, 6100), 0, {kKernelIp + 8}, {});
+  EXPECT_EQ(b.AddRecords(r.data(), r.size()), r.size());
+  Profile p = b.Finish();
+  EXPECT_EQ(p.context_granularity_ns, 1000u);
+  const SampleKey ukey{10, 7, 0x401000, TPROF_SAMPLE_USER};
+  const SampleKey kkey{10, 0, kKernelIp, 0};
+  using Ctx = tprof::SampleContextKey;
+  const std::map<Ctx, uint64_t> want = {{Ctx{5, 1, 11, ukey, 0, 0x402000}, 2},
+                                        {Ctx{5, 1, 12, ukey, 0, 0x402000}, 1},
+                                        {Ctx{7, 1, 11, ukey, 0, 0x402000}, 1},
+                                        {Ctx{6, 0, 12, kkey, 1, 0}, 1}};
+  EXPECT_EQ(p.contexts, want);
+  uint64_t total = 0;
+  for (const auto& [key, count] : p.contexts) total += count;
+  EXPECT_EQ(total, p.TotalSamples()) << "every sample has its context";
+}
+
+TEST(ProfileBuilder, DoublesTheGranularityWhenTheContextTablePassesItsBound) {
+  ProfileBuilder b(tprof::ContextOptions{.granularity_ns = 1000, .max_entries = 4});
+  Records r;
+  for (uint64_t t = 0; t < 8; ++t) r.Add(At(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER), 10, t * 1000));
+  b.AddRecords(r.data(), r.size());
+  Profile p = b.Finish();
+  EXPECT_EQ(p.context_granularity_ns, 2000u) << "8 buckets of 1 us did not fit 4 entries";
+  ASSERT_EQ(p.contexts.size(), 4u);
+  for (const auto& [key, count] : p.contexts) EXPECT_EQ(count, 2u) << "bucket " << key.bucket;
+
+  // Keys that differ in more than time stop the doubling once one bucket holds them all.
+  ProfileBuilder wide(tprof::ContextOptions{.granularity_ns = 1000, .max_entries = 2});
+  Records w;
+  for (uint32_t tid = 1; tid <= 3; ++tid) w.Add(At(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER), tid, 500));
+  wide.AddRecords(w.data(), w.size());
+  EXPECT_EQ(wide.Finish().contexts.size(), 3u);
+}
+
+TEST(ProfileBuilder, KeepsNoContextAtGranularityZero) {
+  ProfileBuilder b(tprof::ContextOptions{.granularity_ns = 0});
+  Records r;
+  r.Add(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER));
+  b.AddRecords(r.data(), r.size());
+  Profile p = b.Finish();
+  EXPECT_EQ(p.context_granularity_ns, 0u);
+  EXPECT_TRUE(p.contexts.empty());
+  EXPECT_EQ(p.TotalSamples(), 1u);
+  EXPECT_EQ(tprof::SerializeProfile(p).find("\nctx"), std::string::npos);
+}
+
 Profile RichProfile() {
   ProfileBuilder b;
   Records r;
@@ -287,7 +347,7 @@ TEST(ProfileFile, ReadsVersion10FilesAndChecksTheStackTable) {
 
 TEST(ProfileFile, Version12CarriesBuildIdsAndTheVdsoAsHex) {
   std::string text = tprof::SerializeProfile(RichProfile());
-  EXPECT_NE(text.find("tprof-profile 1 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tprof-profile 1 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nvdso\t7f454c460001ff0a0925\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nbuildid\t/usr/bin/prog%09with tab\t0123456789abcdef\n"),
             std::string::npos)
@@ -295,6 +355,45 @@ TEST(ProfileFile, Version12CarriesBuildIdsAndTheVdsoAsHex) {
   for (const char* bad : {"tprof-profile 1 2\nvdso\t7f4\nend\n", "tprof-profile 1 2\nvdso\tzz\nend\n"}) {
     auto r = tprof::ParseProfile(bad, "bad.data");
     EXPECT_FALSE(r) << "odd length or not hex: " << bad;
+  }
+}
+
+TEST(ProfileFile, StoresTheContextTableCompactlyAndReads11FilesWithoutIt) {
+  Profile p = RichProfile();
+  ASSERT_EQ(p.context_granularity_ns, tprof::kDefaultContextGranularityNs);
+  ASSERT_EQ(p.contexts.size(), 3u);
+  const std::string text = tprof::SerializeProfile(p);
+  EXPECT_EQ(text.rfind("tprof-profile 1 3\n", 0), 0u) << text;
+  EXPECT_NE(text.find("\ncontext\t10000000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ncsite\t3\t"), std::string::npos) << text;
+  // Two samples of one thread on one CPU in one bucket share a ctx line.
+  Profile two = p;
+  auto first = two.contexts.begin()->first;
+  first.sample.ip += 1;
+  two.contexts[first] = 3;
+  const std::string text2 = tprof::SerializeProfile(two);
+  const std::string line = "\nctx\t" + std::to_string(first.bucket) + "\t" +
+                           std::to_string(first.cpu) + "\t" + std::to_string(first.tid) + "\t";
+  const size_t at = text2.find(line);
+  ASSERT_NE(at, std::string::npos) << text2;
+  EXPECT_NE(text2.substr(at + 1, text2.find('\n', at + 1) - at - 1).find(":3"), std::string::npos)
+      << text2;
+  auto back = tprof::ParseProfile(text2, "two");
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->contexts, two.contexts);
+
+  auto old = tprof::ParseProfile("tprof-profile 1 1\nsample\t5\t0\t10\t1\t3\nend\n", "1.1");
+  ASSERT_TRUE(old) << old.error().message();
+  EXPECT_EQ(old->context_granularity_ns, 0u);
+  EXPECT_TRUE(old->contexts.empty());
+  for (const char* bad : {"tprof-profile 1 2\ncontext\t10\nctx\t1\t0\t5\t1\nend\n",
+                          "tprof-profile 1 2\ncsite\t2\t5\t0\t10\t1\t0\t0\nend\n",
+                          "tprof-profile 1 2\ncsite\t1\t5\t0\t10\t1\t3\t0\nend\n",
+                          "tprof-profile 1 2\ncsite\t1\t5\t0\t10\t1\t0\t0\n"
+                          "ctx\t1\t0\t5\t1:x\nend\n"}) {
+    auto r = tprof::ParseProfile(bad, "bad.data");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code().value(), EBADMSG) << bad;
   }
 }
 

@@ -43,6 +43,8 @@ TEST(Hints, EachFailureGetsItsOwnAdvice) {
   EXPECT_TRUE(Has(Hint(e(ENODATA), Doing::kThreads), "tprofctl metrics on"));
   EXPECT_TRUE(Has(Hint(e(ENOENT), Doing::kReadProfile), "tprofctl record"));
   EXPECT_FALSE(Has(Hint(e(ENOENT), Doing::kReadProfile), "insmod")) << "a missing profile is no module";
+  EXPECT_TRUE(Has(Hint(e(ENODATA), Doing::kReadProfile), "record it again"))
+      << "a profile without per-sample context";
   EXPECT_TRUE(Has(Hint(e(EPERM), Doing::kPmuAllCpus), "CAP_PERFMON"));
   EXPECT_EQ(Hint(e(EINTR), Doing::kOther), "");
 }

@@ -8,6 +8,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "filter_cli.h"
 #include "tprof/diff.h"
 #include "tprof/profile_file.h"
 #include "tprof/symbolizer.h"
@@ -20,6 +21,7 @@ struct DiffCliOptions {
   std::vector<std::string> paths;  // A and B
   DiffOptions diff;
   std::string format = "text";
+  SampleFilter filter;  // applied to both
 };
 
 bool HasPid(const Profile& p, uint32_t pid) {
@@ -37,6 +39,8 @@ int RunDiff(const DiffCliOptions& o) {
   if (!a) return ReportError(a.error(), Doing::kReadProfile);
   auto b = ReadProfile(paths[1]);
   if (!b) return ReportError(b.error(), Doing::kReadProfile);
+  if (int rc = ApplyFilter(o.filter, paths[0], &*a)) return rc;
+  if (int rc = ApplyFilter(o.filter, paths[1], &*b)) return rc;
   if (options.pid && !HasPid(*a, *options.pid) && !HasPid(*b, *options.pid)) {
     std::fprintf(stderr, "tprofctl: pid %u has no samples in %s or %s\n", *options.pid,
                  paths[0].c_str(), paths[1].c_str());
@@ -80,6 +84,7 @@ void AddDiffCommand(CommandLine& cli) {
       ->transform(Decimal());
   sub->add_option("--format", o->format, "text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
+  AddFilterOptions(sub, &o->filter);
 }
 
 }  // namespace tprof::cli

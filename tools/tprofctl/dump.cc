@@ -13,6 +13,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "filter_cli.h"
 #include "tprof/elf_snapshot.h"
 #include "tprof/flamegraph.h"
 #include "tprof/output_file.h"
@@ -31,12 +32,14 @@ void AddReportOptions(CLI::App* sub, DumpOptions& o) {
          [&o](const std::string& by) {
            o.report.by = by == "process"  ? ReportBy::kProcess
                          : by == "caller" ? ReportBy::kCaller
+                         : by == "thread" ? ReportBy::kThread
+                         : by == "cpu"    ? ReportBy::kCpu
                                           : ReportBy::kSymbol;
          },
          "only the process table (process) or only the function tables (symbol); default: "
          "both; or caller: per process, each caller -> callee step of the recorded stacks with "
-         "its samples")
-      ->check(CLI::IsMember({"process", "symbol", "function", "caller"}));
+         "its samples; thread: samples per thread; cpu: samples and losses per CPU")
+      ->check(CLI::IsMember({"process", "symbol", "function", "caller", "thread", "cpu"}));
   sub->add_flag_function(
       "--children", [&o](int64_t) { o.report.children = true; },
       "function tables with inclusive samples (the samples whose stack holds the function, as "
@@ -73,6 +76,7 @@ void AddDumpCommand(CommandLine& cli) {
       ->transform(Decimal())
       ->check(CLI::Range(0u, TPROF_PID_ALL - 1));
   AddReportOptions(sub, *o);
+  AddFilterOptions(sub, &o->filter);
 }
 
 int RunDump(const DumpOptions& o) {
@@ -95,6 +99,7 @@ int RunDump(const DumpOptions& o) {
   }
   auto profile = ReadProfile(path);
   if (!profile) return ReportError(profile.error(), Doing::kReadProfile);
+  if (int rc = ApplyFilter(o.filter, path, &*profile)) return rc;
   if (options.pid && *options.pid != 0 && !profile->processes.count(*options.pid)) {
     bool sampled = false;
     for (const auto& [key, count] : profile->samples) sampled |= key.pid == *options.pid;

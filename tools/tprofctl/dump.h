@@ -8,6 +8,7 @@
 #include "command_line.h"
 #include "tprof/profile_file.h"
 #include "tprof/report.h"
+#include "tprof/sample_filter.h"
 
 namespace tprof::cli {
 
@@ -16,6 +17,7 @@ struct DumpOptions {
   std::optional<std::string> output;  // the report's file (default stdout)
   ReportOptions report;
   std::string format = "text";  // text, json, folded, svg, speedscope, pprof
+  SampleFilter filter;          // dump: --tid, --cpu, --comm, --time
 };
 
 // Adds --by, --top and --format (the report's shape), which record shares.

@@ -109,6 +109,9 @@ std::string Hint(const Error& error, Doing doing) {
                "`tprofctl stop`";
       if (err == EPROTO || err == EBADMSG)
         return "give a file written by `tprofctl stop` or `tprofctl record` (of this version)";
+      if (err == ENODATA)
+        return "record it again with this tprofctl (and --time-granularity above 0) to select "
+               "samples by --tid, --cpu or --time; --comm works on any profile";
       break;
     case Doing::kPmuSpec:
       if (err == ENOENT) return "`tprofctl pmu list` shows the events";

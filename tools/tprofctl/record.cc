@@ -55,6 +55,7 @@ struct RecordOptions {
   std::optional<uint32_t> stack_depth;    // --stack-depth (with -g)
   std::vector<tprof_window_add> windows;  // --window/--profil (windows_cli.h)
   std::vector<std::string> cmd;           // record: -- CMD [ARGS...]
+  ContextOptions context;                 // --time-granularity
   DumpOptions report;                     // record: --by, --top, --format
 };
 
@@ -101,6 +102,15 @@ void AddSamplingOptions(CLI::App* sub, RecordOptions& o) {
       ->transform(Decimal())
       ->check(CLI::Range(uint64_t{1}, UINT64_MAX));
   sub->add_option("-o,--output", o.output, "profile file (default tprof.data)");
+  sub->add_option_function<uint32_t>(
+         "--time-granularity",
+         [&o](uint32_t ms) { o.context.granularity_ns = uint64_t{ms} * 1'000'000; },
+         "keep each sample's thread, CPU and time to MS milliseconds (default " +
+             std::to_string(kDefaultContextGranularityNs / 1'000'000) +
+             ", for `dump --tid/--cpu/--time`; coarser when the table grows past " +
+             std::to_string(kDefaultMaxContextEntries) + " entries; 0: keep none)")
+      ->transform(Decimal())
+      ->check(CLI::Range(0u, 3'600'000u));
   AddWindowOptions(sub, &o.windows);
 }
 
@@ -304,6 +314,7 @@ int RunStart(RecordOptions o) {
   ::close(ready[1]);
 
   Recorder recorder(std::move(*session));
+  recorder.SetContextOptions(o.context);
   auto profile = recorder.Run();
   Status st = profile ? WriteRecording(recorder, *profile, o.output) : Status(profile.error());
   if (st) {
@@ -423,6 +434,7 @@ int RunRecord(RecordOptions o) {
     watcher.emplace(static_cast<pid_t>(*o.pid));
   }
   Recorder recorder(std::move(*session));
+  recorder.SetContextOptions(o.context);
   if (go) {
     (void)!::write(go.get(), "g", 1);  // the child execs CMD now
     go = ScopedFd();

@@ -116,6 +116,7 @@ int RunTop(TopOptions o) {
   ProfileCounts before;
   uint64_t n = 0;
   uint64_t last = MonotonicNs();
+  recorder->SetContextOptions({.granularity_ns = 0});  // a live view needs no context
   RecorderRunOptions run;
   run.interval = std::chrono::milliseconds(std::max<long long>(1, std::llround(o.delay_s * 1e3)));
   run.on_interval = [&](const Profile& so_far) {

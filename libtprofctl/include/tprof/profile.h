@@ -67,6 +67,32 @@ struct StackSampleKey {
   auto operator<=>(const StackSampleKey&) const = default;
 };
 
+// The context of samples (profile format 1.2): which thread, CPU and time
+// bucket (time_ns / Profile::context_granularity_ns, on the sampling
+// clock) took them, with the stack (1-based id, 0: none) and caller (0:
+// none) they carried. Counts per key add up to `samples`; the aggregates
+// beside it are what reports read, and FilterProfile (sample_filter.h)
+// rebuilds them from a selection of these. Ordered by time first.
+struct SampleContextKey {
+  uint64_t bucket = 0;
+  uint32_t cpu = 0;
+  uint32_t tid = 0;
+  SampleKey sample;
+  uint32_t stack = 0;
+  uint64_t caller = 0;
+  auto operator<=>(const SampleContextKey&) const = default;
+};
+
+// The default time granularity of the context table: at the default 1 kHz
+// a CPU's bucket holds at most 10 samples, so `--time` cuts a recording
+// to within 1% of a second while a tight loop's few addresses per bucket
+// keep the file near the aggregates' size.
+inline constexpr uint64_t kDefaultContextGranularityNs = 10'000'000;
+// The context table's bound: past it the builder doubles the granularity
+// (merging pairs of buckets) until it fits again; memory is bounded by
+// this or by the distinct (sample, stack, caller, tid, cpu) keys.
+inline constexpr size_t kDefaultMaxContextEntries = size_t{1} << 19;
+
 struct ProcessName {
   uint64_t time_ns = 0;
   uint32_t kind = TPROF_COMM_EXISTING;  // TPROF_COMM_*
@@ -156,6 +182,10 @@ struct Profile {
   // a stack, a subset of `samples` (ABI 1.8, TPROF_SAMPLING_STACKS).
   std::vector<RawStack> stacks;
   std::map<StackSampleKey, uint64_t> stack_samples;
+  // Per-sample context (format 1.2); granularity 0: none kept (a 1.1
+  // file, or recorded without), and `contexts` is empty.
+  uint64_t context_granularity_ns = 0;
+  std::map<SampleContextKey, uint64_t> contexts;
   std::map<uint32_t, ProcessInfo> processes;
   std::map<SpaceKey, std::vector<Mapping>> mappings;  // sorted by start
   std::map<uint32_t, CpuTotals> cpus;
@@ -187,8 +217,20 @@ struct Profile {
   bool operator==(const Profile&) const = default;
 };
 
+struct ContextOptions {
+  // Time bucket of the context table; 0 keeps no context.
+  uint64_t granularity_ns = kDefaultContextGranularityNs;
+  size_t max_entries = kDefaultMaxContextEntries;
+};
+
 class ProfileBuilder {
  public:
+  ProfileBuilder() = default;
+  explicit ProfileBuilder(const ContextOptions& context) : context_(context) {}
+
+  // Changes the context's granularity (before the first record, normally):
+  // entries already kept move to bucket time / new granularity; 0 drops them.
+  void SetContextOptions(const ContextOptions& context);
   // Reduces one record. avail_bytes: bytes readable at rec (the rest of the
   // buffer). Returns the record's size to step to the next one, or 0 if the
   // record is malformed (size < header, not a multiple of 8, > avail_bytes,
@@ -215,11 +257,17 @@ class ProfileBuilder {
   void AddMap(const tprof_rec_map& m, const char* path, size_t path_bytes);
   // Interns the stack after a sample; false if it does not fit the record.
   bool AddStack(const SampleKey& key, const tprof_rec_sample& s, const unsigned char* rest,
-                size_t rest_bytes);
+                size_t rest_bytes, uint32_t* id_out);
+  // The profile's granularity, set from the options at the first use.
+  uint64_t CurrentGranularity();
+
+  void AddContext(const SampleContextKey& key);
+  void Rebucket(uint64_t granularity_ns);
 
   Profile profile_;
   // Stack-table ids by a hash of the stack (see AddStack).
   std::unordered_multimap<uint64_t, uint32_t> stack_ids_;
+  ContextOptions context_;
 };
 
 // Reads the text symbols (types t/T/w/W) of a kallsyms file. All-zero
@@ -257,7 +305,7 @@ struct ProfileCounts {
 // What a running recording added since an earlier moment (a live view's
 // last interval, tprofctl top): `now` with every count less `before`'s
 // (rows that did not move are dropped); the tables (processes, mappings,
-// stacks, symbols, attributes) as in `now`.
+// stacks, symbols, attributes) as in `now`; no per-sample context.
 [[nodiscard]] Profile SamplesSince(const Profile& now, const ProfileCounts& before);
 
 // At stop: copies the kernel symbols and the perf map of every sampled

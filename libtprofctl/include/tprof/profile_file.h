@@ -1,7 +1,8 @@
 // The profile file (default tprof.data): what `tprofctl stop`/`record`
 // write and `tprofctl dump` reads.
 //
-// Format, version 1.2 (1.0 had no stacks, 1.1 no buildid/vdso lines; all read): UTF-8/byte text, one item per line, fields separated
+// Format, version 1.3 (1.0 had no stacks, 1.1 no buildid/vdso lines, 1.2
+// no per-sample context; all read): UTF-8/byte text, one item per line, fields separated
 // by one TAB. The first line is
 //     tprof-profile MAJOR MINOR
 // and the last is `end` (a file without it was cut short). Readers refuse
@@ -25,6 +26,13 @@
 //   stack    ID FLAGS SPACE NKERNEL NUSER ADDR...   the stack table (1.1):
 //            RawStack ID (from 1, in order), its kernel then user entries
 //   ssample  PID SPACE IP FLAGS STACK COUNT    samples with stack STACK (1.1)
+//   context  GRANULARITY_NS                    the context table follows (1.3)
+//   csite    ID PID SPACE IP FLAGS STACK CALLER a sampled (instruction, stack,
+//            caller) of the context table, ID from 1 in order; STACK 0 and
+//            CALLER 0: none (1.3)
+//   ctx      BUCKET CPU TID SITE[:COUNT]...    the samples thread TID took on
+//            CPU in time bucket BUCKET (time_ns / GRANULARITY_NS), per csite
+//            (COUNT 1 when left out); (BUCKET, CPU, TID) are one line (1.3)
 //   kernel-symbols AVAILABLE NOTE
 //   ksym     ADDR TYPE NAME MODULE
 //   jit      PID START SIZE NAME
@@ -46,7 +54,7 @@ namespace tprof {
 
 inline constexpr char kDefaultProfilePath[] = "tprof.data";
 inline constexpr int kProfileFormatMajor = 1;
-inline constexpr int kProfileFormatMinor = 2;
+inline constexpr int kProfileFormatMinor = 3;
 
 std::string SerializeProfile(const Profile& profile);
 // Parses a profile; `name` is used in error messages. Errors: EBADMSG (not

@@ -60,6 +60,9 @@ class Recorder {
   // Runs the event loop until a stop (signal, child exit, RequestStop()),
   // then Finish()es. A failure to read the buffers ends it with that error.
   [[nodiscard]] Expected<Profile> Run(const RecorderRunOptions& options = {});
+  // The per-sample context the profile keeps (profile.h; by default 10 ms
+  // buckets): set it before Run().
+  void SetContextOptions(const ContextOptions& context);
   // Makes a running Run() return (from a signal-free thread or a callback).
   void RequestStop();
   // Stops sampling, reads everything left and returns the profile. Once.

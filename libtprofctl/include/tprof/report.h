@@ -24,7 +24,9 @@ namespace tprof {
 enum class ReportFormat { kText, kJson, kFolded };
 // kCaller: per process, each caller -> callee pair of the stacks with the
 // samples whose stack holds it (perf report's caller view, flattened).
-enum class ReportBy { kAll, kProcess, kSymbol, kCaller };
+// kThread / kCpu: samples per thread / per CPU (threads from the
+// per-sample context, Profile::contexts).
+enum class ReportBy { kAll, kProcess, kSymbol, kCaller, kThread, kCpu };
 
 struct ReportOptions {
   ReportBy by = ReportBy::kAll;
@@ -64,6 +66,19 @@ struct CallerRow {
   uint64_t samples = 0;
 };
 
+struct ThreadSummary {
+  uint32_t tid = 0;
+  uint32_t pid = 0;  // the report's pid: 0 for idle
+  std::string name;  // the process's
+  uint64_t samples = 0;
+};
+
+struct CpuSummary {
+  uint32_t cpu = 0;
+  uint64_t samples = 0;  // delivered (of the selected pid, if any)
+  uint64_t lost_samples = 0;
+};
+
 struct ProcessFunctions {
   uint32_t pid = 0;
   std::string name;
@@ -81,6 +96,11 @@ struct ReportData {
   uint64_t unresolved_samples = 0;      // at addresses without a function name
   std::vector<ProcessSummary> processes;  // by samples, descending; idle excluded
   std::vector<ProcessFunctions> functions;  // by samples, descending; idle as pid 0
+  // With ReportBy::kThread / kCpu only, by samples, descending. Threads
+  // need the context table: has_context says whether there was one.
+  std::vector<ThreadSummary> threads;
+  std::vector<CpuSummary> cpus;
+  bool has_context = false;
 };
 
 ReportData BuildReport(const Profile& profile, Symbolizer& symbolizer,

@@ -336,7 +336,7 @@ fuzz: deps
 # picture of it there.
 demo: deps
 	$(MAKE) vm-inputs KVER=$$(tools/vm/find-kernel --image 6.1)
-	bash -o pipefail -c 'TPROF_VM_NO_BUILD=1 tools/tprof-vm --kernel 6.1 --add tools/demo/demo.sh -- \
+	bash -o pipefail -c 'TPROF_VM_NO_BUILD=1 tools/tprof-vm --kernel 6.1 --add tools/demo/demo.sh --add tests/workloads/shares.c -- \
 		sh demo.sh | tools/demo/extract-files $(B)/demo'
 	timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run \
 		--user-data-dir=$(B)/demo/chromium --window-size=1200,700 \

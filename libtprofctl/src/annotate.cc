@@ -376,7 +376,8 @@ bool ReadKcore(const AnnotateOptions& o, const std::string& name, uint64_t start
 }
 
 void AddLines(Annotation* a, const std::map<std::pair<std::string, uint32_t>, uint64_t>& by_line,
-              const std::map<std::string, std::pair<uint32_t, uint32_t>>& span, size_t context) {
+              const std::map<std::string, std::pair<uint32_t, uint32_t>>& span, size_t context,
+              const std::vector<std::string>& source_dirs) {
   if (span.empty()) return;
   // The main file: the one most of the function's lines are in (the
   // others are inlined headers), ties to the first instruction's.
@@ -407,6 +408,12 @@ void AddLines(Annotation* a, const std::map<std::pair<std::string, uint32_t>, ui
     }
     std::vector<std::string> text;
     std::ifstream in(path);
+    // Sources moved since the build (another machine, a guest): the same
+    // file name in a directory the user gives.
+    for (size_t d = 0; !in && d < source_dirs.size(); d++) {
+      in.clear();
+      in.open(source_dirs[d] + "/" + path.substr(path.rfind('/') + 1));
+    }
     f.read = static_cast<bool>(in);
     for (std::string line; f.read && text.size() < numbers.back() && std::getline(in, line);)
       text.push_back(line);
@@ -619,7 +626,7 @@ Expected<Annotation> Annotate(const Profile& profile, Symbolizer& symbolizer,
       }
     }
     if (span.empty()) a.source_note = "no DWARF lines for this function";
-    AddLines(&a, by_line, span, options.context_lines);
+    AddLines(&a, by_line, span, options.context_lines, options.source_dirs);
   }
   return a;
 }

@@ -2,9 +2,12 @@
 // whose lines are known (tprof-wl-annotate), JIT code, a kernel function
 // disassembled from /proc/kcore; and window show naming its cells.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -112,6 +115,23 @@ TEST(Annotate, HotLineAndItsLoopInstructionsComeFirst) {
   EXPECT_EQ(RunCommand("tprofctl annotate -i /tmp/annotate.data no_such_function 2>&1", &out), 1)
       << out;
   EXPECT_NE(out.find("no samples in function no_such_function"), std::string::npos) << out;
+
+  // Sources moved since the build (the guest has none): --source-dir
+  // finds the file by its name, and each line shows that file's text.
+  ASSERT_EQ(::mkdir("/tmp/annotate-src", 0755) == 0 || errno == EEXIST, true);
+  {
+    std::ofstream src("/tmp/annotate-src/annotate.c");
+    for (unsigned l = 1; l <= hot + 20; l++) src << "/* line " << l << (l == hot ? " hot */" : " */") << "\n";
+  }
+  Json moved = RunJson(
+      "tprofctl annotate -i /tmp/annotate.data --source-dir /nonexistent --source-dir /tmp/annotate-src "
+      "--format json wl_lines");
+  ASSERT_FALSE(moved.at("files").empty());
+  EXPECT_TRUE(moved.at("files").at(0).at("read")) << moved.at("files").at(0).dump();
+  bool hot_text = false;
+  for (const Json& l : moved.at("files").at(0).at("lines"))
+    if (N(l.at("line")) == hot) hot_text = l.value("text", "") == "/* line " + std::to_string(hot) + " hot */";
+  EXPECT_TRUE(hot_text) << moved.at("files").at(0).dump();
 }
 
 TEST(Annotate, JitCodeShowsSampledAddressesAndSaysWhyNoDisassembly) {

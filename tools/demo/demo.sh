@@ -37,6 +37,7 @@ export_file() {
 	echo "==== tprof-demo-file $1 end ===="
 }
 
+workdir=$(pwd)  # where tprof-vm put the files it added (shares.c, for annotate)
 cd /tmp || exit 1
 
 section "the module"
@@ -62,7 +63,7 @@ export_file shares.svg
 say "Inside the hottest function: wl_alpha's source lines and instructions with their samples"
 say "(the source is not in the guest, so lines show numbers only). Expect the inner loop's line"
 say "with most samples and its instructions marked: '>' the hottest, '*' those with 10% or more."
-run tprofctl annotate -i shares.data --pid "$pid" wl_alpha
+run tprofctl annotate -i shares.data --pid "$pid" --source-dir "$workdir" wl_alpha
 
 section "2. kernel / executable / library: tprof-wl-split (40/30/30)"
 say "Expect the process row at KERNEL ~30 %, USER ~40 %, SHARED ~30 % of its TOTAL"

@@ -92,6 +92,9 @@ void AddAnnotateCommand(CommandLine& cli) {
   sub->add_option("--debug-dir", o->annotate.debug_dir,
                   "where debug files are looked for: DIR/boot/vmlinux-RELEASE, "
                   "DIR/lib/modules/RELEASE/vmlinux, DIR/.build-id (default /usr/lib/debug)");
+  sub->add_option("--source-dir", o->annotate.source_dirs,
+                  "where to look for a source file, by its name, when it is not at the path the "
+                  "debug info gives (sources moved since the build); repeatable");
   sub->add_option("--format", o->format, "text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
 }

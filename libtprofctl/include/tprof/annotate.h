@@ -47,6 +47,9 @@ struct AnnotateOptions {
   // "kernel_release" attribute (the recorder's uname), else uname's.
   std::string kernel_release;
   std::string debug_dir = "/usr/lib/debug";
+  // Where a source file DWARF names but that is not there is looked for
+  // by its file name, in order (sources moved since the build).
+  std::vector<std::string> source_dirs;
   std::string kcore_path = "/proc/kcore";
   std::string kallsyms_path = "/proc/kallsyms";  // to check kcore's addresses
 };

@@ -23,6 +23,7 @@
 #include <set>
 #include <tuple>
 
+#include "tprof/elf_snapshot.h"
 #include "tprof/scoped_fd.h"
 
 namespace tprof {
@@ -123,17 +124,6 @@ bool HasDebugInfo(Elf* elf) {
   return false;
 }
 
-std::string BuildIdHex(Elf* elf) {
-  const void* id = nullptr;
-  ssize_t len = dwelf_elf_gnu_build_id(elf, &id);
-  std::string hex;
-  for (ssize_t i = 0; i < len; ++i) {
-    char b[3];
-    std::snprintf(b, sizeof(b), "%02x", static_cast<const unsigned char*>(id)[i]);
-    hex += b;
-  }
-  return hex;
-}
 
 // DWARF lines of one object: from the file itself, or its debug file by
 // build id (as the symbolizer finds it).
@@ -142,7 +132,7 @@ class LineTable {
   bool Open(const ElfFile& file, const std::string& debug_dir) {
     Elf* elf = file.elf.get();
     if (!HasDebugInfo(elf)) {
-      std::string hex = BuildIdHex(elf);
+      std::string hex = ElfBuildId(elf);
       if (hex.size() < 4) return false;
       std::string path =
           debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
@@ -516,7 +506,7 @@ Expected<Annotation> Annotate(const Profile& profile, Symbolizer& symbolizer,
       a.size = elf->FunctionSize(link_start, "", nullptr);
       if (a.size == 0) {
         // A stripped file's symbol came from its debug file.
-        std::string hex = BuildIdHex(elf->elf.get());
+        std::string hex = ElfBuildId(elf->elf.get());
         ElfFile debug;
         if (hex.size() >= 4 &&
             debug.Open(options.debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" +

@@ -14,20 +14,25 @@
 
 namespace tprof {
 
+std::string ElfBuildId(Elf* elf) {
+  std::string hex;
+  const void* id = nullptr;
+  ssize_t len = elf && elf_kind(elf) == ELF_K_ELF ? dwelf_elf_gnu_build_id(elf, &id) : -1;
+  for (ssize_t i = 0; i < len; ++i) {
+    char b[3];
+    std::snprintf(b, sizeof(b), "%02x", static_cast<const unsigned char*>(id)[i]);
+    hex += b;
+  }
+  return hex;
+}
+
 std::string FileBuildId(const std::string& path) {
   elf_version(EV_CURRENT);
   ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return "";
   Elf* elf = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
   if (!elf) return "";
-  std::string hex;
-  const void* id = nullptr;
-  ssize_t len = elf_kind(elf) == ELF_K_ELF ? dwelf_elf_gnu_build_id(elf, &id) : -1;
-  for (ssize_t i = 0; i < len; ++i) {
-    char b[3];
-    std::snprintf(b, sizeof(b), "%02x", static_cast<const unsigned char*>(id)[i]);
-    hex += b;
-  }
+  std::string hex = ElfBuildId(elf);
   elf_end(elf);
   return hex;
 }

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tprof/elf_snapshot.h"
 #include "tprof/scoped_fd.h"
 
 namespace tprof {
@@ -76,18 +77,6 @@ struct OpenedElf {
 };
 
 
-// The file's GNU build id (.note.gnu.build-id) in hex, "" without one.
-std::string BuildIdHex(Elf* elf) {
-  const void* id = nullptr;
-  ssize_t len = dwelf_elf_gnu_build_id(elf, &id);
-  std::string hex;
-  for (ssize_t i = 0; i < len; ++i) {
-    char b[3];
-    std::snprintf(b, sizeof(b), "%02x", static_cast<const unsigned char*>(id)[i]);
-    hex += b;
-  }
-  return hex;
-}
 
 }  // namespace
 
@@ -141,7 +130,7 @@ class Symbolizer::ElfObject {
       if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
         obj->loads_.push_back(ph);
     }
-    obj->build_id_ = BuildIdHex(elf);
+    obj->build_id_ = ElfBuildId(elf);
     obj->source_lines_ = options.source_lines;
     obj->OpenDwfl(path, obj->file_.fd.get(), options.debug_dir);
     return obj;

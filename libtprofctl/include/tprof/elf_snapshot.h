@@ -8,7 +8,12 @@
 
 #include "tprof/profile.h"
 
+struct Elf;  // libelf's handle
+
 namespace tprof {
+
+// The GNU build id of an open ELF handle, in hex; "" without one.
+[[nodiscard]] std::string ElfBuildId(Elf* elf);
 
 // The GNU build id (.note.gnu.build-id) of the ELF file at path, in hex;
 // "" if the file cannot be read as ELF or has none.

@@ -169,10 +169,20 @@ TEST(Annotate, KernelFunctionIsDisassembledFromKcore) {
   Json a = RunJson("tprofctl annotate -i /tmp/annotate-k.data --format json " + function);
   ASSERT_TRUE(a.is_object());
   EXPECT_EQ(a.at("space"), "kernel");
-  EXPECT_EQ(a.at("disassembly_note"), "") << function;
-  EXPECT_EQ(a.at("code_source"), "/proc/kcore");
   EXPECT_GE(N(a.at("samples")), most);  // every process's
   ExpectConsistentCounts(a);
+  struct stat st;
+  if (::stat("/proc/kcore", &st) != 0) {
+    // A kernel without CONFIG_PROC_KCORE (the KUnit debug kernel; Debian's
+    // have it): the sampled addresses with their counts, and why no text.
+    EXPECT_NE(a.at("disassembly_note").get<std::string>().find("cannot read /proc/kcore"),
+              std::string::npos)
+        << a.dump();
+    EXPECT_FALSE(a.at("instructions").empty());
+    return;
+  }
+  EXPECT_EQ(a.at("disassembly_note"), "") << function;
+  EXPECT_EQ(a.at("code_source"), "/proc/kcore");
   size_t with_text = 0;
   for (const Json& ins : a.at("instructions"))
     with_text += !ins.at("text").get<std::string>().empty();

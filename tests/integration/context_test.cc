@@ -89,9 +89,16 @@ TEST_F(SampleContext, ATidFilterKeepsExactlyThatThreadsFunction) {
     EXPECT_EQ(FunctionSamples(*j, mine), FunctionSamples(*all, mine))
         << "--tid " << tid << " lost some of " << mine << "'s samples";
     // Its other samples: its exec and start-up (thread one), the clock reads
-    // (system calls, slow under TCG): 85% and 96% in wl_thread_one and _two here.
-    EXPECT_GE(FunctionSamples(*j, mine) * 100, Samples(*j) * 70)
-        << mine << " holds too little of thread " << tid << "'s samples";
+    // (system calls, slow under TCG), spread over many kernel functions:
+    // 85% and 96% in wl_thread_one and _two in 6.12, 63% in the debug
+    // kernel. Whatever the kernel, its own function heads the thread's.
+    std::string top;
+    uint64_t top_n = 0;
+    for (const Json& pf : j->at("functions"))
+      for (const Json& f : pf.at("functions"))
+        if (f.at("samples").get<uint64_t>() > top_n)
+          top_n = f.at("samples").get<uint64_t>(), top = f.at("function").get<std::string>();
+    EXPECT_EQ(top, mine) << "thread " << tid << "'s heaviest function";
     ASSERT_EQ(j->at("processes").size(), 1u) << "one thread, one process";
     EXPECT_EQ(j->at("processes")[0].at("name").get<std::string>(), "tprof-wl-thread");
     std::printf("  [context] --tid %u: %llu samples, %llu in %s\n", tid,

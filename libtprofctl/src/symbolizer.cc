@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <vector>
 
 #include "tprof/archive.h"
@@ -344,6 +346,9 @@ std::string Location::FunctionName() const {
 Symbolizer::Symbolizer(const Profile& profile, SymbolizerOptions options)
     : profile_(profile), options_(std::move(options)) {
   elf_version(EV_CURRENT);
+  // libdwfl searches only absolute debug directories.
+  std::error_code ec;
+  if (!options_.symfs.empty()) options_.symfs = std::filesystem::absolute(options_.symfs, ec).string();
 }
 
 Symbolizer::~Symbolizer() = default;

@@ -129,6 +129,15 @@ TEST_F(Archive, AReportReadsTheArchivedFileAndDebugFileAfterTheOriginalsAreGone)
   EXPECT_NE(loc.source_file.find("symtest.c"), std::string::npos) << loc.source_file;
   EXPECT_GT(loc.line, 0u);
 
+  // A relative symfs (as `tprofctl dump --symfs DIR` passes it) finds the
+  // debug file too: libdwfl searches only absolute directories.
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir_);
+  o.symfs = "archive";
+  tprof::Symbolizer relative(q, o);
+  EXPECT_EQ(relative.Resolve(kPid, kSpace, kBase + hidden_ + 2, true).symbol, "st_hidden");
+  fs::current_path(cwd);
+
   tprof::Symbolizer without(q, {.source_lines = true, .debug_dir = "/nonexistent"});
   EXPECT_FALSE(without.Resolve(kPid, kSpace, kBase + hidden_ + 2, true).resolved())
       << "without symfs the removed file cannot be read";

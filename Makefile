@@ -350,7 +350,7 @@ bench: deps
 # tools/man/tprofctl.h2m's description and examples) and each `tprofctl CMD
 # --help` into tprofctl-CMD(1), so they follow the options. A command
 # missing here fails tests/install_test.sh.
-TPROFCTL_COMMANDS := status metrics threads start stop record dump annotate diff window pmu top
+TPROFCTL_COMMANDS := status metrics threads start stop record dump annotate diff window pmu top archive
 MAN_PAGES := $(B)/man/tprofctl.1 $(patsubst %,$(B)/man/tprofctl-%.1,$(TPROFCTL_COMMANDS))
 man: $(MAN_PAGES)
 $(B)/man/tprofctl.1: $(TPROFCTL) tools/man/help2man-page tools/man/tprofctl.h2m

@@ -16,8 +16,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <vector>
 
+#include "tprof/archive.h"
 #include "tprof/elf_snapshot.h"
 #include "tprof/scoped_fd.h"
 
@@ -91,6 +94,11 @@ struct OpenedElf {
 // file serves every process that maps it.
 class Symbolizer::ElfObject {
  public:
+  // libdwfl's absolute debug directories: an archive first.
+  static std::string DebugPath(const SymbolizerOptions& options) {
+    return options.symfs.empty() ? options.debug_dir : options.symfs + ":" + options.debug_dir;
+  }
+
   struct Function {
     uint64_t address;
     std::string name;
@@ -132,7 +140,7 @@ class Symbolizer::ElfObject {
     }
     obj->build_id_ = ElfBuildId(elf);
     obj->source_lines_ = options.source_lines;
-    obj->OpenDwfl(path, obj->file_.fd.get(), options.debug_dir);
+    obj->OpenDwfl(path, obj->file_.fd.get(), DebugPath(options));
     return obj;
   }
 
@@ -338,6 +346,9 @@ std::string Location::FunctionName() const {
 Symbolizer::Symbolizer(const Profile& profile, SymbolizerOptions options)
     : profile_(profile), options_(std::move(options)) {
   elf_version(EV_CURRENT);
+  // libdwfl searches only absolute debug directories.
+  std::error_code ec;
+  if (!options_.symfs.empty()) options_.symfs = std::filesystem::absolute(options_.symfs, ec).string();
 }
 
 Symbolizer::~Symbolizer() = default;
@@ -401,20 +412,29 @@ Symbolizer::ElfObject* Symbolizer::OpenElf(const std::string& path) {
   auto it = elf_files_.find(path);
   if (it == elf_files_.end()) {
     auto obj = path == kVdsoName ? ElfObject::FromImage(path, profile_.vdso_image, options_)
-                                 : ElfObject::Open(path, options_);
+                                 : ElfObject::Open(FileToRead(path), options_);
     // Rebuilt since the recording: the debug file of the recorded build.
     auto recorded = profile_.build_ids.find(path);
     if (obj && recorded != profile_.build_ids.end() && recorded->second.size() > 2 &&
         recorded->second != obj->build_id()) {
       const std::string& id = recorded->second;
-      obj->UseDebugFile(options_.debug_dir + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) +
-                            ".debug",
-                        options_.debug_dir);
+      const std::string debug_path = ElfObject::DebugPath(options_);
+      if (options_.symfs.empty() ||
+          !obj->UseDebugFile(SymfsPath(options_.symfs, id, true), debug_path))
+        obj->UseDebugFile(SymfsPath(options_.debug_dir, id, true), debug_path);
     }
     ++(obj ? stats_.elf_files : stats_.elf_failures);
     it = elf_files_.emplace(path, std::move(obj)).first;
   }
   return it->second.get();
+}
+
+std::string Symbolizer::FileToRead(const std::string& path) const {
+  if (options_.symfs.empty()) return path;
+  auto recorded = profile_.build_ids.find(path);
+  if (recorded == profile_.build_ids.end()) return path;
+  std::string archived = SymfsPath(options_.symfs, recorded->second);
+  return !archived.empty() && ::access(archived.c_str(), R_OK) == 0 ? archived : path;
 }
 
 const Mapping* Symbolizer::FindMapping(uint32_t pid, uint64_t space_id, uint64_t ip) const {
@@ -464,7 +484,7 @@ std::optional<Symbolizer::FileAddress> Symbolizer::FileAddressOf(uint32_t pid,
   const Mapping* mapping = FindMapping(pid, space_id, ip);
   if (!mapping || !IsFilePath(mapping->path)) return std::nullopt;
   ElfObject* elf = OpenElf(mapping->path);
-  FileAddress out{mapping->path, 0};
+  FileAddress out{FileToRead(mapping->path), 0};
   if (!elf || !elf->FileOffsetToAddress(ip - mapping->start + mapping->pgoff, &out.address))
     return std::nullopt;
   return out;

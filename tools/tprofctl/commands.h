@@ -18,6 +18,7 @@ void AddDiffCommand(CommandLine& cli);     // diff.cc
 void AddWindowCommand(CommandLine& cli);   // windows.cc
 void AddPmuCommand(CommandLine& cli);      // pmu.cc
 void AddTopCommand(CommandLine& cli);      // top.cc
+void AddArchiveCommand(CommandLine& cli);  // archive.cc
 
 }  // namespace tprof::cli
 

@@ -14,6 +14,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "filter_cli.h"
+#include "tprof/archive.h"
 #include "tprof/elf_snapshot.h"
 #include "tprof/flamegraph.h"
 #include "tprof/output_file.h"
@@ -77,6 +78,9 @@ void AddDumpCommand(CommandLine& cli) {
       ->check(CLI::Range(0u, TPROF_PID_ALL - 1));
   AddReportOptions(sub, *o);
   AddFilterOptions(sub, &o->filter);
+  sub->add_option("--symfs", o->symfs,
+                  "read the sampled files and their debug files from DIR, an archive made by "
+                  "`tprofctl archive`, before the paths the recording names");
 }
 
 int RunDump(const DumpOptions& o) {
@@ -108,7 +112,9 @@ int RunDump(const DumpOptions& o) {
       return 1;
     }
   }
-  for (const RebuiltFile& f : RebuiltFiles(*profile))
+  for (const RebuiltFile& f : RebuiltFiles(*profile)) {
+    if (!o.symfs.empty() && ::access(SymfsPath(o.symfs, f.recorded_build_id).c_str(), R_OK) == 0)
+      continue;  // the archive has the recorded build
     std::fprintf(stderr, "tprofctl: warning: %s %s: its symbols may be wrong (build id %s when "
                          "recorded, %s now)\n",
                  f.path.c_str(),
@@ -116,7 +122,10 @@ int RunDump(const DumpOptions& o) {
                                             : "was rebuilt after the recording",
                  f.recorded_build_id.c_str(),
                  f.current_build_id.empty() ? "none" : f.current_build_id.c_str());
-  Symbolizer symbolizer(*profile);
+  }
+  SymbolizerOptions symbolizer_options;
+  symbolizer_options.symfs = o.symfs;
+  Symbolizer symbolizer(*profile, symbolizer_options);
   std::string out, hint;
   if (export_format == Export::kPprof) {
     auto bytes = EncodePprof(*profile, symbolizer, PprofOptions{options.pid});

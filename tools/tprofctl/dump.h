@@ -18,6 +18,7 @@ struct DumpOptions {
   ReportOptions report;
   std::string format = "text";  // text, json, folded, svg, speedscope, pprof
   SampleFilter filter;          // dump: --tid, --cpu, --comm, --time
+  std::string symfs;            // dump --symfs: a `tprofctl archive` directory
 };
 
 // Adds --by, --top and --format (the report's shape), which record shares.

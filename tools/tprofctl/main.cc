@@ -26,5 +26,6 @@ int main(int argc, char** argv) {
   AddDiffCommand(cli);
   AddWindowCommand(cli);
   AddPmuCommand(cli);
+  AddArchiveCommand(cli);
   return cli.Run(argc, argv);
 }

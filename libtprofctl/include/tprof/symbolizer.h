@@ -101,6 +101,10 @@ struct SymbolizerOptions {
   // and by .gnu_debuglink (<debug_dir>/<file's directory>/<link>); a link
   // next to the file or in its .debug/ is found too.
   std::string debug_dir = "/usr/lib/debug";
+  // An archive from ArchiveProfile() (tprof/archive.h), "" for none: a
+  // file with a recorded build id is read from <symfs>/.build-id/ when it
+  // is there, and debug files are looked for there before debug_dir.
+  std::string symfs;
 };
 
 struct SymbolizerStats {
@@ -145,8 +149,9 @@ class Symbolizer {
   bool LeafReturnAddressLive(uint32_t pid, uint64_t space_id, uint64_t ip);
 
   // A user address in a file mapping as the ELF file sees it: the file's
-  // path and the link-time (virtual) address of ip, for tools that read the
-  // file themselves (annotate). nullopt for JIT code, pseudo files
+  // path (the archived copy with SymbolizerOptions::symfs) and the
+  // link-time (virtual) address of ip, for tools that read the file
+  // themselves (annotate). nullopt for JIT code, pseudo files
   // ("[vdso]") and addresses outside the file's loadable segments.
   struct FileAddress {
     std::string path;
@@ -166,6 +171,9 @@ class Symbolizer {
   // A file path, or "[vdso]" when the profile carries the vDSO image.
   bool HasElf(const Mapping& mapping) const;
   ElfObject* OpenElf(const std::string& path);
+  // The file to read for a mapping's path: its archived copy under symfs
+  // when there is one, else the path.
+  std::string FileToRead(const std::string& path) const;
 
   const Profile& profile_;
   SymbolizerOptions options_;

@@ -11,13 +11,12 @@
 #include <zlib.h>
 
 #include <climits>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include "../common/records.h"
+#include "elf_fixtures.h"
 
 volatile int tprof_pprof_test_sink;
 extern "C" __attribute__((noinline)) void tprof_pprof_test_marker_fn() {
@@ -322,19 +321,7 @@ TEST(Pprof, AnEmptyProfileIsAValidEmptyProfile) {
 TEST(Pprof, RealCodeGetsItsFunctionSourceFileLineAndBuildId) {
   constexpr uint64_t kSpace = 5;
   const uint32_t pid = static_cast<uint32_t>(getpid());
-  Profile p;
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::istringstream in(line);
-    std::string range, perms, offset, dev, inode, path;
-    in >> range >> perms >> offset >> dev >> inode;
-    std::getline(in >> std::ws, path);
-    if (perms.size() < 3 || perms[2] != 'x' || path.empty() || path[0] != '/') continue;
-    p.mappings[{pid, kSpace}].push_back({std::stoull(range.substr(0, range.find('-')), nullptr, 16),
-                                         std::stoull(range.substr(range.find('-') + 1), nullptr, 16),
-                                         std::stoull(offset, nullptr, 16), path});
-  }
+  Profile p = tprof::test::SelfProfile(pid, kSpace);
   ASSERT_FALSE(p.mappings.empty());
   p.processes[pid].pid = pid;
   p.processes[pid].names.push_back({0, TPROF_COMM_EXISTING, 0, "unit"});

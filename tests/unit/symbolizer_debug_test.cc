@@ -1,15 +1,13 @@
-// The symbolizer with separate debug files: build/tests/symfiles (made by
-// the Makefile from tests/unit/symfiles/symtest.c) holds libsymtest.so with
-// DWARF, stripped copies found through .gnu_debuglink or a build-id tree,
-// and one with no debug file to be found.
-#include <fcntl.h>
+// The symbolizer with separate debug files: build/tests/symfiles (see
+// elf_fixtures.h) holds libsymtest.so with DWARF, stripped copies found
+// through .gnu_debuglink or a build-id tree, and one with no debug file to
+// be found.
 #include <gelf.h>
 #include <gtest/gtest.h>
 #include <libelf.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +18,7 @@
 #include "tprof/report.h"
 #include "tprof/symbolizer.h"
 #include "tprof/unresolved.h"
+#include "elf_fixtures.h"
 
 namespace {
 
@@ -30,62 +29,13 @@ using tprof::SpaceKind;
 using tprof::Symbolizer;
 using tprof::SymbolizerOptions;
 
-constexpr uint32_t kPid = 42;
-constexpr uint64_t kSpace = 7;
-constexpr uint64_t kBase = 0x7f0000000000;  // where the tests "load" the library
-
-std::string SymFiles() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  std::string exe(buf, n > 0 ? static_cast<size_t>(n) : 0);
-  return exe.substr(0, exe.rfind('/')) + "/symfiles";
-}
-
-// The link-time address of a function in the unstripped library's .symtab.
-uint64_t SymbolAddress(const std::string& name) {
-  elf_version(EV_CURRENT);
-  int fd = ::open((SymFiles() + "/full/libsymtest.so").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  uint64_t address = 0;
-  Elf_Scn* scn = nullptr;
-  while (elf && (scn = elf_nextscn(elf, scn)) != nullptr) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || sh.sh_entsize == 0) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; ++i) {
-      GElf_Sym sym;
-      const char* s = gelf_getsym(data, static_cast<int>(i), &sym)
-                          ? elf_strptr(elf, sh.sh_link, sym.st_name)
-                          : nullptr;
-      if (s && name == s) address = sym.st_value;
-    }
-  }
-  if (elf) elf_end(elf);
-  ::close(fd);
-  return address;
-}
-
-// The library at kBase, mapped per PT_LOAD as the kernel would.
-Profile LibraryProfile(const std::string& path) {
-  Profile p;
-  elf_version(EV_CURRENT);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  Elf* elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, nullptr) : nullptr;
-  size_t n = 0;
-  if (elf && elf_getphdrnum(elf, &n) == 0) {
-    for (size_t i = 0; i < n; ++i) {
-      GElf_Phdr ph;
-      if (!gelf_getphdr(elf, static_cast<int>(i), &ph) || ph.p_type != PT_LOAD) continue;
-      uint64_t start = kBase + (ph.p_vaddr & ~0xfffull);
-      p.mappings[{kPid, kSpace}].push_back(
-          {start, kBase + ph.p_vaddr + ph.p_memsz, ph.p_offset & ~0xfffull, path});
-    }
-  }
-  if (elf) elf_end(elf);
-  if (fd >= 0) ::close(fd);
-  return p;
-}
+using tprof::test::ElfSymbol;
+using tprof::test::LibraryProfile;
+using tprof::test::SymbolAddress;
+using tprof::test::SymFiles;
+constexpr uint32_t kPid = tprof::test::kSymPid;
+constexpr uint64_t kSpace = tprof::test::kSymSpace;
+constexpr uint64_t kBase = tprof::test::kSymBase;
 
 class SymbolizerDebug : public ::testing::Test {
  protected:
@@ -155,20 +105,7 @@ TEST_F(SymbolizerDebug, WithoutADebugFileUnnamedAddressesAreFilePlusOffsetEach) 
 uint64_t ImageSymbol(const std::string& image, const std::string& name) {
   elf_version(EV_CURRENT);
   Elf* elf = elf_memory(const_cast<char*>(image.data()), image.size());
-  uint64_t address = 0;
-  Elf_Scn* scn = nullptr;
-  while (elf && (scn = elf_nextscn(elf, scn)) != nullptr) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || sh.sh_entsize == 0) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; ++i) {
-      GElf_Sym sym;
-      const char* s = gelf_getsym(data, static_cast<int>(i), &sym)
-                          ? elf_strptr(elf, sh.sh_link, sym.st_name)
-                          : nullptr;
-      if (s && name == s) address = sym.st_value;
-    }
-  }
+  const uint64_t address = ElfSymbol(elf, SHT_DYNSYM, name);
   if (elf) elf_end(elf);
   return address;
 }

@@ -9,11 +9,10 @@
 
 #include <climits>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "tprof/profile.h"
+#include "elf_fixtures.h"
 
 // Markers to look up: not inlined, not static (so in .symtab with a size).
 // The body makes it longer than the offsets looked up (an empty one is a
@@ -47,27 +46,7 @@ std::string SelfExe() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
 }
 
-// The executable file mappings of this process, as the kernel would report
-// them in TPROF_REC_MAP records.
-Profile SelfProfile() {
-  Profile p;
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::istringstream in(line);
-    std::string range, perms, offset, dev, inode, path;
-    in >> range >> perms >> offset >> dev >> inode;
-    std::getline(in >> std::ws, path);
-    if (perms.size() < 3 || perms[2] != 'x' || path.empty()) continue;
-    Mapping m;
-    m.start = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
-    m.end = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
-    m.pgoff = std::stoull(offset, nullptr, 16);
-    m.path = path;
-    p.mappings[{static_cast<uint32_t>(getpid()), kSpace}].push_back(m);
-  }
-  return p;
-}
+Profile SelfProfile() { return tprof::test::SelfProfile(static_cast<uint32_t>(getpid()), kSpace); }
 
 TEST(Symbolizer, NamesAFunctionOfTheMainExecutableWithItsSourceLine) {
   Profile p = SelfProfile();

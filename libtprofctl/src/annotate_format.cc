@@ -12,12 +12,8 @@ namespace tprof {
 namespace {
 
 using text::Appendf;
+using text::BaseName;
 using text::Percent;
-
-std::string BaseName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 // "   123  45.67%" or blanks of the same width for no samples.
 void Counts(std::string* out, uint64_t samples, uint64_t whole) {

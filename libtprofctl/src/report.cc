@@ -19,12 +19,8 @@ namespace tprof {
 namespace {
 
 using text::Appendf;
+using text::BaseName;
 using text::Percent;
-
-std::string BaseName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 // The space as the text report shows it: shared libraries by file name.
 std::string ShortSpace(const Location& loc) {

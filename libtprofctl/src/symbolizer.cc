@@ -23,6 +23,7 @@
 #include "tprof/archive.h"
 #include "tprof/elf_snapshot.h"
 #include "tprof/scoped_fd.h"
+#include "text_format.h"
 
 namespace tprof {
 
@@ -41,10 +42,7 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
-std::string BaseName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
+using text::BaseName;
 
 std::string Demangle(const char* name) {
   if (std::strncmp(name, "_Z", 2) != 0) return name;

@@ -23,4 +23,9 @@ void Appendf(std::string* out, const char* fmt, ...) {
   out->append(big.data(), static_cast<size_t>(n));
 }
 
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 }  // namespace tprof::text

@@ -13,20 +13,14 @@
 /* Burns about MS ms of this thread's CPU time; returns the CPU ns spent. */
 uint64_t wl_child_work(unsigned ms)
 {
-	uint64_t start = wl_thread_ns(), now = start, budget = (uint64_t)ms * 1000000u;
+	struct wl_budget b = wl_budget_start((uint64_t)ms * 1000000u);
 	unsigned long chunk = 1000;
 	volatile uint64_t x = 3;
 
-	while (now - start < budget) {
-		uint64_t t;
-
+	while (wl_budget_left(&b, &chunk))
 		for (unsigned long i = 0; i < chunk; i++)
 			x = x * 2862933555777941757ull + 3037000493ull;
-		t = wl_thread_ns();
-		chunk = wl_next_chunk(chunk, t - now);
-		now = t;
-	}
-	return now - start;
+	return wl_budget_spent(&b);
 }
 
 int main(int argc, char **argv)

@@ -25,24 +25,10 @@ int main(int argc, char **argv)
 {
 	unsigned long ms = 500, chunk = 1000;
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--ms") == 0 && i + 1 < argc) {
-			if (wl_parse_ulong(argv[++i], 1, 3600000, &ms) != 0) {
-				fprintf(stderr, "tprof-wl-inline: --ms takes 1..3600000\n");
-				return 2;
-			}
-		} else {
-			fprintf(stderr, "usage: tprof-wl-inline [--ms MS]\n");
-			return 2;
-		}
-	}
-	uint64_t start = wl_thread_ns();
-	for (;;) {
-		uint64_t t0 = wl_thread_ns();
-		if (t0 - start >= ms * 1000000ull)
-			break;
+	if (wl_parse_ms_only(argc, argv, "tprof-wl-inline", &ms) != 0)
+		return 2;
+	struct wl_budget b = wl_budget_start(ms * 1000000ull);
+	while (wl_budget_left(&b, &chunk))
 		wl_inline_outer(chunk);
-		chunk = wl_next_chunk(chunk, wl_thread_ns() - t0);
-	}
 	return 0;
 }

@@ -10,20 +10,14 @@
  * returns the CPU ns it spent. */
 uint64_t wl_lib_spin(unsigned ms)
 {
-	uint64_t start = wl_thread_ns(), now = start, budget = (uint64_t)ms * 1000000u;
+	struct wl_budget b = wl_budget_start((uint64_t)ms * 1000000u);
 	static unsigned long chunk = 1000;
 	volatile uint64_t x = 12345;
 
-	while (now - start < budget) {
-		uint64_t t;
-
+	while (wl_budget_left(&b, &chunk))
 		for (unsigned long i = 0; i < chunk; i++)
 			x = (x ^ (x >> 11)) * 0x2545f4914f6cdd1dull;
-		t = wl_thread_ns();
-		chunk = wl_next_chunk(chunk, t - now);
-		now = t;
-	}
-	return now - start;
+	return wl_budget_spent(&b);
 }
 
 /* Calls fn(units) from this library, so stacks through it have a frame here

@@ -24,50 +24,39 @@ static unsigned long chunk = 1000; /* loop iterations between clock reads */
  * in .symtab. Each returns the CPU ns it spent. */
 uint64_t wl_alpha(uint64_t budget_ns)
 {
-	uint64_t start = wl_thread_ns(), now = start, t;
+	struct wl_budget b = wl_budget_start(budget_ns);
 	volatile uint64_t x = 1;
 
-	while (now - start < budget_ns) {
+	while (wl_budget_left(&b, &chunk))
 		for (unsigned long i = 0; i < chunk; i++)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
-		t = wl_thread_ns();
-		chunk = wl_next_chunk(chunk, t - now);
-		now = t;
-	}
-	return now - start;
+	return wl_budget_spent(&b);
 }
 
 uint64_t wl_beta(uint64_t budget_ns)
 {
-	uint64_t start = wl_thread_ns(), now = start, t;
+	struct wl_budget b = wl_budget_start(budget_ns);
 	volatile uint64_t x = 88172645463325252ull;
 
-	while (now - start < budget_ns) {
+	while (wl_budget_left(&b, &chunk)) {
 		for (unsigned long i = 0; i < chunk; i++) {
 			x ^= x << 13;
 			x ^= x >> 7;
 			x ^= x << 17;
 		}
-		t = wl_thread_ns();
-		chunk = wl_next_chunk(chunk, t - now);
-		now = t;
 	}
-	return now - start;
+	return wl_budget_spent(&b);
 }
 
 uint64_t wl_gamma(uint64_t budget_ns)
 {
-	uint64_t start = wl_thread_ns(), now = start, t;
+	struct wl_budget b = wl_budget_start(budget_ns);
 	volatile uint32_t x = 7;
 
-	while (now - start < budget_ns) {
+	while (wl_budget_left(&b, &chunk))
 		for (unsigned long i = 0; i < chunk; i++)
 			x = x + (x >> 3) + 0x9e3779b9u;
-		t = wl_thread_ns();
-		chunk = wl_next_chunk(chunk, t - now);
-		now = t;
-	}
-	return now - start;
+	return wl_budget_spent(&b);
 }
 
 static void usage(void)

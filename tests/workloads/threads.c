@@ -20,37 +20,30 @@ static uint64_t budget_ns = 1000000000ull;
 /* The loops are written out in each function so that samples land in it. */
 uint64_t wl_thread_one(uint64_t budget)
 {
-	uint64_t start = wl_thread_ns(), now = start, t;
+	struct wl_budget b = wl_budget_start(budget);
 	unsigned long chunk = 1000;
 	volatile uint64_t x = 1;
 
-	while (now - start < budget) {
+	while (wl_budget_left(&b, &chunk))
 		for (unsigned long i = 0; i < chunk; i++)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
-		t = wl_thread_ns();
-		chunk = wl_next_chunk(chunk, t - now);
-		now = t;
-	}
-	return now - start;
+	return wl_budget_spent(&b);
 }
 
 uint64_t wl_thread_two(uint64_t budget)
 {
-	uint64_t start = wl_thread_ns(), now = start, t;
+	struct wl_budget b = wl_budget_start(budget);
 	unsigned long chunk = 1000;
 	volatile uint64_t x = 88172645463325252ull;
 
-	while (now - start < budget) {
+	while (wl_budget_left(&b, &chunk)) {
 		for (unsigned long i = 0; i < chunk; i++) {
 			x ^= x << 13;
 			x ^= x >> 7;
 			x ^= x << 17;
 		}
-		t = wl_thread_ns();
-		chunk = wl_next_chunk(chunk, t - now);
-		now = t;
 	}
-	return now - start;
+	return wl_budget_spent(&b);
 }
 
 static long two_tid;
@@ -68,15 +61,8 @@ int main(int argc, char **argv)
 	unsigned long ms = 1000;
 	pthread_t thread;
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--ms") == 0 && i + 1 < argc &&
-		    wl_parse_ulong(argv[i + 1], 1, 3600000, &ms) == 0) {
-			i++;
-			continue;
-		}
-		fprintf(stderr, "usage: tprof-wl-threads [--ms MS]\n");
+	if (wl_parse_ms_only(argc, argv, "tprof-wl-threads", &ms) != 0)
 		return 2;
-	}
 	budget_ns = ms * 1000000ull;
 	if (pthread_create(&thread, NULL, second, NULL) != 0) {
 		perror("pthread_create");

@@ -28,25 +28,12 @@ int main(int argc, char **argv)
 	unsigned long ms = 500, reads = 0, chunk = 1000;
 	volatile unsigned long sink = 0;
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--ms") == 0 && i + 1 < argc) {
-			if (wl_parse_ulong(argv[++i], 1, 3600000, &ms) != 0) {
-				fprintf(stderr, "tprof-wl-vdso: --ms takes 1..3600000\n");
-				return 2;
-			}
-		} else {
-			fprintf(stderr, "usage: tprof-wl-vdso [--ms MS]\n");
-			return 2;
-		}
-	}
-	uint64_t start = wl_thread_ns();
-	for (;;) {
-		uint64_t t0 = wl_thread_ns();
-		if (t0 - start >= ms * 1000000ull)
-			break;
+	if (wl_parse_ms_only(argc, argv, "tprof-wl-vdso", &ms) != 0)
+		return 2;
+	struct wl_budget b = wl_budget_start(ms * 1000000ull);
+	while (wl_budget_left(&b, &chunk)) {
 		sink += wl_vdso_reads(chunk);
 		reads += chunk;
-		chunk = wl_next_chunk(chunk, wl_thread_ns() - t0);
 	}
 	printf("reads=%lu\n", reads);
 	return 0;

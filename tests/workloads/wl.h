@@ -1,9 +1,9 @@
 /*
  * wl.h: helpers shared by the workload programs in tests/workloads/ (the
- * programs tprof's sampling tests and `make demo` profile). Only clocks and
- * argument parsing live here; the CPU-burning loops are written out in each
- * workload function's own body, so a sampled instruction address lands in
- * that function and not in a shared helper.
+ * programs tprof's sampling tests and `make demo` profile). Only clocks, the
+ * budget loop's bookkeeping and argument parsing live here; the CPU-burning
+ * loops are written out in each workload function's own body, so a sampled
+ * instruction address lands in that function and not in a shared helper.
  */
 #ifndef TPROF_WL_H
 #define TPROF_WL_H
@@ -44,6 +44,52 @@ static inline unsigned long wl_next_chunk(unsigned long cur, uint64_t took_ns)
 	return cur;
 }
 
+/*
+ * A budget of this thread's CPU time, spent in chunks of loop iterations:
+ *
+ *	struct wl_budget b = wl_budget_start(budget_ns);
+ *	while (wl_budget_left(&b, &chunk))
+ *		for (unsigned long i = 0; i < chunk; i++)
+ *			... the workload function's own loop body ...;
+ *	return wl_budget_spent(&b);
+ *
+ * The clock is read once per chunk (wl_next_chunk() adapts the chunk).
+ * always_inline (the workloads are built -fno-inline): the loop and its
+ * clock calls stay in the workload function, as if written out there.
+ */
+struct wl_budget {
+	uint64_t start, now, budget;
+	int running; /* a chunk has run since the last clock read */
+};
+
+static inline __attribute__((always_inline)) struct wl_budget wl_budget_start(uint64_t budget_ns)
+{
+	struct wl_budget b = { .budget = budget_ns };
+
+	b.start = b.now = wl_thread_ns();
+	return b;
+}
+
+/* After a chunk: reads the clock and adapts *chunk. Whether budget remains. */
+static inline __attribute__((always_inline)) int wl_budget_left(struct wl_budget *b,
+								unsigned long *chunk)
+{
+	if (b->running) {
+		uint64_t t = wl_thread_ns();
+
+		*chunk = wl_next_chunk(*chunk, t - b->now);
+		b->now = t;
+	}
+	b->running = 1;
+	return b->now - b->start < b->budget;
+}
+
+/* The CPU ns spent until the last clock read. */
+static inline __attribute__((always_inline)) uint64_t wl_budget_spent(const struct wl_budget *b)
+{
+	return b->now - b->start;
+}
+
 /* Parses a decimal number in [min, max]; returns 0 on success, -1 if not. */
 static inline int wl_parse_ulong(const char *s, unsigned long min, unsigned long max,
 				 unsigned long *out)
@@ -58,6 +104,24 @@ static inline int wl_parse_ulong(const char *s, unsigned long min, unsigned long
 	if (errno != 0 || *end != '\0' || v < min || v > max)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/*
+ * Parses a command line of only [--ms MS] (MS in 1..3600000) into *ms;
+ * prints "usage: NAME [--ms MS]" and returns -1 on anything else.
+ */
+static inline int wl_parse_ms_only(int argc, char **argv, const char *name, unsigned long *ms)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--ms") == 0 && i + 1 < argc &&
+		    wl_parse_ulong(argv[i + 1], 1, 3600000, ms) == 0) {
+			i++;
+			continue;
+		}
+		fprintf(stderr, "usage: %s [--ms MS]   (MS: 1..3600000)\n", name);
+		return -1;
+	}
 	return 0;
 }
 

@@ -14,12 +14,12 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "tprof/profile.h"
 #include "tprof/symbolizer.h"
+#include "elf_fixtures.h"
 
 volatile uint64_t tprof_annotate_sink;
 
@@ -42,7 +42,6 @@ extern "C" __attribute__((noinline)) uint64_t tprof_annotate_target(uint64_t* se
 
 namespace {
 
-using tprof::Annotate;
 using tprof::AnnotatedInstruction;
 using tprof::AnnotateOptions;
 using tprof::Annotation;
@@ -53,25 +52,7 @@ using tprof::Symbolizer;
 
 constexpr uint64_t kSpace = 91;
 
-Profile SelfProfile(uint32_t pid) {
-  Profile p;
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::istringstream in(line);
-    std::string range, perms, offset, dev, inode, path;
-    in >> range >> perms >> offset >> dev >> inode;
-    std::getline(in >> std::ws, path);
-    if (perms.size() < 3 || perms[2] != 'x' || path.empty()) continue;
-    Mapping m;
-    m.start = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
-    m.end = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
-    m.pgoff = std::stoull(offset, nullptr, 16);
-    m.path = path;
-    p.mappings[{pid, kSpace}].push_back(m);
-  }
-  return p;
-}
+Profile SelfProfile(uint32_t pid) { return tprof::test::SelfProfile(pid, kSpace); }
 
 SampleKey UserKey(uint32_t pid, uint64_t ip) { return {pid, kSpace, ip, TPROF_SAMPLE_USER}; }
 
@@ -91,17 +72,32 @@ Known KnownAddresses() {
   return {reinterpret_cast<uint64_t>(&tprof_annotate_target), first, second};
 }
 
-TEST(Annotate, CountsSamplesPerInstructionAndSourceLineOfKnownCode) {
-  const uint32_t pid = static_cast<uint32_t>(getpid());
+// This process, the annotated function's known addresses, and options for
+// kernel code read from a FakeKcore() beside its kallsyms.
+class Annotate : public ::testing::Test {
+ protected:
+  static AnnotateOptions KcoreOptions(const std::string& kcore) {
+    AnnotateOptions o;
+    o.debug_dir = "/nonexistent";
+    o.kcore_path = kcore;
+    o.kallsyms_path = kcore.substr(0, kcore.rfind('/')) + "/kallsyms";
+    return o;
+  }
+  const uint32_t pid_ = static_cast<uint32_t>(getpid());
+  const Known k_ = KnownAddresses();
+};
+
+TEST_F(Annotate, CountsSamplesPerInstructionAndSourceLineOfKnownCode) {
+  const uint32_t pid = pid_;
   Profile p = SelfProfile(pid);
-  const Known k = KnownAddresses();
+  const Known& k = k_;
   ASSERT_LT(k.start, k.first);
   ASSERT_LT(k.first, k.second);
   p.samples[UserKey(pid, k.start)] = 5;
   p.samples[UserKey(pid, k.first)] = 7;
   p.samples[UserKey(pid, k.second)] = 11;
   Symbolizer sym(p);
-  auto a = Annotate(p, sym, "tprof_annotate_target", AnnotateOptions{});
+  auto a = tprof::Annotate(p, sym, "tprof_annotate_target", AnnotateOptions{});
   ASSERT_TRUE(a) << a.error().message();
   EXPECT_EQ(a->function, "tprof_annotate_target");
   EXPECT_EQ(a->space, "main");
@@ -183,14 +179,14 @@ TEST(Annotate, CountsSamplesPerInstructionAndSourceLineOfKnownCode) {
   EXPECT_TRUE(saw_comment);
 }
 
-TEST(Annotate, RendersJsonWithDecimalPercentsAndTextWithMarks) {
-  const uint32_t pid = static_cast<uint32_t>(getpid());
+TEST_F(Annotate, RendersJsonWithDecimalPercentsAndTextWithMarks) {
+  const uint32_t pid = pid_;
   Profile p = SelfProfile(pid);
-  const Known k = KnownAddresses();
+  const Known& k = k_;
   p.samples[UserKey(pid, k.first)] = 1;
   p.samples[UserKey(pid, k.second)] = 3;
   Symbolizer sym(p);
-  auto a = Annotate(p, sym, "tprof_annotate_target", AnnotateOptions{});
+  auto a = tprof::Annotate(p, sym, "tprof_annotate_target", AnnotateOptions{});
   ASSERT_TRUE(a) << a.error().message();
   auto j = nlohmann::json::parse(RenderAnnotation(*a, {}, tprof::AnnotateFormat::kJson));
   EXPECT_EQ(j.at("format_version"), 1);
@@ -210,15 +206,15 @@ TEST(Annotate, RendersJsonWithDecimalPercentsAndTextWithMarks) {
   EXPECT_NE(text.find("annotate_test.cc:"), std::string::npos) << "source not interleaved";
 }
 
-TEST(Annotate, PicksTheProcessWithMostSamplesOrThePidGiven) {
+TEST_F(Annotate, PicksTheProcessWithMostSamplesOrThePidGiven) {
   Profile p = SelfProfile(100);
   Profile other = SelfProfile(200);
   p.mappings.insert(other.mappings.begin(), other.mappings.end());
-  const Known k = KnownAddresses();
+  const Known& k = k_;
   p.samples[UserKey(100, k.first)] = 2;
   p.samples[UserKey(200, k.first)] = 9;
   Symbolizer sym(p);
-  auto a = Annotate(p, sym, "tprof_annotate_target", AnnotateOptions{});
+  auto a = tprof::Annotate(p, sym, "tprof_annotate_target", AnnotateOptions{});
   ASSERT_TRUE(a) << a.error().message();
   EXPECT_EQ(a->pid, 200u);
   EXPECT_EQ(a->samples, 9u);
@@ -226,22 +222,22 @@ TEST(Annotate, PicksTheProcessWithMostSamplesOrThePidGiven) {
   EXPECT_EQ(a->candidates[1].pid, 100u);
   AnnotateOptions only;
   only.pid = 100;
-  auto b = Annotate(p, sym, "tprof_annotate_target", only);
+  auto b = tprof::Annotate(p, sym, "tprof_annotate_target", only);
   ASSERT_TRUE(b) << b.error().message();
   EXPECT_EQ(b->pid, 100u);
   EXPECT_EQ(b->samples, 2u);
-  auto none = Annotate(p, sym, "no_such_function", AnnotateOptions{});
+  auto none = tprof::Annotate(p, sym, "no_such_function", AnnotateOptions{});
   ASSERT_FALSE(none);
   EXPECT_EQ(none.error().code().value(), ENOENT);
 }
 
-TEST(Annotate, JitCodeHasItsSampledAddressesAndSaysWhyNoDisassembly) {
+TEST_F(Annotate, JitCodeHasItsSampledAddressesAndSaysWhyNoDisassembly) {
   Profile p;
   p.jit_symbols[42] = {{0x7000, 0x40, "jit_hot_loop"}};
   p.samples[UserKey(42, 0x7008)] = 4;
   p.samples[UserKey(42, 0x7010)] = 6;
   Symbolizer sym(p);
-  auto a = Annotate(p, sym, "jit_hot_loop", AnnotateOptions{});
+  auto a = tprof::Annotate(p, sym, "jit_hot_loop", AnnotateOptions{});
   ASSERT_TRUE(a) << a.error().message();
   EXPECT_EQ(a->space, "jit");
   EXPECT_EQ(a->start, 0x7000u);
@@ -254,7 +250,7 @@ TEST(Annotate, JitCodeHasItsSampledAddressesAndSaysWhyNoDisassembly) {
   EXPECT_NE(a->disassembly_note.find("JIT"), std::string::npos) << a->disassembly_note;
 }
 
-TEST(Annotate, KernelCodeWithoutVmlinuxOrKcoreSaysSo) {
+TEST_F(Annotate, KernelCodeWithoutVmlinuxOrKcoreSaysSo) {
   Profile p;
   p.kernel_symbols.available = true;
   p.kernel_symbols.symbols = {{0xffffffff81000000, 't', "k_hot", ""},
@@ -265,7 +261,7 @@ TEST(Annotate, KernelCodeWithoutVmlinuxOrKcoreSaysSo) {
   AnnotateOptions o;
   o.debug_dir = "/nonexistent";
   o.kallsyms_path = "/nonexistent/kallsyms";
-  auto a = Annotate(p, sym, "k_hot", o);
+  auto a = tprof::Annotate(p, sym, "k_hot", o);
   ASSERT_TRUE(a) << a.error().message();
   EXPECT_EQ(a->space, "kernel");
   EXPECT_EQ(a->pid, 0u);
@@ -319,7 +315,7 @@ Profile KernelProfile() {
   return p;
 }
 
-TEST(Annotate, KernelCodeIsDisassembledFromKcoreWhenItsAddressesStillHold) {
+TEST_F(Annotate, KernelCodeIsDisassembledFromKcoreWhenItsAddressesStillHold) {
   // x86-64: mov %rdi,%rax; dec %rax; jne -5; ret, then int3 padding.
   std::vector<uint8_t> code = {0x48, 0x89, 0xf8, 0x48, 0xff, 0xc8, 0x75, 0xfb, 0xc3};
   code.resize(0x100, 0xcc);
@@ -329,11 +325,8 @@ TEST(Annotate, KernelCodeIsDisassembledFromKcoreWhenItsAddressesStillHold) {
   p.samples[{9, 0, 0xffffffff81000003, 0}] = 40;  // dec
   p.samples[{9, 0, 0xffffffff81000006, 0}] = 2;   // jne
   Symbolizer sym(p);
-  AnnotateOptions o;
-  o.debug_dir = "/nonexistent";
-  o.kcore_path = kcore;
-  o.kallsyms_path = kcore.substr(0, kcore.rfind('/')) + "/kallsyms";
-  auto a = Annotate(p, sym, "k_loop", o);
+  AnnotateOptions o = KcoreOptions(kcore);
+  auto a = tprof::Annotate(p, sym, "k_loop", o);
   ASSERT_TRUE(a) << a.error().message();
   EXPECT_EQ(a->disassembly_note, "");
   EXPECT_EQ(a->code_source, kcore);
@@ -349,14 +342,14 @@ TEST(Annotate, KernelCodeIsDisassembledFromKcoreWhenItsAddressesStillHold) {
   // Another boot: kallsyms no longer agrees, so kcore's bytes are not that code.
   std::ofstream(o.kallsyms_path) << "ffffffff82000000 t k_loop\n";
   Symbolizer sym2(p);
-  auto moved = Annotate(p, sym2, "k_loop", o);
+  auto moved = tprof::Annotate(p, sym2, "k_loop", o);
   ASSERT_TRUE(moved);
   EXPECT_NE(moved->disassembly_note.find("another boot"), std::string::npos)
       << moved->disassembly_note;
   EXPECT_EQ(moved->instructions.size(), 2u);  // the sampled addresses only
 }
 
-TEST(Annotate, Arm64CodeIsDisassembledToo) {
+TEST_F(Annotate, Arm64CodeIsDisassembledToo) {
   // subs x0, x0, #1; b.ne -4; ret
   std::vector<uint8_t> code = {0x00, 0x04, 0x00, 0xf1, 0xe1, 0xff, 0xff, 0x54,
                                0xc0, 0x03, 0x5f, 0xd6};
@@ -366,11 +359,8 @@ TEST(Annotate, Arm64CodeIsDisassembledToo) {
   Profile p = KernelProfile();
   p.samples[{9, 0, 0xffffffff81000004, 0}] = 3;
   Symbolizer sym(p);
-  AnnotateOptions o;
-  o.debug_dir = "/nonexistent";
-  o.kcore_path = kcore;
-  o.kallsyms_path = kcore.substr(0, kcore.rfind('/')) + "/kallsyms";
-  auto a = Annotate(p, sym, "k_loop", o);
+  AnnotateOptions o = KcoreOptions(kcore);
+  auto a = tprof::Annotate(p, sym, "k_loop", o);
   ASSERT_TRUE(a) << a.error().message();
   EXPECT_EQ(a->arch, "arm64");
   ASSERT_GE(a->instructions.size(), 3u);

@@ -58,9 +58,15 @@ std::vector<std::string> DpkgPackages(const std::vector<std::string>& paths,
 
 std::vector<UnresolvedObject> UnresolvedObjects(const Profile& profile, Symbolizer& symbolizer,
                                                 const std::string& dpkg_info_dir) {
+  return UnresolvedObjects(profile, symbolizer, std::nullopt, dpkg_info_dir);
+}
+
+std::vector<UnresolvedObject> UnresolvedObjects(const Profile& profile, Symbolizer& symbolizer,
+                                                std::optional<uint32_t> pid,
+                                                const std::string& dpkg_info_dir) {
   std::map<std::string, uint64_t> by_path;
   for (const auto& [key, count] : profile.samples) {
-    if (!key.user() || key.idle()) continue;
+    if (!key.user() || key.idle() || (pid && key.pid != *pid)) continue;
     const Location& loc = symbolizer.Resolve(key);
     if (loc.resolved() || loc.object.empty() || loc.object[0] != '/') continue;
     if (loc.kind != SpaceKind::kMainExecutable && loc.kind != SpaceKind::kSharedLibrary) continue;

@@ -52,6 +52,26 @@ TEST(Archive, ADumpWithSymfsNamesFunctionsOfARemovedBinary) {
   Json without = DumpJson("-i " + d + "/arch/tprof.data");
   ASSERT_TRUE(without.is_object());
   EXPECT_EQ(FunctionSamples(without, "wl_alpha"), 0u) << "the binary is gone: only the archive has it";
+
+  // The hint at the unnamed rows (wl+0x...): once, where function rows are
+  // shown, and only of the process shown.
+  auto hints = [&](const std::string& args) {
+    std::string err;
+    EXPECT_EQ(RunCommand("tprofctl dump " + args + " -i " + d + "/arch/tprof.data 2>&1 >/dev/null",
+                         &err),
+              0)
+        << err;
+    size_t n = 0;
+    for (size_t at = err.find(d + "/wl have no function name"); at != std::string::npos;
+         at = err.find(d + "/wl have no function name", at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(hints(""), 1u) << "the default report: process and function tables, one hint";
+  EXPECT_EQ(hints("--by symbol"), 1u);
+  EXPECT_EQ(hints("--by process"), 0u) << "no function rows to explain";
+  EXPECT_EQ(hints("--pid 0"), 0u) << "the idle row has no files";
+  EXPECT_EQ(hints("--symfs " + d + "/arch"), 0u) << "the archive names them";
 }
 
 }  // namespace

@@ -99,6 +99,10 @@ TEST_F(SymbolizerDebug, WithoutADebugFileUnnamedAddressesAreFilePlusOffsetEach) 
   EXPECT_EQ(objects[0].path, SymFiles() + "/bare/libsymtest.so");
   EXPECT_EQ(objects[0].samples, 5u) << "only the unnamed addresses' samples";
   EXPECT_EQ(objects[0].package, "");
+  // `dump --pid P` hints only at the files of the process it shows.
+  EXPECT_EQ(tprof::UnresolvedObjects(p, sym, kPid, "/nonexistent").size(), 1u);
+  EXPECT_TRUE(tprof::UnresolvedObjects(p, sym, kPid + 1, "/nonexistent").empty())
+      << "another pid has no samples there";
 }
 
 // The link-time address of a .dynsym function of an ELF image in memory.

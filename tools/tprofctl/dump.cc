@@ -142,9 +142,14 @@ int RunDump(const DumpOptions& o) {
   } else {
     out = RenderReport(*profile, symbolizer, options, format);
     // A person reads text: say how to name what stayed unnamed (on stderr,
-    // after the report).
-    if (format == ReportFormat::kText)
-      hint = DebugSymbolsHint(UnresolvedObjects(*profile, symbolizer), 5, AptHasPackage);
+    // after the report), where the report shows function rows, and only of
+    // the process it shows (a --by process report, as `record` prints it,
+    // would otherwise repeat the hint the next --by symbol report gives).
+    const bool function_rows = options.by == ReportBy::kAll || options.by == ReportBy::kSymbol ||
+                               options.by == ReportBy::kCaller;
+    if (format == ReportFormat::kText && function_rows)
+      hint = DebugSymbolsHint(UnresolvedObjects(*profile, symbolizer, options.pid), 5,
+                              AptHasPackage);
   }
   if (output) {
     if (Status st = WriteFileAtomically(*output, out); !st) return ReportError(st.error());

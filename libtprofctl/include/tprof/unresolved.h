@@ -5,6 +5,7 @@
 #define TPROF_UNRESOLVED_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct UnresolvedObject {
                                                               Symbolizer& symbolizer,
                                                               const std::string& dpkg_info_dir =
                                                                   "/var/lib/dpkg/info");
+// The same of pid's samples only (all of them for nullopt).
+[[nodiscard]] std::vector<UnresolvedObject> UnresolvedObjects(
+    const Profile& profile, Symbolizer& symbolizer, std::optional<uint32_t> pid,
+    const std::string& dpkg_info_dir = "/var/lib/dpkg/info");
 
 // The package of each path per dpkg's file lists (<info_dir>/<package>[:arch].list),
 // without the architecture qualifier; "" for a path no list has. A path

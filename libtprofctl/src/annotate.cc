@@ -23,6 +23,7 @@
 #include <set>
 #include <tuple>
 
+#include "tprof/archive.h"
 #include "tprof/elf_snapshot.h"
 #include "tprof/scoped_fd.h"
 
@@ -125,19 +126,34 @@ bool HasDebugInfo(Elf* elf) {
 }
 
 
+// Where a file's separate debug file is looked for by its build id: in the
+// archive (SymbolizerOptions::symfs) first, then under debug_dir, as the
+// symbolizer looks.
+std::vector<std::string> DebugFilesOf(Elf* elf, const std::string& symfs,
+                                      const std::string& debug_dir) {
+  const std::string hex = ElfBuildId(elf);
+  if (hex.size() < 4) return {};
+  std::vector<std::string> paths;
+  if (!symfs.empty()) paths.push_back(SymfsPath(symfs, hex, true));
+  paths.push_back(debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug");
+  return paths;
+}
+
 // DWARF lines of one object: from the file itself, or its debug file by
 // build id (as the symbolizer finds it).
 class LineTable {
  public:
-  bool Open(const ElfFile& file, const std::string& debug_dir) {
+  bool Open(const ElfFile& file, const std::string& symfs, const std::string& debug_dir) {
     Elf* elf = file.elf.get();
     if (!HasDebugInfo(elf)) {
-      std::string hex = ElfBuildId(elf);
-      if (hex.size() < 4) return false;
-      std::string path =
-          debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
-      if (!debug_.Open(path) || !HasDebugInfo(debug_.elf.get())) return false;
-      elf = debug_.elf.get();
+      elf = nullptr;
+      for (const std::string& path : DebugFilesOf(file.elf.get(), symfs, debug_dir)) {
+        if (debug_.Open(path) && HasDebugInfo(debug_.elf.get())) {
+          elf = debug_.elf.get();
+          break;
+        }
+      }
+      if (!elf) return false;
     }
     dwarf_.reset(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
     return dwarf_ != nullptr;
@@ -484,6 +500,8 @@ Expected<Annotation> Annotate(const Profile& profile, Symbolizer& symbolizer,
 
   Code code;
   std::string code_note;
+  // The archive the symbolizer reads files from: their debug files are there too.
+  const std::string& symfs = symbolizer.options().symfs;
   // The recorded kernel's release (the recorder notes it), else the running one's.
   std::string release = options.kernel_release;
   if (auto it = profile.attributes.find("kernel_release");
@@ -504,14 +522,11 @@ Expected<Annotation> Annotate(const Profile& profile, Symbolizer& symbolizer,
     } else {
       link_start = fa->address - loc.offset;
       a.size = elf->FunctionSize(link_start, "", nullptr);
-      if (a.size == 0) {
-        // A stripped file's symbol came from its debug file.
-        std::string hex = ElfBuildId(elf->elf.get());
+      // A stripped file's symbol came from its debug file.
+      for (const std::string& path : DebugFilesOf(elf->elf.get(), symfs, options.debug_dir)) {
+        if (a.size != 0) break;
         ElfFile debug;
-        if (hex.size() >= 4 &&
-            debug.Open(options.debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" +
-                       hex.substr(2) + ".debug"))
-          a.size = debug.FunctionSize(link_start, "", nullptr);
+        if (debug.Open(path)) a.size = debug.FunctionSize(link_start, "", nullptr);
       }
       code.machine = elf->Machine();
       code.source = fa->path;
@@ -601,7 +616,7 @@ Expected<Annotation> Annotate(const Profile& profile, Symbolizer& symbolizer,
       a.source_note = "module code: no source lines";
     else
       a.source_note = "no source lines";
-  } else if (!lines.Open(*elf, options.debug_dir)) {
+  } else if (!lines.Open(*elf, symfs, options.debug_dir)) {
     a.source_note = code.source + " has no DWARF line information (build with -g)";
   } else {
     std::map<std::pair<std::string, uint32_t>, uint64_t> by_line;

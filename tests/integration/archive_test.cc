@@ -1,6 +1,7 @@
 // tprofctl archive: a recording reported after the sampled binary is gone,
-// from the archive (dump --symfs), as on another machine.
+// from the archive (dump, annotate and diff --symfs), as on another machine.
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -20,21 +21,20 @@ uint64_t FunctionSamples(const Json& j, const std::string& function) {
   return n;
 }
 
-Json DumpJson(const std::string& args) {
+Json CommandJson(const std::string& command) {
   std::string out;
-  const int rc = RunCommand("tprofctl dump --format json " + args + " 2>/dev/null", &out);
-  EXPECT_EQ(rc, 0) << args << ": " << out;
+  const int rc = RunCommand(command + " 2>/dev/null", &out);
+  EXPECT_EQ(rc, 0) << command << ": " << out;
   std::string error;
   auto doc = ParseJson(out, &error);
-  EXPECT_TRUE(doc) << args << ": " << error << "\n" << out.substr(0, 2000);
+  EXPECT_TRUE(doc) << command << ": " << error << "\n" << out.substr(0, 2000);
   return doc ? *doc : Json();
 }
 
-TEST(Archive, ADumpWithSymfsNamesFunctionsOfARemovedBinary) {
-  TempDir dir;
-  const std::string d = dir.path();
+// A recording of a copy of tprof-wl-shares, archived into DIR/arch; the
+// copy is removed.
+void RecordArchiveAndRemove(const std::string& d) {
   std::string out;
-  // A copy of the workload, run from a path that will be gone at report time.
   ASSERT_EQ(RunCommand("cd " + d + " && cp \"$(command -v tprof-wl-shares)\" ./wl && tprofctl record "
                        "-o rec.data -- ./wl --ms 500 >/dev/null 2>&1 && tprofctl archive -i rec.data "
                        "-o arch 2>&1",
@@ -43,6 +43,16 @@ TEST(Archive, ADumpWithSymfsNamesFunctionsOfARemovedBinary) {
       << out;
   EXPECT_NE(out.find(" 0 not packed"), std::string::npos) << out;
   ASSERT_EQ(RunCommand("rm " + d + "/wl", &out), 0) << out;
+}
+
+Json DumpJson(const std::string& args) { return CommandJson("tprofctl dump --format json " + args); }
+
+TEST(Archive, ADumpWithSymfsNamesFunctionsOfARemovedBinary) {
+  TempDir dir;
+  const std::string d = dir.path();
+  // A copy of the workload, run from a path that will be gone at report time.
+  RecordArchiveAndRemove(d);
+  if (HasFatalFailure()) return;
 
   Json with = DumpJson("--symfs " + d + "/arch -i " + d + "/arch/tprof.data");
   ASSERT_TRUE(with.is_object());
@@ -72,6 +82,63 @@ TEST(Archive, ADumpWithSymfsNamesFunctionsOfARemovedBinary) {
   EXPECT_EQ(hints("--by process"), 0u) << "no function rows to explain";
   EXPECT_EQ(hints("--pid 0"), 0u) << "the idle row has no files";
   EXPECT_EQ(hints("--symfs " + d + "/arch"), 0u) << "the archive names them";
+}
+
+TEST(Archive, AnnotateWithSymfsDisassemblesTheArchivedBinary) {
+  TempDir dir;
+  const std::string d = dir.path();
+  RecordArchiveAndRemove(d);
+  if (HasFatalFailure()) return;
+  Json a = CommandJson("tprofctl annotate --format json --symfs " + d + "/arch -i " + d +
+                       "/arch/tprof.data wl_alpha");
+  ASSERT_TRUE(a.is_object());
+  EXPECT_EQ(a.at("code_source").get<std::string>().rfind(d + "/arch/.build-id/", 0), 0u)
+      << "the bytes come from the archive: " << a.at("code_source");
+  uint64_t samples = 0, disassembled = 0;
+  for (const Json& ins : a.at("instructions")) {
+    samples += ins.at("samples").get<uint64_t>();
+    disassembled += !ins.at("text").get<std::string>().empty();
+  }
+  EXPECT_GT(samples, 0u);
+  EXPECT_GT(disassembled, 3u) << "wl_alpha's loop is disassembled";
+  EXPECT_FALSE(a.at("files").empty()) << "source lines from the archived binary's DWARF";
+
+  std::string out;
+  EXPECT_NE(RunCommand("tprofctl annotate -i " + d + "/arch/tprof.data wl_alpha 2>&1", &out), 0)
+      << "the binary is gone: without --symfs nothing names wl_alpha\n" << out;
+}
+
+// Samples of `function` in a diff's JSON rows, A's and B's.
+std::pair<uint64_t, uint64_t> DiffSamples(const Json& j, const std::string& function) {
+  std::pair<uint64_t, uint64_t> n{0, 0};
+  for (const Json& row : j.at("rows")) {
+    if (row.at("function").get<std::string>() != function) continue;
+    n.first += row.at("samples_a").get<uint64_t>();
+    n.second += row.at("samples_b").get<uint64_t>();
+  }
+  return n;
+}
+
+TEST(Archive, DiffWithSymfsReadsOneArchiveForBothOrEachItsOwn) {
+  TempDir dir;
+  const std::string d = dir.path();
+  RecordArchiveAndRemove(d);
+  if (HasFatalFailure()) return;
+  const std::string ab = " " + d + "/arch/tprof.data " + d + "/rec.data";
+  Json both = CommandJson("tprofctl diff --format json --symfs " + d + "/arch" + ab);
+  ASSERT_TRUE(both.is_object());
+  const auto [a, b] = DiffSamples(both, "wl_alpha");
+  EXPECT_GT(a, 0u) << "one --symfs serves A";
+  EXPECT_EQ(b, a) << "and B, the same recording";
+
+  Json own = CommandJson("tprofctl diff --format json --symfs " + d + "/arch --symfs /nonexistent" + ab);
+  ASSERT_TRUE(own.is_object());
+  EXPECT_EQ(DiffSamples(own, "wl_alpha"), std::make_pair(a, uint64_t{0}))
+      << "the second --symfs is B's (which has no archive here)";
+
+  Json none = CommandJson("tprofctl diff --format json" + ab);
+  ASSERT_TRUE(none.is_object());
+  EXPECT_EQ(DiffSamples(none, "wl_alpha"), std::make_pair(uint64_t{0}, uint64_t{0}));
 }
 
 }  // namespace

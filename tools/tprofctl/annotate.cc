@@ -24,12 +24,16 @@ struct AnnotateCliOptions {
   AnnotateOptions annotate;
   AnnotateRenderOptions render;
   std::string format = "text";
+  std::string symfs;  // a `tprofctl archive` directory
 };
 
 int RunAnnotate(const AnnotateCliOptions& o) {
   auto profile = ReadProfile(o.input);
   if (!profile) return ReportError(profile.error(), Doing::kReadProfile);
-  Symbolizer symbolizer(*profile);
+  SymbolizerOptions symbolizer_options;
+  symbolizer_options.debug_dir = o.annotate.debug_dir;
+  symbolizer_options.symfs = o.symfs;
+  Symbolizer symbolizer(*profile, symbolizer_options);
   auto annotation = Annotate(*profile, symbolizer, o.symbol, o.annotate);
   if (!annotation) {
     std::fprintf(stderr, "tprofctl: %s in %s\n", annotation.error().message().c_str(),
@@ -95,6 +99,9 @@ void AddAnnotateCommand(CommandLine& cli) {
   sub->add_option("--source-dir", o->annotate.source_dirs,
                   "where to look for a source file, by its name, when it is not at the path the "
                   "debug info gives (sources moved since the build); repeatable");
+  sub->add_option("--symfs", o->symfs,
+                  "read the sampled files and their debug files from DIR, an archive made by "
+                  "`tprofctl archive`, before the paths the recording names");
   sub->add_option("--format", o->format, "text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
 }

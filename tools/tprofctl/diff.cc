@@ -22,6 +22,8 @@ struct DiffCliOptions {
   DiffOptions diff;
   std::string format = "text";
   SampleFilter filter;  // applied to both
+  // `tprofctl archive` directories: one for both profiles, or A's and B's.
+  std::vector<std::string> symfs;
 };
 
 bool HasPid(const Profile& p, uint32_t pid) {
@@ -35,6 +37,10 @@ int RunDiff(const DiffCliOptions& o) {
   const std::vector<std::string>& paths = o.paths;
   const DiffOptions& options = o.diff;
   const DiffFormat format = o.format == "json" ? DiffFormat::kJson : DiffFormat::kText;
+  if (o.symfs.size() > 2) {
+    std::fprintf(stderr, "tprofctl diff: --symfs at most twice (A's archive, then B's)\n");
+    return 2;
+  }
   auto a = ReadProfile(paths[0]);
   if (!a) return ReportError(a.error(), Doing::kReadProfile);
   auto b = ReadProfile(paths[1]);
@@ -46,8 +52,11 @@ int RunDiff(const DiffCliOptions& o) {
                  paths[0].c_str(), paths[1].c_str());
     return 1;
   }
-  Symbolizer sym_a(*a);
-  Symbolizer sym_b(*b);
+  SymbolizerOptions options_a, options_b;
+  if (!o.symfs.empty()) options_a.symfs = options_b.symfs = o.symfs.front();
+  if (o.symfs.size() == 2) options_b.symfs = o.symfs.back();
+  Symbolizer sym_a(*a, options_a);
+  Symbolizer sym_b(*b, options_b);
   DiffData d = BuildDiff({*a, sym_a, paths[0]}, {*b, sym_b, paths[1]}, options);
   std::string out = RenderDiff(d, options, format);
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -85,6 +94,15 @@ void AddDiffCommand(CommandLine& cli) {
   sub->add_option("--format", o->format, "text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
   AddFilterOptions(sub, &o->filter);
+  // allow_extra_args(false): each --symfs takes one DIR, wherever A and B stand.
+  sub->add_option("--symfs", o->symfs,
+                  "read the sampled files and their debug files from DIR, an archive made by "
+                  "`tprofctl archive`, before the paths the recordings name; given twice, the "
+                  "first is A's archive and the second B's")
+      ->type_size(1)
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
 }
 
 }  // namespace tprof::cli

@@ -10,10 +10,12 @@
 // chooses). Kernel code is one group over every process (or --pid's).
 //
 // Where the code comes from:
-//   user ELF code: the mapped file (through the profile's mappings), its
+//   user ELF code: the mapped file (through the profile's mappings; its
+//     archived copy when the symbolizer has a symfs, SymbolizerOptions), its
 //     symbol table for the function's extent, libdw's line table (in the
-//     file or its debug file by build id) for source lines, the source file
-//     read from disk when it is there.
+//     file or its debug file by build id: the symfs archive's, then
+//     AnnotateOptions::debug_dir's) for source lines, the source file read
+//     from disk when it is there.
 //   JIT code (a perf map names it): only the sampled addresses; the code
 //     bytes lived in the process's anonymous memory, which the recording
 //     does not hold, so there is no disassembly (the note says so).

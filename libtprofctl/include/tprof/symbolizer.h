@@ -160,6 +160,8 @@ class Symbolizer {
   std::optional<FileAddress> FileAddressOf(uint32_t pid, uint64_t space_id, uint64_t ip);
 
   const SymbolizerStats& stats() const { return stats_; }
+  // As given, with symfs made absolute.
+  const SymbolizerOptions& options() const { return options_; }
 
  private:
   class ElfObject;

@@ -133,9 +133,18 @@ class PprofBuilder {
       e.lines |= loc.line != 0;
       l->set_mapping_id(index);  // renumbered by FinishMappings()
     }
+    // Functions inlined at the address are Lines of this Location before
+    // the function they were inlined into, innermost first, as
+    // profile.proto orders them. Only the innermost's line is known (the
+    // symbolizer's source_file:line); the others' call lines are 0, unknown.
+    for (size_t i = 0; i < loc.inlined.size(); ++i) {
+      pb::Line* inlined = l->add_line();
+      inlined->set_function_id(FunctionId(loc.inlined[i], i == 0 ? loc.source_file : ""));
+      inlined->set_line(i == 0 ? loc.line : 0);
+    }
     pb::Line* line = l->add_line();
-    line->set_function_id(FunctionId(loc));
-    line->set_line(loc.line);
+    line->set_function_id(FunctionId(loc.FunctionName(), loc.source_file));
+    line->set_line(loc.inlined.empty() ? loc.line : 0);
     locations_.emplace(lkey, id);
     if (count) AddMainSamples(*l, count);
     return id;
@@ -146,16 +155,15 @@ class PprofBuilder {
       mappings_[l.mapping_id() - 1].main_samples += count;
   }
 
-  uint64_t FunctionId(const Location& loc) {
-    const std::string name = loc.FunctionName();
-    auto [it, added] = functions_.emplace(std::make_pair(name, loc.source_file), 0);
+  uint64_t FunctionId(const std::string& name, const std::string& file) {
+    auto [it, added] = functions_.emplace(std::make_pair(name, file), 0);
     if (!added) return it->second;
     pb::Function* f = out_.add_function();
     it->second = static_cast<uint64_t>(out_.function_size());
     f->set_id(it->second);
     f->set_name(Str(name));
     f->set_system_name(Str(name));
-    f->set_filename(Str(loc.source_file));
+    f->set_filename(Str(file));
     return it->second;
   }
 

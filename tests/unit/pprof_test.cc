@@ -14,6 +14,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "../common/records.h"
 #include "elf_fixtures.h"
@@ -98,6 +100,17 @@ class View {
     if (!l || l->line_size() != 1) return "<no line>";
     auto it = functions_.find(l->line(0).function_id());
     return it == functions_.end() ? "<bad function>" : Str(it->second->name());
+  }
+  // A location's lines, first to last: function name, file and line.
+  std::vector<std::tuple<std::string, std::string, int64_t>> Lines(uint64_t location_id) const {
+    std::vector<std::tuple<std::string, std::string, int64_t>> out;
+    const pb::Location* l = Loc(location_id);
+    for (int i = 0; l && i < l->line_size(); ++i) {
+      auto it = functions_.find(l->line(i).function_id());
+      if (it == functions_.end()) return {};
+      out.emplace_back(Str(it->second->name()), Str(it->second->filename()), l->line(i).line());
+    }
+    return out;
   }
   const pb::Function* FunctionOfLoc(uint64_t location_id) const {
     const pb::Location* l = Loc(location_id);
@@ -355,6 +368,48 @@ TEST(Pprof, RealCodeGetsItsFunctionSourceFileLineAndBuildId) {
   EXPECT_TRUE(m.has_line_numbers());
   // Debian's gcc links with --build-id: 20 bytes of SHA-1, in hex.
   EXPECT_EQ(v.Str(m.build_id()).size(), 40u) << v.Str(m.build_id());
+}
+
+// profile.proto: a Location's Lines are the functions inlined at its
+// address, innermost first, then the function they were inlined into.
+// libsymtest.so's st_inlined is always_inline in st_exported.
+TEST(Pprof, InlinedFunctionsAreLinesOfTheLocationInnermostFirst) {
+  using namespace tprof::test;
+  const uint64_t exported = SymbolAddress("st_exported");
+  ASSERT_NE(exported, 0u) << "no " << SymFiles() << "/full/libsymtest.so: make unit-tests";
+  Profile p = LibraryProfile(SymFiles() + "/full/libsymtest.so");
+  Symbolizer sym(p);
+  uint64_t at = 0, plain = 0;  // with and without st_inlined there
+  for (uint64_t a = exported; a < exported + 64; ++a) {
+    const tprof::Location& loc = sym.Resolve(kSymPid, kSymSpace, kSymBase + a, true);
+    if (loc.symbol != "st_exported") break;
+    if (!loc.inlined.empty() && at == 0) at = a;
+    if (loc.inlined.empty() && plain == 0) plain = a;
+  }
+  ASSERT_NE(at, 0u) << "no address of st_exported carries the inlined st_inlined";
+  ASSERT_NE(plain, 0u) << "no address of st_exported's own code";
+  const uint32_t line = sym.Resolve(kSymPid, kSymSpace, kSymBase + at, true).line;
+  ASSERT_GT(line, 0u);
+  p.samples[{kSymPid, kSymSpace, kSymBase + at, U}] = 3;
+  p.samples[{kSymPid, kSymSpace, kSymBase + plain, U}] = 2;
+
+  pb::Profile out = Decode(EncodePprof(p, sym));
+  View v(out);
+  ASSERT_EQ(out.sample_size(), 2);
+  for (const pb::Sample& s : out.sample()) {
+    const auto lines = v.Lines(s.location_id(0));
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(std::get<0>(lines.back()), "st_exported") << "the caller's function comes last";
+    if (s.value(0) == 2) {
+      EXPECT_EQ(lines.size(), 1u) << "nothing inlined there";
+      continue;
+    }
+    ASSERT_EQ(lines.size(), 2u) << "one Line per inlined function, then the caller's";
+    EXPECT_EQ(std::get<0>(lines[0]), "st_inlined");
+    EXPECT_NE(std::get<1>(lines[0]).find("symtest.c"), std::string::npos) << std::get<1>(lines[0]);
+    EXPECT_EQ(std::get<2>(lines[0]), line) << "the innermost holds the sampled line";
+    EXPECT_EQ(std::get<2>(lines[1]), 0) << "the call's line is not known";
+  }
 }
 
 }  // namespace

@@ -19,7 +19,11 @@
 //   location      one per (address space, address, frame kind): the leaf's
 //                 address as sampled; a caller's is its return address, but
 //                 symbolized (function, line, mapping) at return address - 1,
-//                 the call instruction, as the folded stacks do.
+//                 the call instruction, as the folded stacks do. Functions
+//                 DWARF says are inlined there (Location::inlined) are
+//                 Lines of the same location, innermost first (at the
+//                 symbolizer's line), then the function they were inlined
+//                 into (line 0: its call line is unknown).
 //   function      one per (name, source file): the symbolizer's function
 //                 name (Location::FunctionName(), so "libc.so.6+0x1a2b"
 //                 for an unnamed address) and source file; the line is on

@@ -13,14 +13,14 @@
 /* Burns about MS ms of this thread's CPU time; returns the CPU ns spent. */
 uint64_t wl_child_work(unsigned ms)
 {
-	struct wl_budget b = wl_budget_start((uint64_t)ms * 1000000u);
+	struct wl_budget b = { .budget = (uint64_t)ms * 1000000u };
 	unsigned long chunk = 1000;
 	volatile uint64_t x = 3;
 
-	while (wl_budget_left(&b, &chunk))
+	while (WL_BUDGET_LEFT(&b, chunk))
 		for (unsigned long i = 0; i < chunk; i++)
 			x = x * 2862933555777941757ull + 3037000493ull;
-	return wl_budget_spent(&b);
+	return WL_BUDGET_SPENT(&b);
 }
 
 int main(int argc, char **argv)

@@ -10,14 +10,14 @@
  * returns the CPU ns it spent. */
 uint64_t wl_lib_spin(unsigned ms)
 {
-	struct wl_budget b = wl_budget_start((uint64_t)ms * 1000000u);
+	struct wl_budget b = { .budget = (uint64_t)ms * 1000000u };
 	static unsigned long chunk = 1000;
 	volatile uint64_t x = 12345;
 
-	while (wl_budget_left(&b, &chunk))
+	while (WL_BUDGET_LEFT(&b, chunk))
 		for (unsigned long i = 0; i < chunk; i++)
 			x = (x ^ (x >> 11)) * 0x2545f4914f6cdd1dull;
-	return wl_budget_spent(&b);
+	return WL_BUDGET_SPENT(&b);
 }
 
 /* Calls fn(units) from this library, so stacks through it have a frame here

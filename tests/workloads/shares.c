@@ -24,39 +24,39 @@ static unsigned long chunk = 1000; /* loop iterations between clock reads */
  * in .symtab. Each returns the CPU ns it spent. */
 uint64_t wl_alpha(uint64_t budget_ns)
 {
-	struct wl_budget b = wl_budget_start(budget_ns);
+	struct wl_budget b = { .budget = budget_ns };
 	volatile uint64_t x = 1;
 
-	while (wl_budget_left(&b, &chunk))
+	while (WL_BUDGET_LEFT(&b, chunk))
 		for (unsigned long i = 0; i < chunk; i++)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
-	return wl_budget_spent(&b);
+	return WL_BUDGET_SPENT(&b);
 }
 
 uint64_t wl_beta(uint64_t budget_ns)
 {
-	struct wl_budget b = wl_budget_start(budget_ns);
+	struct wl_budget b = { .budget = budget_ns };
 	volatile uint64_t x = 88172645463325252ull;
 
-	while (wl_budget_left(&b, &chunk)) {
+	while (WL_BUDGET_LEFT(&b, chunk)) {
 		for (unsigned long i = 0; i < chunk; i++) {
 			x ^= x << 13;
 			x ^= x >> 7;
 			x ^= x << 17;
 		}
 	}
-	return wl_budget_spent(&b);
+	return WL_BUDGET_SPENT(&b);
 }
 
 uint64_t wl_gamma(uint64_t budget_ns)
 {
-	struct wl_budget b = wl_budget_start(budget_ns);
+	struct wl_budget b = { .budget = budget_ns };
 	volatile uint32_t x = 7;
 
-	while (wl_budget_left(&b, &chunk))
+	while (WL_BUDGET_LEFT(&b, chunk))
 		for (unsigned long i = 0; i < chunk; i++)
 			x = x + (x >> 3) + 0x9e3779b9u;
-	return wl_budget_spent(&b);
+	return WL_BUDGET_SPENT(&b);
 }
 
 static void usage(void)

@@ -33,14 +33,14 @@ static char zero_buf[64 * 1024];
 /* User time in the main executable; returns the CPU ns spent. */
 uint64_t wl_main_spin(unsigned ms)
 {
-	struct wl_budget b = wl_budget_start((uint64_t)ms * 1000000u);
+	struct wl_budget b = { .budget = (uint64_t)ms * 1000000u };
 	static unsigned long chunk = 1000;
 	volatile uint64_t x = 1;
 
-	while (wl_budget_left(&b, &chunk))
+	while (WL_BUDGET_LEFT(&b, chunk))
 		for (unsigned long i = 0; i < chunk; i++)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
-	return wl_budget_spent(&b);
+	return WL_BUDGET_SPENT(&b);
 }
 
 /* Kernel time: read() 64 KiB of zeros at a time; returns the CPU ns spent. */

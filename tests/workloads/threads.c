@@ -20,30 +20,30 @@ static uint64_t budget_ns = 1000000000ull;
 /* The loops are written out in each function so that samples land in it. */
 uint64_t wl_thread_one(uint64_t budget)
 {
-	struct wl_budget b = wl_budget_start(budget);
+	struct wl_budget b = { .budget = budget };
 	unsigned long chunk = 1000;
 	volatile uint64_t x = 1;
 
-	while (wl_budget_left(&b, &chunk))
+	while (WL_BUDGET_LEFT(&b, chunk))
 		for (unsigned long i = 0; i < chunk; i++)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
-	return wl_budget_spent(&b);
+	return WL_BUDGET_SPENT(&b);
 }
 
 uint64_t wl_thread_two(uint64_t budget)
 {
-	struct wl_budget b = wl_budget_start(budget);
+	struct wl_budget b = { .budget = budget };
 	unsigned long chunk = 1000;
 	volatile uint64_t x = 88172645463325252ull;
 
-	while (wl_budget_left(&b, &chunk)) {
+	while (WL_BUDGET_LEFT(&b, chunk)) {
 		for (unsigned long i = 0; i < chunk; i++) {
 			x ^= x << 13;
 			x ^= x >> 7;
 			x ^= x << 17;
 		}
 	}
-	return wl_budget_spent(&b);
+	return WL_BUDGET_SPENT(&b);
 }
 
 static long two_tid;

@@ -30,8 +30,8 @@ int main(int argc, char **argv)
 
 	if (wl_parse_ms_only(argc, argv, "tprof-wl-vdso", &ms) != 0)
 		return 2;
-	struct wl_budget b = wl_budget_start(ms * 1000000ull);
-	while (wl_budget_left(&b, &chunk)) {
+	struct wl_budget b = { .budget = ms * 1000000ull };
+	while (WL_BUDGET_LEFT(&b, chunk)) {
 		sink += wl_vdso_reads(chunk);
 		reads += chunk;
 	}

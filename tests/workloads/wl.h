@@ -47,48 +47,38 @@ static inline unsigned long wl_next_chunk(unsigned long cur, uint64_t took_ns)
 /*
  * A budget of this thread's CPU time, spent in chunks of loop iterations:
  *
- *	struct wl_budget b = wl_budget_start(budget_ns);
- *	while (wl_budget_left(&b, &chunk))
+ *	struct wl_budget b = { .budget = budget_ns };
+ *	while (WL_BUDGET_LEFT(&b, chunk))
  *		for (unsigned long i = 0; i < chunk; i++)
  *			... the workload function's own loop body ...;
- *	return wl_budget_spent(&b);
+ *	return WL_BUDGET_SPENT(&b);
  *
  * The clock is read once per chunk (wl_next_chunk() adapts the chunk).
- * always_inline (the workloads are built -fno-inline): the loop and its
- * clock calls stay in the workload function, as if written out there.
+ * Macros, not inline functions: DWARF names an inlined function as a frame
+ * of its own (folded stacks, pprof), and every sample of a workload
+ * function's loop must be that function's.
  */
 struct wl_budget {
 	uint64_t start, now, budget;
-	int running; /* a chunk has run since the last clock read */
+	int running; /* the clock has been read: start is set */
 };
 
-static inline __attribute__((always_inline)) struct wl_budget wl_budget_start(uint64_t budget_ns)
-{
-	struct wl_budget b = { .budget = budget_ns };
-
-	b.start = b.now = wl_thread_ns();
-	return b;
-}
-
-/* After a chunk: reads the clock and adapts *chunk. Whether budget remains. */
-static inline __attribute__((always_inline)) int wl_budget_left(struct wl_budget *b,
-								unsigned long *chunk)
-{
-	if (b->running) {
-		uint64_t t = wl_thread_ns();
-
-		*chunk = wl_next_chunk(*chunk, t - b->now);
-		b->now = t;
-	}
-	b->running = 1;
-	return b->now - b->start < b->budget;
-}
+/* Reads the clock (adapting chunk after the first time); whether budget remains. */
+#define WL_BUDGET_LEFT(b, chunk)						\
+	({									\
+		uint64_t wl_t_ = wl_thread_ns();				\
+										\
+		if ((b)->running)						\
+			(chunk) = wl_next_chunk((chunk), wl_t_ - (b)->now);	\
+		else								\
+			(b)->start = wl_t_;					\
+		(b)->running = 1;						\
+		(b)->now = wl_t_;						\
+		(b)->now - (b)->start < (b)->budget;				\
+	})
 
 /* The CPU ns spent until the last clock read. */
-static inline __attribute__((always_inline)) uint64_t wl_budget_spent(const struct wl_budget *b)
-{
-	return b->now - b->start;
-}
+#define WL_BUDGET_SPENT(b) ((b)->now - (b)->start)
 
 /* Parses a decimal number in [min, max]; returns 0 on success, -1 if not. */
 static inline int wl_parse_ulong(const char *s, unsigned long min, unsigned long max,

@@ -101,7 +101,8 @@ void AddAnnotateCommand(CommandLine& cli) {
                   "debug info gives (sources moved since the build); repeatable");
   sub->add_option("--symfs", o->symfs,
                   "read the sampled files and their debug files from DIR, an archive made by "
-                  "`tprofctl archive`, before the paths the recording names");
+                  "`tprofctl archive`, before the paths the recording names")
+      ->type_name("DIR");
   sub->add_option("--format", o->format, "text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
 }

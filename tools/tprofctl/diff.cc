@@ -99,6 +99,7 @@ void AddDiffCommand(CommandLine& cli) {
                   "read the sampled files and their debug files from DIR, an archive made by "
                   "`tprofctl archive`, before the paths the recordings name; given twice, the "
                   "first is A's archive and the second B's")
+      ->type_name("DIR")
       ->type_size(1)
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)

@@ -80,7 +80,8 @@ void AddDumpCommand(CommandLine& cli) {
   AddFilterOptions(sub, &o->filter);
   sub->add_option("--symfs", o->symfs,
                   "read the sampled files and their debug files from DIR, an archive made by "
-                  "`tprofctl archive`, before the paths the recording names");
+                  "`tprofctl archive`, before the paths the recording names")
+      ->type_name("DIR");
 }
 
 int RunDump(const DumpOptions& o) {

@@ -4,7 +4,9 @@
  * or every CPU (through cpu_events.c), each a perf event with our
  * overflow handler. Exact kinds (software
  * events, tracepoints, breakpoints, watchpoints) run at period 1, so the
- * handler sees every event; hardware ones every K events. The handler
+ * handler sees every event; hardware ones every K events. On arm64
+ * breakpoints and watchpoints are counting events with perf's own
+ * handler instead ("counts only": see tprof_pmu_counts_only()). The handler
  * checks the counter's instruction range, adds to its value, then checks
  * its threshold and the rules that read it, all with atomics: it may run
  * in NMI, IRQ, or with any lock of the code it interrupts held. An event
@@ -217,12 +219,53 @@ static void tprof_pmu_kick(struct irq_work *work)
 
 /* ---- Creation ----------------------------------------------------------- */
 
+/*
+ * arm64 steps over a breakpoint or watchpoint only when perf's default
+ * overflow handler owns the event (uses_default_overflow_handler() in
+ * arch/arm64/kernel/hw_breakpoint.c); with ours the task would trap on
+ * the same instruction forever. There such a counter is a counting perf
+ * event with the default handler: perf counts every hit exactly and the
+ * value is read from perf when the program is read, but no handler of
+ * ours sees a hit.
+ */
+static bool tprof_pmu_counts_only(const struct tprof_pmu_counter *c)
+{
+	return IS_ENABLED(CONFIG_ARM64) &&
+	       (c->kind == TPROF_PMU_EV_BREAKPOINT ||
+		c->kind == TPROF_PMU_EV_WATCHPOINT);
+}
+
+/*
+ * What needs a per-hit callback cannot use a counts-only counter: a
+ * threshold, a rule reading it, a range, arming, and scope CPUS (whose
+ * per-CPU events are released with their CPU, taking their counts).
+ */
+static bool tprof_pmu_counts_only_usable(const struct tprof_pmu_program *c)
+{
+	u32 i, read_by_rules = 0;
+
+	for (i = 0; i < c->nr_rules; i++)
+		read_by_rules |= tprof_pmu_rule_counters(&c->rules[i]);
+	for (i = 0; i < c->nr_counters; i++) {
+		const struct tprof_pmu_counter *k = &c->counters[i];
+
+		if (!tprof_pmu_counts_only(k))
+			continue;
+		if (c->scope == TPROF_PMU_SCOPE_CPUS || k->threshold ||
+		    k->armed_by || (k->flags & TPROF_PMU_CTR_RANGE) ||
+		    (read_by_rules & (1U << i)))
+			return false;
+	}
+	return true;
+}
+
 static void tprof_pmu_attr(const struct tprof_pmu_counter *c, bool inherit,
 			   bool exclude_kernel, struct perf_event_attr *attr)
 {
 	memset(attr, 0, sizeof(*attr));
 	attr->size = sizeof(*attr);
-	attr->sample_period = c->period ? c->period : 1;
+	/* Counts only: a counting event, perf's handler never runs. */
+	attr->sample_period = tprof_pmu_counts_only(c) ? 0 : c->period ?: 1;
 	attr->inherit = inherit;
 	attr->exclude_kernel = exclude_kernel || (c->flags & TPROF_PMU_CTR_USER_ONLY);
 	attr->exclude_hv = 1;
@@ -294,26 +337,6 @@ static bool tprof_pmu_kernel_addresses(const struct tprof_pmu_program *c)
 			return true;
 	}
 	return false;
-}
-
-/*
- * arm64 steps over a breakpoint or watchpoint only when perf's default
- * overflow handler owns the event (uses_default_overflow_handler() in
- * arch/arm64/kernel/hw_breakpoint.c); with ours the task would trap on
- * the same instruction forever. Until there is another way to see each
- * hit there, PMU programs refuse them on arm64.
- */
-static bool tprof_pmu_debug_registers_usable(const struct tprof_pmu_program *c)
-{
-	u32 i;
-
-	if (!IS_ENABLED(CONFIG_ARM64))
-		return true;
-	for (i = 0; i < c->nr_counters; i++)
-		if (c->counters[i].kind == TPROF_PMU_EV_BREAKPOINT ||
-		    c->counters[i].kind == TPROF_PMU_EV_WATCHPOINT)
-			return false;
-	return true;
 }
 
 /* The target's threads (a reference each): one, or a process's. */
@@ -408,7 +431,9 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 			struct perf_event *ev;
 
 			ev = perf_event_create_kernel_counter(&attr, -1, tasks[t],
-							      tprof_pmu_overflow, ctr);
+							      tprof_pmu_counts_only(c) ?
+							      NULL : tprof_pmu_overflow,
+							      ctr);
 			if (IS_ERR(ev)) {
 				if (PTR_ERR(ev) == -ESRCH)	/* it exited */
 					continue;
@@ -552,7 +577,7 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 	ret = tprof_pmu_program_check(c);
 	if (ret)
 		return ret;
-	if (!tprof_pmu_debug_registers_usable(c))
+	if (!tprof_pmu_counts_only_usable(c))
 		return -EOPNOTSUPP;
 	ret = tprof_pmu_check_access(c, &pid, &exclude_kernel);
 	if (ret)
@@ -621,12 +646,39 @@ long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg)
 
 /* ---- The program's descriptor ------------------------------------------- */
 
+/*
+ * Counts-only counters take perf's counts of their events, inherited
+ * copies included (live or exited). Counts only grow: a concurrent read
+ * that summed earlier never moves the value back.
+ */
+static void tprof_pmu_read_counts(struct tprof_pmu_prog *p)
+{
+	u64 sum, old, enabled, running;
+	unsigned int t;
+	u32 i;
+
+	for (i = 0; i < p->config.nr_counters; i++) {
+		struct tprof_pmu_ctr *ctr = &p->ctr[i];
+
+		if (!tprof_pmu_counts_only(&p->config.counters[i]))
+			continue;
+		sum = 0;
+		for (t = 0; t < ctr->nr_events; t++)
+			sum += perf_event_read_value(ctr->events[t], &enabled,
+						     &running);
+		old = atomic64_read(&ctr->value);
+		while (sum > old && !atomic64_try_cmpxchg(&ctr->value, &old, sum))
+			;
+	}
+}
+
 static long tprof_pmu_read(struct tprof_pmu_prog *p,
 			   struct tprof_pmu_values __user *uarg)
 {
 	struct tprof_pmu_values v;
 	u32 i;
 
+	tprof_pmu_read_counts(p);
 	memset(&v, 0, sizeof(v));
 	v.nr_counters = p->config.nr_counters;
 	for (i = 0; i < p->config.nr_counters; i++) {

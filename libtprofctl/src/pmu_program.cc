@@ -25,7 +25,13 @@ Expected<Program> Program::Create(const Device& device, const tprof_pmu_program&
     int err = errno;
     std::string hint;
     if (err == EACCES) hint = " (another user's process, a kernel address, or kernel.perf_event_paranoid > 2)";
+#if defined(__aarch64__)
+    if (err == EOPNOTSUPP)
+      hint = " (no usable hardware PMU here, or a breakpoint or watchpoint with a threshold, "
+             "rule, range, arming or every-CPU scope: on arm64 they only count)";
+#else
     if (err == EOPNOTSUPP) hint = " (no usable hardware PMU here)";
+#endif
     if (err == ENOSPC) hint = " (no free debug register for a breakpoint or watchpoint)";
     if (err == ENOTTY) hint = " (the module is older than ABI 1.7)";
     return Error::FromErrno(err, std::string("creating the PMU program: ") + std::strerror(err) + hint);

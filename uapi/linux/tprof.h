@@ -830,7 +830,13 @@ struct tprof_window_list {
  *     sending process. Its events go to the sending socket from then on (a
  *     program has one monitor; a new subscription replaces the old one).
  *     EBADF: not an open descriptor; EINVAL: not a PMU program; EAGAIN:
- *     the socket's receive buffer is full (read it, then subscribe again).
+ *     the socket's receive buffer is full (read it, then subscribe again);
+ *     ENOMEM. Generic netlink itself refuses a malformed message before
+ *     the handler runs: EOPNOTSUPP (another command, or a dump), EINVAL
+ *     (headers cut short, an attribute running past the message, no
+ *     TPROF_PMU_A_PROGRAM_FD), ERANGE (TPROF_PMU_A_PROGRAM_FD shorter
+ *     than 4 bytes, TPROF_PMU_A_EVENT longer than its struct), ENOENT (no
+ *     such family id); a message without NLM_F_REQUEST is not handled.
  *     Since 1.9 the kernel first replies with an empty
  *     TPROF_PMU_CMD_SUBSCRIBE message, queued ahead of the program's
  *     events: that is the success to wait for, since the netlink ACK

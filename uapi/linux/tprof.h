@@ -846,10 +846,13 @@ struct tprof_window_list {
  *     TPROF_PMU_A_EVENT: a struct tprof_pmu_event. Events are numbered per
  *     program from 1; an event that could not be queued (the program's queue
  *     of TPROF_PMU_QUEUE_LEN is full) or delivered (the socket's receive
- *     buffer is full, or no monitor yet) is counted, and the next delivered
- *     event carries that count in lost: seq + lost accounts for every event.
+ *     buffer is full: no ENOBUFS is raised for it) is counted, and the next
+ *     delivered event carries that count in lost: seq + lost accounts for
+ *     every event. Events are queued on the subscribing socket itself,
+ *     never on a socket that binds its port id after it closed.
  *   When the monitor's socket closes the program has none until the next
- *   subscription (events meanwhile are lost, and counted).
+ *   subscription: events meanwhile wait in the program's queue (what does
+ *   not fit is lost, and counted).
  */
 #define TPROF_PMU_GENL_NAME "tprof_pmu"
 #define TPROF_PMU_GENL_VERSION 1

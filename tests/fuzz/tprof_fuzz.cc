@@ -2488,8 +2488,9 @@ struct Burner {
   std::atomic<bool> stop{false};
   std::atomic<uint32_t> tid{0};
   std::thread t;
-  Burner() {
-    t = std::thread([this] {
+  // relentless: no pause, so that events are in flight at any moment.
+  explicit Burner(bool relentless = false) {
+    t = std::thread([this, relentless] {
       tid = Gettid();
       while (!stop.load()) {
         void* m = ::mmap(nullptr, size_t(kPage) * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -2499,6 +2500,9 @@ struct Burner {
         }
         tprof_fuzz_spin(3);
         g_pmu_word = g_pmu_word + 1;
+        // A few thousand events a second are enough; a busier loop on
+        // every worker starves the other operations in a TCG guest.
+        if (!relentless) std::this_thread::sleep_for(std::chrono::microseconds(500));
       }
     });
     while (!tid.load()) std::this_thread::yield();
@@ -2533,6 +2537,7 @@ void NlCreateProgram(Rng& r, Worker& w, NlScene& sc, int dev, uint32_t burner_ti
     }
     k.threshold = 1 + r.Below(3);
     k.threshold_every = r.OneIn(4) ? 1 + r.Below(8) : 1;
+    if (in.scope == TPROF_PMU_SCOPE_CPUS) k.threshold_every = 16 + r.Below(48);  // every fault of every process
     if (r.OneIn(2)) {  // a rule over the same counter
       in.nr_rules = 1;
       tprof_pmu_rule& rule = in.rules[0];
@@ -2899,7 +2904,7 @@ void OpPortIdRace(Worker& w) {
     if (dev >= 0) ::close(dev);
     return;
   }
-  Burner burner;
+  Burner burner(true);
   tprof_pmu_program in{};
   in.scope = TPROF_PMU_SCOPE_THREAD;
   in.pid = burner.tid.load();

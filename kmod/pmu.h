@@ -17,8 +17,8 @@
 #include <linux/workqueue.h>
 #include "cpu_events.h"
 
-struct net;
 struct perf_event;
+struct sock;
 struct pid_namespace;
 struct tprof_pmu_prog;
 
@@ -62,10 +62,9 @@ struct tprof_pmu_prog {
 	struct irq_work kick;	/* from the overflow handler (any context) */
 	struct work_struct send_work;
 
-	/* The monitor: a generic netlink socket (net, portid). */
+	/* The monitor: the generic netlink socket that subscribed. */
 	spinlock_t monitor_lock;
-	struct net *net;	/* holds a reference; NULL: no monitor */
-	u32 portid;
+	struct sock *monitor;	/* holds a reference; NULL: no monitor */
 	struct list_head node;	/* tprof_pmu_programs, for socket releases */
 };
 

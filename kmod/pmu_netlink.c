@@ -5,16 +5,19 @@
  * A monitor subscribes by sending TPROF_PMU_CMD_SUBSCRIBE with a program
  * descriptor of its own process: genetlink runs the handler in the
  * sender's context, so the descriptor is looked up in the sender's table
- * and holding it is the permission. Events are unicast to that socket
- * only. A socket's portid can be reused once it is closed, so the
- * NETLINK_URELEASE notification drops every subscription of a closing
- * socket before its portid can be reused.
+ * and holding it is the permission. Events are queued on that socket
+ * only: the program holds the socket itself, not its port id. A port id
+ * is free for another socket to bind from the moment netlink_release()
+ * unhashes the closing one, before NETLINK_URELEASE is announced, and a
+ * send that read the port id before then would reach the new owner. A
+ * closing socket is SOCK_DEAD, and is dropped by the next send or by the
+ * NETLINK_URELEASE notification, whichever comes first.
  */
 #include <linux/file.h>
 #include <linux/netlink.h>
 #include <linux/notifier.h>
 #include <net/genetlink.h>
-#include <net/net_namespace.h>
+#include <net/sock.h>
 #include "tprof.h"
 #include "pmu.h"
 
@@ -26,31 +29,38 @@ static const struct nla_policy tprof_pmu_policy[TPROF_PMU_A_MAX + 1] = {
 
 static struct genl_family tprof_pmu_family;
 
-static void tprof_pmu_set_monitor(struct tprof_pmu_prog *p, struct net *net,
-				  u32 portid)
+static void tprof_pmu_set_monitor(struct tprof_pmu_prog *p, struct sock *sk)
 {
-	struct net *old;
+	struct sock *old;
 
+	sock_hold(sk);
 	spin_lock_bh(&p->monitor_lock);
-	old = p->net;
-	p->net = get_net(net);
-	p->portid = portid;
+	old = p->monitor;
+	p->monitor = sk;
 	spin_unlock_bh(&p->monitor_lock);
 	if (old)
-		put_net(old);
+		sock_put(old);
+}
+
+/* Drops the monitor if it is sk (any monitor for NULL). */
+static void tprof_pmu_drop_monitor_if(struct tprof_pmu_prog *p,
+				      struct sock *sk)
+{
+	struct sock *old = NULL;
+
+	spin_lock_bh(&p->monitor_lock);
+	if (!sk || p->monitor == sk) {
+		old = p->monitor;
+		p->monitor = NULL;
+	}
+	spin_unlock_bh(&p->monitor_lock);
+	if (old)
+		sock_put(old);
 }
 
 void tprof_pmu_drop_monitor(struct tprof_pmu_prog *p)
 {
-	struct net *old;
-
-	spin_lock_bh(&p->monitor_lock);
-	old = p->net;
-	p->net = NULL;
-	p->portid = 0;
-	spin_unlock_bh(&p->monitor_lock);
-	if (old)
-		put_net(old);
+	tprof_pmu_drop_monitor_if(p, NULL);
 }
 
 /* An empty TPROF_PMU_CMD_SUBSCRIBE message to the subscribing socket. */
@@ -100,18 +110,20 @@ static int tprof_pmu_subscribe(struct sk_buff *skb, struct genl_info *info)
 		fput(file);
 		return ret;
 	}
-	tprof_pmu_set_monitor(p, genl_info_net(info), info->snd_portid);
+	/* The sending socket (the request's sender, alive while it sends). */
+	tprof_pmu_set_monitor(p, NETLINK_CB(skb).sk);
 	/* Events queued before the subscription go out now. */
 	queue_work(system_unbound_wq, &p->send_work);
 	fput(file);
 	return 0;
 }
 
-static int tprof_pmu_send(struct net *net, u32 portid,
-			  const struct tprof_pmu_event *ev)
+/* Queues one event on the monitor's socket itself, never by port id. */
+static int tprof_pmu_send(struct sock *sk, const struct tprof_pmu_event *ev)
 {
 	struct sk_buff *skb;
 	void *hdr;
+	int ret;
 
 	skb = genlmsg_new(nla_total_size(sizeof(*ev)), GFP_KERNEL);
 	if (!skb)
@@ -122,38 +134,47 @@ static int tprof_pmu_send(struct net *net, u32 portid,
 		return -EMSGSIZE;
 	}
 	genlmsg_end(skb, hdr);
-	return genlmsg_unicast(net, skb, portid);	/* frees skb */
+	/* Full receive buffer: -ENOMEM; the skb is still ours then. */
+	ret = sock_queue_rcv_skb(sk, skb);
+	if (ret)
+		kfree_skb(skb);
+	return ret;
 }
 
 /*
  * The program's one consumer of its queue. An event that cannot reach
- * the monitor (no memory, receive buffer full, socket gone) is counted as
- * lost and the next delivered event says so; without a monitor events
- * wait in the queue (then new ones are lost when it is full).
+ * the monitor (no memory, receive buffer full) is counted as lost and the
+ * next delivered event says so; without a monitor (or with a closing one)
+ * events wait in the queue (then new ones are lost when it is full).
  */
 void tprof_pmu_send_work(struct work_struct *work)
 {
 	struct tprof_pmu_prog *p = container_of(work, struct tprof_pmu_prog,
 						send_work);
 	struct tprof_pmu_event ev;
-	struct net *net;
-	u32 portid;
+	struct sock *sk;
 	int ret;
 
 	for (;;) {
 		spin_lock_bh(&p->monitor_lock);
-		net = p->net ? get_net(p->net) : NULL;
-		portid = p->portid;
+		sk = p->monitor;
+		if (sk)
+			sock_hold(sk);
 		spin_unlock_bh(&p->monitor_lock);
-		if (!net)
+		if (!sk)
 			return;
+		if (sock_flag(sk, SOCK_DEAD)) {
+			tprof_pmu_drop_monitor_if(p, sk);
+			sock_put(sk);
+			return;
+		}
 		if (!tprof_pmu_pop(p, &ev)) {
-			put_net(net);
+			sock_put(sk);
 			return;
 		}
 		ev.lost = atomic64_xchg(&p->lost_pending, 0);
-		ret = tprof_pmu_send(net, portid, &ev);
-		put_net(net);
+		ret = tprof_pmu_send(sk, &ev);
+		sock_put(sk);
 		if (ret) {
 			atomic64_add(ev.lost + 1, &p->lost_pending);
 			atomic64_inc(&p->lost);
@@ -164,6 +185,7 @@ void tprof_pmu_send_work(struct work_struct *work)
 	}
 }
 
+/* A generic netlink socket closes: drop it (it is SOCK_DEAD by now). */
 static int tprof_pmu_netlink_event(struct notifier_block *nb,
 				   unsigned long event, void *ptr)
 {
@@ -174,13 +196,16 @@ static int tprof_pmu_netlink_event(struct notifier_block *nb,
 		return NOTIFY_DONE;
 	mutex_lock(&tprof_pmu_programs_lock);
 	list_for_each_entry(p, &tprof_pmu_programs, node) {
-		bool mine;
+		struct sock *dead = NULL;
 
 		spin_lock_bh(&p->monitor_lock);
-		mine = p->net == n->net && p->portid == n->portid;
+		if (p->monitor && sock_flag(p->monitor, SOCK_DEAD)) {
+			dead = p->monitor;
+			p->monitor = NULL;
+		}
 		spin_unlock_bh(&p->monitor_lock);
-		if (mine)
-			tprof_pmu_drop_monitor(p);
+		if (dead)
+			sock_put(dead);
 	}
 	mutex_unlock(&tprof_pmu_programs_lock);
 	return NOTIFY_DONE;

@@ -836,7 +836,13 @@ struct tprof_window_list {
  *     sending process. Its events go to the sending socket from then on (a
  *     program has one monitor; a new subscription replaces the old one).
  *     EBADF: not an open descriptor; EINVAL: not a PMU program; EAGAIN:
- *     the socket's receive buffer is full (read it, then subscribe again).
+ *     the socket's receive buffer is full (read it, then subscribe again);
+ *     ENOMEM. Generic netlink itself refuses a malformed message before
+ *     the handler runs: EOPNOTSUPP (another command, or a dump), EINVAL
+ *     (headers cut short, an attribute running past the message, no
+ *     TPROF_PMU_A_PROGRAM_FD), ERANGE (TPROF_PMU_A_PROGRAM_FD shorter
+ *     than 4 bytes, TPROF_PMU_A_EVENT longer than its struct), ENOENT (no
+ *     such family id); a message without NLM_F_REQUEST is not handled.
  *     Since 1.9 the kernel first replies with an empty
  *     TPROF_PMU_CMD_SUBSCRIBE message, queued ahead of the program's
  *     events: that is the success to wait for, since the netlink ACK
@@ -846,10 +852,13 @@ struct tprof_window_list {
  *     TPROF_PMU_A_EVENT: a struct tprof_pmu_event. Events are numbered per
  *     program from 1; an event that could not be queued (the program's queue
  *     of TPROF_PMU_QUEUE_LEN is full) or delivered (the socket's receive
- *     buffer is full, or no monitor yet) is counted, and the next delivered
- *     event carries that count in lost: seq + lost accounts for every event.
+ *     buffer is full: no ENOBUFS is raised for it) is counted, and the next
+ *     delivered event carries that count in lost: seq + lost accounts for
+ *     every event. Events are queued on the subscribing socket itself,
+ *     never on a socket that binds its port id after it closed.
  *   When the monitor's socket closes the program has none until the next
- *   subscription (events meanwhile are lost, and counted).
+ *   subscription: events meanwhile wait in the program's queue (what does
+ *   not fit is lost, and counted).
  */
 #define TPROF_PMU_GENL_NAME "tprof_pmu"
 #define TPROF_PMU_GENL_VERSION 1

@@ -37,16 +37,24 @@ static int tprof_read_user_frame(void *ctx, u64 addr, u64 rec[2])
  */
 static int tprof_read_user_frame_inatomic(void *ctx, u64 addr, u64 rec[2])
 {
-	const void __user *p = (const void __user *)(unsigned long)addr;
+	const u64 __user *p = (const u64 __user *)(unsigned long)addr;
 
 #ifdef CONFIG_X86_64
 	if (!__access_ok(p, 2 * sizeof(u64)))
 		return -EFAULT;
+	/*
+	 * Two word reads, as perf reads a frame: a 16-byte
+	 * copy_user_generic() made a frame cost ~77 instructions against
+	 * perf's ~46 (bench/sampling_bench.cc, --frames 8 against 32).
+	 */
+	if (__get_user(rec[0], p) || __get_user(rec[1], p + 1))
+		return -EFAULT;
+	return 0;
 #else
 	if (!access_ok(p, 2 * sizeof(u64)))
 		return -EFAULT;
-#endif
 	return __copy_from_user_inatomic(rec, p, 2 * sizeof(u64)) ? -EFAULT : 0;
+#endif
 }
 
 #ifdef CONFIG_ARM64

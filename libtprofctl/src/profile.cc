@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 
+#include "recent_samples.h"
 #include "tprof/elf_snapshot.h"
 
 namespace tprof {
@@ -136,6 +137,14 @@ std::string Profile::ProcessDisplayName(uint32_t pid) const {
   return it->second.name();
 }
 
+ProfileBuilder::ProfileBuilder() : recent_(std::make_unique<RecentSamples>()) {}
+ProfileBuilder::ProfileBuilder(const ContextOptions& context)
+    : context_(context), recent_(std::make_unique<RecentSamples>()) {}
+// Moving keeps the maps' nodes, so recent_'s pointers stay valid.
+ProfileBuilder::ProfileBuilder(ProfileBuilder&&) noexcept = default;
+ProfileBuilder& ProfileBuilder::operator=(ProfileBuilder&&) noexcept = default;
+ProfileBuilder::~ProfileBuilder() = default;
+
 size_t ProfileBuilder::AddRecord(const tprof_rec_header* rec, size_t avail_bytes) {
   tprof_rec_header hdr{};
   if (rec == nullptr || avail_bytes < sizeof(hdr)) {
@@ -149,23 +158,10 @@ size_t ProfileBuilder::AddRecord(const tprof_rec_header* rec, size_t avail_bytes
   }
   bool ok = true;
   switch (hdr.type) {
-    case TPROF_REC_SAMPLE: {
-      tprof_rec_sample s;
-      if ((ok = LoadRecord(rec, hdr.size, &s))) {
-        AddSample(s);
-        const SampleKey key{s.pid, (s.flags & TPROF_SAMPLE_USER) ? s.space_id : 0, s.ip,
-                            s.flags & kSampleKeyFlags};
-        uint32_t stack = 0;
-        if (s.flags & TPROF_SAMPLE_STACK)
-          ok = AddStack(key, s, reinterpret_cast<const unsigned char*>(rec) + sizeof(s),
-                        hdr.size - sizeof(s), &stack);
-        // A sample whose stack was malformed is still counted: so is its context.
-        const uint64_t caller = (s.flags & TPROF_SAMPLE_CALLER) ? s.caller : 0;
-        if (context_.granularity_ns)
-          AddContext({s.time_ns / CurrentGranularity(), s.cpu, s.tid, key, stack, caller});
-      }
+    case TPROF_REC_SAMPLE:
+      if ((ok = hdr.size >= sizeof(tprof_rec_sample)))
+        ok = AddSample(reinterpret_cast<const unsigned char*>(rec), hdr.size);
       break;
-    }
     case TPROF_REC_COMM: {
       tprof_rec_comm c;
       if ((ok = LoadRecord(rec, hdr.size, &c))) AddComm(c);
@@ -220,29 +216,64 @@ size_t ProfileBuilder::AddRecords(const void* data, size_t bytes) {
   return off;
 }
 
-void ProfileBuilder::AddSample(const tprof_rec_sample& s) {
-  ++profile_.records.samples;
+bool ProfileBuilder::AddSample(const unsigned char* rec, uint32_t size) {
+  if (RecentSample* seen = recent_->Find(rec, size, profile_.stacks)) {
+    uint64_t time_ns;
+    std::memcpy(&time_ns, rec + offsetof(tprof_rec_sample, time_ns), sizeof(time_ns));
+    Count(*seen, time_ns);
+    return true;
+  }
+  tprof_rec_sample s;
+  std::memcpy(&s, rec, sizeof(s));
+  RecentSample e;
   const bool user = s.flags & TPROF_SAMPLE_USER;
-  SampleKey key{s.pid, user ? s.space_id : 0, s.ip, s.flags & kSampleKeyFlags};
-  ++profile_.samples[key];
-  if ((s.flags & TPROF_SAMPLE_CALLER) && s.caller != 0) ++profile_.caller_edges[{key, s.caller}];
-  ++profile_.cpus[s.cpu].samples;
-  if (profile_.first_time_ns == 0 || s.time_ns < profile_.first_time_ns)
-    profile_.first_time_ns = s.time_ns;
-  profile_.last_time_ns = std::max<uint64_t>(profile_.last_time_ns, s.time_ns);
+  e.key = {s.pid, user ? s.space_id : 0, s.ip, s.flags & kSampleKeyFlags};
+  e.tid = s.tid;
+  e.cpu = s.cpu;
+  e.caller = (s.flags & TPROF_SAMPLE_CALLER) ? s.caller : 0;
+  e.sample_count = &profile_.samples[e.key];
+  if (e.caller) e.caller_count = &profile_.caller_edges[{e.key, e.caller}];
+  e.cpu_count = &profile_.cpus[s.cpu].samples;
+  bool ok = true;
+  if (s.flags & TPROF_SAMPLE_STACK)
+    ok = AddStack(s, rec + sizeof(s), size - sizeof(s), &e.stack);
+  if (e.stack) e.stack_count = &profile_.stack_samples[{e.key, e.stack}];
+  // A sample whose stack was malformed is still counted, with its context.
+  Count(e, s.time_ns);
+  if (ok) recent_->Remember(rec, size, e);
+  return ok;
 }
 
-bool ProfileBuilder::AddStack(const SampleKey& key, const tprof_rec_sample& s,
-                              const unsigned char* rest, size_t rest_bytes, uint32_t* id_out) {
+void ProfileBuilder::Count(RecentSample& e, uint64_t time_ns) {
+  ++profile_.records.samples;
+  ++*e.sample_count;
+  if (e.caller_count) ++*e.caller_count;
+  ++*e.cpu_count;
+  if (e.stack_count) ++*e.stack_count;
+  if (profile_.first_time_ns == 0 || time_ns < profile_.first_time_ns)
+    profile_.first_time_ns = time_ns;
+  profile_.last_time_ns = std::max<uint64_t>(profile_.last_time_ns, time_ns);
+  if (!context_.granularity_ns) return;
+  const uint64_t bucket = time_ns / CurrentGranularity();
+  if (e.context_count && e.context_bucket == bucket && e.context_epoch == context_epoch_) {
+    ++*e.context_count;
+    return;
+  }
+  e.context_count = AddContext({bucket, e.cpu, e.tid, e.key, e.stack, e.caller});
+  e.context_bucket = bucket;
+  e.context_epoch = context_epoch_;
+}
+
+bool ProfileBuilder::AddStack(const tprof_rec_sample& s, const unsigned char* rest,
+                              size_t rest_bytes, uint32_t* id_out) {
   tprof_rec_stack st;
   if (rest_bytes < sizeof(st)) return false;
   std::memcpy(&st, rest, sizeof(st));
   const size_t n = size_t{st.nr_kernel} + st.nr_user;
   if (rest_bytes < sizeof(st) + n * sizeof(uint64_t)) return false;
-  // Looked up by a hash of the record's words, compared in place: most
-  // samples repeat a known stack, and building a RawStack (two vectors)
-  // only to find it again cost ~1,000 instructions a sample (bench/
-  // sampling_bench, section 4).
+  // Looked up by a hash of the record's words, compared in place: building
+  // a RawStack (two vectors) only to find it again cost ~1,000
+  // instructions a sample (bench/sampling_bench, section 4).
   const unsigned char* frames = rest + sizeof(st);
   const uint64_t space_id = st.nr_user ? s.space_id : 0;
   const size_t kernel_bytes = size_t{st.nr_kernel} * sizeof(uint64_t);
@@ -281,7 +312,6 @@ bool ProfileBuilder::AddStack(const SampleKey& key, const tprof_rec_sample& s,
     id = static_cast<uint32_t>(profile_.stacks.size());
     stack_ids_.emplace(hash, id);
   }
-  ++profile_.stack_samples[{key, id}];
   *id_out = id;
   return true;
 }
@@ -291,17 +321,19 @@ uint64_t ProfileBuilder::CurrentGranularity() {
   return profile_.context_granularity_ns;
 }
 
-void ProfileBuilder::AddContext(const SampleContextKey& key) {
-  ++profile_.contexts[key];
+uint64_t* ProfileBuilder::AddContext(const SampleContextKey& key) {
+  uint64_t* count = &++profile_.contexts[key];
   // Coarser buckets merge entries that differ only in time; a table whose
   // keys differ otherwise stops shrinking once everything is in one bucket.
   while (profile_.contexts.size() > context_.max_entries && profile_.contexts.size() > 1) {
     const size_t before = profile_.contexts.size();
     Rebucket(profile_.context_granularity_ns * 2);
+    count = nullptr;
     if (profile_.contexts.size() == before && profile_.contexts.begin()->first.bucket ==
                                                   profile_.contexts.rbegin()->first.bucket)
       break;
   }
+  return count;
 }
 
 void ProfileBuilder::Rebucket(uint64_t granularity_ns) {
@@ -317,6 +349,7 @@ void ProfileBuilder::Rebucket(uint64_t granularity_ns) {
   }
   profile_.contexts = std::move(merged);
   profile_.context_granularity_ns = granularity_ns;
+  ++context_epoch_;  // the counts recent_ points to are gone
 }
 
 void ProfileBuilder::SetContextOptions(const ContextOptions& context) {
@@ -378,6 +411,7 @@ Profile ProfileBuilder::Finish() {
     if (!changed) break;
   }
   stack_ids_.clear();
+  recent_->Clear();
   if (context_.granularity_ns) CurrentGranularity();  // an empty recording has context too
   return std::exchange(profile_, Profile{});
 }

@@ -291,6 +291,94 @@ TEST(ProfileBuilder, KeepsNoContextAtGranularityZero) {
   EXPECT_EQ(tprof::SerializeProfile(p).find("\nctx"), std::string::npos);
 }
 
+// Records as the kernel writes them, or each padded by 8 bytes, which the
+// reduction ignores (AcceptsLargerRecordsOfKnownTypes) but which keeps
+// every record from the builder's cache of recent records (recent_samples.h).
+Records RecentStream(bool padded) {
+  std::vector<uint64_t> deep;  // a leaf RA and 24 frames
+  for (uint64_t i = 0; i < 25; ++i) deep.push_back(0x401000 + 0x10 * i);
+  std::vector<uint64_t> deep_other_root = deep;  // beyond the frames the cache indexes by
+  deep_other_root[20] += 8;
+  std::vector<uint64_t> other_caller = deep;
+  other_caller[1] += 8;
+  Records r;
+  uint64_t seed = 12345;
+  for (uint64_t i = 0; i < 4000; ++i) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    const uint64_t time = 1'000'000 + i * 300;
+    const uint32_t cpu = (seed >> 40) % 2, tid = 10 + (seed >> 42) % 2;
+    auto user = At(SampleRec(10, 7, 0x401000 + 4 * ((seed >> 44) % 3), TPROF_SAMPLE_USER, cpu), tid, time);
+    auto kernel = At(SampleRec(10, 7, kKernelIp, 0, cpu), tid, time);
+    tprof_rec_sample s{};
+    uint32_t stack_flags = TPROF_STACK_LEAF_RA;
+    std::vector<uint64_t> kframes, uframes;
+    bool with_stack = true;
+    switch ((seed >> 50) % 9) {
+      case 0: s = user; uframes = deep; break;
+      case 1: s = user; uframes = deep_other_root; break;
+      case 2: s = user; uframes = other_caller; break;
+      case 3: s = user; with_stack = false; break;
+      case 4: s = At(SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, cpu, 0x402000), tid, time); break;
+      case 5:
+        s = kernel;
+        stack_flags |= TPROF_STACK_USER_IP;
+        kframes = {kKernelIp + 0x40, kKernelIp + 0x80};
+        uframes = deep;
+        uframes.insert(uframes.begin(), 0x401234);
+        break;
+      case 6: s = At(SampleRec(0, 0, kKernelIp, TPROF_SAMPLE_IDLE, cpu), 0, time); with_stack = false; break;
+      case 7: s = At(SampleRec(10, 0, 0, TPROF_SAMPLE_HIDDEN, cpu), tid, time); stack_flags = 0; break;
+      default: s = user; stack_flags = TPROF_STACK_TRUNCATED; uframes = {deep[0]}; break;
+    }
+    tprof_rec_stack st{};
+    st.nr_kernel = static_cast<uint16_t>(kframes.size());
+    st.nr_user = static_cast<uint16_t>(uframes.size());
+    st.flags = stack_flags;
+    if (with_stack) s.flags |= TPROF_SAMPLE_STACK;
+    const size_t frames = kframes.size() + uframes.size();
+    s.hdr.size = static_cast<uint32_t>(sizeof(s) + (with_stack ? sizeof(st) + 8 * frames : 0) +
+                                       (padded ? 8 : 0));
+    r.Add(s);
+    if (with_stack) {
+      r.Add(st);
+      for (uint64_t f : kframes) r.Add(f);
+      for (uint64_t f : uframes) r.Add(f);
+    }
+    if (padded) r.Add(uint64_t{0xdead});
+  }
+  return r;
+}
+
+TEST(ProfileBuilder, ARepeatedRecordAddsWhatItsFirstOccurrenceAdded) {
+  // Small context buckets and table: the table is rebuilt several times
+  // while records repeat; the granularity changes once by hand too.
+  const tprof::ContextOptions options{.granularity_ns = 1000, .max_entries = 64};
+  auto reduce = [&](bool padded) {
+    const Records r = RecentStream(padded);
+    ProfileBuilder first(options);
+    size_t off = 0, n = 0;
+    while (off < r.size() && n < 1500) off += first.AddRecord(r.at(off), r.size() - off), ++n;
+    ProfileBuilder b = std::move(first);  // the maps' nodes stay where they were
+    while (off < r.size() && n < 2500) off += b.AddRecord(r.at(off), r.size() - off), ++n;
+    b.SetContextOptions({.granularity_ns = 4000, .max_entries = 64});
+    EXPECT_EQ(b.AddRecords(r.at(off), r.size() - off), r.size() - off);
+    return b.Finish();
+  };
+  const Profile cached = reduce(false), full = reduce(true);
+  EXPECT_EQ(full.TotalSamples(), 4000u);
+  EXPECT_EQ(full.stacks.size(), 7u) << "deep_other_root and other_caller are stacks of their own";
+  EXPECT_GT(full.context_granularity_ns, 4000u) << "the context table was rebuilt at its bound";
+  EXPECT_EQ(cached.samples, full.samples);
+  EXPECT_EQ(cached.caller_edges, full.caller_edges);
+  EXPECT_EQ(cached.stacks, full.stacks);
+  EXPECT_EQ(cached.stack_samples, full.stack_samples);
+  EXPECT_EQ(cached.context_granularity_ns, full.context_granularity_ns);
+  EXPECT_EQ(cached.contexts, full.contexts);
+  EXPECT_EQ(cached.cpus, full.cpus);
+  EXPECT_EQ(cached.records, full.records);
+  EXPECT_TRUE(cached == full);
+}
+
 Profile RichProfile() {
   ProfileBuilder b;
   Records r;

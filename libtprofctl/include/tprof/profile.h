@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -223,10 +224,16 @@ struct ContextOptions {
   size_t max_entries = kDefaultMaxContextEntries;
 };
 
+struct RecentSample;
+class RecentSamples;
+
 class ProfileBuilder {
  public:
-  ProfileBuilder() = default;
-  explicit ProfileBuilder(const ContextOptions& context) : context_(context) {}
+  ProfileBuilder();
+  explicit ProfileBuilder(const ContextOptions& context);
+  ProfileBuilder(ProfileBuilder&&) noexcept;
+  ProfileBuilder& operator=(ProfileBuilder&&) noexcept;
+  ~ProfileBuilder();
 
   // Changes the context's granularity (before the first record, normally):
   // entries already kept move to bucket time / new granularity; 0 drops them.
@@ -252,22 +259,32 @@ class ProfileBuilder {
   Profile Finish();
 
  private:
-  void AddSample(const tprof_rec_sample& s);
+  // A sample record of `size` bytes (at least a struct tprof_rec_sample);
+  // false if its stack is malformed (the sample is counted all the same).
+  bool AddSample(const unsigned char* rec, uint32_t size);
+  // Adds one sample to the counts `counted` points to (recent_samples.h).
+  void Count(RecentSample& counted, uint64_t time_ns);
   void AddComm(const tprof_rec_comm& c);
   void AddMap(const tprof_rec_map& m, const char* path, size_t path_bytes);
   // Interns the stack after a sample; false if it does not fit the record.
-  bool AddStack(const SampleKey& key, const tprof_rec_sample& s, const unsigned char* rest,
-                size_t rest_bytes, uint32_t* id_out);
+  bool AddStack(const tprof_rec_sample& s, const unsigned char* rest, size_t rest_bytes,
+                uint32_t* id_out);
   // The profile's granularity, set from the options at the first use.
   uint64_t CurrentGranularity();
 
-  void AddContext(const SampleContextKey& key);
+  // Counts a context; returns its count, or nullptr if the table was
+  // rebuilt meanwhile (a coarser granularity).
+  uint64_t* AddContext(const SampleContextKey& key);
   void Rebucket(uint64_t granularity_ns);
 
   Profile profile_;
   // Stack-table ids by a hash of the stack (see AddStack).
   std::unordered_multimap<uint64_t, uint32_t> stack_ids_;
   ContextOptions context_;
+  // Recent records and where their counts are; the epoch counts the
+  // rebuilds of the context table, which move its counts.
+  std::unique_ptr<RecentSamples> recent_;
+  uint64_t context_epoch_ = 0;
 };
 
 // Reads the text symbols (types t/T/w/W) of a kallsyms file. All-zero

@@ -2276,6 +2276,15 @@ uint16_t NlResolve(int fd) {
   return 0;
 }
 
+// The same on a socket of its own: -1 without a socket (fds may run out).
+int NlFamily() {
+  int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+  if (fd < 0) return -1;
+  int family = NlResolve(fd);
+  ::close(fd);
+  return family;
+}
+
 // One event on socket s: where it may go, what it may say.
 void NlCheckEvent(NlScene& sc, NlSock& s, const nlattr* a, int left) {
   const tprof_pmu_event* evp = nullptr;
@@ -2766,12 +2775,9 @@ void OpPmuNetlink(Worker& w) {
   t_op = "pmu netlink";
   Rng& r = w.rng;
   NlScene sc;
-  {
-    int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-    if (fd < 0) return;
-    sc.family = NlResolve(fd);
-    ::close(fd);
-  }
+  const int family = NlFamily();
+  if (family < 0) return;
+  sc.family = uint16_t(family);
   if (!sc.family) {
     VIOLATION("generic netlink family %s not found while the module is loaded", TPROF_PMU_GENL_NAME);
     return;
@@ -2893,12 +2899,9 @@ void OpPortIdRace(Worker& w) {
   t_op = "pmu nl port id race";
   Rng& r = w.rng;
   NlScene sc;
-  {
-    int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-    if (fd < 0) return;
-    sc.family = NlResolve(fd);
-    ::close(fd);
-  }
+  const int family = NlFamily();
+  if (family < 0) return;
+  sc.family = uint16_t(family);
   int dev = OpenDevice();
   if (!sc.family || dev < 0) {
     if (dev >= 0) ::close(dev);
@@ -2995,12 +2998,9 @@ void OpPortIdRace(Worker& w) {
 void RootPmuRound(Rng& r) {
   t_op = "root parent pmu";
   NlScene sc;
-  {
-    int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-    if (fd < 0) return;
-    sc.family = NlResolve(fd);
-    ::close(fd);
-  }
+  const int family = NlFamily();
+  if (family < 0) return;
+  sc.family = uint16_t(family);
   int dev = OpenDevice();
   if (!sc.family || dev < 0) {
     if (dev >= 0) ::close(dev);

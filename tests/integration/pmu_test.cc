@@ -899,6 +899,13 @@ TEST(PmuHardwareTest, RangeThresholdFiresFromTheOverflowInterrupt) {
 namespace tprof::test {
 namespace {
 
+// The last non-empty line of a command's output (`pmu watch --json` ends
+// with its totals).
+std::string LastLine(const std::string& out) {
+  std::string text = out.substr(0, out.find_last_not_of('\n') + 1);
+  return text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+}
+
 // Breakpoint totals through the CLI (exact everywhere); on arm64 a
 // threshold on a breakpoint is refused with a hint that says why.
 TEST(TprofctlPmu, BreakpointTotalsAreExactAndArm64RefusesTheirThresholds) {
@@ -909,10 +916,8 @@ TEST(TprofctlPmu, BreakpointTotalsAreExactAndArm64RefusesTheirThresholds) {
                        &out),
             0)
       << out;
-  std::string last = out.substr(0, out.find_last_not_of('\n') + 1);
-  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
   std::string error;
-  auto totals = ParseJson(last, &error);
+  auto totals = ParseJson(LastLine(out), &error);
   ASSERT_TRUE(totals) << error << ": " << out;
   EXPECT_EQ((*totals).at("totals").at("hot").at("value").get<double>(), 1) << out;
   EXPECT_EQ((*totals).at("totals").at("cold").at("value").get<double>(), 1) << out;
@@ -980,10 +985,8 @@ TEST(TprofctlPmu, WatchPrintsOneEventAtTheThousandthFaultAndTheTotals) {
                        &out),
             0)
       << out;
-  std::string last = out.substr(0, out.find_last_not_of('\n') + 1);
-  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
   std::string error;
-  auto totals = ParseJson(last, &error);
+  auto totals = ParseJson(LastLine(out), &error);
   ASSERT_TRUE(totals) << error << ": " << out;
   EXPECT_EQ((*totals).at("totals").at("f").at("value").get<double>(), 1500) << out;
   EXPECT_TRUE((*totals).at("totals").at("f").at("exact").get<bool>());

@@ -186,16 +186,23 @@ $(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS) $(TPROFCTL_UNIT_SR
 # stripped copy without a link whose debug file is only in a build-id tree
 # (bare/ and debug/.build-id/xx/yyyy.debug); rebuilt/: the library built
 # again with other code ahead of st_hidden, kept in source order (another
-# build id, st_hidden moved).
+# build id, st_hidden moved); mini/: stripped, with MiniDebugInfo (Fedora's
+# .gnu_debugdata: an xz-compressed ELF holding the .symtab; xz-utils).
 SYMFILES := $(B)/tests/symfiles
 unit-tests: $(SYMFILES)/stamp
-$(SYMFILES)/stamp: tests/unit/symfiles/symtest.c
+$(SYMFILES)/stamp: tests/unit/symfiles/symtest.c Makefile
 	@rm -rf $(SYMFILES) && mkdir -p $(SYMFILES)/full $(SYMFILES)/link/.debug $(SYMFILES)/bare
 	$(CC) -std=gnu11 -O2 -g -fPIC -shared -Wl,--build-id $(WARNINGS) -o $(SYMFILES)/full/libsymtest.so $<
 	objcopy --only-keep-debug $(SYMFILES)/full/libsymtest.so $(SYMFILES)/link/.debug/libsymtest.so.debug
 	objcopy --strip-all --add-gnu-debuglink=$(SYMFILES)/link/.debug/libsymtest.so.debug \
 		$(SYMFILES)/full/libsymtest.so $(SYMFILES)/link/libsymtest.so
 	objcopy --strip-all $(SYMFILES)/full/libsymtest.so $(SYMFILES)/bare/libsymtest.so
+	@mkdir -p $(SYMFILES)/mini
+	objcopy --strip-debug $(SYMFILES)/full/libsymtest.so $(SYMFILES)/mini/symtab.elf
+	xz -f $(SYMFILES)/mini/symtab.elf
+	objcopy --strip-all --add-section .gnu_debugdata=$(SYMFILES)/mini/symtab.elf.xz \
+		$(SYMFILES)/full/libsymtest.so $(SYMFILES)/mini/libsymtest.so
+	@rm $(SYMFILES)/mini/symtab.elf.xz
 	@mkdir -p $(SYMFILES)/rebuilt
 	$(CC) -std=gnu11 -O2 -g -fPIC -shared -Wl,--build-id -DST_REBUILT -fno-toplevel-reorder $(WARNINGS) \
 		-o $(SYMFILES)/rebuilt/libsymtest.so $<

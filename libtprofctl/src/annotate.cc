@@ -126,34 +126,16 @@ bool HasDebugInfo(Elf* elf) {
 }
 
 
-// Where a file's separate debug file is looked for by its build id: in the
-// archive (SymbolizerOptions::symfs) first, then under debug_dir, as the
-// symbolizer looks.
-std::vector<std::string> DebugFilesOf(Elf* elf, const std::string& symfs,
-                                      const std::string& debug_dir) {
-  const std::string hex = ElfBuildId(elf);
-  if (hex.size() < 4) return {};
-  std::vector<std::string> paths;
-  if (!symfs.empty()) paths.push_back(SymfsPath(symfs, hex, true));
-  paths.push_back(debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug");
-  return paths;
-}
-
-// DWARF lines of one object: from the file itself, or its debug file by
-// build id (as the symbolizer finds it).
+// DWARF lines of one object: from the file itself, or from the debug file
+// the symbolizer found for it (Symbolizer::FileAddress::debug_file).
 class LineTable {
  public:
-  bool Open(const ElfFile& file, const std::string& symfs, const std::string& debug_dir) {
+  bool Open(const ElfFile& file, const std::string& debug_file) {
     Elf* elf = file.elf.get();
     if (!HasDebugInfo(elf)) {
-      elf = nullptr;
-      for (const std::string& path : DebugFilesOf(file.elf.get(), symfs, debug_dir)) {
-        if (debug_.Open(path) && HasDebugInfo(debug_.elf.get())) {
-          elf = debug_.elf.get();
-          break;
-        }
-      }
-      if (!elf) return false;
+      if (debug_file.empty() || !debug_.Open(debug_file) || !HasDebugInfo(debug_.elf.get()))
+        return false;
+      elf = debug_.elf.get();
     }
     dwarf_.reset(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
     return dwarf_ != nullptr;
@@ -500,8 +482,8 @@ Expected<Annotation> Annotate(const Profile& profile, Symbolizer& symbolizer,
 
   Code code;
   std::string code_note;
-  // The archive the symbolizer reads files from: their debug files are there too.
-  const std::string& symfs = symbolizer.options().symfs;
+  // The separate debug file of user code, as the symbolizer found it.
+  std::string debug_file;
   // The recorded kernel's release (the recorder notes it), else the running one's.
   std::string release = options.kernel_release;
   if (auto it = profile.attributes.find("kernel_release");
@@ -521,13 +503,13 @@ Expected<Annotation> Annotate(const Profile& profile, Symbolizer& symbolizer,
       elf.reset();
     } else {
       link_start = fa->address - loc.offset;
+      debug_file = fa->debug_file;
       a.size = elf->FunctionSize(link_start, "", nullptr);
-      // A stripped file's symbol came from its debug file.
-      for (const std::string& path : DebugFilesOf(elf->elf.get(), symfs, options.debug_dir)) {
-        if (a.size != 0) break;
-        ElfFile debug;
-        if (debug.Open(path)) a.size = debug.FunctionSize(link_start, "", nullptr);
-      }
+      // A stripped file's symbol came from its debug file, or from
+      // MiniDebugInfo (which only libdwfl reads).
+      if (ElfFile debug; a.size == 0 && !debug_file.empty() && debug.Open(debug_file))
+        a.size = debug.FunctionSize(link_start, "", nullptr);
+      if (a.size == 0) a.size = loc.symbol_size;
       code.machine = elf->Machine();
       code.source = fa->path;
     }
@@ -616,7 +598,7 @@ Expected<Annotation> Annotate(const Profile& profile, Symbolizer& symbolizer,
       a.source_note = "module code: no source lines";
     else
       a.source_note = "no source lines";
-  } else if (!lines.Open(*elf, symfs, options.debug_dir)) {
+  } else if (!lines.Open(*elf, debug_file)) {
     a.source_note = code.source + " has no DWARF line information (build with -g)";
   } else {
     std::map<std::pair<std::string, uint32_t>, uint64_t> by_line;

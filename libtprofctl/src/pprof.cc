@@ -135,16 +135,22 @@ class PprofBuilder {
     }
     // Functions inlined at the address are Lines of this Location before
     // the function they were inlined into, innermost first, as
-    // profile.proto orders them. Only the innermost's line is known (the
-    // symbolizer's source_file:line); the others' call lines are 0, unknown.
+    // profile.proto orders them. The innermost holds the sampled line (the
+    // symbolizer's source_file:line); each outer one the line (and file) of
+    // its call of the one inside it, DWARF's call site.
+    std::string file = loc.source_file;
+    uint32_t line_number = loc.line;
     for (size_t i = 0; i < loc.inlined.size(); ++i) {
       pb::Line* inlined = l->add_line();
-      inlined->set_function_id(FunctionId(loc.inlined[i], i == 0 ? loc.source_file : ""));
-      inlined->set_line(i == 0 ? loc.line : 0);
+      inlined->set_function_id(FunctionId(loc.inlined[i], file));
+      inlined->set_line(line_number);
+      const bool call = i < loc.inlined_calls.size();
+      file = call ? loc.inlined_calls[i].file : "";
+      line_number = call ? loc.inlined_calls[i].line : 0;
     }
     pb::Line* line = l->add_line();
-    line->set_function_id(FunctionId(loc.FunctionName(), loc.source_file));
-    line->set_line(loc.inlined.empty() ? loc.line : 0);
+    line->set_function_id(FunctionId(loc.FunctionName(), file));
+    line->set_line(line_number);
     locations_.emplace(lkey, id);
     if (count) AddMainSamples(*l, count);
     return id;

@@ -99,6 +99,7 @@ class Symbolizer::ElfObject {
 
   struct Function {
     uint64_t address;
+    uint64_t size;  // the symbol's, 0 if unknown
     std::string name;
   };
 
@@ -151,8 +152,25 @@ class Symbolizer::ElfObject {
     if (!fd) return false;
     module_ = nullptr;
     dwfl_.reset();
+    debug_file_.clear();
     OpenDwfl(debug_path, fd.get(), debug_dir);
-    return module_ != nullptr;
+    if (!module_) return false;
+    debug_file_ = debug_path;
+    recorded_debug_file_ = true;
+    return true;
+  }
+
+  // The separate file libdwfl takes this file's symbols and lines from
+  // (see the class comment; for a rebuilt file the recorded build's debug
+  // file), "" when the file has its own or none was found. Looks it up
+  // now if no symbol or line has been asked for yet.
+  const std::string& DebugFile() {
+    if (module_ && !recorded_debug_file_) {
+      Dwarf_Addr bias = 0;
+      dwfl_module_getsymtab(module_);
+      dwfl_module_getdwarf(module_, &bias);
+    }
+    return debug_file_;
   }
 
   // An inlined instance's name, from its abstract origin: the linkage name
@@ -187,27 +205,40 @@ class Symbolizer::ElfObject {
     const char* name = dwfl_module_addrinfo(module_, address, &offset, &sym, nullptr, nullptr,
                                             nullptr);
     if (!name || !*name) return std::nullopt;
-    return Function{address - offset, Demangle(name)};
+    return Function{address - offset, sym.st_size, Demangle(name)};
   }
 
   const std::string& build_id() const { return build_id_; }
 
-  // The functions inlined at address (link-time), innermost first: the
-  // DW_TAG_inlined_subroutine scopes DWARF gives for it.
-  std::vector<std::string> InlinedAt(uint64_t address) const {
-    std::vector<std::string> names;
-    if (!module_) return names;
+  // The functions inlined at address (link-time), innermost first, and
+  // where each is called: the DW_TAG_inlined_subroutine scopes DWARF gives
+  // for it, with their DW_AT_call_file and DW_AT_call_line.
+  void InlinedAt(uint64_t address, std::vector<std::string>* names,
+                 std::vector<Location::CallSite>* calls) const {
+    if (!module_) return;
     Dwarf_Addr bias = 0;
     Dwarf_Die* cu = dwfl_module_addrdie(module_, address, &bias);
-    if (!cu) return names;
+    if (!cu) return;
+    Dwarf_Files* files = nullptr;
+    size_t nfiles = 0;
+    if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0) files = nullptr;
     Dwarf_Die* scopes = nullptr;
     int n = dwarf_getscopes(cu, address - bias, &scopes);
     for (int i = 0; i < n; ++i) {
       if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
-      names.push_back(DieName(&scopes[i]));
+      names->push_back(DieName(&scopes[i]));
+      Location::CallSite call;
+      Dwarf_Attribute attr;
+      Dwarf_Word value = 0;
+      if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &value) == 0)
+        call.line = static_cast<uint32_t>(value);
+      const char* file = nullptr;
+      if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &value) == 0)
+        file = dwarf_filesrc(files, value, nullptr, nullptr);
+      if (file) call.file = file;
+      calls->push_back(std::move(call));
     }
     std::free(scopes);
-    return names;
   }
 
   bool SourceLine(uint64_t address, std::string* file, uint32_t* line) const {
@@ -230,7 +261,7 @@ class Symbolizer::ElfObject {
     debuginfo_path_ = ":.debug:" + debug_dir;
     debuginfo_path_ptr_ = debuginfo_path_.data();
     callbacks_.find_elf = dwfl_build_id_find_elf;
-    callbacks_.find_debuginfo = dwfl_standard_find_debuginfo;
+    callbacks_.find_debuginfo = FindDebuginfo;
     callbacks_.section_address = dwfl_offline_section_address;
     callbacks_.debuginfo_path = &debuginfo_path_ptr_;
     dwfl_.reset(dwfl_begin(&callbacks_));
@@ -242,6 +273,35 @@ class Symbolizer::ElfObject {
     module_ = dwfl_report_elf(dwfl_.get(), BaseName(path).c_str(), path.c_str(), fd, 0, true);
     if (!module_) ::close(fd);
     dwfl_report_end(dwfl_.get(), nullptr, nullptr);
+    void** userdata = nullptr;
+    if (module_ && dwfl_module_info(module_, &userdata, nullptr, nullptr, nullptr, nullptr,
+                                    nullptr, nullptr))
+      *userdata = this;
+  }
+
+  // libdwfl's standard search, noting what it found: the debug file has
+  // the file's build id (a .gnu_debugaltlink file, also looked up here, has
+  // its own). debuginfod's file has no name from libdwfl: its descriptor's,
+  // in the client's cache.
+  static int FindDebuginfo(Dwfl_Module* mod, void** userdata, const char* modname,
+                           Dwarf_Addr base, const char* file_name, const char* debuglink_file,
+                           GElf_Word debuglink_crc, char** debuginfo_file_name) {
+    int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+                                          debuglink_file, debuglink_crc, debuginfo_file_name);
+    auto* self = static_cast<ElfObject*>(*userdata);
+    if (fd < 0 || !self || !self->debug_file_.empty()) return fd;
+    if (!self->build_id_.empty()) {
+      ScopedElf found(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
+      if (!found || ElfBuildId(found.get()) != self->build_id_) return fd;
+    }
+    if (*debuginfo_file_name && **debuginfo_file_name) {
+      self->debug_file_ = *debuginfo_file_name;
+    } else {
+      std::error_code ec;
+      self->debug_file_ =
+          std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
+    }
+    return fd;
   }
 
   struct DwflDeleter {
@@ -296,6 +356,8 @@ class Symbolizer::ElfObject {
   Dwfl_Callbacks callbacks_{};             // libdwfl keeps a pointer to it
   std::unique_ptr<Dwfl, DwflDeleter> dwfl_;
   Dwfl_Module* module_ = nullptr;          // owned by dwfl_
+  std::string debug_file_;                 // see DebugFile()
+  bool recorded_debug_file_ = false;       // UseDebugFile() chose it
   bool cfi_loaded_ = false;
   std::unique_ptr<Dwarf_CFI, CfiDeleter> cfi_;  // .eh_frame of file_, ended before it
 };
@@ -482,9 +544,10 @@ std::optional<Symbolizer::FileAddress> Symbolizer::FileAddressOf(uint32_t pid,
   const Mapping* mapping = FindMapping(pid, space_id, ip);
   if (!mapping || !IsFilePath(mapping->path)) return std::nullopt;
   ElfObject* elf = OpenElf(mapping->path);
-  FileAddress out{FileToRead(mapping->path), 0};
+  FileAddress out{FileToRead(mapping->path), 0, ""};
   if (!elf || !elf->FileOffsetToAddress(ip - mapping->start + mapping->pgoff, &out.address))
     return std::nullopt;
+  out.debug_file = elf->DebugFile();
   return out;
 }
 
@@ -504,9 +567,10 @@ Location Symbolizer::ResolveUser(uint32_t pid, uint64_t space_id, uint64_t ip) {
     if (std::optional<ElfObject::Function> fn = elf->FindFunction(address)) {
       loc.symbol = std::move(fn->name);
       loc.offset = address - fn->address;
+      loc.symbol_size = fn->size;
     }
     elf->SourceLine(address, &loc.source_file, &loc.line);
-    if (options_.source_lines) loc.inlined = elf->InlinedAt(address);
+    if (options_.source_lines) elf->InlinedAt(address, &loc.inlined, &loc.inlined_calls);
     return loc;
   }
   auto jit = profile_.jit_symbols.find(pid);

@@ -17,7 +17,10 @@ std::string SymFiles() {
   return exe.substr(0, exe.rfind('/')) + "/symfiles";
 }
 
-uint64_t ElfSymbol(Elf* elf, uint32_t sh_type, const std::string& name) {
+namespace {
+
+// The symbol `name` in elf's sections of type sh_type; st_value 0 if none.
+GElf_Sym FindSymbol(Elf* elf, uint32_t sh_type, const std::string& name) {
   Elf_Scn* scn = nullptr;
   while (elf && (scn = elf_nextscn(elf, scn)) != nullptr) {
     GElf_Shdr sh;
@@ -28,22 +31,32 @@ uint64_t ElfSymbol(Elf* elf, uint32_t sh_type, const std::string& name) {
       const char* s = gelf_getsym(data, static_cast<int>(i), &sym)
                           ? elf_strptr(elf, sh.sh_link, sym.st_name)
                           : nullptr;
-      if (s && name == s) return sym.st_value;
+      if (s && name == s) return sym;
     }
   }
-  return 0;
+  return GElf_Sym{};
 }
 
-uint64_t SymbolAddress(const std::string& name) {
+GElf_Sym FullSymbol(const std::string& name) {
   elf_version(EV_CURRENT);
   int fd = ::open((SymFiles() + "/full/libsymtest.so").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  if (fd < 0) return GElf_Sym{};
   Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  const uint64_t address = ElfSymbol(elf, SHT_SYMTAB, name);
+  const GElf_Sym sym = FindSymbol(elf, SHT_SYMTAB, name);
   if (elf) elf_end(elf);
   ::close(fd);
-  return address;
+  return sym;
 }
+
+}  // namespace
+
+uint64_t ElfSymbol(Elf* elf, uint32_t sh_type, const std::string& name) {
+  return FindSymbol(elf, sh_type, name).st_value;
+}
+
+uint64_t SymbolAddress(const std::string& name) { return FullSymbol(name).st_value; }
+
+uint64_t SymbolSize(const std::string& name) { return FullSymbol(name).st_size; }
 
 Profile LibraryProfile(const std::string& path) {
   Profile p;

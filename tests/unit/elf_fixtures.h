@@ -3,7 +3,8 @@
 // the Makefile builds under build/tests/symfiles from
 // tests/unit/symfiles/symtest.c (full/: with DWARF; link/: stripped, its
 // debug file in link/.debug/ by .gnu_debuglink; bare/: stripped, its debug
-// file only in debug/.build-id/; rebuilt/: another build id, st_hidden moved).
+// file only in debug/.build-id/; rebuilt/: another build id, st_hidden moved;
+// mini/: stripped, its .symtab in MiniDebugInfo).
 #ifndef TPROF_TESTS_UNIT_ELF_FIXTURES_H_
 #define TPROF_TESTS_UNIT_ELF_FIXTURES_H_
 
@@ -31,6 +32,8 @@ inline constexpr uint64_t kSymBase = 0x7f0000000000;
 // The link-time address of a function in the unstripped libsymtest.so's
 // .symtab (full/); 0 if the file is missing.
 [[nodiscard]] uint64_t SymbolAddress(const std::string& name);
+// Its size there; 0 if the file is missing.
+[[nodiscard]] uint64_t SymbolSize(const std::string& name);
 
 // The ELF file at path mapped at kSymBase in (kSymPid, kSymSpace), one
 // mapping per PT_LOAD as the kernel would.

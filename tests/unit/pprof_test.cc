@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include <climits>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -388,8 +389,20 @@ TEST(Pprof, InlinedFunctionsAreLinesOfTheLocationInnermostFirst) {
   }
   ASSERT_NE(at, 0u) << "no address of st_exported carries the inlined st_inlined";
   ASSERT_NE(plain, 0u) << "no address of st_exported's own code";
-  const uint32_t line = sym.Resolve(kSymPid, kSymSpace, kSymBase + at, true).line;
+  const tprof::Location& inlined = sym.Resolve(kSymPid, kSymSpace, kSymBase + at, true);
+  const uint32_t line = inlined.line;
   ASSERT_GT(line, 0u);
+  // st_exported calls st_inlined on its own (only) line; read from the
+  // source, not from the symbolizer.
+  int64_t call_line = 0;
+  {
+    std::ifstream src(inlined.source_file);
+    int64_t n = 0;
+    for (std::string text; std::getline(src, text) && call_line == 0;)
+      if (++n, text.find("int st_exported(") != std::string::npos) call_line = n;
+  }
+  ASSERT_GT(call_line, 0) << "symtest.c: " << inlined.source_file;
+  ASSERT_NE(call_line, static_cast<int64_t>(line));
   p.samples[{kSymPid, kSymSpace, kSymBase + at, U}] = 3;
   p.samples[{kSymPid, kSymSpace, kSymBase + plain, U}] = 2;
 
@@ -408,7 +421,8 @@ TEST(Pprof, InlinedFunctionsAreLinesOfTheLocationInnermostFirst) {
     EXPECT_EQ(std::get<0>(lines[0]), "st_inlined");
     EXPECT_NE(std::get<1>(lines[0]).find("symtest.c"), std::string::npos) << std::get<1>(lines[0]);
     EXPECT_EQ(std::get<2>(lines[0]), line) << "the innermost holds the sampled line";
-    EXPECT_EQ(std::get<2>(lines[1]), 0) << "the call's line is not known";
+    EXPECT_EQ(std::get<2>(lines[1]), call_line) << "the caller's Line is at its call";
+    EXPECT_EQ(std::get<1>(lines[1]), std::get<1>(lines[0])) << "both functions are in symtest.c";
   }
 }
 

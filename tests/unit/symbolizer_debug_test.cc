@@ -5,6 +5,7 @@
 #include <gelf.h>
 #include <gtest/gtest.h>
 #include <libelf.h>
+#include <fcntl.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -71,6 +72,77 @@ TEST_F(SymbolizerDebug, AStrippedFileFindsItsDebugFileByBuildIdUnderDebugDir) {
   EXPECT_EQ(loc.symbol, "st_hidden");
   EXPECT_NE(loc.source_file.find("symtest.c"), std::string::npos) << loc.source_file;
   EXPECT_GT(loc.line, 0u);
+}
+
+// Whether the ELF file at path has a section of that name.
+bool HasSection(const std::string& path, const std::string& name) {
+  elf_version(EV_CURRENT);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  Elf* elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, nullptr) : nullptr;
+  size_t shstrndx = 0;
+  bool found = false;
+  Elf_Scn* scn = nullptr;
+  while (elf && elf_getshdrstrndx(elf, &shstrndx) == 0 && !found &&
+         (scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr sh;
+    const char* s = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : nullptr;
+    found = s && name == s;
+  }
+  if (elf) elf_end(elf);
+  if (fd >= 0) ::close(fd);
+  return found;
+}
+
+// Fedora's MiniDebugInfo: the stripped file carries its .symtab as an
+// xz-compressed ELF in .gnu_debugdata, which libdwfl (built with lzma, as
+// Debian's is) reads when no debug file is found.
+TEST_F(SymbolizerDebug, AStrippedFileWithMiniDebugInfoNamesItsStaticFunctions) {
+  const std::string mini = SymFiles() + "/mini/libsymtest.so";
+  ASSERT_TRUE(HasSection(mini, ".gnu_debugdata")) << mini << ": make unit-tests";
+  ASSERT_FALSE(HasSection(mini, ".symtab")) << "stripped: only MiniDebugInfo has st_hidden";
+  ASSERT_FALSE(HasSection(mini, ".gnu_debuglink"));
+  Profile p = LibraryProfile(mini);
+  SymbolizerOptions o;
+  o.debug_dir = "/nonexistent";
+  Symbolizer sym(p, o);
+  const Location& loc = sym.Resolve(kPid, kSpace, kBase + hidden_ + 3, true);
+  EXPECT_EQ(loc.symbol, "st_hidden") << loc.FunctionName();
+  EXPECT_EQ(loc.offset, 3u);
+  EXPECT_TRUE(loc.source_file.empty()) << "MiniDebugInfo has symbols, no lines";
+  EXPECT_EQ(sym.Resolve(kPid, kSpace, kBase + exported_, true).symbol, "st_exported");
+  auto fa = sym.FileAddressOf(kPid, kSpace, kBase + hidden_);
+  ASSERT_TRUE(fa);
+  EXPECT_EQ(fa->debug_file, "") << "no separate debug file";
+}
+
+TEST_F(SymbolizerDebug, FileAddressGivesTheDebugFileTheSymbolizerFound) {
+  SymbolizerOptions o;
+  o.debug_dir = "/nonexistent";
+  Profile linked = LibraryProfile(SymFiles() + "/link/libsymtest.so");
+  Symbolizer by_link(linked, o);
+  auto fa = by_link.FileAddressOf(kPid, kSpace, kBase + hidden_);
+  ASSERT_TRUE(fa);
+  EXPECT_EQ(fa->address, hidden_);
+  EXPECT_EQ(std::filesystem::canonical(fa->debug_file),
+            std::filesystem::canonical(SymFiles() + "/link/.debug/libsymtest.so.debug"))
+      << "found through .gnu_debuglink";
+
+  o.debug_dir = SymFiles() + "/debug";
+  Profile bare = LibraryProfile(SymFiles() + "/bare/libsymtest.so");
+  Symbolizer by_id(bare, o);
+  fa = by_id.FileAddressOf(kPid, kSpace, kBase + hidden_);
+  ASSERT_TRUE(fa);
+  const std::string id = tprof::FileBuildId(SymFiles() + "/bare/libsymtest.so");
+  EXPECT_EQ(std::filesystem::canonical(fa->debug_file),
+            std::filesystem::canonical(SymFiles() + "/debug/.build-id/" + id.substr(0, 2) + "/" +
+                                       id.substr(2) + ".debug"))
+      << "found by build id";
+
+  Profile full = LibraryProfile(SymFiles() + "/full/libsymtest.so");
+  Symbolizer own(full, o);
+  fa = own.FileAddressOf(kPid, kSpace, kBase + hidden_);
+  ASSERT_TRUE(fa);
+  EXPECT_EQ(fa->debug_file, "") << "the file has its own symbols and DWARF";
 }
 
 TEST_F(SymbolizerDebug, WithoutADebugFileUnnamedAddressesAreFilePlusOffsetEach) {
@@ -185,6 +257,16 @@ TEST_F(SymbolizerDebug, ARebuiltFileIsDetectedAndNamedFromTheRecordedBuildsDebug
       << "the rebuilt file itself has other code there (else this test proves nothing)";
 }
 
+// The number of the first line of a source file that contains text, 0 if
+// none does (or the file cannot be read).
+uint32_t LineOf(const std::string& path, const std::string& text) {
+  std::ifstream in(path);
+  uint32_t n = 0;
+  for (std::string line; std::getline(in, line);)
+    if (++n, line.find(text) != std::string::npos) return n;
+  return 0;
+}
+
 TEST_F(SymbolizerDebug, InlinedFunctionsAreNamedInnermostFirstAndFoldedAsFrames) {
   Profile p = LibraryProfile(SymFiles() + "/full/libsymtest.so");
   Symbolizer sym(p);
@@ -198,6 +280,12 @@ TEST_F(SymbolizerDebug, InlinedFunctionsAreNamedInnermostFirstAndFoldedAsFrames)
   ASSERT_NE(at, 0u) << "no address of st_exported carries the inlined st_inlined";
   const Location& loc = sym.Resolve(kPid, kSpace, kBase + at, true);
   EXPECT_EQ(loc.inlined, std::vector<std::string>{"st_inlined"});
+  // The call site: st_exported's line, which calls st_inlined.
+  ASSERT_EQ(loc.inlined_calls.size(), 1u);
+  const uint32_t call_line = LineOf(loc.inlined_calls[0].file, "int st_exported(");
+  ASSERT_GT(call_line, 0u) << "the call's file, symtest.c: " << loc.inlined_calls[0].file;
+  EXPECT_EQ(loc.inlined_calls[0].line, call_line);
+  EXPECT_NE(loc.inlined_calls[0].line, loc.line) << "not the sampled line inside st_inlined";
   EXPECT_EQ(loc.FrameNames(), (std::vector<std::string>{"st_inlined (inlined)", "st_exported"}));
   EXPECT_TRUE(sym.Resolve(kPid, kSpace, kBase + hidden_, true).inlined.empty());
 

@@ -12,10 +12,13 @@
 // Where the code comes from:
 //   user ELF code: the mapped file (through the profile's mappings; its
 //     archived copy when the symbolizer has a symfs, SymbolizerOptions), its
-//     symbol table for the function's extent, libdw's line table (in the
-//     file or its debug file by build id: the symfs archive's, then
-//     AnnotateOptions::debug_dir's) for source lines, the source file read
-//     from disk when it is there.
+//     symbol table for the function's extent, libdw's line table for source
+//     lines, the source file read from disk when it is there. What the file
+//     lacks comes from the separate debug file the symbolizer found for it
+//     (Symbolizer::FileAddressOf: by build id, .gnu_debuglink or debuginfod,
+//     under the symbolizer's symfs and debug_dir; the recorded build's for a
+//     file rebuilt since), and the extent of a function only MiniDebugInfo
+//     names from the symbolizer's symbol.
 //   JIT code (a perf map names it): only the sampled addresses; the code
 //     bytes lived in the process's anonymous memory, which the recording
 //     does not hold, so there is no disassembly (the note says so).
@@ -48,6 +51,8 @@ struct AnnotateOptions {
   // Kernel code: where to look. Empty kernel_release: the profile's
   // "kernel_release" attribute (the recorder's uname), else uname's.
   std::string kernel_release;
+  // Where the vmlinux is looked for (user code's debug files: where the
+  // symbolizer looks, SymbolizerOptions::debug_dir).
   std::string debug_dir = "/usr/lib/debug";
   // Where a source file DWARF names but that is not there is looked for
   // by its file name, in order (sources moved since the build).

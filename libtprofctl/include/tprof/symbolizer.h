@@ -32,7 +32,8 @@
 // Symbols and lines come from libdwfl: the file's .symtab/.dynsym, a
 // separate debug file (build id under debug_dir/.build-id, .gnu_debuglink),
 // MiniDebugInfo (.gnu_debugdata) and, when DEBUGINFOD_URLS is set,
-// debuginfod.
+// debuginfod. Tools that read the debug file themselves (annotate) take it
+// from FileAddressOf(), so that they find what the reports find.
 #ifndef TPROF_SYMBOLIZER_H_
 #define TPROF_SYMBOLIZER_H_
 
@@ -66,6 +67,18 @@ struct Location {
   // innermost holds source_file:line); symbol is the function they were
   // inlined into. Empty without DWARF or inlining.
   std::vector<std::string> inlined;
+  // Where each of them is called from, in the function it was inlined into
+  // (inlined[i + 1], or symbol after the last): DWARF's DW_AT_call_file and
+  // DW_AT_call_line; as many as inlined, {"", 0} where DWARF has none.
+  struct CallSite {
+    std::string file;
+    uint32_t line = 0;
+    bool operator==(const CallSite&) const = default;
+  };
+  std::vector<CallSite> inlined_calls;
+  // The function's size from its ELF symbol (user code in a file), 0 if
+  // unknown.
+  uint64_t symbol_size = 0;
 
   bool resolved() const { return !symbol.empty(); }
   // "kernel", "module:<name>", "main", "shared:<path>", "jit", "unresolved".
@@ -156,6 +169,11 @@ class Symbolizer {
   struct FileAddress {
     std::string path;
     uint64_t address = 0;
+    // The separate debug file this symbolizer takes the file's symbols and
+    // lines from: found by build id, .gnu_debuglink or debuginfod (its
+    // cache's copy), or the recorded build's for a rebuilt file (see
+    // above); "" when the file has its own or none was found.
+    std::string debug_file;
   };
   std::optional<FileAddress> FileAddressOf(uint32_t pid, uint64_t space_id, uint64_t ip);
 

@@ -1,5 +1,7 @@
 // tprofctl archive: a recording reported after the sampled binary is gone,
 // from the archive (dump, annotate and diff --symfs), as on another machine.
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -8,6 +10,7 @@
 #include "../common/json.h"
 #include "../common/temp_dir.h"
 #include "guest_env.h"
+#include "tprof/elf_snapshot.h"
 
 namespace tprof::test {
 namespace {
@@ -139,6 +142,50 @@ TEST(Archive, DiffWithSymfsReadsOneArchiveForBothOrEachItsOwn) {
   Json none = CommandJson("tprofctl diff --format json" + ab);
   ASSERT_TRUE(none.is_object());
   EXPECT_EQ(DiffSamples(none, "wl_alpha"), std::make_pair(uint64_t{0}, uint64_t{0}));
+}
+
+// Gives the ELF file at path another build id (its code unchanged) by
+// changing one byte of the id where it is stored, as a rebuild would.
+void ChangeBuildId(const std::string& path) {
+  const std::string id = FileBuildId(path);
+  ASSERT_EQ(id.size(), 40u) << path;
+  std::string bytes;
+  for (size_t i = 0; i < id.size(); i += 2)
+    bytes += static_cast<char>(std::stoi(id.substr(i, 2), nullptr, 16));
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t at = data.find(bytes);
+  ASSERT_NE(at, std::string::npos) << "the build id's bytes in " << path;
+  f.clear();
+  f.seekp(static_cast<std::streamoff>(at));
+  f.put(static_cast<char>(bytes[0] ^ 0x5a));
+  f.close();
+  ASSERT_NE(FileBuildId(path), id);
+}
+
+TEST(Archive, DumpAndAnnotateWarnAboutABinaryRebuiltAfterTheRecording) {
+  TempDir dir;
+  const std::string d = dir.path();
+  std::string out;
+  ASSERT_EQ(RunCommand("cd " + d + " && cp \"$(command -v tprof-wl-shares)\" ./wl && tprofctl "
+                       "record -o rec.data -- ./wl --ms 300 >/dev/null 2>&1",
+                       &out),
+            0)
+      << out;
+  const std::string recorded = FileBuildId(d + "/wl");
+  ChangeBuildId(d + "/wl");
+  if (HasFatalFailure()) return;
+  const std::string warning = "tprofctl: warning: " + d + "/wl was rebuilt after the recording: "
+                              "its symbols may be wrong (build id " + recorded + " when recorded, " +
+                              FileBuildId(d + "/wl") + " now)";
+  std::string err;
+  ASSERT_EQ(RunCommand("tprofctl dump -i " + d + "/rec.data 2>&1 >/dev/null", &err), 0) << err;
+  EXPECT_NE(err.find(warning), std::string::npos) << err;
+  ASSERT_EQ(RunCommand("tprofctl annotate -i " + d + "/rec.data wl_alpha 2>&1 >/dev/null", &err), 0)
+      << err;
+  EXPECT_NE(err.find(warning), std::string::npos) << "annotate warns as dump does: " << err;
+  EXPECT_EQ(err.find("warning: /"), err.rfind("warning: /")) << "about the annotated file only: "
+                                                             << err;
 }
 
 }  // namespace

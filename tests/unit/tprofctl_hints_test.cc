@@ -3,9 +3,15 @@
 
 #include <gtest/gtest.h>
 
-#include <cerrno>
+#include <unistd.h>
 
+#include <cerrno>
+#include <filesystem>
+
+#include "elf_fixtures.h"
+#include "tprof/archive.h"
 #include "tprof/device.h"
+#include "tprof/elf_snapshot.h"
 
 namespace tprof::cli {
 namespace {
@@ -73,6 +79,44 @@ TEST(Hints, UnnamedSamplesSuggestTheFilesDebugPackage) {
   EXPECT_TRUE(Has(h, "DEBUGINFOD_URLS=")) << h;
   EXPECT_EQ(DebugSymbolsHint({}, 3, has), "");
   EXPECT_FALSE(AptHasPackage("x; touch /tmp/tprof-hint-injected")) << "not a package name";
+}
+
+// dump warns about every file rebuilt since the recording, annotate about
+// the file it annotates (the same words, RebuiltFilesWarning).
+TEST(Hints, RebuiltFilesAreWarnedAboutUnlessTheArchiveHasTheRecordedBuild) {
+  const std::string full = test::SymFiles() + "/full/libsymtest.so";
+  const std::string rebuilt = test::SymFiles() + "/rebuilt/libsymtest.so";
+  const std::string recorded = FileBuildId(full);
+  const std::string now = FileBuildId(rebuilt);
+  ASSERT_EQ(recorded.size(), 40u) << full << ": make unit-tests";
+  ASSERT_NE(now, recorded);
+  Profile p;
+  p.build_ids[rebuilt] = recorded;
+  p.build_ids[full] = recorded;  // unchanged: no warning
+  p.build_ids["/nonexistent/libgone.so"] = recorded;
+
+  const std::string all = RebuiltFilesWarning(p, "");
+  EXPECT_TRUE(Has(all, "tprofctl: warning: " + rebuilt + " was rebuilt after the recording: "
+                       "its symbols may be wrong (build id " + recorded + " when recorded, " +
+                       now + " now)\n")) << all;
+  EXPECT_TRUE(Has(all, "tprofctl: warning: /nonexistent/libgone.so is gone or unreadable since "
+                       "the recording: its symbols may be wrong (build id " + recorded +
+                       " when recorded, none now)\n")) << all;
+  EXPECT_FALSE(Has(all, full + " ")) << all;
+
+  const std::string one = RebuiltFilesWarning(p, "", rebuilt);
+  EXPECT_TRUE(Has(one, rebuilt)) << one;
+  EXPECT_FALSE(Has(one, "libgone")) << "annotate: only the annotated file: " << one;
+  EXPECT_EQ(RebuiltFilesWarning(p, "", full), "") << "the annotated file is unchanged";
+
+  // An archive with the recorded build: the report reads that copy.
+  const std::string symfs = ::testing::TempDir() + "tprof-hints-symfs-" + std::to_string(::getpid());
+  const std::string copy = SymfsPath(symfs, recorded);
+  std::filesystem::create_directories(std::filesystem::path(copy).parent_path());
+  std::filesystem::copy_file(full, copy);
+  const std::string archived = RebuiltFilesWarning(p, symfs);
+  std::filesystem::remove_all(symfs);
+  EXPECT_EQ(archived, "") << "every file's recorded build is in the archive";
 }
 
 }  // namespace

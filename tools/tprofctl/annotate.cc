@@ -8,6 +8,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "hints.h"
 #include "tprof/annotate.h"
 #include "tprof/output_file.h"
 #include "tprof/profile_file.h"
@@ -35,6 +36,11 @@ int RunAnnotate(const AnnotateCliOptions& o) {
   symbolizer_options.symfs = o.symfs;
   Symbolizer symbolizer(*profile, symbolizer_options);
   auto annotation = Annotate(*profile, symbolizer, o.symbol, o.annotate);
+  // As dump warns: about the annotated file, or about every file when the
+  // function was not found (a rebuilt file's names may be why).
+  std::fputs(
+      RebuiltFilesWarning(*profile, o.symfs, annotation ? annotation->object : "").c_str(),
+      stderr);
   if (!annotation) {
     std::fprintf(stderr, "tprofctl: %s in %s\n", annotation.error().message().c_str(),
                  o.input.c_str());

@@ -113,17 +113,7 @@ int RunDump(const DumpOptions& o) {
       return 1;
     }
   }
-  for (const RebuiltFile& f : RebuiltFiles(*profile)) {
-    if (!o.symfs.empty() && ::access(SymfsPath(o.symfs, f.recorded_build_id).c_str(), R_OK) == 0)
-      continue;  // the archive has the recorded build
-    std::fprintf(stderr, "tprofctl: warning: %s %s: its symbols may be wrong (build id %s when "
-                         "recorded, %s now)\n",
-                 f.path.c_str(),
-                 f.current_build_id.empty() ? "is gone or unreadable since the recording"
-                                            : "was rebuilt after the recording",
-                 f.recorded_build_id.c_str(),
-                 f.current_build_id.empty() ? "none" : f.current_build_id.c_str());
-  }
+  std::fputs(RebuiltFilesWarning(*profile, o.symfs).c_str(), stderr);
   SymbolizerOptions symbolizer_options;
   symbolizer_options.symfs = o.symfs;
   Symbolizer symbolizer(*profile, symbolizer_options);

@@ -13,6 +13,9 @@
 
 #include <linux/tprof.h>
 
+#include "tprof/archive.h"
+#include "tprof/elf_snapshot.h"
+
 namespace tprof::cli {
 
 namespace {
@@ -165,6 +168,22 @@ bool AptHasPackage(const std::string& name) {
   std::string cmd = "apt-cache show --no-all-versions " + name + " >/dev/null 2>&1";
   int st = std::system(cmd.c_str());
   return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+std::string RebuiltFilesWarning(const Profile& profile, const std::string& symfs,
+                                const std::string& only) {
+  std::string out;
+  for (const RebuiltFile& f : RebuiltFiles(profile)) {
+    if (!only.empty() && f.path != only) continue;
+    if (!symfs.empty() && ::access(SymfsPath(symfs, f.recorded_build_id).c_str(), R_OK) == 0)
+      continue;  // the archive has the recorded build
+    out += "tprofctl: warning: " + f.path + " " +
+           (f.current_build_id.empty() ? "is gone or unreadable since the recording"
+                                       : "was rebuilt after the recording") +
+           ": its symbols may be wrong (build id " + f.recorded_build_id + " when recorded, " +
+           (f.current_build_id.empty() ? "none" : f.current_build_id) + " now)\n";
+  }
+  return out;
 }
 
 }  // namespace tprof::cli

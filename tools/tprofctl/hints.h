@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tprof/expected.h"
+#include "tprof/profile.h"
 #include "tprof/unresolved.h"
 
 namespace tprof::cli {
@@ -47,6 +48,14 @@ enum class Doing {
 
 // Whether apt knows a package of that name (`apt-cache show`).
 [[nodiscard]] bool AptHasPackage(const std::string& name);
+
+// The warnings (lines ending in '\n') dump and annotate print about the
+// profile's files rebuilt or removed since the recording (RebuiltFiles()):
+// their symbols may be wrong. A file the archive `symfs` ("" for none)
+// holds in its recorded build is read from there and not warned about.
+// only: that file alone (annotate's), "" for every file.
+[[nodiscard]] std::string RebuiltFilesWarning(const Profile& profile, const std::string& symfs,
+                                              const std::string& only = "");
 
 }  // namespace tprof::cli
 

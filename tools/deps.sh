@@ -39,9 +39,11 @@ packages=(
 	# built offline from Debian's Go source, reads it back in the tests.
 	libprotobuf-dev protobuf-compiler zlib1g-dev golang-go golang-github-google-pprof-dev
 	# tprofctl annotate disassembles with capstone (x86 and arm64 alike).
-	# (debuginfod needs nothing here: libdw dlopens libdebuginfod.so.1
-	# itself when DEBUGINFOD_URLS is set.)
 	libcapstone-dev
+	# debuginfod (DEBUGINFOD_URLS): libdw dlopens libdebuginfod.so.1, which
+	# Debian's libdw1 does not depend on; the unit tests fetch from a local
+	# server. MiniDebugInfo needs liblzma, which libdw1 links.
+	libdebuginfod1
 	# Headless Chromium renders the SVG flame graph (tprofctl dump --format
 	# svg) in make check (tests/flamegraph_browser.sh); one font package,
 	# which chromium only recommends, so that its text has glyphs.

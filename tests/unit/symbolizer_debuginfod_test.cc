@@ -6,6 +6,7 @@
 // thread of this process, serving libsymtest.so's debug file
 // (build/tests/symfiles, see elf_fixtures.h).
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -187,6 +188,9 @@ class SymbolizerDebuginfod : public ::testing::Test {
 };
 
 TEST_F(SymbolizerDebuginfod, WithDebuginfodUrlsTheDebugFileComesFromTheServer) {
+  void* client = ::dlopen("libdebuginfod.so.1", RTLD_LAZY);
+  ASSERT_TRUE(client) << "libdw's debuginfod client is missing: install libdebuginfod1 (make deps)";
+  ::dlclose(client);
   HttpServer server(Path(), debug_file_);
   ASSERT_NE(server.port(), 0) << "no socket on 127.0.0.1";
   ScopedEnv urls("DEBUGINFOD_URLS", server.url().c_str());

@@ -580,6 +580,47 @@ TEST(PmuTest, ClosingAProgramWhileItsEventsFireIsClean) {
   busy.join();
 }
 
+// Closing a program while a thread keeps hitting its breakpoint (on arm64 a
+// uprobe: unregistered and waited for at close), then unloading the module
+// under that load: the unload succeeds and the thread runs on unharmed (a
+// breakpoint left behind would trap it with nowhere to go).
+TEST(PmuTest, UnloadingRightAfterClosingABreakpointUnderLoadIsClean) {
+  auto syms = SelfSymbols();
+  ProgramSpec spec;
+  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
+  ASSERT_TRUE(spec.AddThreshold("v>=1/1"));
+  std::atomic<bool> stop{false};
+  std::atomic<long> visits{0};
+  std::thread busy([&] {
+    while (!stop.load()) {
+      tprof_pmu_visited();
+      visits++;
+    }
+  });
+  uint64_t counted = 0;
+  {
+    Device dev = OpenDeviceOrFail();
+    auto prog = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_PROCESS, 0));
+    EXPECT_TRUE(prog) << prog.error().message();
+    if (prog) {
+      Monitor mon = SubscribedMonitor(*prog);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      counted = ReadOrFail(*prog).values[0];
+    }
+  }
+  int err = UnloadModule();
+  long after_unload = visits.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  stop = true;
+  busy.join();
+  EXPECT_EQ(err, 0) << "rmmod tprof: " << std::strerror(err);
+  EXPECT_GT(counted, 0u) << "the breakpoint was never hit: the test tested nothing";
+  EXPECT_GT(visits.load(), after_unload) << "the thread stopped running the routine";
+  if (err == 0) {
+    ASSERT_EQ(LoadModule(ModulePath()), 0) << "insmod " << ModulePath();
+  }
+}
+
 TEST(PmuTest, PermissionsFollowPerfsRules) {
   Device dev = OpenDeviceOrFail();
   auto syms = SelfSymbols();

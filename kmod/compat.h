@@ -37,6 +37,74 @@ static inline void tprof_vm_flags_set(struct vm_area_struct *vma,
 #endif
 }
 
+/*
+ * uprobes (pmu_probe.c). 6.12 returns the uprobe from uprobe_register()
+ * (which takes a ref_ctr_offset), unregisters without waiting
+ * (uprobe_unregister_sync() waits for running handlers; 6.1's
+ * uprobe_unregister() excludes them itself) and dropped the filter's
+ * context argument; 6.13 gave the handler a session cookie.
+ */
+#include <linux/err.h>
+#include <linux/uprobes.h>
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+#define TPROF_UPROBE_HANDLER_PROTO struct uprobe_consumer *uc, struct pt_regs *regs, \
+	__u64 *data
+#else
+#define TPROF_UPROBE_HANDLER_PROTO struct uprobe_consumer *uc, struct pt_regs *regs
+#endif
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#define TPROF_UPROBE_FILTER_PROTO struct uprobe_consumer *uc, struct mm_struct *mm
+struct tprof_uprobe {
+	struct uprobe *uprobe;
+};
+
+static inline int tprof_uprobe_register(struct tprof_uprobe *u, struct inode *inode,
+					loff_t offset, struct uprobe_consumer *uc)
+{
+	struct uprobe *up = uprobe_register(inode, offset, 0, uc);
+
+	if (IS_ERR_OR_NULL(up))
+		return up ? PTR_ERR(up) : -ENOMEM;
+	u->uprobe = up;
+	return 0;
+}
+
+static inline void tprof_uprobe_unregister_nosync(struct tprof_uprobe *u,
+						  struct inode *inode, loff_t offset,
+						  struct uprobe_consumer *uc)
+{
+	uprobe_unregister_nosync(u->uprobe, uc);
+}
+
+static inline void tprof_uprobe_unregister_sync(void)
+{
+	uprobe_unregister_sync();
+}
+#else
+#define TPROF_UPROBE_FILTER_PROTO struct uprobe_consumer *uc, \
+	enum uprobe_filter_ctx ctx, struct mm_struct *mm
+struct tprof_uprobe {
+};
+
+static inline int tprof_uprobe_register(struct tprof_uprobe *u, struct inode *inode,
+					loff_t offset, struct uprobe_consumer *uc)
+{
+	return uprobe_register(inode, offset, uc);
+}
+
+/* Takes the uprobe's register_rwsem: no handler of uc runs afterwards. */
+static inline void tprof_uprobe_unregister_nosync(struct tprof_uprobe *u,
+						  struct inode *inode, loff_t offset,
+						  struct uprobe_consumer *uc)
+{
+	uprobe_unregister(inode, offset, uc);
+}
+
+static inline void tprof_uprobe_unregister_sync(void)
+{
+}
+#endif
+
 #ifdef CONFIG_ARM64
 /*
  * A return address read from an arm64 frame record may carry a pointer

@@ -4,9 +4,11 @@
  * or every CPU (through cpu_events.c), each a perf event with our
  * overflow handler. Exact kinds (software
  * events, tracepoints, breakpoints, watchpoints) run at period 1, so the
- * handler sees every event; hardware ones every K events. On arm64
+ * handler sees every event; hardware ones every K events. On arm64 an
+ * execution breakpoint at a user address of a file mapping is a uprobe
+ * (pmu_probe.c) whose handler takes the same per-hit path; other
  * breakpoints and watchpoints are counting events with perf's own
- * handler instead ("counts only": see tprof_pmu_counts_only()). The handler
+ * handler there ("counts only": see tprof_pmu_counts_only()). The handler
  * checks the counter's instruction range, adds to its value, then checks
  * its threshold and the rules that read it, all with atomics: it may run
  * in NMI, IRQ, or with any lock of the code it interrupts held. An event
@@ -27,6 +29,7 @@
 #include <linux/pid.h>
 #include <linux/pid_namespace.h>
 #include <linux/ptrace.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
@@ -152,21 +155,18 @@ static bool tprof_pmu_in_range(const struct tprof_pmu_counter *c,
 	return ip >= c->range_start && ip < c->range_end;
 }
 
-static void tprof_pmu_overflow(struct perf_event *event,
-			       struct perf_sample_data *data,
-			       struct pt_regs *regs)
+/*
+ * One event (one hit of a breakpoint, K of a hardware counter): from perf's
+ * overflow handler or a uprobe's (pmu_probe.c), preemption off.
+ */
+void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs)
 {
-	struct tprof_pmu_ctr *ctr = event->overflow_handler_context;
 	struct tprof_pmu_prog *p = ctr->prog;
 	const struct tprof_pmu_counter *c = &p->config.counters[ctr->index];
 	u64 values[TPROF_PMU_MAX_COUNTERS], v, next;
 	unsigned long rules = ctr->rules;
 	unsigned int r;
 
-	/* Every CPU: a counter fires a short while after its CPU went down. */
-	if (p->config.scope == TPROF_PMU_SCOPE_CPUS &&
-	    tprof_cpu_event(&p->cpus, ctr->index) != event)
-		return;
 	if (ctr->armed_mask && !(atomic_read(&p->armed) & ctr->armed_mask))
 		return;	/* a secondary counter whose rule has not fired */
 	if (!tprof_pmu_in_range(c, regs))
@@ -210,6 +210,20 @@ static void tprof_pmu_overflow(struct perf_event *event,
 	}
 }
 
+static void tprof_pmu_overflow(struct perf_event *event,
+			       struct perf_sample_data *data,
+			       struct pt_regs *regs)
+{
+	struct tprof_pmu_ctr *ctr = event->overflow_handler_context;
+	struct tprof_pmu_prog *p = ctr->prog;
+
+	/* Every CPU: a counter fires a short while after its CPU went down. */
+	if (p->config.scope == TPROF_PMU_SCOPE_CPUS &&
+	    tprof_cpu_event(&p->cpus, ctr->index) != event)
+		return;
+	tprof_pmu_hit(ctr, regs);
+}
+
 static void tprof_pmu_kick(struct irq_work *work)
 {
 	struct tprof_pmu_prog *p = container_of(work, struct tprof_pmu_prog, kick);
@@ -226,7 +240,8 @@ static void tprof_pmu_kick(struct irq_work *work)
  * the same instruction forever. There such a counter is a counting perf
  * event with the default handler: perf counts every hit exactly and the
  * value is read from perf when the program is read, but no handler of
- * ours sees a hit.
+ * ours sees a hit. An execution breakpoint at a user address may be a
+ * uprobe instead (tprof_pmu_may_probe()).
  */
 static bool tprof_pmu_counts_only(const struct tprof_pmu_counter *c)
 {
@@ -235,25 +250,54 @@ static bool tprof_pmu_counts_only(const struct tprof_pmu_counter *c)
 		c->kind == TPROF_PMU_EV_WATCHPOINT);
 }
 
+static bool tprof_pmu_user_address(u64 start, u64 len)
+{
+	return len <= TASK_SIZE && start <= TASK_SIZE - len;
+}
+
+/*
+ * arm64: an execution breakpoint at a user address of a thread or process
+ * becomes a uprobe when the address is in a file mapping (pmu_probe.c).
+ * Kernel addresses would need kprobes (not done) and every CPU a probe in
+ * every process: those only count.
+ */
+static bool tprof_pmu_may_probe(const struct tprof_pmu_program *c,
+				const struct tprof_pmu_counter *k)
+{
+	return IS_ENABLED(CONFIG_ARM64) && k->kind == TPROF_PMU_EV_BREAKPOINT &&
+	       c->scope != TPROF_PMU_SCOPE_CPUS &&
+	       tprof_pmu_user_address(k->addr, sizeof(long));
+}
+
 /*
  * What needs a per-hit callback cannot use a counts-only counter: a
  * threshold, a rule reading it, a range, arming, and scope CPUS (whose
  * per-CPU events are released with their CPU, taking their counts).
  */
+static bool tprof_pmu_needs_hits(const struct tprof_pmu_program *c, u32 i)
+{
+	const struct tprof_pmu_counter *k = &c->counters[i];
+	u32 r;
+
+	if (c->scope == TPROF_PMU_SCOPE_CPUS || k->threshold || k->armed_by ||
+	    (k->flags & TPROF_PMU_CTR_RANGE))
+		return true;
+	for (r = 0; r < c->nr_rules; r++)
+		if (tprof_pmu_rule_counters(&c->rules[r]) & (1U << i))
+			return true;
+	return false;
+}
+
+/* Before anything is created; a probe's fallback is checked at creation. */
 static bool tprof_pmu_counts_only_usable(const struct tprof_pmu_program *c)
 {
-	u32 i, read_by_rules = 0;
+	u32 i;
 
-	for (i = 0; i < c->nr_rules; i++)
-		read_by_rules |= tprof_pmu_rule_counters(&c->rules[i]);
 	for (i = 0; i < c->nr_counters; i++) {
 		const struct tprof_pmu_counter *k = &c->counters[i];
 
-		if (!tprof_pmu_counts_only(k))
-			continue;
-		if (c->scope == TPROF_PMU_SCOPE_CPUS || k->threshold ||
-		    k->armed_by || (k->flags & TPROF_PMU_CTR_RANGE) ||
-		    (read_by_rules & (1U << i)))
+		if (tprof_pmu_counts_only(k) && !tprof_pmu_may_probe(c, k) &&
+		    tprof_pmu_needs_hits(c, i))
 			return false;
 	}
 	return true;
@@ -310,11 +354,6 @@ static int tprof_pmu_create_err(const struct tprof_pmu_counter *c, int err)
 	if (c->kind == TPROF_PMU_EV_TRACEPOINT && err == -EINVAL)
 		return -ENOENT;
 	return err;
-}
-
-static bool tprof_pmu_user_address(u64 start, u64 len)
-{
-	return len <= TASK_SIZE && start <= TASK_SIZE - len;
 }
 
 /* Kernel addresses (breakpoints, watchpoints, ranges) need CAP_PERFMON. */
@@ -382,13 +421,22 @@ static void tprof_pmu_release_events(struct tprof_pmu_prog *p)
 {
 	u32 i;
 
+	bool probes = false;
+
 	if (p->on_cpus) {	/* every CPU's counters, hotplug undone */
 		tprof_cpu_events_stop(&p->cpus);
 		p->on_cpus = false;
 	}
 	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++) {
+		probes |= p->ctr[i].probe != NULL;
+		tprof_pmu_probe_unregister(&p->ctr[i]);
+	}
+	if (probes)	/* no uprobe handler runs past this */
+		tprof_pmu_probe_sync();
+	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++) {
 		struct tprof_pmu_ctr *ctr = &p->ctr[i];
 
+		tprof_pmu_probe_free(ctr);
 		while (ctr->nr_events)	/* with the copies inherited from them */
 			perf_event_release_kernel(ctr->events[--ctr->nr_events]);
 		kvfree(ctr->events);
@@ -407,6 +455,9 @@ static void tprof_pmu_free(struct tprof_pmu_prog *p)
 	tprof_pmu_drop_monitor(p);
 	if (p->pid_ns)
 		put_pid_ns(p->pid_ns);
+	put_pid(p->target);
+	if (p->target_mm)
+		mmdrop(p->target_mm);
 	kvfree(p->cells);
 	kfree(p);
 }
@@ -421,7 +472,21 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 	for (i = 0; i < p->config.nr_counters; i++) {
 		const struct tprof_pmu_counter *c = &p->config.counters[i];
 		struct tprof_pmu_ctr *ctr = &p->ctr[i];
+		int ret = -ESRCH;
 
+		if (tprof_pmu_may_probe(&p->config, c)) {
+			/* Any thread that still has its mm. */
+			for (t = 0; t < n && ret == -ESRCH; t++)
+				ret = tprof_pmu_probe_create(ctr, tasks[t]);
+			if (!ret)
+				continue;
+			if (ret != -ENOENT)
+				return ret;
+			/* Not a file mapping: perf counts, if that is enough. */
+			if (tprof_pmu_needs_hits(&p->config, i))
+				return -EOPNOTSUPP;
+		}
+		ctr->counts_only = tprof_pmu_counts_only(c);
 		ctr->events = kvcalloc(n, sizeof(*ctr->events), GFP_KERNEL_ACCOUNT);
 		if (!ctr->events)
 			return -ENOMEM;
@@ -592,7 +657,7 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 		ret = tprof_pmu_create_cpu_events(p);
 	} else {
 		ret = tprof_pmu_targets(c, pid, &tasks, &n);
-		put_pid(pid);
+		p->target = pid;	/* probes: who is in scope */
 		if (!ret && n * c->nr_counters > TPROF_PMU_MAX_EVENTS)
 			ret = -E2BIG;
 		if (!ret)
@@ -660,7 +725,7 @@ static void tprof_pmu_read_counts(struct tprof_pmu_prog *p)
 	for (i = 0; i < p->config.nr_counters; i++) {
 		struct tprof_pmu_ctr *ctr = &p->ctr[i];
 
-		if (!tprof_pmu_counts_only(&p->config.counters[i]))
+		if (!ctr->counts_only)
 			continue;
 		sum = 0;
 		for (t = 0; t < ctr->nr_events; t++)

@@ -5,6 +5,7 @@
  * queue to a work item that sends them over generic netlink.
  *   pmu.c          programs: creation, permissions, counters, rules, queue
  *   pmu_netlink.c  the generic netlink family, subscriptions, delivery
+ *   pmu_probe.c    arm64: user-address breakpoints as uprobes
  */
 #ifndef TPROF_PMU_H
 #define TPROF_PMU_H
@@ -18,6 +19,9 @@
 #include "cpu_events.h"
 
 struct perf_event;
+struct pt_regs;
+struct mm_struct;
+struct tprof_pmu_probe;
 struct sock;
 struct pid_namespace;
 struct tprof_pmu_prog;
@@ -34,6 +38,8 @@ struct tprof_pmu_ctr {
 	u32 armed_mask;		/* 0, or the rule bit that arms this counter */
 	u64 sub_width;		/* bytes per subrange */
 	atomic64_t *sub;	/* nr_subranges values, or NULL */
+	bool counts_only;	/* perf counts, no handler of ours (arm64) */
+	struct tprof_pmu_probe *probe;	/* a uprobe instead of events (arm64) */
 };
 
 /* A queue cell (Vyukov's bounded queue: producers anywhere, one consumer). */
@@ -54,6 +60,9 @@ struct tprof_pmu_prog {
 	struct tprof_cpu_events cpus;
 	bool on_cpus;		/* cpus started (stopped at release) */
 	struct pid_namespace *pid_ns;	/* the creator's: pids in events */
+	/* Probes: the target (its pid or tgid) and its mm at creation. */
+	struct pid *target;
+	struct mm_struct *target_mm;	/* mmgrab()ed: compared, never used */
 
 	struct tprof_pmu_cell *cells;	/* TPROF_PMU_QUEUE_LEN */
 	atomic_long_t enqueue_pos;
@@ -69,6 +78,7 @@ struct tprof_pmu_prog {
 };
 
 /* pmu.c */
+void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs);
 bool tprof_pmu_pop(struct tprof_pmu_prog *p, struct tprof_pmu_event *ev);
 struct tprof_pmu_prog *tprof_pmu_prog_from_file(struct file *file);
 extern struct mutex tprof_pmu_programs_lock;
@@ -79,5 +89,11 @@ int tprof_pmu_netlink_init(void);
 void tprof_pmu_netlink_exit(void);
 void tprof_pmu_send_work(struct work_struct *work);
 void tprof_pmu_drop_monitor(struct tprof_pmu_prog *p);
+
+/* pmu_probe.c */
+int tprof_pmu_probe_create(struct tprof_pmu_ctr *ctr, struct task_struct *task);
+void tprof_pmu_probe_unregister(struct tprof_pmu_ctr *ctr);
+void tprof_pmu_probe_sync(void);
+void tprof_pmu_probe_free(struct tprof_pmu_ctr *ctr);
 
 #endif /* TPROF_PMU_H */

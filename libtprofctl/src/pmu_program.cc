@@ -27,8 +27,9 @@ Expected<Program> Program::Create(const Device& device, const tprof_pmu_program&
     if (err == EACCES) hint = " (another user's process, a kernel address, or kernel.perf_event_paranoid > 2)";
 #if defined(__aarch64__)
     if (err == EOPNOTSUPP)
-      hint = " (no usable hardware PMU here, or a breakpoint or watchpoint with a threshold, "
-             "rule, range, arming or every-CPU scope: on arm64 they only count)";
+      hint = " (no usable hardware PMU here, or a threshold, rule, range, arming or every-CPU "
+             "scope on a watchpoint, a kernel breakpoint or one outside a file mapping: "
+             "on arm64 they only count)";
 #else
     if (err == EOPNOTSUPP) hint = " (no usable hardware PMU here)";
 #endif

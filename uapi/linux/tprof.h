@@ -761,12 +761,17 @@ struct tprof_window_list {
  * counter's period K (granularity): the value moves by K at each overflow,
  * rules and thresholds are evaluated then, and an instruction range is
  * checked against the overflow's address (an estimate, as sampling is).
- * On arm64 breakpoints and watchpoints only count: the kernel steps over
- * them only for perf's own overflow handler, so each is a counting perf
- * event whose value (exact) is perf's count when the program is read; a
- * threshold, a rule or a range on one, arming one (armed_by) and scope
- * CPUS with one need a handler per hit and are EOPNOTSUPP there. Events
- * raised by the other counters carry its value as of the last read.
+ * On arm64 an execution breakpoint at a user address of scope THREAD or
+ * PROCESS is a uprobe of the file mapped there at creation (an executable
+ * private file mapping), seen per hit and exact as on x86; it counts the
+ * scope's tasks only (the thread; the process and the descendants whose
+ * parent chain reaches it). Every other breakpoint and every watchpoint
+ * only counts there: the kernel steps over them only for perf's own
+ * overflow handler, so each is a counting perf event whose value (exact)
+ * is perf's count when the program is read; a threshold, a rule or a range
+ * on one, arming one (armed_by) and scope CPUS with one need a handler per
+ * hit and are EOPNOTSUPP there. Events raised by the other counters carry
+ * its value as of the last read.
  *
  * Instruction range (TPROF_PMU_CTR_RANGE): only events whose user-mode
  * instruction address (the interrupted or faulting instruction; for a
@@ -804,8 +809,9 @@ struct tprof_window_list {
  *   EPERM: scope CPUS without CAP_PERFMON/CAP_SYS_ADMIN.
  *   ENOENT: no such event (unknown software event or tracepoint id).
  *   EOPNOTSUPP: hardware events without a usable PMU; on arm64 a
- *   breakpoint or watchpoint with a threshold, in a rule, with a range,
- *   armed_by, or in scope CPUS (see Counting). ENOSPC: no free
+ *   watchpoint, or a breakpoint that only counts, with a threshold, in a
+ *   rule, with a range, armed_by, or in scope CPUS (see Counting); an
+ *   instruction a uprobe cannot step over. ENOSPC: no free
  *   debug register for a breakpoint or watchpoint. E2BIG: more than 4096
  *   perf events (the target's threads at creation x counters). EMFILE, ENOMEM: no descriptor or memory (the
  *   program's memory is charged to the caller's memory cgroup).

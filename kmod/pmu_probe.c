@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * arm64 execution breakpoints at user addresses, seen per hit: uprobes.
+ *
+ * arm64's kernel steps over a hardware breakpoint only for perf's own
+ * overflow handler (pmu.c: "counts only"); a uprobe steps over by itself
+ * and calls its consumer in the hitting task's context with its registers,
+ * so the per-hit path (range, thresholds, rules, arming) runs as it does
+ * for x86's breakpoint handler. The user address is resolved to (file,
+ * offset) through the target's mapping at creation.
+ *
+ * A uprobe belongs to the file: every process mapping it may hit it. The
+ * filter asks for it only in the target's mm and in the mms of tasks of
+ * the program's scope that map the file later (an exec); the handler
+ * counts only hits of the scope (the thread; or the process and its
+ * descendants), so another process mapping the same file is never counted,
+ * whoever installed the probe there.
+ */
+#include <linux/errno.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/pid.h>
+#include <linux/preempt.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include "compat.h"
+#include "pmu.h"
+
+struct tprof_pmu_probe {
+	struct uprobe_consumer uc;
+	struct tprof_pmu_ctr *ctr;
+	struct file *file;	/* holds the inode while the uprobe exists */
+	loff_t offset;
+	struct tprof_uprobe up;
+	bool registered;
+};
+
+/* The thread; or the process and its descendants (perf's inherit). */
+static bool tprof_pmu_probe_in_scope(const struct tprof_pmu_prog *p,
+				     struct task_struct *t)
+{
+	bool in = false;
+
+	if (p->config.scope == TPROF_PMU_SCOPE_THREAD)
+		return task_pid(t) == p->target;
+	rcu_read_lock();
+	/* Up to the idle task (pid 0), the parent of init and kthreadd. */
+	for (; t->pid; t = rcu_dereference(t->real_parent)) {
+		if (task_tgid(t) == p->target) {
+			in = true;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return in;
+}
+
+/* Which mms get the breakpoint: the target's, and the scope's own. */
+static bool tprof_pmu_probe_filter(TPROF_UPROBE_FILTER_PROTO)
+{
+	struct tprof_pmu_probe *pr = container_of(uc, struct tprof_pmu_probe, uc);
+	const struct tprof_pmu_prog *p = pr->ctr->prog;
+
+	return mm == p->target_mm ||
+	       (mm == current->mm && tprof_pmu_probe_in_scope(p, current));
+}
+
+/* Task context, before the probed instruction runs (regs->pc: its address). */
+static int tprof_pmu_probe_handler(TPROF_UPROBE_HANDLER_PROTO)
+{
+	struct tprof_pmu_probe *pr = container_of(uc, struct tprof_pmu_probe, uc);
+
+	if (!tprof_pmu_probe_in_scope(pr->ctr->prog, current))
+		return 0;
+	/* The per-hit path expects what perf's handlers run with. */
+	preempt_disable();
+	tprof_pmu_hit(pr->ctr, regs);
+	preempt_enable();
+	return 0;
+}
+
+/*
+ * The counter's breakpoint as a uprobe, in the file @task maps at the
+ * address. -ENOENT: the address is not in an executable private file
+ * mapping of @task (the caller may fall back to counting).
+ */
+int tprof_pmu_probe_create(struct tprof_pmu_ctr *ctr, struct task_struct *task)
+{
+	struct tprof_pmu_prog *p = ctr->prog;
+	u64 addr = p->config.counters[ctr->index].addr;
+	struct vm_area_struct *vma;
+	struct tprof_pmu_probe *pr;
+	struct mm_struct *mm;
+	int ret;
+
+	mm = get_task_mm(task);
+	if (!mm)
+		return -ESRCH;
+	pr = kzalloc(sizeof(*pr), GFP_KERNEL_ACCOUNT);
+	if (!pr) {
+		mmput(mm);
+		return -ENOMEM;
+	}
+	mmap_read_lock(mm);
+	vma = vma_lookup(mm, addr);
+	/* What uprobes install into (valid_vma() in kernel/events/uprobes.c). */
+	if (vma && vma->vm_file && (vma->vm_flags & VM_EXEC) &&
+	    !(vma->vm_flags & (VM_WRITE | VM_MAYSHARE | VM_HUGETLB))) {
+		pr->file = get_file(vma->vm_file);
+		pr->offset = addr - vma->vm_start +
+			((loff_t)vma->vm_pgoff << PAGE_SHIFT);
+	}
+	mmap_read_unlock(mm);
+	if (!pr->file) {
+		mmput(mm);
+		kfree(pr);
+		return -ENOENT;
+	}
+	if (!p->target_mm) {
+		mmgrab(mm);
+		p->target_mm = mm;
+	}
+	mmput(mm);
+
+	pr->ctr = ctr;
+	pr->uc.handler = tprof_pmu_probe_handler;
+	pr->uc.filter = tprof_pmu_probe_filter;
+	/* Published first: released with the program whatever happens next. */
+	ctr->probe = pr;
+	ret = tprof_uprobe_register(&pr->up, file_inode(pr->file), pr->offset,
+				    &pr->uc);
+	if (ret)
+		return ret == -ENOTSUPP ? -EOPNOTSUPP : ret;
+	pr->registered = true;
+	return 0;
+}
+
+/* No new hit after it; on 6.12 one may still run until the sync. */
+void tprof_pmu_probe_unregister(struct tprof_pmu_ctr *ctr)
+{
+	struct tprof_pmu_probe *pr = ctr->probe;
+
+	if (!pr || !pr->registered)
+		return;
+	tprof_uprobe_unregister_nosync(&pr->up, file_inode(pr->file),
+				       pr->offset, &pr->uc);
+	pr->registered = false;
+}
+
+/* Waits for the handlers still running after the unregisters. */
+void tprof_pmu_probe_sync(void)
+{
+	tprof_uprobe_unregister_sync();
+}
+
+void tprof_pmu_probe_free(struct tprof_pmu_ctr *ctr)
+{
+	struct tprof_pmu_probe *pr = ctr->probe;
+
+	if (!pr)
+		return;
+	fput(pr->file);
+	kfree(pr);
+	ctr->probe = NULL;
+}

@@ -207,6 +207,22 @@ void WriteSysctl(const char* path, const std::string& v) {
   f << v << "\n";
 }
 
+// Sets a sysctl for this scope; the old value comes back at its end.
+class SysctlOverride {
+ public:
+  SysctlOverride(const char* path, const std::string& value) : path_(path), old_(ReadSysctl(path)) {
+    WriteSysctl(path_, value);
+  }
+  ~SysctlOverride() { WriteSysctl(path_, old_); }
+  SysctlOverride(const SysctlOverride&) = delete;
+  SysctlOverride& operator=(const SysctlOverride&) = delete;
+  const std::string& old() const { return old_; }
+
+ private:
+  const char* path_;
+  std::string old_;
+};
+
 // What a configuration adds to the counters: nothing, the rule, or the
 // rule and a threshold on c at every K (an event at every c overflow).
 enum class HwExtra { kNone, kRule, kRuleAndEvents };
@@ -280,16 +296,16 @@ bool HardwareSection(const tprof::Device& dev, const char* perf, const char* sel
   // HZ=250, lowered further when handlers take long) so that no counter
   // is throttled; the values read back show it. (The rate first: the
   // kernel refuses to set it while perf_cpu_time_max_percent is 0.)
+  // (Restored in the reverse order, the percentage first.)
   const char* kRate = "/proc/sys/kernel/perf_event_max_sample_rate";
   const char* kPercent = "/proc/sys/kernel/perf_cpu_time_max_percent";
-  const std::string old_rate = ReadSysctl(kRate), old_percent = ReadSysctl(kPercent);
-  WriteSysctl(kRate, "1000000");
-  WriteSysctl(kPercent, "0");
+  const SysctlOverride rate(kRate, "1000000");
+  const SysctlOverride percent(kPercent, "0");
   std::printf("PMU programs, hardware counters: a workload of %d x (%.0f-instruction loop + getppid),"
               " median of %d (icount shift %s; perf_event_max_sample_rate %s -> %s,"
               " perf_cpu_time_max_percent %s -> %s)\n",
-              kHwChunks, 2.0 * kHwChunkIters, reps, icount ? icount : "none", old_rate.c_str(),
-              ReadSysctl(kRate).c_str(), old_percent.c_str(), ReadSysctl(kPercent).c_str());
+              kHwChunks, 2.0 * kHwChunkIters, reps, icount ? icount : "none", rate.old().c_str(),
+              ReadSysctl(kRate).c_str(), percent.old().c_str(), ReadSysctl(kPercent).c_str());
   bool ok = true;
   const double bare = HwNs(reps);
   auto row = [&](const std::string& what, double ns, double against_perf) {
@@ -384,8 +400,6 @@ bool HardwareSection(const tprof::Device& dev, const char* perf, const char* sel
                 " p90 %.0f ns (under --icount: instructions)\n",
                 delays.size(), delays[delays.size() / 2], delays[delays.size() * 9 / 10]);
   }
-  WriteSysctl(kPercent, old_percent);
-  WriteSysctl(kRate, old_rate);
   return ok;
 }
 

@@ -3,7 +3,8 @@
 # per kernel, printing ratios against baselines measured in the same boot;
 # then the metrics costs again in an instruction-counting (--icount) guest.
 #   bench/run.sh [6.1|6.12|arm64|stacks]...   (default: 6.1; arm64: the arm64
-#   6.1 guest under --icount only; stacks: only the sampling benchmark's
+#   6.1 guest under --icount only, with Debian's arm64 perf for the PMU
+#   programs' perf stat rows; stacks: only the sampling benchmark's
 #   whole-stack rows, tprofctl record -g against perf record -g, in the x86
 #   6.1 guest under --icount)
 # The sampling benchmark compares with `perf record` (Debian's linux-perf,
@@ -41,17 +42,24 @@ for k in "${kernels[@]}"; do
 	if [ "$k" = arm64 ]; then
 		# The arm64 6.1 guest under --icount (guest ns = instructions):
 		# the same per-call and per-switch costs and sampling overhead,
-		# without the perf rows: Debian's arm64 perf links libpython3.11,
-		# libperl, libslang, libunwind, libbabeltrace and more, which the
-		# arm64 sysroot does not carry (and perf's own -F throttling
+		# and the PMU programs against `perf stat` on hardware counters
+		# (the emulated PMUv3). Debian's arm64 perf comes from
+		# tools/vm/arm64-sysroot --perf (fetched on first use, into its own
+		# directory: it links libpython3.11, libperl, libslang, libunwind,
+		# libbabeltrace and more); --lib-dir lets tprof-vm copy those.
+		# The sampling rows stay without perf (perf's own -F throttling
 		# rules are the x86 rows' subject).
 		ka=$(tools/vm/arm64-sysroot --userspace --print-release)
+		perf_arm64=$(tools/vm/arm64-sysroot --print-perf)
+		perf_root=$(dirname "$(dirname "$(dirname "$perf_arm64")")")
 		make -s arm64-vm-inputs KVER="$ka"
 		echo "== Debian arm64 $ka kernel, QEMU TCG --icount (guest ns = instructions), -smp 1 =="
-		TPROF_VM_NO_BUILD=1 tools/tprof-vm --arch arm64 --smp 1 --icount --mem 2048 --timeout 1800 \
+		TPROF_VM_NO_BUILD=1 tools/tprof-vm --arch arm64 --smp 1 --icount --mem 2048 --timeout 3600 \
+			--lib-dir "$perf_root/lib/aarch64-linux-gnu" --lib-dir "$perf_root/usr/lib/aarch64-linux-gnu" \
 			--add build/arm64/bench/tprof_metrics_bench \
-			--add build/arm64/bench/tprof_sampling_bench -- \
-			sh -c "TPROF_BENCH_PAIRS=3 ./tprof_metrics_bench read-self ping-pong && ./tprof_sampling_bench --reps 3 --seconds 1"
+			--add build/arm64/bench/tprof_sampling_bench \
+			--add build/arm64/bench/tprof_pmu_bench --add "$perf_arm64" -- \
+			sh -c "TPROF_BENCH_PAIRS=3 ./tprof_metrics_bench read-self ping-pong && ./tprof_sampling_bench --reps 3 --seconds 1 && ./tprof_pmu_bench --perf ./$(basename "$perf_arm64")"
 		continue
 	fi
 	if [ "$k" = stacks ]; then

@@ -76,11 +76,11 @@ Expected<std::string> Gunzip(std::string_view data, size_t max_bytes) {
   s->next_out = reinterpret_cast<Bytef*>(out.data());
   s->avail_out = static_cast<uInt>(out.size());
   const int rc = inflate(s, Z_FINISH);
-  if (rc == Z_STREAM_END && s->avail_in == 0) {
+  if (rc == Z_STREAM_END && s->avail_in == 0 && s->total_out <= max_bytes) {
     out.resize(s->total_out);
     return out;
   }
-  if (s->avail_out == 0)
+  if (s->total_out > max_bytes)
     return Error::FromErrno(EFBIG, "gzip data larger than " + std::to_string(max_bytes) + " bytes");
   return Error::FromErrno(EBADMSG, std::string("not valid gzip data: ") +
                                        (s->msg ? s->msg : rc == Z_STREAM_END ? "trailing bytes"

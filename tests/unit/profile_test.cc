@@ -282,7 +282,9 @@ TEST(ProfileBuilder, CountsEveryContextAcrossTheMergesOfItsPendingList) {
   EXPECT_EQ(at_end.AddRecords(r.data(), r.size()), r.size());
   for (size_t off = 0, n = 0; off < r.size(); ++n) {
     off += midway.AddRecord(r.at(off), r.size() - off);
-    if (n % 997 == 0) EXPECT_EQ(midway.profile().records.samples, n + 1);  // merges now
+    if (n % 997 == 0) {
+      EXPECT_EQ(midway.profile().records.samples, n + 1);  // merges now
+    }
   }
   EXPECT_EQ(at_end.profile().contexts, want) << "profile() shows the pending contexts";
   const Profile a = at_end.Finish(), b = midway.Finish();

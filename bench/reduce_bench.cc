@@ -9,9 +9,10 @@
 //     build/bench/tprof_reduce_bench
 // (one command line) and Ir / samples; the wall time it prints moves with the host's load.
 //
-//   tprof_reduce_bench [--samples N] [--frames N] [--no-context]
+//   tprof_reduce_bench [--samples N] [--frames N] [--hz N] [--no-context]
 #include <linux/tprof.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -27,7 +28,7 @@ namespace {
 constexpr size_t kHalfBytes = 64 * 1024;  // tprofctl record's default
 constexpr uint32_t kPid = 4242;
 constexpr uint64_t kSpace = 0x5eed5eed5eed5eedull;
-constexpr uint64_t kPeriodNs = 100'000;  // 10 kHz
+uint64_t g_period_ns = 100'000;  // 10 kHz unless --hz
 
 // A published half: records back to back, 8-byte aligned.
 struct Half {
@@ -67,7 +68,7 @@ std::vector<Half> MakeHalves(long samples, int frames) {
   std::vector<Half> halves(1);
   for (long i = 0; i < samples; ++i) {
     tprof_rec_sample s{};
-    s.time_ns = 1'000'000'000 + uint64_t(i) * kPeriodNs;
+    s.time_ns = 1'000'000'000 + uint64_t(i) * g_period_ns;
     s.pid = s.tid = kPid;
     s.space_id = kSpace;
     tprof_rec_stack st{};
@@ -109,10 +110,12 @@ int main(int argc, char** argv) {
       samples = std::atol(argv[++i]);
     else if (a == "--frames" && i + 1 < argc)
       frames = std::atoi(argv[++i]);
+    else if (a == "--hz" && i + 1 < argc)
+      g_period_ns = 1'000'000'000 / std::max(1L, std::atol(argv[++i]));
     else if (a == "--no-context")
       context = false;
     else {
-      std::fprintf(stderr, "usage: tprof_reduce_bench [--samples N] [--frames N] [--no-context]\n");
+      std::fprintf(stderr, "usage: tprof_reduce_bench [--samples N] [--frames N] [--hz N] [--no-context]\n");
       return 2;
     }
   }

@@ -6,9 +6,10 @@
 // bench/reduce_bench). A record equal to one seen before (every byte but
 // its time) adds to the same counts: a slot keeps where they are, as
 // pointers into the profile's std::maps, whose nodes never move. Only the
-// context's count moves on, with its time bucket, and the context table is
-// rebuilt when it doubles its granularity (ProfileBuilder::Rebucket): the
-// slot's context count is used only in the bucket and epoch it was found in.
+// context's count moves on, with its time bucket: it is an entry of the
+// builder's pending context list, which is merged into the context table
+// (emptied) now and then (ProfileBuilder::MergeContexts): the slot's
+// context entry is used only in the bucket and epoch it was made in.
 // A miss (a new record, or two hot records sharing a slot) takes the full
 // path, which refills the slot; the cache never changes what is counted.
 #ifndef TPROF_RECENT_SAMPLES_H_
@@ -39,7 +40,7 @@ struct RecentSample {
   uint64_t* caller_count = nullptr;      // Profile::caller_edges, if a caller
   uint64_t* cpu_count = nullptr;         // Profile::cpus[cpu].samples
   uint64_t* stack_count = nullptr;       // Profile::stack_samples, if a stack
-  uint64_t* context_count = nullptr;     // Profile::contexts, if found yet
+  size_t context_entry = 0;              // the builder's pending_contexts_[i - 1], 0 none
   uint64_t context_bucket = 0;
   uint64_t context_epoch = 0;
 };

@@ -27,12 +27,11 @@ void BlockStopSignals(bool block) {
 struct Recorder::State {
   explicit State(SamplingSession s) : session(std::move(s)) {}
 
-  Status ConsumeNow() {
-    auto n = session.Consume([&](uint32_t, const tprof_rec_header* h, size_t avail) {
+  // The number of halves read.
+  Expected<size_t> ConsumeNow() {
+    return session.Consume([&](uint32_t, const tprof_rec_header* h, size_t avail) {
       return builder.AddRecord(h, avail) != 0;  // 0: malformed, the rest is unreadable
     });
-    if (!n) return n.error();
-    return OkStatus();
   }
 
   SamplingSession session;
@@ -92,16 +91,23 @@ Expected<Profile> Recorder::Run(const RecorderRunOptions& options) {
     device.async_wait(boost::asio::posix::descriptor_base::wait_read,
                       [&](const boost::system::error_code& ec) {
                         if (ec) return;
-                        if (Status st = s_->ConsumeNow(); !st) return fail(st);
+                        if (auto n = s_->ConsumeNow(); !n) return fail(n.error());
                         wait_device();
                       });
   };
-  // Halves fill slowly on an idle machine; the timer bounds the delay.
+  // Every published half wakes the device wait; the timer is a safety net
+  // behind it. While its ticks find nothing to read (the device wait got
+  // everything) they come at doubling intervals up to 8x poll_interval:
+  // each costs the profiled machine a wake-up (on one CPU, the workload's
+  // time), and perf's poll has none.
+  auto period = options.poll_interval;
   std::function<void()> tick = [&] {
-    timer.expires_after(options.poll_interval);
+    timer.expires_after(period);
     timer.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
-      if (Status st = s_->ConsumeNow(); !st) return fail(st);
+      auto n = s_->ConsumeNow();
+      if (!n) return fail(n.error());
+      period = *n ? options.poll_interval : std::min(period * 2, options.poll_interval * 8);
       tick();
     });
   };
@@ -116,7 +122,7 @@ Expected<Profile> Recorder::Run(const RecorderRunOptions& options) {
     interval_timer.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
       if (Status st = s_->session.Flush(); !st) return fail(st);
-      if (Status st = s_->ConsumeNow(); !st) return fail(st);
+      if (auto n = s_->ConsumeNow(); !n) return fail(n.error());
       if (!options.on_interval(s_->builder.profile())) return io.stop();
       wait_interval();
     });
@@ -163,10 +169,10 @@ Expected<Profile> Recorder::Finish() {
   if (Status st = session.Stop(); !st) return st.error();
   // Everything published after the stop, partial halves included.
   for (int i = 0; i < 2000 && !session.Finished(); ++i) {
-    if (Status st = s_->ConsumeNow(); !st) return st.error();
+    if (auto n = s_->ConsumeNow(); !n) return n.error();
     (void)session.Wait(5);
   }
-  if (Status st = s_->ConsumeNow(); !st) return st.error();
+  if (auto n = s_->ConsumeNow(); !n) return n.error();
   for (uint32_t cpu = 0; cpu < session.nr_cpu_ids(); ++cpu) {
     CpuBufferTotals t = session.Totals(cpu);
     builder.SetCpuTotals(cpu, t.samples_taken, t.lost_samples, t.lost_records);
@@ -180,6 +186,7 @@ Expected<Profile> Recorder::Finish() {
   if (session.malformed_halves())
     builder.SetAttribute("malformed_halves", std::to_string(session.malformed_halves()));
   Profile profile = builder.Finish();
+  DropUnsampledProcesses(&profile);
   SnapshotSystemState(&profile);
   return profile;
 }

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstring>
 #include <map>
 
 #include "../common/records.h"
 #include "../common/temp_dir.h"
+#include "tprof/elf_snapshot.h"
 #include "tprof/profile_file.h"
 
 namespace {
@@ -261,6 +263,36 @@ TEST(ProfileBuilder, KeepsEachSamplesThreadCpuTimeBucketStackAndCaller) {
   EXPECT_EQ(total, p.TotalSamples()) << "every sample has its context";
 }
 
+// Contexts wait in a pending list while recording (merged at 64 Ki
+// entries, on profile() and in Finish()): whenever the merges happen, the
+// table holds what the records say.
+TEST(ProfileBuilder, CountsEveryContextAcrossTheMergesOfItsPendingList) {
+  // Two samples a bucket, 70,000 buckets: more new contexts than the list holds.
+  constexpr uint64_t kSamples = 140'000;
+  using Ctx = tprof::SampleContextKey;
+  std::map<Ctx, uint64_t> want;
+  Records r;
+  for (uint64_t i = 0; i < kSamples; ++i) {
+    const uint64_t ip = 0x401000 + 4 * (i / 2 % 2), time = 500 * i;
+    r.Add(At(SampleRec(10, 7, ip, TPROF_SAMPLE_USER, 1), 11, time));
+    ++want[Ctx{time / 1000, 1, 11, {10, 7, ip, TPROF_SAMPLE_USER}, 0, 0}];
+  }
+  const tprof::ContextOptions options{.granularity_ns = 1000, .max_entries = size_t{1} << 20};
+  ProfileBuilder at_end(options), midway(options);
+  EXPECT_EQ(at_end.AddRecords(r.data(), r.size()), r.size());
+  for (size_t off = 0, n = 0; off < r.size(); ++n) {
+    off += midway.AddRecord(r.at(off), r.size() - off);
+    if (n % 997 == 0) {
+      EXPECT_EQ(midway.profile().records.samples, n + 1);  // merges now
+    }
+  }
+  EXPECT_EQ(at_end.profile().contexts, want) << "profile() shows the pending contexts";
+  const Profile a = at_end.Finish(), b = midway.Finish();
+  EXPECT_EQ(a.contexts, want);
+  EXPECT_EQ(b.contexts, want);
+  EXPECT_EQ(a.TotalSamples(), kSamples);
+}
+
 TEST(ProfileBuilder, DoublesTheGranularityWhenTheContextTablePassesItsBound) {
   ProfileBuilder b(tprof::ContextOptions{.granularity_ns = 1000, .max_entries = 4});
   Records r;
@@ -433,16 +465,82 @@ TEST(ProfileFile, ReadsVersion10FilesAndChecksTheStackTable) {
   }
 }
 
-TEST(ProfileFile, Version12CarriesBuildIdsAndTheVdsoAsHex) {
+TEST(ProfileFile, CarriesBuildIdsAndTheVdsoGzipped) {
   std::string text = tprof::SerializeProfile(RichProfile());
-  EXPECT_NE(text.find("tprof-profile 1 3\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("\nvdso\t7f454c460001ff0a0925\n"), std::string::npos) << text;
+  EXPECT_EQ(text.rfind("tprof-profile 1 4\n", 0), 0u) << text;
+  EXPECT_NE(text.find("\nvdso-gz\t10\t"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\nvdso\t"), std::string::npos) << "1.4 writes no hex image: " << text;
   EXPECT_NE(text.find("\nbuildid\t/usr/bin/prog%09with tab\t0123456789abcdef\n"),
             std::string::npos)
       << text;
+}
+
+// The point of 1.4: a real vDSO image (this process's) takes fewer
+// characters than it has bytes, under half of 1.3's hex (2 a byte), and
+// comes back byte for byte.
+TEST(ProfileFile, StoresARealVdsoInFewerCharactersThanItHasBytes) {
+  Profile p;
+  p.vdso_image = tprof::VdsoImage();
+  ASSERT_GT(p.vdso_image.size(), 1000u) << "this process has a vDSO";
+  const std::string text = tprof::SerializeProfile(p);
+  const size_t at = text.find("\nvdso-gz\t");
+  ASSERT_NE(at, std::string::npos) << text.substr(0, 200);
+  const size_t line = text.find('\n', at + 1) - at;
+  EXPECT_LT(line, p.vdso_image.size())
+      << "the vdso-gz line is " << line << " bytes for a " << p.vdso_image.size() << "-byte image";
+  auto back = tprof::ParseProfile(text, "vdso");
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_TRUE(back->vdso_image == p.vdso_image);
+}
+
+// A 1.3 file (what tprofctl wrote until 1.4) keeps its vDSO in hex.
+TEST(ProfileFile, Reads13FilesWithTheVdsoInHex) {
+  auto old = tprof::ParseProfile(
+      "tprof-profile 1 3\nbuildid\t/bin/x\tab12\nvdso\t7f454c460001ff0a0925\nend\n", "old.data");
+  ASSERT_TRUE(old) << old.error().message();
+  EXPECT_EQ(old->vdso_image, std::string("\x7f" "ELF\0\x01\xff\n\t%", 10));
+  EXPECT_EQ(old->build_ids.at("/bin/x"), "ab12");
+  // A whole 1.3 file: today's text with the header and the vDSO line as
+  // 1.3 wrote them reads as the same profile.
+  const Profile rich = RichProfile();
+  std::string text = tprof::SerializeProfile(rich);
+  ASSERT_EQ(text.rfind("tprof-profile 1 4\n", 0), 0u);
+  text.replace(0, std::strlen("tprof-profile 1 4"), "tprof-profile 1 3");
+  const size_t at = text.find("\nvdso-gz\t");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at + 1, text.find('\n', at + 1) - at - 1, "vdso\t7f454c460001ff0a0925");
+  auto read = tprof::ParseProfile(text, "1.3");
+  ASSERT_TRUE(read) << read.error().message();
+  EXPECT_TRUE(*read == rich) << text;
   for (const char* bad : {"tprof-profile 1 2\nvdso\t7f4\nend\n", "tprof-profile 1 2\nvdso\tzz\nend\n"}) {
     auto r = tprof::ParseProfile(bad, "bad.data");
     EXPECT_FALSE(r) << "odd length or not hex: " << bad;
+  }
+}
+
+TEST(ProfileFile, RefusesACorruptVdsoGzLine) {
+  Profile p;
+  p.vdso_image = std::string(3000, 'x') + "tail";
+  const std::string text = tprof::SerializeProfile(p);
+  const size_t at = text.find("\nvdso-gz\t3004\t");
+  ASSERT_NE(at, std::string::npos) << text;
+  const size_t data = at + std::strlen("\nvdso-gz\t3004\t");
+  const size_t eol = text.find('\n', data);
+  const std::string b64 = text.substr(data, eol - data);
+  auto with = [&](const std::string& size, const std::string& payload) {
+    return "tprof-profile 1 4\nvdso-gz\t" + size + "\t" + payload + "\nend\n";
+  };
+  ASSERT_TRUE(tprof::ParseProfile(with("3004", b64), "good"));
+  std::string flipped = b64;
+  flipped[flipped.size() / 2] = flipped[flipped.size() / 2] == 'A' ? 'B' : 'A';
+  for (const std::string& bad :
+       {with("3003", b64), with("3005", b64),  // the size is checked
+        with("3004", b64.substr(0, b64.size() - 4)),  // cut short
+        with("3004", flipped),                        // the CRC catches it
+        with("3004", b64 + "=")}) {                   // not base64
+    auto r = tprof::ParseProfile(bad, "bad.data");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code().value(), EBADMSG);
   }
 }
 
@@ -451,7 +549,7 @@ TEST(ProfileFile, StoresTheContextTableCompactlyAndReads11FilesWithoutIt) {
   ASSERT_EQ(p.context_granularity_ns, tprof::kDefaultContextGranularityNs);
   ASSERT_EQ(p.contexts.size(), 3u);
   const std::string text = tprof::SerializeProfile(p);
-  EXPECT_EQ(text.rfind("tprof-profile 1 3\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("tprof-profile 1 4\n", 0), 0u) << text;
   EXPECT_NE(text.find("\ncontext\t10000000\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\ncsite\t3\t"), std::string::npos) << text;
   // Two samples of one thread on one CPU in one bucket share a ctx line.

@@ -63,6 +63,28 @@ Profile TestProfile() {
   return p;
 }
 
+// What Recorder::Finish() leaves out of a file: processes without a sample
+// (an idle machine's daemons and kernel threads); no report changes.
+TEST(Report, SaysTheSameWithoutTheProcessesNoSampleBelongsTo) {
+  Profile p = TestProfile();
+  ProfileBuilder extra;
+  Records r;
+  r.Add(CommRec(300, TPROF_COMM_EXISTING, "kthreadd")).Add(CommRec(301, TPROF_COMM_FORK, "", 300));
+  extra.AddRecords(r.data(), r.size());
+  for (auto& [pid, proc] : extra.Finish().processes) p.processes[pid] = proc;
+  Profile pruned = p;
+  tprof::DropUnsampledProcesses(&pruned);
+  EXPECT_EQ(pruned.processes.size(), 2u);
+  EXPECT_EQ(pruned.processes.count(300), 0u);
+  EXPECT_EQ(pruned.processes.at(100).name(), "app");
+  Symbolizer sym(p), sym_pruned(pruned);
+  for (ReportFormat f : {ReportFormat::kText, ReportFormat::kJson, ReportFormat::kFolded})
+    for (ReportBy by : {ReportBy::kAll, ReportBy::kProcess, ReportBy::kSymbol, ReportBy::kCaller,
+                        ReportBy::kThread, ReportBy::kCpu})
+      EXPECT_EQ(tprof::RenderReport(p, sym, {by, 100, 0}, f),
+                tprof::RenderReport(pruned, sym_pruned, {by, 100, 0}, f));
+}
+
 TEST(Report, SplitsEachProcessIntoKernelUserSharedWithIdleAndLostRows) {
   Profile p = TestProfile();
   Symbolizer sym(p);

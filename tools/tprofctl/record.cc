@@ -68,8 +68,8 @@ void AddSamplingOptions(CLI::App* sub, RecordOptions& o) {
       ->check(CLI::Range(1u, static_cast<unsigned>(TPROF_SAMPLING_MAX_HZ)));
   sub->add_option_function<uint32_t>(
          "--buffer-kb", [&o](uint32_t kb) { o.sampling.half_bytes = kb * 1024; },
-         "size of each half of a CPU's double buffer (default 64; a power of two from 4 to "
-         "16384)")
+         "size of each half of a CPU's double buffer (default 64, with -g 256; a power of two "
+         "from 4 to 16384)")
       ->transform(Decimal())
       ->check(CLI::Range(1u, 1u << 20));
   sub->add_option("-p,--pid", o.pid, "sample one process and the processes it creates")
@@ -149,9 +149,26 @@ int SettleOptions(const char* name, RecordOptions* o, bool cmd) {
   return 0;
 }
 
+// Half-buffer size with -g unless --buffer-kb says otherwise: perf's
+// default per CPU (512 KiB, two halves). A record with a 40-frame stack is
+// ~380 bytes against 56 without, so at the module's default 64 KiB the
+// recorder would wake 7x as often, and each wake-up is time taken from the
+// profiled machine (bench/sampling_bench, section 4).
+constexpr uint32_t kStackHalfBytes = 256 * 1024;
+
 // Starts sampling; a module older than ABI 1.8 refuses stacks (EINVAL):
-// then only each sample's caller is recorded, as before.
+// then only each sample's caller is recorded, as before. Stacks' larger
+// default buffers, if over the user's memlock allowance (EPERM), give way
+// to the module's default.
 Expected<SamplingSession> StartSampling(SamplingOptions options) {
+  if (options.stack_depth && options.half_bytes == 0) {
+    SamplingOptions big = options;
+    big.half_bytes = kStackHalfBytes;
+    auto session = SamplingSession::Start(big);
+    if (session || (session.error().code() != std::errc::operation_not_permitted &&
+                    session.error().code() != std::errc::invalid_argument))
+      return session;
+  }
   auto session = SamplingSession::Start(options);
   if (session || session.error().code() != std::errc::invalid_argument || !options.stack_depth)
     return session;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tprof/expected.h"
@@ -252,7 +253,8 @@ class ProfileBuilder {
                     uint64_t lost_records);
   void SetAttribute(const std::string& key, const std::string& value);
 
-  const Profile& profile() const { return profile_; }
+  // The profile so far (its context table brought up to date first).
+  const Profile& profile();
   // Completes what needs every record (names of forks whose comm was
   // empty, mapping order) and hands the profile over; the builder is empty
   // afterwards.
@@ -272,9 +274,9 @@ class ProfileBuilder {
   // The profile's granularity, set from the options at the first use.
   uint64_t CurrentGranularity();
 
-  // Counts a context; returns its count, or nullptr if the table was
-  // rebuilt meanwhile (a coarser granularity).
-  uint64_t* AddContext(const SampleContextKey& key);
+  // Adds the pending contexts to Profile::contexts, then doubles the
+  // granularity until the table holds at most max_entries.
+  void MergeContexts();
   void Rebucket(uint64_t granularity_ns);
 
   Profile profile_;
@@ -282,10 +284,24 @@ class ProfileBuilder {
   std::unordered_multimap<uint64_t, uint32_t> stack_ids_;
   ContextOptions context_;
   // Recent records and where their counts are; the epoch counts the
-  // rebuilds of the context table, which move its counts.
+  // merges of the pending contexts, which empty the list slots point into.
   std::unique_ptr<RecentSamples> recent_;
   uint64_t context_epoch_ = 0;
+  // Contexts counted since the last merge, in the order first seen (a key
+  // may be here more than once): appending is what a sample costs while
+  // recording; the ordered table's lookups wait for MergeContexts(), which
+  // runs when this is full, for profile(), for Rebucket() and in Finish().
+  static constexpr size_t kMaxPendingContexts = size_t{1} << 16;
+  std::vector<std::pair<SampleContextKey, uint64_t>> pending_contexts_;
 };
+
+// Drops the processes no sample belongs to (their `process` and `name`
+// lines): every process that existed at start has a record, and on a
+// machine's worth of idle daemons and kernel threads those were a fifth of
+// a short recording's file. Reports read only sampled processes; fork
+// names are settled by ProfileBuilder::Finish() before. Recorder::Finish()
+// calls it.
+void DropUnsampledProcesses(Profile* profile);
 
 // Reads the text symbols (types t/T/w/W) of a kallsyms file. All-zero
 // addresses (an unprivileged reader) give available = false with a note.

@@ -1,8 +1,8 @@
 // The profile file (default tprof.data): what `tprofctl stop`/`record`
 // write and `tprofctl dump` reads.
 //
-// Format, version 1.3 (1.0 had no stacks, 1.1 no buildid/vdso lines, 1.2
-// no per-sample context; all read): UTF-8/byte text, one item per line, fields separated
+// Format, version 1.4 (1.0 had no stacks, 1.1 no buildid/vdso lines, 1.2
+// no per-sample context, 1.3 the vDSO in hex; all read): UTF-8/byte text, one item per line, fields separated
 // by one TAB. The first line is
 //     tprof-profile MAJOR MINOR
 // and the last is `end` (a file without it was cut short). Readers refuse
@@ -38,8 +38,11 @@
 //   jit      PID START SIZE NAME
 //   buildid  PATH BUILD_ID                      the file's GNU build id (hex) at
 //            snapshot (1.2), Profile::build_ids
-//   vdso     IMAGE                              the vDSO ELF image, hex, two
-//            digits a byte (1.2), Profile::vdso_image
+//   vdso-gz  SIZE IMAGE                         the vDSO ELF image (SIZE bytes,
+//            at most 1 MiB) as one gzip member in base64 (RFC 4648, with
+//            '=' padding) (1.4), Profile::vdso_image
+//   vdso     IMAGE                              the same in hex, two digits a
+//            byte: what 1.2 and 1.3 wrote (1.4 writes it only if zlib fails)
 //   end
 #ifndef TPROF_PROFILE_FILE_H_
 #define TPROF_PROFILE_FILE_H_
@@ -54,7 +57,7 @@ namespace tprof {
 
 inline constexpr char kDefaultProfilePath[] = "tprof.data";
 inline constexpr int kProfileFormatMajor = 1;
-inline constexpr int kProfileFormatMinor = 3;
+inline constexpr int kProfileFormatMinor = 4;
 
 std::string SerializeProfile(const Profile& profile);
 // Parses a profile; `name` is used in error messages. Errors: EBADMSG (not

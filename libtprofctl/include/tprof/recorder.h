@@ -1,7 +1,8 @@
 // The recorder: a sampling session, a Boost.Asio event loop around it and
 // the profile its records are reduced into in real time. The loop waits on
-// the device (a half-buffer is full), on a 250 ms timer (halves fill slowly
-// on an idle machine), on SIGINT/SIGTERM and, if given, on a child's exit.
+// the device (a half-buffer is full), on a timer behind it (250 ms, up to
+// 8x longer while it finds nothing to read), on SIGINT/SIGTERM and, if
+// given, on a child's exit.
 // Finish() stops the session, drains it, and hands over the Profile with
 // its CPU totals, attributes and the system state (kernel symbols, JIT
 // maps) copied in. Writing files is the caller's (profile_file.h,
@@ -37,7 +38,8 @@ struct RecorderRunOptions {
   bool stop_on_signals = true;
   // Stop when this child exits (it is reaped; see Recorder::child_status()).
   pid_t child = 0;
-  // How often the buffers are read when no half fills.
+  // How often the buffers are looked at besides the device's wake-ups (a
+  // safety net); doubled after each look that finds nothing, up to 8x.
   std::chrono::milliseconds poll_interval{250};
   // A live view (tprofctl top): if set, called every `interval` with the
   // profile so far, the partial halves flushed first so that it holds every

@@ -2320,7 +2320,11 @@ void NlCheckEvent(NlScene& sc, NlSock& s, const nlattr* a, int left) {
     if (ev.values[k]) VIOLATION("pmu event: unused counter %u is %llu", k, ev.values[k]);
   if (g_unpriv) {
     CheckNoKernelPointers("pmu event", &ev, {U64F(tprof_pmu_event, ip), U64F(tprof_pmu_event, values)});
-    if (ev.pid && !IsOwnPid(ev.pid) && !DescendsFrom(ev.pid, uint32_t(::getpid())))
+    // A forked subscriber's own-pid set is a copy from the fork: the events
+    // it reads are of its parent's programs, whose later children it cannot
+    // know but finds under the parent.
+    if (ev.pid && !IsOwnPid(ev.pid) && !DescendsFrom(ev.pid, uint32_t(::getpid())) &&
+        !(g_in_child.load() && DescendsFrom(ev.pid, uint32_t(::getppid()))))
       VIOLATION("pmu event of pid %u (tid %u), not of this process tree, reached an unprivileged socket",
                 ev.pid, ev.tid);
   }

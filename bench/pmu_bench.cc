@@ -86,16 +86,20 @@ tprof::pmu::Program MakeProgram(const tprof::Device& dev, bool with_rule) {
   return std::move(*p);
 }
 
-// The fault loop in a child under `perf stat -e page-faults`.
-double UnderPerfStat(const char* perf, const char* self, int reps) {
-  std::string cmd = std::string(perf) + " stat -x, -e page-faults,context-switches -o /dev/null -- " + self +
-                    " --fault-loop " + std::to_string(reps);
+// The first number a child command prints (a loop's median ns), 0 if none.
+double ChildNs(const std::string& cmd) {
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return 0;
   double ns = 0;
   if (std::fscanf(p, "%lf", &ns) != 1) ns = 0;
   ::pclose(p);
   return ns;
+}
+
+// The fault loop in a child under `perf stat -e page-faults`.
+double UnderPerfStat(const char* perf, const char* self, int reps) {
+  return ChildNs(std::string(perf) + " stat -x, -e page-faults,context-switches -o /dev/null -- " + self +
+                 " --fault-loop " + std::to_string(reps));
 }
 
 // Crossing -> callback delays: `prog`'s events received by a monitor
@@ -165,13 +169,7 @@ double HwNs(int reps) {
 
 // The workload's median ns in a child that `perf_cmd` runs.
 double HwUnder(const std::string& perf_cmd, const char* self, int reps) {
-  std::string cmd = perf_cmd + " -- " + self + " --hw-loop " + std::to_string(reps);
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return 0;
-  double ns = 0;
-  if (std::fscanf(p, "%lf", &ns) != 1) ns = 0;
-  ::pclose(p);
-  return ns;
+  return ChildNs(perf_cmd + " -- " + self + " --hw-loop " + std::to_string(reps));
 }
 
 // The workload in a child under `perf stat -e instructions,cycles`; the

@@ -22,6 +22,7 @@
 
 #include "tprof/archive.h"
 #include "tprof/elf_snapshot.h"
+#include "plt_stubs.h"
 #include "tprof/scoped_fd.h"
 #include "text_format.h"
 
@@ -195,10 +196,18 @@ class Symbolizer::ElfObject {
     return false;
   }
 
-  // The function containing address (link-time): libdwfl's choice among
+  // The function containing address (link-time): a PLT stub, "puts@plt"
+  // (no symbol table has those; plt_stubs.h), else libdwfl's choice among
   // .symtab (the file's, its debug file's or MiniDebugInfo's) and .dynsym:
   // a sized symbol that covers it, else the nearest preceding sizeless one.
-  std::optional<Function> FindFunction(uint64_t address) const {
+  std::optional<Function> FindFunction(uint64_t address) {
+    if (const PltStub* stub = FindPltStub(PltStubs(), address))
+      return Function{stub->address, stub->size, PltName(*stub)};
+    return FindSymbol(address);
+  }
+
+  // The symbol table's function containing address (see FindFunction).
+  std::optional<Function> FindSymbol(uint64_t address) const {
     if (!module_) return std::nullopt;
     GElf_Off offset = 0;
     GElf_Sym sym;
@@ -206,6 +215,23 @@ class Symbolizer::ElfObject {
                                             nullptr);
     if (!name || !*name) return std::nullopt;
     return Function{address - offset, sym.st_size, Demangle(name)};
+  }
+
+  // The file's PLT stubs, read at the first lookup; none for a file
+  // rebuilt since the recording (its PLT is not the recorded one's).
+  const std::vector<PltStub>& PltStubs() {
+    if (!plt_) plt_ = recorded_debug_file_ ? std::vector<PltStub>() : ReadPltStubs(file_.elf.get());
+    return *plt_;
+  }
+
+  // As perf and objdump name them: "puts@plt", an IFUNC's by its resolver's
+  // symbol (objdump's "*ABS*+0x9d3a0@plt" without one), the header ".plt".
+  std::string PltName(const PltStub& stub) const {
+    if (stub.header) return ".plt";
+    if (!stub.symbol.empty()) return Demangle(stub.symbol.c_str()) + "@plt";
+    std::optional<Function> resolver = FindSymbol(stub.ifunc_resolver);
+    if (resolver && resolver->address == stub.ifunc_resolver) return resolver->name + "@plt";
+    return "*ABS*+" + Hex(stub.ifunc_resolver) + "@plt";
   }
 
   const std::string& build_id() const { return build_id_; }
@@ -358,6 +384,7 @@ class Symbolizer::ElfObject {
   Dwfl_Module* module_ = nullptr;          // owned by dwfl_
   std::string debug_file_;                 // see DebugFile()
   bool recorded_debug_file_ = false;       // UseDebugFile() chose it
+  std::optional<std::vector<PltStub>> plt_;  // see PltStubs()
   bool cfi_loaded_ = false;
   std::unique_ptr<Dwarf_CFI, CfiDeleter> cfi_;  // .eh_frame of file_, ended before it
 };

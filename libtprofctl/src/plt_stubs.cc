@@ -134,8 +134,9 @@ X86Entry DecodeX86(std::string_view code, uint64_t address) {
 class PltReader {
  public:
   PltReader(Elf* elf, bool x86) : x86_(x86) {
-    if (auto rela = FindSection(elf, ".rela.plt")) jumps_ = ReadRelocations(elf, *rela, x86, true);
-    else if (auto rel = FindSection(elf, ".rel.plt")) jumps_ = ReadRelocations(elf, *rel, x86, true);
+    std::optional<Section> rel = FindSection(elf, ".rela.plt");
+    if (!rel) rel = FindSection(elf, ".rel.plt");
+    if (rel) jumps_ = ReadRelocations(elf, *rel, x86, true);
     // Entry k of a PLT uses the k-th GOT slot; x86's IFUNC relocations
     // come last in .rela.plt whatever their slot (perf sorts them too).
     by_slot_.resize(jumps_.size());

@@ -230,7 +230,9 @@ class Symbolizer::ElfObject {
     if (stub.header) return ".plt";
     if (!stub.symbol.empty()) return Demangle(stub.symbol.c_str()) + "@plt";
     std::optional<Function> resolver = FindSymbol(stub.ifunc_resolver);
-    if (resolver && resolver->address == stub.ifunc_resolver) return resolver->name + "@plt";
+    // Without a .symtab version ("memcpy@@GLIBC_2.14"): the name callers use.
+    if (resolver && resolver->address == stub.ifunc_resolver)
+      return resolver->name.substr(0, resolver->name.find('@')) + "@plt";
     return "*ABS*+" + Hex(stub.ifunc_resolver) + "@plt";
   }
 

@@ -212,6 +212,36 @@ $(SYMFILES)/stamp: tests/unit/symfiles/symtest.c Makefile
 			$(SYMFILES)/debug/.build-id/$${id%"$${id#??}"}/$${id#??}.debug
 	touch $@
 
+# The symbolizer's PLT tests (tests/unit/symbolizer_plt_test.cc):
+# tests/unit/symfiles/plttest.c as ld lays out PLTs: a PIE program (lazy
+# .plt and .plt.got, Debian's default), non-PIE, -z now, IBT's .plt.sec
+# (-fcf-protection -z ibtplt, with and without -z now), a shared library,
+# a stripped copy of the PIE (.dynsym only) and, when $(ARM64_CC) is installed, an arm64 program and library. Each
+# FILE has FILE.names: objdump's labels of its stubs ("<hex address>
+# <name>"), binutils' own naming, which the tests compare with.
+PLTFILES := $(SYMFILES)/plt
+PLT_CFLAGS := -std=gnu11 -O2 $(WARNINGS)
+unit-tests: $(PLTFILES)/stamp
+$(PLTFILES)/stamp: tests/unit/symfiles/plttest.c Makefile
+	@rm -rf $(PLTFILES) && mkdir -p $(PLTFILES)
+	$(CC) $(PLT_CFLAGS) -o $(PLTFILES)/x86-pie $<
+	$(CC) $(PLT_CFLAGS) -fno-pie -no-pie -o $(PLTFILES)/x86-nopie $<
+	$(CC) $(PLT_CFLAGS) -Wl,-z,now -o $(PLTFILES)/x86-now $<
+	$(CC) $(PLT_CFLAGS) -fcf-protection -Wl,-z,ibtplt -o $(PLTFILES)/x86-ibt $<
+	$(CC) $(PLT_CFLAGS) -fcf-protection -Wl,-z,ibtplt -Wl,-z,now -o $(PLTFILES)/x86-ibt-now $<
+	$(CC) $(PLT_CFLAGS) -fPIC -shared -DPT_LIBRARY -o $(PLTFILES)/x86-lib.so $<
+	objcopy --strip-all $(PLTFILES)/x86-pie $(PLTFILES)/x86-pie-stripped
+	for f in $(PLTFILES)/x86-*; do \
+		objdump -d -j .plt -j .plt.sec -j .plt.got $$f 2>/dev/null | \
+			sed -n 's/^0*\([0-9a-f]*\) <\(.*\)>:$$/\1 \2/p' >$$f.names || exit 1; done
+	if command -v $(ARM64_CC) >/dev/null; then \
+		$(ARM64_CC) $(PLT_CFLAGS) -o $(PLTFILES)/arm64-pie $< && \
+		$(ARM64_CC) $(PLT_CFLAGS) -fPIC -shared -DPT_LIBRARY -o $(PLTFILES)/arm64-lib.so $< && \
+		for f in $(PLTFILES)/arm64-pie $(PLTFILES)/arm64-lib.so; do \
+			$(ARM64_CROSS_COMPILE)objdump -d -j .plt $$f | \
+				sed -n 's/^0*\([0-9a-f]*\) <\(.*\)>:$$/\1 \2/p' >$$f.names || exit 1; done; fi
+	touch $@
+
 # Integration tests run inside the guest against the real module.
 $(INTEGRATION_TESTS): $(call obj,$(INTEGRATION_TEST_SRCS)) $(LIB)
 	@mkdir -p $(@D)

@@ -58,7 +58,7 @@ uint64_t SymbolAddress(const std::string& name) { return FullSymbol(name).st_val
 
 uint64_t SymbolSize(const std::string& name) { return FullSymbol(name).st_size; }
 
-Profile LibraryProfile(const std::string& path) {
+Profile LibraryProfile(const std::string& path, uint64_t base) {
   Profile p;
   elf_version(EV_CURRENT);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -68,8 +68,8 @@ Profile LibraryProfile(const std::string& path) {
     for (size_t i = 0; i < n; ++i) {
       GElf_Phdr ph;
       if (!gelf_getphdr(elf, static_cast<int>(i), &ph) || ph.p_type != PT_LOAD) continue;
-      p.mappings[{kSymPid, kSymSpace}].push_back({kSymBase + (ph.p_vaddr & ~0xfffull),
-                                                  kSymBase + ph.p_vaddr + ph.p_memsz,
+      p.mappings[{kSymPid, kSymSpace}].push_back({base + (ph.p_vaddr & ~0xfffull),
+                                                  base + ph.p_vaddr + ph.p_memsz,
                                                   ph.p_offset & ~0xfffull, path});
     }
   }

@@ -35,9 +35,10 @@ inline constexpr uint64_t kSymBase = 0x7f0000000000;
 // Its size there; 0 if the file is missing.
 [[nodiscard]] uint64_t SymbolSize(const std::string& name);
 
-// The ELF file at path mapped at kSymBase in (kSymPid, kSymSpace), one
-// mapping per PT_LOAD as the kernel would.
-[[nodiscard]] Profile LibraryProfile(const std::string& path);
+// The ELF file at path mapped at base (0: at its link-time addresses, as
+// a non-PIE program is) in (kSymPid, kSymSpace), one mapping per PT_LOAD as
+// the kernel would.
+[[nodiscard]] Profile LibraryProfile(const std::string& path, uint64_t base = kSymBase);
 
 // This process's executable file mappings as (pid, space), as the kernel
 // would report them in TPROF_REC_MAP records.

@@ -6,14 +6,15 @@
  * events, tracepoints, breakpoints, watchpoints) run at period 1, so the
  * handler sees every event; hardware ones every K events. On arm64 an
  * execution breakpoint at a user address of a file mapping is a uprobe
- * (pmu_probe.c) whose handler takes the same per-hit path; other
- * breakpoints and watchpoints are counting events with perf's own
- * handler there ("counts only": see tprof_pmu_counts_only()). The handler
- * checks the counter's instruction range, adds to its value, then checks
- * its threshold and the rules that read it, all with atomics: it may run
- * in NMI, IRQ, or with any lock of the code it interrupts held. An event
- * goes into the program's lock-free queue and an irq_work kicks the send
- * work (pmu_netlink.c), which sends it to the monitor's socket.
+ * and one at a kernel address a kprobe (pmu_probe.c), whose handlers take
+ * the same per-hit path; other breakpoints and watchpoints are counting
+ * events with perf's own handler there ("counts only": see
+ * tprof_pmu_counts_only()). The handler checks the counter's instruction
+ * range, adds to its value, then checks its threshold and the rules that
+ * read it, all with atomics: it may run in NMI, IRQ, or with any lock of
+ * the code it interrupts held. An event goes into the program's lock-free
+ * queue and an irq_work kicks the send work (pmu_netlink.c), which sends
+ * it to the monitor's socket.
  *
  * The program belongs to the descriptor TPROF_IOC_PMU_CREATE returns;
  * closing it releases the perf events (and their inherited copies), then
@@ -157,7 +158,7 @@ static bool tprof_pmu_in_range(const struct tprof_pmu_counter *c,
 
 /*
  * One event (one hit of a breakpoint, K of a hardware counter): from perf's
- * overflow handler or a uprobe's (pmu_probe.c), preemption off.
+ * overflow handler or a u/kprobe's (pmu_probe.c), preemption off.
  */
 void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs)
 {
@@ -219,7 +220,7 @@ static void tprof_pmu_overflow(struct perf_event *event,
 
 	/* Every CPU: a counter fires a short while after its CPU went down. */
 	if (p->config.scope == TPROF_PMU_SCOPE_CPUS &&
-	    tprof_cpu_event(&p->cpus, ctr->index) != event)
+	    tprof_cpu_event(&p->cpus, ctr->cpu_slot) != event)
 		return;
 	tprof_pmu_hit(ctr, regs);
 }
@@ -240,8 +241,8 @@ static void tprof_pmu_kick(struct irq_work *work)
  * the same instruction forever. There such a counter is a counting perf
  * event with the default handler: perf counts every hit exactly and the
  * value is read from perf when the program is read, but no handler of
- * ours sees a hit. An execution breakpoint at a user address may be a
- * uprobe instead (tprof_pmu_may_probe()).
+ * ours sees a hit. An execution breakpoint may be a uprobe or a kprobe
+ * instead (tprof_pmu_may_probe()).
  */
 static bool tprof_pmu_counts_only(const struct tprof_pmu_counter *c)
 {
@@ -256,14 +257,24 @@ static bool tprof_pmu_user_address(u64 start, u64 len)
 }
 
 /*
- * arm64: an execution breakpoint at a user address of a thread or process
- * becomes a uprobe when the address is in a file mapping (pmu_probe.c).
- * Kernel addresses would need kprobes (not done) and every CPU a probe in
- * every process: those only count.
+ * arm64: an execution breakpoint at a kernel address is a kprobe, in any
+ * scope (unless it counts user mode only: then perf counts, nothing). One
+ * at a user address of a thread or process becomes a uprobe when the
+ * address is in a file mapping (pmu_probe.c); every CPU would need a
+ * uprobe in every process: those only count.
  */
+static bool tprof_pmu_may_kprobe(const struct tprof_pmu_counter *k)
+{
+	return IS_ENABLED(CONFIG_ARM64) && k->kind == TPROF_PMU_EV_BREAKPOINT &&
+	       !tprof_pmu_user_address(k->addr, sizeof(long)) &&
+	       !(k->flags & TPROF_PMU_CTR_USER_ONLY);
+}
+
 static bool tprof_pmu_may_probe(const struct tprof_pmu_program *c,
 				const struct tprof_pmu_counter *k)
 {
+	if (tprof_pmu_may_kprobe(k))
+		return true;
 	return IS_ENABLED(CONFIG_ARM64) && k->kind == TPROF_PMU_EV_BREAKPOINT &&
 	       c->scope != TPROF_PMU_SCOPE_CPUS &&
 	       tprof_pmu_user_address(k->addr, sizeof(long));
@@ -427,10 +438,8 @@ static void tprof_pmu_release_events(struct tprof_pmu_prog *p)
 		tprof_cpu_events_stop(&p->cpus);
 		p->on_cpus = false;
 	}
-	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++) {
-		probes |= p->ctr[i].probe != NULL;
-		tprof_pmu_probe_unregister(&p->ctr[i]);
-	}
+	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++)
+		probes |= tprof_pmu_probe_unregister(&p->ctr[i]);
 	if (probes)	/* no uprobe handler runs past this */
 		tprof_pmu_probe_sync();
 	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++) {
@@ -474,6 +483,12 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 		struct tprof_pmu_ctr *ctr = &p->ctr[i];
 		int ret = -ESRCH;
 
+		if (tprof_pmu_may_kprobe(c)) {
+			ret = tprof_pmu_kprobe_create(ctr);
+			if (ret)
+				return ret;
+			continue;
+		}
 		if (tprof_pmu_may_probe(&p->config, c)) {
 			/* Any thread that still has its mm. */
 			for (t = 0; t < n && ret == -ESRCH; t++)
@@ -515,31 +530,43 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 /*
  * Scope CPUS: each counter on every online CPU and on each CPU that comes
  * online; cpu_events.c owns them and their hotplug (created and released
- * by its work item, never in a cpuhp callback).
+ * by its work item, never in a cpuhp callback). A kprobe (arm64) sees
+ * every CPU by itself: it takes no slot there.
  */
 static int tprof_pmu_create_cpu_events(struct tprof_pmu_prog *p)
 {
 	void *ctxs[TPROF_PMU_MAX_COUNTERS];
-	u32 i, n = p->config.nr_counters;
+	u32 i, n = 0;
 	struct perf_event_attr *attrs;
-	int ret;
+	int ret = 0;
 
 	/* 8 x 136 bytes: not on the kernel stack (KASAN's frame limit). */
-	attrs = kcalloc(n, sizeof(*attrs), GFP_KERNEL);
+	attrs = kcalloc(p->config.nr_counters, sizeof(*attrs), GFP_KERNEL);
 	if (!attrs)
 		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		tprof_pmu_attr(&p->config.counters[i], false, false, &attrs[i]);
-		ctxs[i] = &p->ctr[i];
+	for (i = 0; i < p->config.nr_counters; i++) {
+		const struct tprof_pmu_counter *c = &p->config.counters[i];
+
+		if (tprof_pmu_may_kprobe(c)) {
+			ret = tprof_pmu_kprobe_create(&p->ctr[i]);
+			if (ret)
+				goto out;
+			continue;
+		}
+		p->ctr[i].cpu_slot = n;
+		tprof_pmu_attr(c, false, false, &attrs[n]);
+		ctxs[n++] = &p->ctr[i];
 	}
+	if (!n)
+		goto out;
 	/* Copies attrs and ctxs; waits until every online CPU counts. */
 	ret = tprof_cpu_events_start_each(&p->cpus, attrs, n, tprof_pmu_overflow,
 					  ctxs, NULL);
+	if (!ret)
+		p->on_cpus = true;
+out:
 	kfree(attrs);
-	if (ret)
-		return ret;
-	p->on_cpus = true;
-	return 0;
+	return ret;
 }
 
 static struct tprof_pmu_prog *tprof_pmu_alloc(const struct tprof_pmu_program *c)

@@ -5,7 +5,7 @@
  * queue to a work item that sends them over generic netlink.
  *   pmu.c          programs: creation, permissions, counters, rules, queue
  *   pmu_netlink.c  the generic netlink family, subscriptions, delivery
- *   pmu_probe.c    arm64: user-address breakpoints as uprobes
+ *   pmu_probe.c    arm64: breakpoints as uprobes (user) and kprobes (kernel)
  */
 #ifndef TPROF_PMU_H
 #define TPROF_PMU_H
@@ -39,7 +39,8 @@ struct tprof_pmu_ctr {
 	u64 sub_width;		/* bytes per subrange */
 	atomic64_t *sub;	/* nr_subranges values, or NULL */
 	bool counts_only;	/* perf counts, no handler of ours (arm64) */
-	struct tprof_pmu_probe *probe;	/* a uprobe instead of events (arm64) */
+	struct tprof_pmu_probe *probe;	/* a u/kprobe instead of events (arm64) */
+	u32 cpu_slot;		/* scope CPUS: its index in prog->cpus */
 };
 
 /* A queue cell (Vyukov's bounded queue: producers anywhere, one consumer). */
@@ -92,7 +93,8 @@ void tprof_pmu_drop_monitor(struct tprof_pmu_prog *p);
 
 /* pmu_probe.c */
 int tprof_pmu_probe_create(struct tprof_pmu_ctr *ctr, struct task_struct *task);
-void tprof_pmu_probe_unregister(struct tprof_pmu_ctr *ctr);
+int tprof_pmu_kprobe_create(struct tprof_pmu_ctr *ctr);
+bool tprof_pmu_probe_unregister(struct tprof_pmu_ctr *ctr);
 void tprof_pmu_probe_sync(void);
 void tprof_pmu_probe_free(struct tprof_pmu_ctr *ctr);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * arm64 execution breakpoints at user addresses, seen per hit: uprobes.
+ * arm64 execution breakpoints seen per hit: uprobes at user addresses,
+ * kprobes at kernel addresses.
  *
  * arm64's kernel steps over a hardware breakpoint only for perf's own
  * overflow handler (pmu.c: "counts only"); a uprobe steps over by itself
@@ -15,11 +16,18 @@
  * counts only hits of the scope (the thread; or the process and its
  * descendants), so another process mapping the same file is never counted,
  * whoever installed the probe there.
+ *
+ * A kprobe (a kernel address, CAP_PERFMON) traps every task; its
+ * pre_handler runs in the hitting task (BRK exception, preemption off,
+ * possibly in IRQ context) and counts the same scope, or every task for
+ * scope CPUS. unregister_kprobe() waits for running handlers.
  */
 #include <linux/errno.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/kprobes.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/pid.h>
 #include <linux/preempt.h>
 #include <linux/rcupdate.h>
@@ -32,19 +40,26 @@
 
 struct tprof_pmu_probe {
 	struct uprobe_consumer uc;
+	struct kprobe kp;	/* kernel: a kprobe instead of the uprobe */
 	struct tprof_pmu_ctr *ctr;
 	struct file *file;	/* holds the inode while the uprobe exists */
 	loff_t offset;
 	struct tprof_uprobe up;
+	bool kernel;
 	bool registered;
 };
 
-/* The thread; or the process and its descendants (perf's inherit). */
+/*
+ * The thread; or the process and its descendants (perf's inherit); or,
+ * for scope CPUS, every task.
+ */
 static bool tprof_pmu_probe_in_scope(const struct tprof_pmu_prog *p,
 				     struct task_struct *t)
 {
 	bool in = false;
 
+	if (p->config.scope == TPROF_PMU_SCOPE_CPUS)
+		return true;
 	if (p->config.scope == TPROF_PMU_SCOPE_THREAD)
 		return task_pid(t) == p->target;
 	rcu_read_lock();
@@ -139,16 +154,64 @@ int tprof_pmu_probe_create(struct tprof_pmu_ctr *ctr, struct task_struct *task)
 	return 0;
 }
 
-/* No new hit after it; on 6.12 one may still run until the sync. */
-void tprof_pmu_probe_unregister(struct tprof_pmu_ctr *ctr)
+/* BRK exception of the hitting task, preemption off, before the instruction. */
+static int tprof_pmu_kprobe_handler(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct tprof_pmu_probe *pr = container_of(kp, struct tprof_pmu_probe, kp);
+
+	if (tprof_pmu_probe_in_scope(pr->ctr->prog, current))
+		tprof_pmu_hit(pr->ctr, regs);
+	return 0;	/* single-step the instruction */
+}
+
+/*
+ * The counter's breakpoint (a kernel address) as a kprobe. -EINVAL: an
+ * address kprobes refuse (not kernel text, not an instruction they can
+ * step, blacklisted) or tprof.ko's own text, whose hits would recurse
+ * into the handler.
+ */
+int tprof_pmu_kprobe_create(struct tprof_pmu_ctr *ctr)
+{
+	u64 addr = ctr->prog->config.counters[ctr->index].addr;
+	struct tprof_pmu_probe *pr;
+	int ret;
+
+	if (within_module(addr, THIS_MODULE))
+		return -EINVAL;
+	pr = kzalloc(sizeof(*pr), GFP_KERNEL_ACCOUNT);
+	if (!pr)
+		return -ENOMEM;
+	pr->ctr = ctr;
+	pr->kernel = true;
+	pr->kp.addr = (kprobe_opcode_t *)(unsigned long)addr;
+	pr->kp.pre_handler = tprof_pmu_kprobe_handler;
+	/* Published first: released with the program whatever happens next. */
+	ctr->probe = pr;
+	ret = register_kprobe(&pr->kp);
+	if (ret)	/* EBUSY, EILSEQ, ...: not an address to probe */
+		return ret == -ENOMEM ? ret : -EINVAL;
+	pr->registered = true;
+	return 0;
+}
+
+/*
+ * No new hit after it. A kprobe's handlers are waited for here; a
+ * uprobe's (6.12) only by tprof_pmu_probe_sync(): true when it is needed.
+ */
+bool tprof_pmu_probe_unregister(struct tprof_pmu_ctr *ctr)
 {
 	struct tprof_pmu_probe *pr = ctr->probe;
 
 	if (!pr || !pr->registered)
-		return;
+		return false;
+	pr->registered = false;
+	if (pr->kernel) {
+		unregister_kprobe(&pr->kp);
+		return false;
+	}
 	tprof_uprobe_unregister_nosync(&pr->up, file_inode(pr->file),
 				       pr->offset, &pr->uc);
-	pr->registered = false;
+	return true;
 }
 
 /* Waits for the handlers still running after the unregisters. */
@@ -163,7 +226,8 @@ void tprof_pmu_probe_free(struct tprof_pmu_ctr *ctr)
 
 	if (!pr)
 		return;
-	fput(pr->file);
+	if (pr->file)
+		fput(pr->file);
 	kfree(pr);
 	ctr->probe = NULL;
 }

@@ -28,10 +28,15 @@ Expected<Program> Program::Create(const Device& device, const tprof_pmu_program&
 #if defined(__aarch64__)
     if (err == EOPNOTSUPP)
       hint = " (no usable hardware PMU here, or a threshold, rule, range, arming or every-CPU "
-             "scope on a watchpoint, a kernel breakpoint or one outside a file mapping: "
+             "scope on a watchpoint, every-CPU scope on a user-address breakpoint, or any of them on "
+             "one outside a file mapping: "
              "on arm64 they only count)";
 #else
     if (err == EOPNOTSUPP) hint = " (no usable hardware PMU here)";
+#endif
+#if defined(__aarch64__)
+    if (err == EINVAL)
+      hint = " (a malformed program, or a kernel breakpoint kprobes cannot probe or inside tprof.ko)";
 #endif
     if (err == ENOSPC) hint = " (no free debug register for a breakpoint or watchpoint)";
     if (err == ENOTTY) hint = " (the module is older than ABI 1.7)";

@@ -19,6 +19,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <sys/ioctl.h>
 #include <thread>
 #include <vector>
@@ -581,26 +583,23 @@ TEST(PmuTest, ClosingAProgramWhileItsEventsFireIsClean) {
 }
 
 // Closing a program while a thread keeps hitting its breakpoint (on arm64 a
-// uprobe: unregistered and waited for at close), then unloading the module
-// under that load: the unload succeeds and the thread runs on unharmed (a
-// breakpoint left behind would trap it with nowhere to go).
-TEST(PmuTest, UnloadingRightAfterClosingABreakpointUnderLoadIsClean) {
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
-  ASSERT_TRUE(spec.AddThreshold("v>=1/1"));
+// uprobe, or a kprobe at a kernel address: unregistered and waited for at
+// close), then unloading the module under that load: the unload succeeds
+// and the thread runs on unharmed (a breakpoint left behind would trap it
+// with nowhere to go).
+void UnloadRightAfterClosingUnderLoad(const tprof_pmu_program& program, void (*hit)()) {
   std::atomic<bool> stop{false};
   std::atomic<long> visits{0};
   std::thread busy([&] {
     while (!stop.load()) {
-      tprof_pmu_visited();
+      hit();
       visits++;
     }
   });
   uint64_t counted = 0;
   {
     Device dev = OpenDeviceOrFail();
-    auto prog = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_PROCESS, 0));
+    auto prog = Program::Create(dev, program);
     EXPECT_TRUE(prog) << prog.error().message();
     if (prog) {
       Monitor mon = SubscribedMonitor(*prog);
@@ -620,6 +619,190 @@ TEST(PmuTest, UnloadingRightAfterClosingABreakpointUnderLoadIsClean) {
     ASSERT_EQ(LoadModule(ModulePath()), 0) << "insmod " << ModulePath();
   }
 }
+
+TEST(PmuTest, UnloadingRightAfterClosingABreakpointUnderLoadIsClean) {
+  auto syms = SelfSymbols();
+  ProgramSpec spec;
+  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
+  ASSERT_TRUE(spec.AddThreshold("v>=1/1"));
+  UnloadRightAfterClosingUnderLoad(spec.Build(TPROF_PMU_SCOPE_PROCESS, 0), tprof_pmu_visited);
+}
+
+// The kernel's getppid system call handler, read from /proc/kallsyms (as
+// root): a kernel function the tests call a known number of times.
+uint64_t KernelGetppid() {
+#if defined(__aarch64__)
+  const std::string want = "__arm64_sys_getppid";
+#else
+  const std::string want = "__x64_sys_getppid";
+#endif
+  std::ifstream in("/proc/kallsyms");
+  std::string addr, type, name;
+  while (in >> addr >> type >> name) {
+    if (name == want) return std::stoull(addr, nullptr, 16);
+    in.ignore(1 << 20, '\n');
+  }
+  ADD_FAILURE() << "no " << want << " in /proc/kallsyms";
+  return 0;
+}
+
+std::string KernelBreakpoint(const std::string& name, uint64_t addr) {
+  char spec[80];
+  std::snprintf(spec, sizeof(spec), "%s=bp:0x%llx", name.c_str(), (unsigned long long)addr);
+  return spec;
+}
+
+void CallGetppid() { ::syscall(SYS_getppid); }
+
+void CallGetppid(int times) {
+  for (int i = 0; i < times; i++) CallGetppid();
+}
+
+// An execution breakpoint at a kernel address is seen per hit (x86: a
+// debug register; arm64: a kprobe): a threshold fires at exactly the 37th
+// getppid call and a rule at the 50th, with the handler's address as ip; a
+// rule on page faults arms a second breakpoint there, which counts only the
+// calls after it.
+TEST(PmuTest, KernelBreakpointsFireAtTheExactCallAndCanBeArmed) {
+  Device dev = OpenDeviceOrFail();
+  auto syms = SelfSymbols();
+  const uint64_t getppid = KernelGetppid();
+  ASSERT_NE(getppid, 0u);
+  ProgramSpec spec;
+  ASSERT_TRUE(spec.AddCounter(KernelBreakpoint("k", getppid), nullptr));
+  ASSERT_TRUE(spec.AddCounter("f=page-faults@tprof_pmu_touch_f", &syms));
+  ASSERT_TRUE(spec.AddCounter(KernelBreakpoint("after", getppid), nullptr));
+  ASSERT_TRUE(spec.AddThreshold("k>=37"));
+  ASSERT_TRUE(spec.AddRule("k>=50"));
+  ASSERT_TRUE(spec.AddRule("f>=3"));
+  tprof_pmu_program program = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
+  program.counters[2].armed_by = 2;  // rule 1 (f>=3)
+  FreshPages pages(3);
+  ASSERT_NE(pages.base, MAP_FAILED);
+  auto prog = Program::Create(dev, program);
+  ASSERT_TRUE(prog) << prog.error().message();
+  Monitor mon = SubscribedMonitor(*prog);
+  CallGetppid(80);
+  tprof_pmu_touch_f(pages.base, 3, kPage);
+  CallGetppid(20);
+  auto events = Collect(mon, 4);
+  ASSERT_EQ(events.size(), 3u);
+  for (const auto& e : events) {
+    EXPECT_EQ(e.pid, uint32_t(::getpid()));
+    EXPECT_EQ(e.tid, Gettid());
+  }
+  EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_THRESHOLD));
+  EXPECT_EQ(events[0].values[0], 37u) << "the threshold fired late or early";
+  EXPECT_EQ(events[0].ip, getppid) << "the breakpoint traps before the handler's first instruction";
+  EXPECT_EQ(events[1].kind, uint32_t(TPROF_PMU_EVENT_RULE));
+  EXPECT_EQ(events[1].index, 0u);
+  EXPECT_EQ(events[1].values[0], 50u);
+  EXPECT_EQ(events[1].ip, getppid);
+  EXPECT_EQ(events[2].kind, uint32_t(TPROF_PMU_EVENT_RULE));
+  EXPECT_EQ(events[2].index, 1u);
+  EXPECT_EQ(events[2].values[0], 80u);
+  EXPECT_EQ(events[2].values[1], 3u);
+  EXPECT_EQ(events[2].values[2], 0u);
+  auto v = ReadOrFail(*prog);
+  EXPECT_EQ(v.values[0], 100u);
+  EXPECT_EQ(v.values[1], 3u);
+  EXPECT_EQ(v.values[2], 20u) << "the armed breakpoint counts the calls after its rule only";
+  EXPECT_EQ(v.threshold_fired[0], 1u);
+  EXPECT_EQ(v.rule_fired[0], 1u);
+  EXPECT_EQ(v.rule_fired[1], 1u);
+  EXPECT_EQ(v.armed, 3u);  // both rules fired
+  EXPECT_EQ(v.exact, 7u);
+}
+
+// A kernel breakpoint counts its scope: a thread program only its thread's
+// calls, a process program the process's threads and a child forked after
+// it, an every-CPU program all of them, each call an event naming the task
+// (7 calls here, 30 in another thread, 40 in a child process).
+TEST(PmuTest, KernelBreakpointsCountTheirScope) {
+  Device dev = OpenDeviceOrFail();
+  const uint64_t getppid = KernelGetppid();
+  ASSERT_NE(getppid, 0u);
+  ProgramSpec spec;
+  ASSERT_TRUE(spec.AddCounter(KernelBreakpoint("k", getppid), nullptr));
+  ASSERT_TRUE(spec.AddThreshold("k>=1/1"));
+  Program thread = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_THREAD);
+  Program process = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_PROCESS);
+  Program cpus = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_CPUS);
+  Monitor thread_mon = SubscribedMonitor(thread);
+  Monitor cpus_mon = SubscribedMonitor(cpus);
+
+  CallGetppid(7);
+  uint32_t other_tid = 0;
+  std::thread other([&] {
+    other_tid = Gettid();
+    CallGetppid(30);
+  });
+  other.join();
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    CallGetppid(40);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+  EXPECT_EQ(ReadOrFail(thread).values[0], 7u) << "a thread program counted another thread's calls";
+  EXPECT_EQ(ReadOrFail(process).values[0], 77u);
+  auto mine = Collect(thread_mon, 8);
+  EXPECT_EQ(mine.size(), 7u);
+  for (const auto& e : mine) EXPECT_EQ(e.tid, Gettid());
+  // Every CPU: whatever else calls getppid meanwhile is counted too; each
+  // of ours is an event naming its task (in this pid namespace).
+  std::map<std::pair<uint32_t, uint32_t>, int> calls;
+  for (const auto& e : Collect(cpus_mon, 200)) calls[{e.pid, e.tid}]++;
+  const uint32_t pid = ::getpid();
+  EXPECT_EQ((calls[{pid, Gettid()}]), 7);
+  EXPECT_EQ((calls[{pid, other_tid}]), 30);
+  EXPECT_EQ((calls[{uint32_t(child), uint32_t(child)}]), 40);
+  auto v = ReadOrFail(cpus);
+  EXPECT_GE(v.values[0], 77u);
+  EXPECT_EQ(v.events_lost, 0u);
+}
+
+TEST(PmuTest, UnloadingRightAfterClosingAKernelBreakpointUnderLoadIsClean) {
+  const uint64_t getppid = KernelGetppid();
+  ASSERT_NE(getppid, 0u);
+  ProgramSpec spec;
+  ASSERT_TRUE(spec.AddCounter(KernelBreakpoint("k", getppid), nullptr));
+  ASSERT_TRUE(spec.AddThreshold("k>=1/1"));
+  UnloadRightAfterClosingUnderLoad(spec.Build(TPROF_PMU_SCOPE_CPUS, 0), [] { CallGetppid(); });
+}
+
+#if defined(__aarch64__)
+// arm64's kernel breakpoints are kprobes: what a kprobe cannot probe, or
+// must not (tprof.ko's own code, whose hits would recurse), is EINVAL.
+TEST(PmuTest, KernelBreakpointsKprobesCannotTakeAreRefused) {
+  Device dev = OpenDeviceOrFail();
+  const uint64_t getppid = KernelGetppid();
+  ASSERT_NE(getppid, 0u);
+  uint64_t own = 0;
+  {
+    std::ifstream in("/proc/kallsyms");
+    std::string addr, type, name;
+    while (own == 0 && in >> addr >> type >> name) {
+      if (name == "tprof_pmu_hit") own = std::stoull(addr, nullptr, 16);
+      in.ignore(1 << 20, '\n');
+    }
+  }
+  ASSERT_NE(own, 0u) << "no tprof_pmu_hit in /proc/kallsyms";
+  auto errno_of = [&](uint64_t addr) {
+    ProgramSpec spec;
+    EXPECT_TRUE(spec.AddCounter(KernelBreakpoint("k", addr), nullptr));
+    auto p = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_THREAD, 0));
+    return p ? 0 : p.error().code().value();
+  };
+  EXPECT_EQ(errno_of(getppid), 0);
+  EXPECT_EQ(errno_of(getppid + 2), EINVAL) << "not an instruction's address";
+  EXPECT_EQ(errno_of(own), EINVAL) << "tprof.ko's own code";
+}
+#endif
 
 TEST(PmuTest, PermissionsFollowPerfsRules) {
   Device dev = OpenDeviceOrFail();

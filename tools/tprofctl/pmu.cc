@@ -112,8 +112,8 @@ int RunList(bool all) {
   std::printf("software (exact, every event):\n %s\n"
               "hardware (every K events, NAME:K, default K %" PRIu64 "; where the CPU has a PMU):\n"
               " %s rHEX[:K]\n"
-              "breakpoints and watchpoints (exact; on arm64 watchpoints, kernel breakpoints and --all-cpus count only:\n"
-              " no threshold, rule, range or arming there):\n"
+              "breakpoints and watchpoints (exact; on arm64 watchpoints, and user-address breakpoints with\n"
+              " --all-cpus or outside a file mapping, count only: no threshold, rule, range or arming there):\n"
               "  bp:ADDR|SYMBOL   w:ADDR|SYMBOL[/LEN] (writes)   rw:ADDR|SYMBOL[/LEN] (reads and writes)\n",
               software.c_str(), pmu::kDefaultHardwarePeriod, hardware.c_str());
   const char* root = "/sys/kernel/tracing/events";

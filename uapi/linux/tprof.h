@@ -763,10 +763,14 @@ struct tprof_window_list {
  * checked against the overflow's address (an estimate, as sampling is).
  * On arm64 an execution breakpoint at a user address of scope THREAD or
  * PROCESS is a uprobe of the file mapped there at creation (an executable
- * private file mapping), seen per hit and exact as on x86; it counts the
- * scope's tasks only (the thread; the process and the descendants whose
- * parent chain reaches it). Every other breakpoint and every watchpoint
- * only counts there: the kernel steps over them only for perf's own
+ * private file mapping), and one at a kernel address (any scope) a kprobe;
+ * both are seen per hit and exact as on x86, and count the scope's tasks
+ * only (the thread; the process and the descendants whose parent chain
+ * reaches it; for CPUS every task, interrupts included). A kprobe refuses
+ * what kprobes cannot probe and tprof.ko's own code (EINVAL). Every other
+ * breakpoint (user addresses outside a file mapping, user addresses in
+ * scope CPUS, TPROF_PMU_CTR_USER_ONLY at a kernel address) and every
+ * watchpoint only counts there: the kernel steps over them only for perf's own
  * overflow handler, so each is a counting perf event whose value (exact)
  * is perf's count when the program is read; a threshold, a rule or a range
  * on one, arming one (armed_by) and scope CPUS with one need a handler per
@@ -805,7 +809,11 @@ struct tprof_window_list {
  *   watchpoint length or alignment, a hardware counter without a period,
  *   period above 1 for an exact kind, armed_by naming no rule, nr_subranges
  *   1 or above TPROF_PMU_MAX_SUBRANGES or without a range of at least K
- *   bytes, nonzero reserved fields.
+ *   bytes, nonzero reserved fields; on arm64 a kernel-address breakpoint
+ *   kprobes refuse (not kernel text, not an instruction's address, an
+ *   instruction they cannot step over, a function on the kprobe blacklist
+ *   or NOKPROBE_SYMBOL, code patched by jump labels or static calls) or in
+ *   tprof.ko's own code (its hits would recurse).
  *   EPERM: scope CPUS without CAP_PERFMON/CAP_SYS_ADMIN.
  *   ENOENT: no such event (unknown software event or tracepoint id).
  *   EOPNOTSUPP: hardware events without a usable PMU; on arm64 a

@@ -30,8 +30,11 @@ struct tprof_pmu_ctr {
 	struct tprof_pmu_prog *prog;
 	u32 index;
 	u32 rules;		/* bit r: rule r reads this counter */
-	struct perf_event **events;	/* one per thread of the target at creation */
+	/* Per thread of the target at creation, one per piece (watchpoints). */
+	struct perf_event **events;
 	unsigned int nr_events;
+	u32 nr_pieces;		/* perf events per thread: a watchpoint's pieces, else 1 */
+	u32 cpu_first;		/* scope CPUS: its first index in cpus */
 	atomic64_t value;
 	atomic64_t next_threshold;	/* the value that fires next; U64_MAX: never */
 	atomic64_t threshold_fired;

@@ -272,6 +272,28 @@ TEST(PmuTest, TooManyWatchpointPiecesAreRefusedAndLeakNothing) {
   EXPECT_EQ(ValueOf(all), 4u);
 }
 
+// Every CPU: each piece is a per-CPU event of the same counter (the
+// handler checks an event against all of its counter's pieces). On arm64
+// a watchpoint only counts, which every-CPU scope refuses.
+TEST(PmuTest, WideWatchpointInEveryCpuScopeSumsItsPieces) {
+  Device dev = OpenDeviceOrFail();
+  TprofWide32* w = &tprof_pmu_guarded.w;
+  tprof_pmu_program p = Build({"w=w:" + Hex(w) + "/32"});
+  p.scope = TPROF_PMU_SCOPE_CPUS;
+  p.pid = 0;
+#if defined(__aarch64__)
+  EXPECT_EQ(ErrnoOf(dev, p), EOPNOTSUPP);
+#else
+  Program prog = CreateOrDie(dev, p);
+  Repeat(3, [&] { Store(&w->a, 1L); });
+  Repeat(4, [&] { Store(&w->c, 2); });
+  Repeat(5, [&] { Store(&w->e[0], char(3)); });
+  Repeat(6, [&] { Store(&w->f, 4L); });
+  tprof_pmu_guarded.after = 5;  // outside
+  EXPECT_EQ(ValueOf(prog), 3u + 4 + 5 + 6);
+#endif
+}
+
 // A data symbol is watched whole: a 24-byte struct, 3 pieces, each field
 // counted.
 TEST(PmuTest, DataSymbolOfAStructIsWatchedWhole) {

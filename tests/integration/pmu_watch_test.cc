@@ -6,6 +6,7 @@
 // Nth write whichever piece it hits, too many pieces refused with nothing
 // left behind. x86 guests trap per hit; on arm64 watchpoints only count, so
 // there the values are checked and thresholds are refused.
+#include <pthread.h>
 #include <sys/ioctl.h>
 
 #include <cerrno>
@@ -292,6 +293,37 @@ TEST(PmuTest, WideWatchpointInEveryCpuScopeSumsItsPieces) {
   tprof_pmu_guarded.after = 5;  // outside
   EXPECT_EQ(ValueOf(prog), 3u + 4 + 5 + 6);
 #endif
+}
+
+// E2BIG counts perf events, a watchpoint's pieces each: 1100 threads x 4
+// pieces is above 4096 (1100 x 1 would not be), refused before anything
+// is made.
+TEST(PmuTest, EventBoundCountsEveryWatchpointPiece) {
+  Device dev = OpenDeviceOrFail();
+  constexpr int kThreads = 1100;
+  pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&gate);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  std::vector<pthread_t> threads;
+  auto wait_gate = [](void* g) -> void* {
+    pthread_mutex_lock(static_cast<pthread_mutex_t*>(g));
+    pthread_mutex_unlock(static_cast<pthread_mutex_t*>(g));
+    return nullptr;
+  };
+  for (int i = 0; i < kThreads; i++) {
+    pthread_t t;
+    if (pthread_create(&t, &attr, wait_gate, &gate) != 0) break;
+    threads.push_back(t);
+  }
+  pthread_attr_destroy(&attr);
+  EXPECT_EQ(threads.size(), size_t(kThreads));
+  tprof_pmu_program p = Build({"w=w:" + Hex(&tprof_pmu_guarded.w) + "/32"});
+  p.scope = TPROF_PMU_SCOPE_PROCESS;
+  EXPECT_EQ(ErrnoOf(dev, p), E2BIG);
+  pthread_mutex_unlock(&gate);
+  for (pthread_t t : threads) pthread_join(t, nullptr);
 }
 
 // A data symbol is watched whole: a 24-byte struct, 3 pieces, each field

@@ -2,7 +2,8 @@
 /*
  * PMU programs (US8191049): up to 8 counters of one thread, one process
  * or every CPU (through cpu_events.c), each a perf event with our
- * overflow handler. Exact kinds (software
+ * overflow handler (a watchpoint one per piece of its data range, all
+ * with the same counter as context: the value is their sum). Exact kinds (software
  * events, tracepoints, breakpoints, watchpoints) run at period 1, so the
  * handler sees every event; hardware ones every K events. On arm64 an
  * execution breakpoint at a user address of a file mapping is a uprobe
@@ -35,6 +36,10 @@
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
+#ifdef CONFIG_ARM64
+#include <asm/cpufeature.h>
+#include <asm/sysreg.h>
+#endif
 #include "tprof.h"
 #include "pmu.h"
 #include "core/pmu_rules.h"
@@ -219,9 +224,15 @@ static void tprof_pmu_overflow(struct perf_event *event,
 	struct tprof_pmu_prog *p = ctr->prog;
 
 	/* Every CPU: a counter fires a short while after its CPU went down. */
-	if (p->config.scope == TPROF_PMU_SCOPE_CPUS &&
-	    tprof_cpu_event(&p->cpus, ctr->cpu_slot) != event)
-		return;
+	if (p->config.scope == TPROF_PMU_SCOPE_CPUS) {
+		u32 i;
+
+		for (i = 0; i < ctr->nr_pieces; i++)
+			if (tprof_cpu_event(&p->cpus, ctr->cpu_first + i) == event)
+				break;
+		if (i == ctr->nr_pieces)
+			return;
+	}
 	tprof_pmu_hit(ctr, regs);
 }
 
@@ -314,7 +325,69 @@ static bool tprof_pmu_counts_only_usable(const struct tprof_pmu_program *c)
 	return true;
 }
 
-static void tprof_pmu_attr(const struct tprof_pmu_counter *c, bool inherit,
+/*
+ * A counter's perf events per thread or CPU: a watchpoint's pieces (see
+ * the uapi's Data range), anything else 1. @pieces: TPROF_PMU_MAX_WATCH_PIECES.
+ */
+static u32 tprof_pmu_pieces(const struct tprof_pmu_counter *c,
+			    struct tprof_pmu_piece *pieces)
+{
+	int n = 1;
+
+	if (c->kind == TPROF_PMU_EV_WATCHPOINT)
+		n = tprof_pmu_watch_pieces(c->addr, c->len,
+					   TPROF_PMU_WATCH_DWORD_MASKS, pieces);
+	/* Checked by tprof_pmu_program_check(). */
+	return n > 0 ? n : 1;
+}
+
+/*
+ * Data debug registers: x86's 4 are shared with execution breakpoints
+ * (CONFIG_HAVE_MIXED_BREAKPOINTS_REGS); arm64's watchpoints are
+ * ID_AA64DFR0_EL1.WRPs + 1 (hw_breakpoint_slots() is not exported there).
+ */
+static u32 tprof_pmu_data_slots(void)
+{
+#if defined(CONFIG_ARM64)
+	return ((read_sanitised_ftr_reg(SYS_ID_AA64DFR0_EL1) >> 20) & 0xf) + 1;
+#elif defined(hw_breakpoint_slots)
+	return hw_breakpoint_slots(TYPE_DATA);
+#else
+	return TPROF_PMU_MAX_WATCH_PIECES;	/* perf's ENOSPC decides */
+#endif
+}
+
+static u32 tprof_pmu_events_per_thread(const struct tprof_pmu_program *c)
+{
+	struct tprof_pmu_piece pieces[TPROF_PMU_MAX_WATCH_PIECES];
+	u32 i, sum = 0;
+
+	for (i = 0; i < c->nr_counters; i++)
+		sum += tprof_pmu_pieces(&c->counters[i], pieces);
+	return sum;
+}
+
+/* ENOSPC before anything is created: the program's pieces cannot all fit. */
+static int tprof_pmu_check_slots(const struct tprof_pmu_program *c)
+{
+	struct tprof_pmu_piece pieces[TPROF_PMU_MAX_WATCH_PIECES];
+	u32 i, used = 0;
+
+	for (i = 0; i < c->nr_counters; i++) {
+		const struct tprof_pmu_counter *k = &c->counters[i];
+
+		if (k->kind == TPROF_PMU_EV_WATCHPOINT)
+			used += tprof_pmu_pieces(k, pieces);
+		else if (k->kind == TPROF_PMU_EV_BREAKPOINT &&
+			 IS_ENABLED(CONFIG_HAVE_MIXED_BREAKPOINTS_REGS))
+			used++;
+	}
+	return used > tprof_pmu_data_slots() ? -ENOSPC : 0;
+}
+
+/* @piece: a watchpoint's piece (NULL for other kinds). */
+static void tprof_pmu_attr(const struct tprof_pmu_counter *c,
+			   const struct tprof_pmu_piece *piece, bool inherit,
 			   bool exclude_kernel, struct perf_event_attr *attr)
 {
 	memset(attr, 0, sizeof(*attr));
@@ -350,8 +423,9 @@ static void tprof_pmu_attr(const struct tprof_pmu_counter *c, bool inherit,
 		attr->config = 0;
 		attr->bp_type = c->flags & TPROF_PMU_CTR_WATCH_READ ?
 			HW_BREAKPOINT_RW : HW_BREAKPOINT_W;
-		attr->bp_addr = c->addr;
-		attr->bp_len = c->len;
+		/* arm64 takes any bytes of one doubleword (its BAS mask). */
+		attr->bp_addr = piece->addr;
+		attr->bp_len = piece->len;
 		break;
 	}
 }
@@ -475,12 +549,14 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 				   struct task_struct **tasks, unsigned int n,
 				   bool exclude_kernel)
 {
+	struct tprof_pmu_piece pieces[TPROF_PMU_MAX_WATCH_PIECES];
 	struct perf_event_attr attr;
 	unsigned int i, t;
 
 	for (i = 0; i < p->config.nr_counters; i++) {
 		const struct tprof_pmu_counter *c = &p->config.counters[i];
 		struct tprof_pmu_ctr *ctr = &p->ctr[i];
+		unsigned int made;
 		int ret = -ESRCH;
 
 		if (tprof_pmu_may_kprobe(c)) {
@@ -502,24 +578,37 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 				return -EOPNOTSUPP;
 		}
 		ctr->counts_only = tprof_pmu_counts_only(c);
-		ctr->events = kvcalloc(n, sizeof(*ctr->events), GFP_KERNEL_ACCOUNT);
+		ctr->nr_pieces = tprof_pmu_pieces(c, pieces);
+		ctr->events = kvcalloc(n * ctr->nr_pieces, sizeof(*ctr->events),
+				       GFP_KERNEL_ACCOUNT);
 		if (!ctr->events)
 			return -ENOMEM;
-		tprof_pmu_attr(c, p->config.scope == TPROF_PMU_SCOPE_PROCESS,
-			       exclude_kernel, &attr);
 		for (t = 0; t < n; t++) {
-			struct perf_event *ev;
+			long err = 0;
 
-			ev = perf_event_create_kernel_counter(&attr, -1, tasks[t],
-							      tprof_pmu_counts_only(c) ?
-							      NULL : tprof_pmu_overflow,
-							      ctr);
-			if (IS_ERR(ev)) {
-				if (PTR_ERR(ev) == -ESRCH)	/* it exited */
-					continue;
-				return tprof_pmu_create_err(c, PTR_ERR(ev));
+			for (made = 0; made < ctr->nr_pieces; made++) {
+				struct perf_event *ev;
+
+				tprof_pmu_attr(c, &pieces[made],
+					       p->config.scope == TPROF_PMU_SCOPE_PROCESS,
+					       exclude_kernel, &attr);
+				ev = perf_event_create_kernel_counter(&attr, -1, tasks[t],
+								      tprof_pmu_counts_only(c) ?
+								      NULL : tprof_pmu_overflow,
+								      ctr);
+				if (IS_ERR(ev)) {
+					err = PTR_ERR(ev);
+					break;
+				}
+				ctr->events[ctr->nr_events++] = ev;
 			}
-			ctr->events[ctr->nr_events++] = ev;
+			if (!err)
+				continue;
+			/* A thread counts with all its pieces or none. */
+			while (made--)
+				perf_event_release_kernel(ctr->events[--ctr->nr_events]);
+			if (err != -ESRCH)	/* -ESRCH: it exited */
+				return tprof_pmu_create_err(c, err);
 		}
 		if (!ctr->nr_events)
 			return -ESRCH;	/* every thread exited meanwhile */
@@ -535,27 +624,37 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
  */
 static int tprof_pmu_create_cpu_events(struct tprof_pmu_prog *p)
 {
-	void *ctxs[TPROF_PMU_MAX_COUNTERS];
-	u32 i, n = 0;
+	/* A watchpoint's pieces are consecutive events of its counter. */
+	enum { TPROF_PMU_MAX_CPU_EVENTS = TPROF_PMU_MAX_COUNTERS * TPROF_PMU_MAX_WATCH_PIECES };
+	struct tprof_pmu_piece pieces[TPROF_PMU_MAX_WATCH_PIECES];
+	void **ctxs;
+	u32 i, j, n = 0;
 	struct perf_event_attr *attrs;
 	int ret = 0;
 
-	/* 8 x 136 bytes: not on the kernel stack (KASAN's frame limit). */
-	attrs = kcalloc(p->config.nr_counters, sizeof(*attrs), GFP_KERNEL);
-	if (!attrs)
-		return -ENOMEM;
+	/* Up to 32 x 136 bytes: not on the kernel stack (KASAN's frame limit). */
+	attrs = kcalloc(TPROF_PMU_MAX_CPU_EVENTS, sizeof(*attrs), GFP_KERNEL);
+	ctxs = kcalloc(TPROF_PMU_MAX_CPU_EVENTS, sizeof(*ctxs), GFP_KERNEL);
+	if (!attrs || !ctxs) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	for (i = 0; i < p->config.nr_counters; i++) {
 		const struct tprof_pmu_counter *c = &p->config.counters[i];
+		struct tprof_pmu_ctr *ctr = &p->ctr[i];
 
 		if (tprof_pmu_may_kprobe(c)) {
-			ret = tprof_pmu_kprobe_create(&p->ctr[i]);
+			ret = tprof_pmu_kprobe_create(ctr);
 			if (ret)
 				goto out;
 			continue;
 		}
-		p->ctr[i].cpu_slot = n;
-		tprof_pmu_attr(c, false, false, &attrs[n]);
-		ctxs[n++] = &p->ctr[i];
+		ctr->nr_pieces = tprof_pmu_pieces(c, pieces);
+		ctr->cpu_first = n;
+		for (j = 0; j < ctr->nr_pieces; j++, n++) {
+			tprof_pmu_attr(c, &pieces[j], false, false, &attrs[n]);
+			ctxs[n] = ctr;
+		}
 	}
 	if (!n)
 		goto out;
@@ -566,6 +665,7 @@ static int tprof_pmu_create_cpu_events(struct tprof_pmu_prog *p)
 		p->on_cpus = true;
 out:
 	kfree(attrs);
+	kfree(ctxs);
 	return ret;
 }
 
@@ -671,6 +771,9 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 		return ret;
 	if (!tprof_pmu_counts_only_usable(c))
 		return -EOPNOTSUPP;
+	ret = tprof_pmu_check_slots(c);
+	if (ret)
+		return ret;
 	ret = tprof_pmu_check_access(c, &pid, &exclude_kernel);
 	if (ret)
 		return ret;
@@ -685,7 +788,7 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 	} else {
 		ret = tprof_pmu_targets(c, pid, &tasks, &n);
 		p->target = pid;	/* probes: who is in scope */
-		if (!ret && n * c->nr_counters > TPROF_PMU_MAX_EVENTS)
+		if (!ret && n * tprof_pmu_events_per_thread(c) > TPROF_PMU_MAX_EVENTS)
 			ret = -E2BIG;
 		if (!ret)
 			ret = tprof_pmu_create_events(p, tasks, n, exclude_kernel);

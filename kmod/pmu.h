@@ -30,8 +30,11 @@ struct tprof_pmu_ctr {
 	struct tprof_pmu_prog *prog;
 	u32 index;
 	u32 rules;		/* bit r: rule r reads this counter */
-	struct perf_event **events;	/* one per thread of the target at creation */
+	/* Per thread of the target at creation, one per piece (watchpoints). */
+	struct perf_event **events;
 	unsigned int nr_events;
+	u32 nr_pieces;		/* perf events per thread: a watchpoint's pieces, else 1 */
+	u32 cpu_first;		/* scope CPUS: its first index in cpus */
 	atomic64_t value;
 	atomic64_t next_threshold;	/* the value that fires next; U64_MAX: never */
 	atomic64_t threshold_fired;
@@ -40,7 +43,6 @@ struct tprof_pmu_ctr {
 	atomic64_t *sub;	/* nr_subranges values, or NULL */
 	bool counts_only;	/* perf counts, no handler of ours (arm64) */
 	struct tprof_pmu_probe *probe;	/* a u/kprobe instead of events (arm64) */
-	u32 cpu_slot;		/* scope CPUS: its index in prog->cpus */
 };
 
 /* A queue cell (Vyukov's bounded queue: producers anywhere, one consumer). */

@@ -53,12 +53,20 @@ static void tprof_pmu_check_refuses_bad_programs(struct kunit *test)
 	p->counters[0].flags = TPROF_PMU_CTR_WATCH_WRITE;
 	p->counters[0].range_start = p->counters[0].range_end = 0;
 	p->counters[0].addr = 0x1004;
-	p->counters[0].len = 8;				/* misaligned */
-	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
-	p->counters[0].len = 4;
+	p->counters[0].len = 8;				/* 2 pieces */
 	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
-	p->counters[0].len = 3;
+	p->counters[0].len = 0;
 	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->counters[0].len = TPROF_PMU_MAX_WATCH_LEN + 1;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->counters[0].len = 32;			/* 5 pieces */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->counters[0].addr = 0x1000;			/* 4 pieces */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	p->counters[0].addr = ~0ULL - 3;		/* wraps */
+	p->counters[0].len = 8;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	p->counters[0].addr = 0x1004;
 	p->counters[0].len = 4;
 	p->counters[0].kind = TPROF_PMU_EV_HARDWARE;	/* no period, addr set */
 	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);

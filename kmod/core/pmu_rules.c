@@ -65,9 +65,8 @@ static int tprof_pmu_counter_check(const struct tprof_pmu_counter *c,
 	case TPROF_PMU_EV_WATCHPOINT:
 		if (c->config || !c->addr || !watch_flags)
 			return -EINVAL;
-		if (c->len != 1 && c->len != 2 && c->len != 4 && c->len != 8)
-			return -EINVAL;
-		if (c->addr & (c->len - 1))
+		if (tprof_pmu_watch_pieces(c->addr, c->len,
+					   TPROF_PMU_WATCH_DWORD_MASKS, NULL) < 0)
 			return -EINVAL;
 		break;
 	default:
@@ -97,6 +96,39 @@ static int tprof_pmu_counter_check(const struct tprof_pmu_counter *c,
 			return -EINVAL;
 	}
 	return 0;
+}
+
+int tprof_pmu_watch_pieces(u64 addr, u64 len, bool dword_masks,
+			   struct tprof_pmu_piece *out)
+{
+	u64 pos = addr, end = addr + len;
+	int n = 0;
+
+	if (len == 0 || len > TPROF_PMU_MAX_WATCH_LEN || end - 1 < addr)
+		return -EINVAL;
+	while (pos != end) {
+		u64 size;
+
+		if (dword_masks) {
+			size = ((pos | 7) + 1) - pos;	/* to the doubleword's end */
+			if (size > end - pos)
+				size = end - pos;
+		} else {
+			/* The largest aligned power of two that fits: fewest pieces. */
+			size = 8;
+			while (size > 1 && ((pos & (size - 1)) || size > end - pos))
+				size >>= 1;
+		}
+		if (n == TPROF_PMU_MAX_WATCH_PIECES)
+			return -EINVAL;
+		if (out) {
+			out[n].addr = pos;
+			out[n].len = size;
+		}
+		n++;
+		pos += size;
+	}
+	return n;
 }
 
 u64 tprof_pmu_subrange_width(const struct tprof_pmu_counter *c)

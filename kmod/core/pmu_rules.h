@@ -33,6 +33,32 @@ bool tprof_pmu_rule_holds(const struct tprof_pmu_rule *r, const u64 *values);
 /* Bytes per subrange of a counter with nr_subranges (ceil(len / K)). */
 u64 tprof_pmu_subrange_width(const struct tprof_pmu_counter *c);
 
+/*
+ * How a watchpoint's range is cut into pieces of one debug register each:
+ * x86 watches 1, 2, 4 or 8 naturally aligned bytes; arm64 any bytes of
+ * one 8-byte-aligned doubleword (its byte-address-select mask).
+ */
+#if (defined(__KERNEL__) && defined(CONFIG_ARM64)) || \
+	(!defined(__KERNEL__) && defined(__aarch64__))
+#define TPROF_PMU_WATCH_DWORD_MASKS true
+#else
+#define TPROF_PMU_WATCH_DWORD_MASKS false
+#endif
+
+struct tprof_pmu_piece {
+	u64 addr, len;
+};
+
+/*
+ * Cuts [addr, addr + len) into the fewest pieces: naturally aligned 1, 2,
+ * 4 or 8 bytes, or with @dword_masks one per doubleword it touches. Fills
+ * up to TPROF_PMU_MAX_WATCH_PIECES of @out (may be NULL) and returns
+ * their number, or -EINVAL: len 0 or above TPROF_PMU_MAX_WATCH_LEN, a
+ * range that wraps, or one of more than TPROF_PMU_MAX_WATCH_PIECES.
+ */
+int tprof_pmu_watch_pieces(u64 addr, u64 len, bool dword_masks,
+			   struct tprof_pmu_piece *out);
+
 /* Bit i set for each counter rule @r reads. */
 u32 tprof_pmu_rule_counters(const struct tprof_pmu_rule *r);
 

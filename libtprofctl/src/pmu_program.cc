@@ -38,7 +38,9 @@ Expected<Program> Program::Create(const Device& device, const tprof_pmu_program&
     if (err == EINVAL)
       hint = " (a malformed program, or a kernel breakpoint kprobes cannot probe or inside tprof.ko)";
 #endif
-    if (err == ENOSPC) hint = " (no free debug register for a breakpoint or watchpoint)";
+    if (err == ENOSPC)
+      hint = " (no free debug register for a breakpoint or watchpoint: a watchpoint takes one per "
+             "piece of its range, x86 has 4 in all)";
     if (err == ENOTTY) hint = " (the module is older than ABI 1.7)";
     return Error::FromErrno(err, std::string("creating the PMU program: ") + std::strerror(err) + hint);
   }

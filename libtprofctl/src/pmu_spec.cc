@@ -124,14 +124,20 @@ Expected<EventSpec> ParseEvent(std::string_view text, const SymbolResolver* reso
     auto slash = tail.find('/');
     auto a = Address(tail.substr(0, slash), resolver);
     if (!a) return a.error();
-    uint64_t len = a->end - a->start;
+    uint64_t len = a->end - a->start;  // a data symbol's whole size; 0 for a number
     if (slash != std::string_view::npos) {
       auto l = Number(tail.substr(slash + 1));
       if (!l) return Invalid("bad watchpoint length in '" + std::string(text) + "'");
       len = *l;
-    } else if (len != 1 && len != 2 && len != 4 && len != 8) {
+    } else if (len == 0) {
       len = 8;
     }
+    // The kernel refuses a range needing more than TPROF_PMU_MAX_WATCH_PIECES
+    // debug registers (EINVAL) or more than the CPU has (ENOSPC).
+    if (len == 0 || len > TPROF_PMU_MAX_WATCH_LEN || a->start + len - 1 < a->start)
+      return Invalid("watchpoint '" + std::string(text) + "' covers " + std::to_string(len) +
+                     " bytes: 1 to " + std::to_string(TPROF_PMU_MAX_WATCH_LEN) +
+                     " (give /LEN for part of a larger symbol)");
     e.kind = TPROF_PMU_EV_WATCHPOINT;
     e.addr = a->start;
     e.len = len;

@@ -8,6 +8,16 @@
 
 extern "C" __attribute__((noinline, used)) int tprof_pmu_spec_probe(int x) { return x * 3 + 1; }
 static __attribute__((noinline, used)) int tprof_pmu_spec_local(int x) { return x + 2; }
+// A data symbol wider than one debug register, and one wider than a watchpoint.
+struct TprofPmuSpecWide {
+  long a;
+  int b, c;
+  long d;
+};
+extern "C" {
+__attribute__((used)) TprofPmuSpecWide tprof_pmu_spec_wide24;
+__attribute__((used)) char tprof_pmu_spec_wide40[40];
+}
 
 namespace tprof::pmu {
 namespace {
@@ -36,6 +46,16 @@ TEST(PmuSpec, EventNames) {
   EXPECT_EQ(e->len, 4u);
   EXPECT_EQ(e->flags, uint32_t(TPROF_PMU_CTR_WATCH_READ));
   EXPECT_EQ(ParseEvent("w:0x1000", nullptr)->len, 8u);
+  // Data ranges of any length up to TPROF_PMU_MAX_WATCH_LEN, at any address
+  // (the kernel cuts them into debug registers).
+  e = ParseEvent("w:0x1003/13", nullptr);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->addr, 0x1003u);
+  EXPECT_EQ(e->len, 13u);
+  EXPECT_EQ(ParseEvent("rw:0x1000/32", nullptr)->len, 32u);
+  EXPECT_EQ(ParseEvent("w:0x1000/33", nullptr).error().code().value(), EINVAL);
+  EXPECT_EQ(ParseEvent("w:0x1000/0", nullptr).error().code().value(), EINVAL);
+  EXPECT_EQ(ParseEvent("w:0xfffffffffffffffc/8", nullptr).error().code().value(), EINVAL);  // wraps
   EXPECT_EQ(ParseEvent("bogus", nullptr).error().code().value(), ENOENT);
   EXPECT_EQ(ParseEvent("cycles:0", nullptr).error().code().value(), EINVAL);
   EXPECT_EQ(ParseEvent("bp:main", nullptr).error().code().value(), EINVAL);  // no symbols
@@ -70,6 +90,22 @@ TEST(PmuSpec, SymbolsOfThisProcessAreAtTheirRunTimeAddresses) {
   auto e = ParseEvent("bp:tprof_pmu_spec_probe", &*syms);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->addr, f->start);
+}
+
+// A data symbol is watched whole (a 24-byte struct: 24 bytes), a part of a
+// larger one with /LEN; one above TPROF_PMU_MAX_WATCH_LEN is refused.
+TEST(PmuSpec, DataSymbolsAreWatchedWhole) {
+  auto syms = SymbolResolver::ForProcess(0);
+  ASSERT_TRUE(syms) << syms.error().message();
+  auto e = ParseEvent("w:tprof_pmu_spec_wide24", &*syms);
+  ASSERT_TRUE(e) << e.error().message();
+  EXPECT_EQ(e->addr, reinterpret_cast<uint64_t>(&tprof_pmu_spec_wide24));
+  EXPECT_EQ(e->len, 24u);
+  EXPECT_EQ(ParseEvent("w:tprof_pmu_spec_wide40", &*syms).error().code().value(), EINVAL);
+  e = ParseEvent("rw:tprof_pmu_spec_wide40/16", &*syms);
+  ASSERT_TRUE(e) << e.error().message();
+  EXPECT_EQ(e->addr, reinterpret_cast<uint64_t>(&tprof_pmu_spec_wide40));
+  EXPECT_EQ(e->len, 16u);
 }
 
 TEST(PmuSpec, CountersThresholdsAndBuild) {

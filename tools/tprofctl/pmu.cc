@@ -114,7 +114,9 @@ int RunList(bool all) {
               " %s rHEX[:K]\n"
               "breakpoints and watchpoints (exact; on arm64 watchpoints, and user-address breakpoints with\n"
               " --all-cpus or outside a file mapping, count only: no threshold, rule, range or arming there):\n"
-              "  bp:ADDR|SYMBOL   w:ADDR|SYMBOL[/LEN] (writes)   rw:ADDR|SYMBOL[/LEN] (reads and writes)\n",
+              "  bp:ADDR|SYMBOL   w:ADDR|SYMBOL[/LEN] (writes)   rw:ADDR|SYMBOL[/LEN] (reads and writes)\n"
+              "  LEN 1 to 32 bytes at any address (default: the symbol's size, else 8), up to 4 debug\n"
+              "  registers per program (an access across two of them counts once per register)\n",
               software.c_str(), pmu::kDefaultHardwarePeriod, hardware.c_str());
   const char* root = "/sys/kernel/tracing/events";
   DIR* d = ::opendir(root);

@@ -784,7 +784,17 @@ struct tprof_window_list {
  * execution breakpoint (TPROF_PMU_EV_BREAKPOINT) on its first instruction
  * counts every execution of that instruction, exactly.
  * Data range: a watchpoint (TPROF_PMU_EV_WATCHPOINT) on [addr, addr + len),
- * len 1, 2, 4 or 8 and aligned to it, counts every access of its kind.
+ * len 1..TPROF_PMU_MAX_WATCH_LEN (32) bytes at any address, counts every
+ * access of its kind. The range is cut into pieces, one debug register
+ * each: x86 the fewest naturally aligned pieces of 1, 2, 4 or 8 bytes (a
+ * 32-byte range aligned to 8 is 4 pieces), arm64 one piece per 8-byte
+ * doubleword it touches; a range of more than TPROF_PMU_MAX_WATCH_PIECES
+ * (4) pieces is EINVAL. The counter's value is the sum over its pieces: an
+ * access touching two pieces (an unaligned store across a piece
+ * boundary) counts once per piece it touches, and each of those hits
+ * goes through thresholds and rules. All the watchpoint pieces of a
+ * program (on x86 with its breakpoints: they share the 4 debug
+ * registers) must fit the CPU's data debug registers, else ENOSPC.
  *
  * TPROF_IOC_PMU_CREATE (struct tprof_pmu_program, read/write)
  *   Creates a program and returns a new descriptor for it in fd (O_CLOEXEC):
@@ -806,7 +816,8 @@ struct tprof_window_list {
  *   EINVAL: no counter or too many, unknown kind/flags/scope/op/rearm, a
  *   rule term naming no counter, more than 4 terms or none, |multiplier|
  *   above TPROF_PMU_MAX_MULTIPLIER, an empty or inverted range, a bad
- *   watchpoint length or alignment, a hardware counter without a period,
+ *   watchpoint length (0, above TPROF_PMU_MAX_WATCH_LEN, more than
+ *   TPROF_PMU_MAX_WATCH_PIECES pieces, or wrapping), a hardware counter without a period,
  *   period above 1 for an exact kind, armed_by naming no rule, nr_subranges
  *   1 or above TPROF_PMU_MAX_SUBRANGES or without a range of at least K
  *   bytes, nonzero reserved fields; on arm64 a kernel-address breakpoint
@@ -820,8 +831,11 @@ struct tprof_window_list {
  *   watchpoint, or a breakpoint that only counts, with a threshold, in a
  *   rule, with a range, armed_by, or in scope CPUS (see Counting); an
  *   instruction a uprobe cannot step over. ENOSPC: no free
- *   debug register for a breakpoint or watchpoint. E2BIG: more than 4096
- *   perf events (the target's threads at creation x counters). EMFILE, ENOMEM: no descriptor or memory (the
+ *   debug register for a breakpoint or watchpoint (also: the program's
+ *   watchpoint pieces, x86 with its breakpoints, exceed the CPU's debug
+ *   registers). E2BIG: more than 4096 perf events (the target's threads at
+ *   creation x perf events per thread: one per counter, one per piece of
+ *   a watchpoint). EMFILE, ENOMEM: no descriptor or memory (the
  *   program's memory is charged to the caller's memory cgroup).
  *   Rules are edge-triggered: a rule is first evaluated when one of its
  *   counters first moves, and fires when it holds then and had not (or,
@@ -897,6 +911,8 @@ enum tprof_pmu_genl_attr {
 #define TPROF_PMU_MAX_MULTIPLIER (1LL << 24)
 #define TPROF_PMU_QUEUE_LEN 256
 #define TPROF_PMU_MAX_SUBRANGES 4096
+#define TPROF_PMU_MAX_WATCH_LEN 32   /* bytes of one watchpoint's data range */
+#define TPROF_PMU_MAX_WATCH_PIECES 4 /* debug registers of one watchpoint */
 
 /* tprof_pmu_counter.kind */
 enum tprof_pmu_event_kind {
@@ -920,7 +936,7 @@ struct tprof_pmu_counter {
 	__u32 flags;           /* TPROF_PMU_CTR_* */
 	__u64 config;          /* software/hardware/raw/tracepoint: the event */
 	__u64 addr;            /* breakpoint, watchpoint: the address */
-	__u64 len;             /* watchpoint: 1, 2, 4 or 8; otherwise 0 */
+	__u64 len;             /* watchpoint: 1..TPROF_PMU_MAX_WATCH_LEN; otherwise 0 */
 	__u64 period;          /* 0 or 1 for exact kinds; hardware/raw: K >= 1 */
 	__u64 range_start;     /* with TPROF_PMU_CTR_RANGE */
 	__u64 range_end;

@@ -71,8 +71,8 @@ class SymbolResolver {
 // granularity (default kDefaultHardwarePeriod); raw "rHEX[:K]".
 // Tracepoints "sys:name" (tracefs id). Breakpoint "bp:ADDR|SYMBOL";
 // watchpoints "w:ADDR|SYMBOL[/LEN]" (writes) and "rw:..." (reads and
-// writes), LEN 1, 2, 4 or 8 (default: the symbol's size if one of those,
-// else 8). `resolver` may be null: then only numeric addresses.
+// writes), LEN 1 to TPROF_PMU_MAX_WATCH_LEN (32) bytes at any address
+// (default: a data symbol's whole size, 8 for a number). `resolver` may be null: then only numeric addresses.
 [[nodiscard]] Expected<EventSpec> ParseEvent(std::string_view text, const SymbolResolver* resolver);
 // "0xSTART-0xEND", "0xSTART+LEN" or a symbol.
 [[nodiscard]] Expected<AddressRange> ParseRange(std::string_view text, const SymbolResolver* resolver);

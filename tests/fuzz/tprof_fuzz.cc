@@ -99,6 +99,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -1722,13 +1723,51 @@ void OpAccountant(Worker& w) {
 // Reads one byte at p; returns the signal it raised (SIGBUS/SIGSEGV) or 0.
 thread_local sigjmp_buf t_jmp;
 thread_local volatile sig_atomic_t t_catching = 0;
-void OnFault(int sig, siginfo_t* si, void*) {
+// Writes the lines of /proc/self/maps that hold a or b (async-signal-safe).
+void SayMapsOf(u64 a, u64 b) {
+  static char buf[64 * 1024];
+  int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = 0, got;
+  while (n < ssize_t(sizeof(buf)) - 1 && (got = ::read(fd, buf + n, sizeof(buf) - 1 - size_t(n))) > 0) n += got;
+  ::close(fd);
+  for (char* line = buf; line < buf + n;) {
+    char* end = static_cast<char*>(std::memchr(line, '\n', size_t(buf + n - line)));
+    if (!end) end = buf + n;
+    u64 lo = 0, hi = 0;
+    const char* p = line;
+    auto hex = [&](u64& v) {
+      for (; p < end; ++p) {
+        int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+        if (d < 0) break;
+        v = v * 16 + u64(d);
+      }
+    };
+    hex(lo);
+    if (p < end) ++p;
+    hex(hi);
+    if ((a >= lo && a < hi) || (b >= lo && b < hi)) {
+      (void)!::write(2, "  maps: ", 8);
+      (void)!::write(2, line, size_t(end - line) + 1);
+    }
+    line = end + 1;
+  }
+}
+
+void OnFault(int sig, siginfo_t* si, void* uc) {
   if (t_catching) siglongjmp(t_jmp, sig);
   // Not a probe: say which operation touched what before dying of it.
+  const auto* ctx = static_cast<const ucontext_t*>(uc);
+#if defined(__aarch64__)
+  const u64 pc = ctx->uc_mcontext.pc;
+#else
+  const u64 pc = u64(ctx->uc_mcontext.gregs[REG_RIP]);
+#endif
   char msg[256];
-  int n = std::snprintf(msg, sizeof(msg), "tprof_fuzz: [pid %d op %s] uncaught %s at %p (si_code %d)\n",
-                        int(::getpid()), t_op, sig == SIGBUS ? "SIGBUS" : "SIGSEGV", si->si_addr, si->si_code);
+  int n = std::snprintf(msg, sizeof(msg), "tprof_fuzz: [pid %d tid %u op %s] uncaught %s at %p (si_code %d), pc 0x%llx\n",
+                        int(::getpid()), Gettid(), t_op, sig == SIGBUS ? "SIGBUS" : "SIGSEGV", si->si_addr, si->si_code, pc);
   if (n > 0) (void)!::write(2, msg, size_t(n) < sizeof(msg) ? size_t(n) : sizeof(msg) - 1);
+  SayMapsOf(u64(uintptr_t(si->si_addr)), pc);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -1736,8 +1775,13 @@ int TouchCatching(const char* p) {
   int sig = sigsetjmp(t_jmp, 1);
   if (sig == 0) {
     t_catching = 1;
-    volatile char c = *p;
+    // The read must come after the flag: a plain load may be scheduled
+    // before a volatile store (aarch64's GCC did, and the fault went
+    // uncaught).
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    volatile char c = *static_cast<const volatile char*>(p);
     (void)c;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
   }
   t_catching = 0;
   return sig;

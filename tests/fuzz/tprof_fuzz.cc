@@ -3269,12 +3269,20 @@ struct Stranger {
   int stop_wr = -1;
 };
 
+// The middle process tells the grandchild's pid and waits (hold) until it
+// is registered as this process's own, so that none of the grandchild's
+// events precedes that while it is no descendant any more; then it exits,
+// and the grandchild, orphaned, waits for one byte (go) on `stop`.
 std::optional<Stranger> StartStranger() {
-  int stop[2], ready[2];
+  int stop[2], ready[2], hold[2];
   if (::pipe2(stop, O_CLOEXEC)) return std::nullopt;
   if (::pipe2(ready, O_CLOEXEC)) {
     ::close(stop[0]);
     ::close(stop[1]);
+    return std::nullopt;
+  }
+  if (::pipe2(hold, O_CLOEXEC)) {
+    for (int fd : {stop[0], stop[1], ready[0], ready[1]}) ::close(fd);
     return std::nullopt;
   }
   g_own_mu.lock();
@@ -3283,18 +3291,23 @@ std::optional<Stranger> StartStranger() {
   if (mid > 0) AddOwnPid(uint32_t(mid));  // an unprivileged session of this process follows it
   if (mid == 0) {
     g_in_child = true;
+    ::close(hold[1]);
     pid_t gc = ::fork();
-    if (gc != 0) ::_exit(0);
+    if (gc != 0) {
+      uint32_t p = gc > 0 ? uint32_t(gc) : 0;
+      (void)!::write(ready[1], &p, sizeof(p));
+      char c;
+      (void)!::read(hold[0], &c, 1);  // end of file: registered
+      ::_exit(0);
+    }
     // The grandchild: holds nothing of the device (module cycles need none).
     const int a = std::min(stop[0], ready[1]), b = std::max(stop[0], ready[1]);
     ::close_range(3, unsigned(a) - 1, 0);
     ::close_range(unsigned(a) + 1, unsigned(b) - 1, 0);
     ::close_range(unsigned(b) + 1, ~0U, 0);
-    while (::getppid() == mid) ::sched_yield();  // orphaned: out of every scope
-    uint32_t me = uint32_t(::getpid());
-    (void)!::write(ready[1], &me, sizeof(me));
     ::close(ready[1]);
-    // One byte: go (the parent knows the pid now); end of file: stop.
+    while (::getppid() == mid) ::sched_yield();  // orphaned: out of every scope
+    // One byte: go; end of file: stop.
     char go;
     if (::read(stop[0], &go, 1) != 1) ::_exit(0);
     const u64 until = NowNs() + 10'000'000'000ULL;
@@ -3307,23 +3320,27 @@ std::optional<Stranger> StartStranger() {
   }
   ::close(stop[0]);
   ::close(ready[1]);
+  ::close(hold[0]);
   std::optional<Stranger> s;
   if (mid > 0) {
-    int st;
-    while (::waitpid(mid, &st, 0) < 0 && errno == EINTR) {
-    }
     uint32_t pid = 0;
     pollfd pf{ready[0], POLLIN, 0};
     if (::poll(&pf, 1, 5000) == 1 && ::read(ready[0], &pid, sizeof(pid)) == ssize_t(sizeof(pid)) && pid) {
+      // The unprivileged worker's own process: another scene's process
+      // program created before the fork counts it (perf's inherit).
+      AddSharedPid(pid);
       s.emplace();
       s->pid = pid;
       s->stop_wr = stop[1];
       s->pidfd = int(::syscall(SYS_pidfd_open, pid_t(pid), 0));
-      // The unprivileged worker's own process: another scene's process
-      // program created before the fork counts it (perf's inherit).
-      AddSharedPid(pid);
-      (void)!::write(stop[1], "g", 1);
     }
+    ::close(hold[1]);
+    int st;
+    while (::waitpid(mid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (s) (void)!::write(stop[1], "g", 1);
+  } else {
+    ::close(hold[1]);
   }
   ::close(ready[0]);
   if (!s) ::close(stop[1]);

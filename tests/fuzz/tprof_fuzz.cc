@@ -3269,10 +3269,23 @@ struct Stranger {
   int stop_wr = -1;
 };
 
-// The middle process tells the grandchild's pid and waits (hold) until it
-// is registered as this process's own, so that none of the grandchild's
-// events precedes that while it is no descendant any more; then it exits,
-// and the grandchild, orphaned, waits for one byte (go) on `stop`.
+// Closes every descriptor from 3 up but these (a forked child's).
+void CloseAllBut(std::initializer_list<int> keep) {
+  std::vector<int> k(keep);
+  std::sort(k.begin(), k.end());
+  unsigned from = 3;
+  for (int fd : k) {
+    if (unsigned(fd) > from) ::close_range(from, unsigned(fd) - 1, 0);
+    if (unsigned(fd) + 1 > from) from = unsigned(fd) + 1;
+  }
+  ::close_range(from, ~0U, 0);
+}
+
+// The middle process tells the grandchild's pid and waits (a byte on
+// hold) until it is registered as this process's own, so that none of the
+// grandchild's events precedes that while it is no descendant any more;
+// then it exits, and the grandchild, orphaned, waits for one byte (go) on
+// `stop`. Bytes, not end of file: other workers' forks copy the pipes.
 std::optional<Stranger> StartStranger() {
   int stop[2], ready[2], hold[2];
   if (::pipe2(stop, O_CLOEXEC)) return std::nullopt;
@@ -3291,23 +3304,21 @@ std::optional<Stranger> StartStranger() {
   if (mid > 0) AddOwnPid(uint32_t(mid));  // an unprivileged session of this process follows it
   if (mid == 0) {
     g_in_child = true;
-    ::close(hold[1]);
+    // Nothing of the device (sessions, programs) stays held meanwhile.
+    CloseAllBut({stop[0], ready[1], hold[0]});
     pid_t gc = ::fork();
     if (gc != 0) {
       uint32_t p = gc > 0 ? uint32_t(gc) : 0;
       (void)!::write(ready[1], &p, sizeof(p));
       char c;
-      (void)!::read(hold[0], &c, 1);  // end of file: registered
+      (void)!::read(hold[0], &c, 1);  // registered
       ::_exit(0);
     }
-    // The grandchild: holds nothing of the device (module cycles need none).
-    const int a = std::min(stop[0], ready[1]), b = std::max(stop[0], ready[1]);
-    ::close_range(3, unsigned(a) - 1, 0);
-    ::close_range(unsigned(a) + 1, unsigned(b) - 1, 0);
-    ::close_range(unsigned(b) + 1, ~0U, 0);
+    // The grandchild.
     ::close(ready[1]);
+    ::close(hold[0]);
     while (::getppid() == mid) ::sched_yield();  // orphaned: out of every scope
-    // One byte: go; end of file: stop.
+    // One byte: go; end of file: never mind.
     char go;
     if (::read(stop[0], &go, 1) != 1) ::_exit(0);
     const u64 until = NowNs() + 10'000'000'000ULL;
@@ -3334,6 +3345,7 @@ std::optional<Stranger> StartStranger() {
       s->stop_wr = stop[1];
       s->pidfd = int(::syscall(SYS_pidfd_open, pid_t(pid), 0));
     }
+    (void)!::write(hold[1], "r", 1);
     ::close(hold[1]);
     int st;
     while (::waitpid(mid, &st, 0) < 0 && errno == EINTR) {
@@ -3352,6 +3364,7 @@ std::optional<Stranger> StartStranger() {
 void StopStranger(Stranger& s) {
   ::close(s.stop_wr);
   if (s.pidfd >= 0) {
+    (void)::syscall(SYS_pidfd_send_signal, s.pidfd, SIGKILL, nullptr, 0);
     pollfd pf{s.pidfd, POLLIN, 0};
     if (::poll(&pf, 1, 15000) != 1) VIOLATION("stranger %u did not exit within 15 s", s.pid);
     ::close(s.pidfd);
@@ -3572,7 +3585,7 @@ void ProbeScopedChild(Rng& r) {
       pid_t g = ::fork();
       if (g == 0) {
         char c;
-        if (::read(go[0], &c, 1) == 1) ProbeWork(n);
+        if (::read(go[0], &c, 1) == 1 && c == 'g') ProbeWork(n);
         ::_exit(0);
       }
       uint32_t gp = g > 0 ? uint32_t(g) : 0;
@@ -3587,10 +3600,13 @@ void ProbeScopedChild(Rng& r) {
     AddOwnPid(uint32_t(pid));
     uint32_t gp = 0;
     pollfd pf{up[0], POLLIN, 0};
+    bool go_on = false;
     if (grandchild && ::poll(&pf, 1, 10000) == 1 && ::read(up[0], &gp, sizeof(gp)) == ssize_t(sizeof(gp)) && gp) {
       AddOwnPid(gp);
-      (void)!::write(go[1], "g", 1);
+      go_on = true;
     }
+    // A byte either way: other workers' forks may hold copies of go[1].
+    if (grandchild) (void)!::write(go[1], go_on ? "g" : "n", 1);
   }
   ::close(go[1]);
   ::close(up[0]);

@@ -27,7 +27,10 @@
 // (with their own, closed, foreign and non-program descriptors), sending
 // malformed messages, filling their receive buffers and closing while
 // events fire (OpPmuNetlink); a closing monitor's port id taken at once by
-// another socket (OpPortIdRace). One "accountant" at a time runs a whole session
+// another socket (OpPortIdRace); programs of execution breakpoints in file
+// mappings (arm64: uprobes), in none, at no instruction and (root) at kernel
+// functions, beside "strangers" running the same binary outside every
+// program's scope (OpProbes). One "accountant" at a time runs a whole session
 // and checks its books. As root the main thread also checks that rmmod is
 // refused while a descriptor is open and cycles insmod/rmmod (with random
 // module parameters) while a fork storm runs, and takes CPUs other than 0
@@ -75,7 +78,11 @@
 //     that subscribed, an unprivileged one only events of its own process
 //     tree and no kernel address; per program and socket seq increases and,
 //     for a program on one thread with one monitor ever, delivered + lost
-//     >= seq and PMU_READ's sent >= what the monitor read; the root
+//     >= seq and PMU_READ's sent >= what the monitor read; a thread or
+//     process program of this process never names a stranger's pid or a
+//     process outside this tree; a thread breakpoint counts its function's
+//     calls exactly; on arm64 a breakpoint in no file mapping that needs
+//     every hit is refused; the root
 //     parent's descriptors cannot be opened through /proc unprivileged;
 //   - at the end, with every descriptor closed, no session is left.
 // Kernel reports (WARNING, BUG, KASAN, UBSAN, lockdep, hung tasks, soft

@@ -19,6 +19,20 @@
 
 namespace tprof::pmu {
 
+namespace {
+
+// Modules before ABI 1.10 took one watchpoint of 1, 2, 4 or 8 bytes.
+bool OlderThanWideWatchpoints(const Device& device, const tprof_pmu_program& program) {
+  bool wide = false;
+  for (uint32_t i = 0; i < program.nr_counters && i < TPROF_PMU_MAX_COUNTERS; i++)
+    wide |= program.counters[i].kind == TPROF_PMU_EV_WATCHPOINT && program.counters[i].len > 8;
+  if (!wide) return false;
+  auto info = device.GetInfo();
+  return info && info->abi_minor < 10;
+}
+
+}  // namespace
+
 Expected<Program> Program::Create(const Device& device, const tprof_pmu_program& program) {
   tprof_pmu_program arg = program;
   if (::ioctl(device.fd(), TPROF_IOC_PMU_CREATE, &arg) != 0) {
@@ -42,6 +56,8 @@ Expected<Program> Program::Create(const Device& device, const tprof_pmu_program&
       hint = " (no free debug register for a breakpoint or watchpoint: a watchpoint takes one per "
              "piece of its range, x86 has 4 in all)";
     if (err == ENOTTY) hint = " (the module is older than ABI 1.7)";
+    if (err == EINVAL && OlderThanWideWatchpoints(device, program))
+      hint = " (a watchpoint longer than 8 bytes needs a module of ABI 1.10 or later)";
     return Error::FromErrno(err, std::string("creating the PMU program: ") + std::strerror(err) + hint);
   }
   return Program(ScopedFd(arg.fd));

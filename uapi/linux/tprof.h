@@ -251,7 +251,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 9
+#define TPROF_ABI_MINOR 10 /* 1.10: watchpoint data ranges of up to 32 bytes */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"

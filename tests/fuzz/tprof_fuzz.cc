@@ -986,9 +986,11 @@ void FillPmuCreate(Rng& r, Worker&, void* a, Call& c) {
       c0.kind = TPROF_PMU_EV_WATCHPOINT;
       c0.flags = TPROF_PMU_CTR_WATCH_WRITE;
       c0.addr = u64(uintptr_t(&g_pmu_word));
-      if (r.OneIn(2)) c0.len = r.Pick<u64>({0, 3, 5, 16, 4096});
-      else { c0.len = 8; c0.addr += 1 + r.Below(7); }
-      c.must_fail = true; c.defect = "watchpoint length or alignment";
+      // ABI 1.10: 1..32 bytes at any address, if it fits 4 debug registers.
+      // An unaligned 32-byte range needs more than 4 pieces on x86 and arm64.
+      if (r.OneIn(2)) c0.len = r.Pick<u64>({0, TPROF_PMU_MAX_WATCH_LEN + 1, 64, 4096});
+      else { c0.len = TPROF_PMU_MAX_WATCH_LEN; c0.addr += 1 + r.Below(7); }
+      c.must_fail = true; c.defect = "watchpoint length or pieces";
       break;
     case 14:
       c0 = {};

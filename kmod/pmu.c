@@ -11,7 +11,7 @@
  * the same per-hit path; other breakpoints and watchpoints are counting
  * events with perf's own handler there ("counts only": see
  * tprof_pmu_counts_only()). The handler checks the counter's instruction
- * range, adds to its value, then checks its threshold and the rules that
+ * range and data range (a page fault's address), adds to its value, then checks its threshold and the rules that
  * read it, all with atomics: it may run in NMI, IRQ, or with any lock of
  * the code it interrupts held. An event goes into the program's lock-free
  * queue and an irq_work kicks the send work (pmu_netlink.c), which sends
@@ -118,8 +118,14 @@ static void tprof_pmu_snapshot(struct tprof_pmu_prog *p, u64 *values)
 			atomic64_read(&p->ctr[i].value) : 0;
 }
 
+static bool tprof_pmu_user_address(u64 start, u64 len)
+{
+	return len <= TASK_SIZE && start <= TASK_SIZE - len;
+}
+
+/* @addr: the data address of a data-ranged counter's event, else 0. */
 static void tprof_pmu_raise(struct tprof_pmu_prog *p, u32 kind, u32 index,
-			    struct pt_regs *regs, const u64 *values)
+			    struct pt_regs *regs, u64 addr, const u64 *values)
 {
 	struct tprof_pmu_cell *cell;
 	struct tprof_pmu_event *ev;
@@ -136,6 +142,7 @@ static void tprof_pmu_raise(struct tprof_pmu_prog *p, u32 kind, u32 index,
 	ev->seq = seq;
 	ev->time_ns = ktime_get_mono_fast_ns();
 	ev->ip = regs && !user_mode(regs) && !p->show_kernel ? 0 : ip;
+	ev->addr = p->show_kernel || tprof_pmu_user_address(addr, 1) ? addr : 0;
 	ev->kind = kind;
 	ev->index = index;
 	ev->pid = task_tgid_nr_ns(current, p->pid_ns);
@@ -162,14 +169,17 @@ static bool tprof_pmu_in_range(const struct tprof_pmu_counter *c,
 }
 
 /*
- * One event (one hit of a breakpoint, K of a hardware counter): from perf's
+ * One event (one hit of a breakpoint, K of a hardware counter), with its
+ * data address (perf's sample addr; 0 if it has none): from perf's
  * overflow handler or a u/kprobe's (pmu_probe.c), preemption off.
  */
-void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs)
+static void tprof_pmu_count(struct tprof_pmu_ctr *ctr, struct pt_regs *regs,
+			    u64 data_addr)
 {
 	struct tprof_pmu_prog *p = ctr->prog;
 	const struct tprof_pmu_counter *c = &p->config.counters[ctr->index];
-	u64 values[TPROF_PMU_MAX_COUNTERS], v, next;
+	u64 values[TPROF_PMU_MAX_COUNTERS], v, next, where;
+	bool data = c->flags & TPROF_PMU_CTR_DATA_RANGE;
 	unsigned long rules = ctr->rules;
 	unsigned int r;
 
@@ -177,11 +187,18 @@ void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs)
 		return;	/* a secondary counter whose rule has not fired */
 	if (!tprof_pmu_in_range(c, regs))
 		return;
+	if (data && !tprof_pmu_in_data_range(c, data_addr))
+		return;
+	if (!data)
+		data_addr = 0;	/* events carry it for data ranges only */
 	v = atomic64_add_return(c->period ? c->period : 1, &ctr->value);
-	if (ctr->sub)
+	if (ctr->sub) {
+		/* The data range's subranges if it has one (see the uapi). */
+		where = data ? data_addr : instruction_pointer(regs);
 		atomic64_add(c->period ? c->period : 1,
-			     &ctr->sub[(instruction_pointer(regs) - c->range_start) /
+			     &ctr->sub[(where - tprof_pmu_subrange_base(c)) /
 				       ctr->sub_width]);
+	}
 
 	next = atomic64_read(&ctr->next_threshold);
 	while (v >= next) {
@@ -191,7 +208,7 @@ void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs)
 			atomic64_inc(&ctr->threshold_fired);
 			tprof_pmu_snapshot(p, values);
 			tprof_pmu_raise(p, TPROF_PMU_EVENT_THRESHOLD, ctr->index,
-					regs, values);
+					regs, data_addr, values);
 			break;
 		}
 	}
@@ -212,8 +229,15 @@ void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs)
 		atomic64_inc(&p->rule_fired[r]);
 		/* Its secondary counters count from the next event on. */
 		atomic_or(1U << r, &p->armed);
-		tprof_pmu_raise(p, TPROF_PMU_EVENT_RULE, r, regs, values);
+		tprof_pmu_raise(p, TPROF_PMU_EVENT_RULE, r, regs, data_addr,
+				values);
 	}
+}
+
+/* A probe's hit (pmu_probe.c): breakpoints carry no data address. */
+void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs)
+{
+	tprof_pmu_count(ctr, regs, 0);
 }
 
 static void tprof_pmu_overflow(struct perf_event *event,
@@ -233,7 +257,9 @@ static void tprof_pmu_overflow(struct perf_event *event,
 		if (i == ctr->nr_pieces)
 			return;
 	}
-	tprof_pmu_hit(ctr, regs);
+	/* perf_sample_data_init() sets addr only when it is nonzero. */
+	tprof_pmu_count(ctr, regs, data->sample_flags & PERF_SAMPLE_ADDR ?
+			data->addr : 0);
 }
 
 static void tprof_pmu_kick(struct irq_work *work)
@@ -260,11 +286,6 @@ static bool tprof_pmu_counts_only(const struct tprof_pmu_counter *c)
 	return IS_ENABLED(CONFIG_ARM64) &&
 	       (c->kind == TPROF_PMU_EV_BREAKPOINT ||
 		c->kind == TPROF_PMU_EV_WATCHPOINT);
-}
-
-static bool tprof_pmu_user_address(u64 start, u64 len)
-{
-	return len <= TASK_SIZE && start <= TASK_SIZE - len;
 }
 
 /*
@@ -302,7 +323,7 @@ static bool tprof_pmu_needs_hits(const struct tprof_pmu_program *c, u32 i)
 	u32 r;
 
 	if (c->scope == TPROF_PMU_SCOPE_CPUS || k->threshold || k->armed_by ||
-	    (k->flags & TPROF_PMU_CTR_RANGE))
+	    (k->flags & (TPROF_PMU_CTR_RANGE | TPROF_PMU_CTR_DATA_RANGE)))
 		return true;
 	for (r = 0; r < c->nr_rules; r++)
 		if (tprof_pmu_rule_counters(&c->rules[r]) & (1U << i))
@@ -441,7 +462,7 @@ static int tprof_pmu_create_err(const struct tprof_pmu_counter *c, int err)
 	return err;
 }
 
-/* Kernel addresses (breakpoints, watchpoints, ranges) need CAP_PERFMON. */
+/* Kernel addresses (breakpoints, watchpoints, ranges, data ranges) need CAP_PERFMON. */
 static bool tprof_pmu_kernel_addresses(const struct tprof_pmu_program *c)
 {
 	u32 i;
@@ -452,7 +473,8 @@ static bool tprof_pmu_kernel_addresses(const struct tprof_pmu_program *c)
 		if (ctr->kind == TPROF_PMU_EV_BREAKPOINT &&
 		    !tprof_pmu_user_address(ctr->addr, sizeof(long)))
 			return true;
-		if (ctr->kind == TPROF_PMU_EV_WATCHPOINT &&
+		if ((ctr->kind == TPROF_PMU_EV_WATCHPOINT ||
+		     ctr->flags & TPROF_PMU_CTR_DATA_RANGE) &&
 		    !tprof_pmu_user_address(ctr->addr, ctr->len))
 			return true;
 		if (ctr->flags & TPROF_PMU_CTR_RANGE &&

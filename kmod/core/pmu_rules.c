@@ -38,10 +38,27 @@ static bool tprof_pmu_sw_ok(u64 config)
 	}
 }
 
+bool tprof_pmu_kind_has_data_addr(u32 kind, u64 config)
+{
+	if (kind != TPROF_PMU_EV_SOFTWARE)
+		return false;
+	/* Their perf sample addr is the faulting address. */
+	return config == PERF_COUNT_SW_PAGE_FAULTS ||
+	       config == PERF_COUNT_SW_PAGE_FAULTS_MIN ||
+	       config == PERF_COUNT_SW_PAGE_FAULTS_MAJ;
+}
+
+bool tprof_pmu_in_data_range(const struct tprof_pmu_counter *c, u64 addr)
+{
+	/* One compare: the range does not wrap (checked at creation). */
+	return addr - c->addr < c->len;
+}
+
 static int tprof_pmu_counter_check(const struct tprof_pmu_counter *c,
 				   u32 nr_rules)
 {
 	bool watch = c->kind == TPROF_PMU_EV_WATCHPOINT;
+	bool data = c->flags & TPROF_PMU_CTR_DATA_RANGE;
 	u32 watch_flags = c->flags & (TPROF_PMU_CTR_WATCH_READ | TPROF_PMU_CTR_WATCH_WRITE);
 
 	if (c->flags & ~TPROF_PMU_CTR_FLAGS || !tprof_pmu_zero(c->resv, sizeof(c->resv)))
@@ -72,9 +89,18 @@ static int tprof_pmu_counter_check(const struct tprof_pmu_counter *c,
 	default:
 		return -EINVAL;
 	}
-	if (!watch && (watch_flags || c->len))
-		return -EINVAL;
-	if (c->kind != TPROF_PMU_EV_BREAKPOINT && !watch && c->addr)
+	if (data) {
+		/* Not empty, not wrapping; an end at 2^64 is fine. */
+		if (!tprof_pmu_kind_has_data_addr(c->kind, c->config) ||
+		    c->len == 0 || c->addr + c->len - 1 < c->addr)
+			return -EINVAL;
+	} else {
+		if (!watch && (watch_flags || c->len))
+			return -EINVAL;
+		if (c->kind != TPROF_PMU_EV_BREAKPOINT && !watch && c->addr)
+			return -EINVAL;
+	}
+	if (data && watch_flags)
 		return -EINVAL;
 	/* Exact kinds are seen event by event; hardware ones every K. */
 	if (tprof_pmu_kind_is_exact(c->kind) ? c->period > 1 : c->period == 0)
@@ -91,8 +117,8 @@ static int tprof_pmu_counter_check(const struct tprof_pmu_counter *c,
 		return -EINVAL;
 	if (c->nr_subranges) {
 		if (c->nr_subranges < 2 || c->nr_subranges > TPROF_PMU_MAX_SUBRANGES ||
-		    !(c->flags & TPROF_PMU_CTR_RANGE) ||
-		    c->range_end - c->range_start < c->nr_subranges)
+		    !(c->flags & (TPROF_PMU_CTR_RANGE | TPROF_PMU_CTR_DATA_RANGE)) ||
+		    tprof_pmu_subrange_len(c) < c->nr_subranges)
 			return -EINVAL;
 	}
 	return 0;
@@ -131,9 +157,20 @@ int tprof_pmu_watch_pieces(u64 addr, u64 len, bool dword_masks,
 	return n;
 }
 
+u64 tprof_pmu_subrange_base(const struct tprof_pmu_counter *c)
+{
+	return c->flags & TPROF_PMU_CTR_DATA_RANGE ? c->addr : c->range_start;
+}
+
+u64 tprof_pmu_subrange_len(const struct tprof_pmu_counter *c)
+{
+	return c->flags & TPROF_PMU_CTR_DATA_RANGE ? c->len :
+		c->range_end - c->range_start;
+}
+
 u64 tprof_pmu_subrange_width(const struct tprof_pmu_counter *c)
 {
-	u64 len = c->range_end - c->range_start;
+	u64 len = tprof_pmu_subrange_len(c);
 
 	return len / c->nr_subranges + (len % c->nr_subranges != 0);
 }

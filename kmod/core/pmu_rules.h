@@ -30,8 +30,24 @@ bool tprof_pmu_kind_is_exact(u32 kind);
  */
 bool tprof_pmu_rule_holds(const struct tprof_pmu_rule *r, const u64 *values);
 
-/* Bytes per subrange of a counter with nr_subranges (ceil(len / K)). */
+/*
+ * A counter's subranges cut its data range if it has one, else its
+ * instruction range: where they start, how many bytes they cover, and
+ * the bytes per subrange of a counter with nr_subranges (ceil(len / K)).
+ */
+u64 tprof_pmu_subrange_base(const struct tprof_pmu_counter *c);
+u64 tprof_pmu_subrange_len(const struct tprof_pmu_counter *c);
 u64 tprof_pmu_subrange_width(const struct tprof_pmu_counter *c);
+
+/*
+ * Kinds whose perf events carry a data address (perf's sample addr), so
+ * that a data range (TPROF_PMU_CTR_DATA_RANGE) may qualify them: the page
+ * fault software events (the faulting address).
+ */
+bool tprof_pmu_kind_has_data_addr(u32 kind, u64 config);
+
+/* Whether @addr is in counter @c's (checked) data range [addr, addr + len). */
+bool tprof_pmu_in_data_range(const struct tprof_pmu_counter *c, u64 addr);
 
 /*
  * How a watchpoint's range is cut into pieces of one debug register each:

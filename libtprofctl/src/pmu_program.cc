@@ -31,6 +31,17 @@ bool OlderThanWideWatchpoints(const Device& device, const tprof_pmu_program& pro
   return info && info->abi_minor < 10;
 }
 
+// Modules before ABI 1.11 took no data range (TPROF_PMU_CTR_DATA_RANGE).
+// The coordinator's ABI bump must keep this number in step.
+bool OlderThanDataRanges(const Device& device, const tprof_pmu_program& program) {
+  bool data = false;
+  for (uint32_t i = 0; i < program.nr_counters && i < TPROF_PMU_MAX_COUNTERS; i++)
+    data |= (program.counters[i].flags & TPROF_PMU_CTR_DATA_RANGE) != 0;
+  if (!data) return false;
+  auto info = device.GetInfo();
+  return info && info->abi_minor < 11;
+}
+
 }  // namespace
 
 Expected<Program> Program::Create(const Device& device, const tprof_pmu_program& program) {
@@ -58,6 +69,8 @@ Expected<Program> Program::Create(const Device& device, const tprof_pmu_program&
     if (err == ENOTTY) hint = " (the module is older than ABI 1.7)";
     if (err == EINVAL && OlderThanWideWatchpoints(device, program))
       hint = " (a watchpoint longer than 8 bytes needs a module of ABI 1.10 or later)";
+    if (err == EINVAL && OlderThanDataRanges(device, program))
+      hint = " (a data range (@data:) needs a module of ABI 1.11 or later)";
     return Error::FromErrno(err, std::string("creating the PMU program: ") + std::strerror(err) + hint);
   }
   return Program(ScopedFd(arg.fd));
@@ -283,6 +296,10 @@ std::string FormatEvent(const tprof_pmu_event& e, const ProgramSpec& spec) {
          std::to_string(e.values[i]);
   std::snprintf(buf, sizeof(buf), " pid %u tid %u cpu %u ip 0x%" PRIx64, e.pid, e.tid, e.cpu, uint64_t(e.ip));
   s += buf;
+  if (e.addr) {  // raised by a data-ranged counter: the fault's address
+    std::snprintf(buf, sizeof(buf), " addr 0x%" PRIx64, uint64_t(e.addr));
+    s += buf;
+  }
   if (e.lost) s += " (" + std::to_string(e.lost) + " lost before)";
   return s;
 }

@@ -177,7 +177,7 @@ std::optional<size_t> ProgramSpec::CounterIndex(std::string_view name) const {
 }
 
 Status ProgramSpec::AddCounter(std::string name, EventSpec event, std::optional<AddressRange> range,
-                               uint32_t subranges) {
+                               uint32_t subranges, std::optional<AddressRange> data_range) {
   if (!ValidName(name)) return Invalid("bad counter name '" + name + "' (letters, digits, _)");
   if (CounterIndex(name)) return Invalid("counter '" + name + "' given twice");
   if (names_.size() == TPROF_PMU_MAX_COUNTERS)
@@ -194,6 +194,17 @@ Status ProgramSpec::AddCounter(std::string name, EventSpec event, std::optional<
     c.range_start = range->start;
     c.range_end = range->end;
   }
+  if (data_range) {
+    // The kernel takes [addr, addr + len); it refuses other kinds (EINVAL).
+    if (event.kind != TPROF_PMU_EV_SOFTWARE ||
+        (event.config != PERF_COUNT_SW_PAGE_FAULTS && event.config != PERF_COUNT_SW_PAGE_FAULTS_MIN &&
+         event.config != PERF_COUNT_SW_PAGE_FAULTS_MAJ))
+      return Invalid("counter '" + name +
+                     "': a data range needs page-faults, minor-faults or major-faults (their faulting address)");
+    c.flags |= TPROF_PMU_CTR_DATA_RANGE;
+    c.addr = data_range->start;
+    c.len = data_range->end - data_range->start;
+  }
   c.nr_subranges = subranges;
   names_.push_back(std::move(name));
   counters_.push_back(c);
@@ -202,27 +213,47 @@ Status ProgramSpec::AddCounter(std::string name, EventSpec event, std::optional<
 
 Status ProgramSpec::AddCounter(std::string_view definition, const SymbolResolver* resolver) {
   auto eq = definition.find('=');
-  if (eq == std::string_view::npos) return Invalid("counter '" + std::string(definition) + "': want NAME=EVENT[@RANGE]");
+  if (eq == std::string_view::npos)
+    return Invalid("counter '" + std::string(definition) + "': want NAME=EVENT[@RANGE][@data:RANGE]");
   std::string_view name = definition.substr(0, eq), rest = definition.substr(eq + 1);
+  // The data range comes last: "@data:" up to the end.
+  std::string_view data_text;
+  bool has_data = false;
+  if (auto d = rest.find("@data:"); d != std::string_view::npos) {
+    data_text = rest.substr(d + 6);
+    rest = rest.substr(0, d);
+    has_data = true;
+  }
   auto at = rest.find('@');
   auto event = ParseEvent(rest.substr(0, at), resolver);
   if (!event) return event.error();
-  std::optional<AddressRange> range;
   uint32_t subranges = 0;
-  if (at != std::string_view::npos) {
-    std::string_view r = rest.substr(at + 1);
+  // RANGE[/K] -> the range; K into subranges.
+  auto parse = [&](std::string_view r) -> Expected<AddressRange> {
     if (auto slash = r.rfind('/'); slash != std::string_view::npos) {
       auto k = Number(r.substr(slash + 1));
       if (!k || *k < 2 || *k > TPROF_PMU_MAX_SUBRANGES)
         return Invalid("bad subrange count in '" + std::string(definition) + "'");
+      if (subranges) return Invalid("'" + std::string(definition) + "': /K given twice");
       subranges = uint32_t(*k);
       r = r.substr(0, slash);
     }
-    auto rr = ParseRange(r, resolver);
+    return ParseRange(r, resolver);
+  };
+  std::optional<AddressRange> range, data_range;
+  if (at != std::string_view::npos) {
+    auto rr = parse(rest.substr(at + 1));
     if (!rr) return rr.error();
     range = *rr;
   }
-  return AddCounter(std::string(name), *event, range, subranges);
+  if (has_data) {
+    if (subranges)
+      return Invalid("'" + std::string(definition) + "': with a data range, /K splits the data range (give it there)");
+    auto rr = parse(data_text);
+    if (!rr) return rr.error();
+    data_range = *rr;
+  }
+  return AddCounter(std::string(name), *event, range, subranges, data_range);
 }
 
 Status ProgramSpec::AddThreshold(std::string_view definition) {

@@ -28,6 +28,7 @@ TEST(Abi, StructSizesArePinned) {
   EXPECT_EQ(sizeof(tprof_pmu_subranges), 48u);
   EXPECT_EQ(offsetof(tprof_pmu_program, counters), 24u);
   EXPECT_EQ(offsetof(tprof_pmu_event, values), 56u);
+  EXPECT_EQ(offsetof(tprof_pmu_event, addr), 120u);  // 1.11, formerly resv[0]
 }
 
 TEST(Abi, SampleStacksKeepTheOldSampleLayout) {

@@ -141,6 +141,58 @@ TEST(PmuSpec, CountersThresholdsAndBuild) {
   EXPECT_EQ(p.rules[0].rearm, uint32_t(TPROF_PMU_REARM_ONCE));
 }
 
+// Data ranges (ABI 1.11): "@data:RANGE" last, after an optional
+// instruction range; /K cuts the data range; page-fault kinds only.
+TEST(PmuSpec, DataRanges) {
+  ProgramSpec s;
+  ASSERT_TRUE(s.AddCounter("a=page-faults@data:0x10000+0x25000", nullptr));
+  ASSERT_TRUE(s.AddCounter("b=minor-faults@0x401000-0x401100@data:0x40000-0x80000/64", nullptr));
+  ASSERT_TRUE(s.AddCounter("c=major-faults@data:0x7f0000000000+0x1000000000", nullptr));  // 64 GiB
+  EXPECT_EQ(s.AddCounter("d=context-switches@data:0x1000+16", nullptr).error().code().value(), EINVAL);
+  EXPECT_EQ(s.AddCounter("d=alignment-faults@data:0x1000+16", nullptr).error().code().value(), EINVAL);
+  EXPECT_EQ(s.AddCounter("d=cycles@data:0x1000+16", nullptr).error().code().value(), EINVAL);
+  EXPECT_EQ(s.AddCounter("d=w:0x1000/8@data:0x1000+16", nullptr).error().code().value(), EINVAL);
+  EXPECT_EQ(s.AddCounter("d=page-faults@data:0x2000-0x1000", nullptr).error().code().value(), EINVAL);
+  EXPECT_EQ(s.AddCounter("d=page-faults@data:0x2000-0x2000", nullptr).error().code().value(), EINVAL);
+  EXPECT_EQ(s.AddCounter("d=page-faults@data:0x1000+0", nullptr).error().code().value(), EINVAL);
+  EXPECT_EQ(s.AddCounter("d=page-faults@data:0xfffffffffffff000+0x2000", nullptr).error().code().value(),
+            EINVAL);  // wraps
+  EXPECT_EQ(s.AddCounter("d=page-faults@0x1000-0x2000/4@data:0x1000+64", nullptr).error().code().value(),
+            EINVAL);  // /K belongs to the data range
+  EXPECT_EQ(s.AddCounter("d=page-faults@data:main", nullptr).error().code().value(), EINVAL);  // no symbols
+  EXPECT_EQ(s.AddCounter("d=page-faults@data:", nullptr).error().code().value(), EINVAL);
+  tprof_pmu_program p = s.Build(TPROF_PMU_SCOPE_PROCESS, 0);
+  ASSERT_EQ(p.nr_counters, 3u);
+  EXPECT_EQ(p.counters[0].flags, uint32_t(TPROF_PMU_CTR_DATA_RANGE));
+  EXPECT_EQ(p.counters[0].addr, 0x10000u);
+  EXPECT_EQ(p.counters[0].len, 0x25000u);
+  EXPECT_EQ(p.counters[0].nr_subranges, 0u);
+  EXPECT_EQ(p.counters[1].flags, uint32_t(TPROF_PMU_CTR_DATA_RANGE | TPROF_PMU_CTR_RANGE));
+  EXPECT_EQ(p.counters[1].config, uint64_t(PERF_COUNT_SW_PAGE_FAULTS_MIN));
+  EXPECT_EQ(p.counters[1].range_start, 0x401000u);
+  EXPECT_EQ(p.counters[1].range_end, 0x401100u);
+  EXPECT_EQ(p.counters[1].addr, 0x40000u);
+  EXPECT_EQ(p.counters[1].len, 0x40000u);
+  EXPECT_EQ(p.counters[1].nr_subranges, 64u);
+  EXPECT_EQ(p.counters[2].len, 0x1000000000u);
+}
+
+// A data symbol stands for its whole size, whatever its length.
+TEST(PmuSpec, DataRangeOfADataSymbolIsItsWholeSize) {
+  auto syms = SymbolResolver::ForProcess(0);
+  ASSERT_TRUE(syms) << syms.error().message();
+  ProgramSpec s;
+  ASSERT_TRUE(s.AddCounter("f=page-faults@data:tprof_pmu_spec_wide40", &*syms));
+  ASSERT_TRUE(s.AddCounter("g=page-faults@tprof_pmu_spec_probe@data:tprof_pmu_spec_wide24/2", &*syms));
+  tprof_pmu_program p = s.Build(TPROF_PMU_SCOPE_THREAD, 0);
+  EXPECT_EQ(p.counters[0].addr, reinterpret_cast<uint64_t>(&tprof_pmu_spec_wide40));
+  EXPECT_EQ(p.counters[0].len, 40u);
+  EXPECT_EQ(p.counters[1].addr, reinterpret_cast<uint64_t>(&tprof_pmu_spec_wide24));
+  EXPECT_EQ(p.counters[1].len, 24u);
+  EXPECT_EQ(p.counters[1].range_start, reinterpret_cast<uint64_t>(&tprof_pmu_spec_probe));
+  EXPECT_EQ(p.counters[1].nr_subranges, 2u);
+}
+
 TEST(PmuSpec, RuleGrammar) {
   ProgramSpec s;
   for (const char* c : {"a=page-faults", "b=cs", "c=migrations", "d=minor-faults", "e=major-faults"})

@@ -783,7 +783,21 @@ struct tprof_window_list {
  * range in kernel addresses needs CAP_PERFMON. Visits of a range: an
  * execution breakpoint (TPROF_PMU_EV_BREAKPOINT) on its first instruction
  * counts every execution of that instruction, exactly.
- * Data range: a watchpoint (TPROF_PMU_EV_WATCHPOINT) on [addr, addr + len),
+ * Data range of a counter (TPROF_PMU_CTR_DATA_RANGE, ABI 1.11): only events
+ * whose data address is in [addr, addr + len) count, len 1 up to the whole
+ * address space (not wrapping). Only kinds whose events carry a data
+ * address take one: the software events page-faults, minor-faults and
+ * major-faults, whose data address is the faulting address (perf's
+ * sample addr); exact at period 1. Any other kind (alignment and emulation
+ * faults carry the instruction's address, other events none) is EINVAL;
+ * a watchpoint's own [addr, addr + len) is its data range. A counter may
+ * have both ranges: an event counts when both hold. A data range in
+ * kernel addresses needs CAP_PERFMON. An event raised by such a counter
+ * (its threshold, or a rule at one of its events) carries the data
+ * address in tprof_pmu_event.addr. With nr_subranges K the data range,
+ * not the instruction range, is cut into K parts.
+ *
+ * Watchpoint: a watchpoint (TPROF_PMU_EV_WATCHPOINT) on [addr, addr + len),
  * len 1..TPROF_PMU_MAX_WATCH_LEN (32) bytes at any address, counts every
  * access of its kind. The range is cut into pieces, one debug register
  * each: x86 the fewest naturally aligned pieces of 1, 2, 4 or 8 bytes (a
@@ -811,16 +825,18 @@ struct tprof_window_list {
  *   target (EACCES, ESRCH)
  *   and, without CAP_PERFMON, kernel.perf_event_paranoid <= 2 (else EACCES);
  *   at 2, or with TPROF_PMU_CTR_USER_ONLY, kernel mode is not counted;
- *   kernel addresses (breakpoints, watchpoints, ranges) need CAP_PERFMON
+ *   kernel addresses (breakpoints, watchpoints, ranges, data ranges) need CAP_PERFMON
  *   (EACCES); without it an event's ip is 0 when it is a kernel address.
  *   EINVAL: no counter or too many, unknown kind/flags/scope/op/rearm, a
  *   rule term naming no counter, more than 4 terms or none, |multiplier|
- *   above TPROF_PMU_MAX_MULTIPLIER, an empty or inverted range, a bad
+ *   above TPROF_PMU_MAX_MULTIPLIER, an empty or inverted range, a data
+ *   range that is empty (len 0) or wraps, or on a kind other than
+ *   page-faults, minor-faults, major-faults, a bad
  *   watchpoint length (0, above TPROF_PMU_MAX_WATCH_LEN, more than
  *   TPROF_PMU_MAX_WATCH_PIECES pieces, or wrapping), a hardware counter without a period,
  *   period above 1 for an exact kind, armed_by naming no rule, nr_subranges
- *   1 or above TPROF_PMU_MAX_SUBRANGES or without a range of at least K
- *   bytes, nonzero reserved fields; on arm64 a kernel-address breakpoint
+ *   1 or above TPROF_PMU_MAX_SUBRANGES or without a range (data range, else
+ *   instruction range) of at least K bytes, nonzero reserved fields; on arm64 a kernel-address breakpoint
  *   kprobes refuse (not kernel text, not an instruction's address, an
  *   instruction they cannot step over, a function on the kprobe blacklist
  *   or NOKPROBE_SYMBOL, code patched by jump labels or static calls) or in
@@ -846,7 +862,8 @@ struct tprof_window_list {
  * the kernel, so they count from the very next event. A secondary counter
  * may carry rules of its own (which may arm tertiary ones, and so on: any
  * depth up to TPROF_PMU_MAX_RULES levels). With nr_subranges K a counter's
- * range is also cut into K parts of width ceil(len / K) bytes (the last
+ * range (its data range if it has one, else its instruction range) is
+ * also cut into K parts of width ceil(len / K) bytes (the last
  * one shorter), each counted on its own (TPROF_IOC_PMU_READ_SUBRANGES).
  *
  * On the program's descriptor:
@@ -929,14 +946,16 @@ enum tprof_pmu_event_kind {
 #define TPROF_PMU_CTR_USER_ONLY (1U << 1)  /* do not count kernel mode */
 #define TPROF_PMU_CTR_WATCH_READ (1U << 2) /* watchpoint: reads (and writes) */
 #define TPROF_PMU_CTR_WATCH_WRITE (1U << 3) /* watchpoint: writes */
-#define TPROF_PMU_CTR_FLAGS 0xfU
+#define TPROF_PMU_CTR_DATA_RANGE (1U << 4) /* count only data address in [addr, addr + len) (1.11) */
+#define TPROF_PMU_CTR_FLAGS 0x1fU
 
 struct tprof_pmu_counter {
 	__u32 kind;            /* enum tprof_pmu_event_kind */
 	__u32 flags;           /* TPROF_PMU_CTR_* */
 	__u64 config;          /* software/hardware/raw/tracepoint: the event */
-	__u64 addr;            /* breakpoint, watchpoint: the address */
-	__u64 len;             /* watchpoint: 1..TPROF_PMU_MAX_WATCH_LEN; otherwise 0 */
+	__u64 addr;            /* breakpoint, watchpoint, data range: the address */
+	__u64 len;             /* watchpoint: 1..TPROF_PMU_MAX_WATCH_LEN; data range:
+	                        * >= 1, addr + len not wrapping; otherwise 0 */
 	__u64 period;          /* 0 or 1 for exact kinds; hardware/raw: K >= 1 */
 	__u64 range_start;     /* with TPROF_PMU_CTR_RANGE */
 	__u64 range_end;
@@ -1032,7 +1051,9 @@ struct tprof_pmu_event {
 	__u32 cpu;
 	__u32 nr_counters;
 	__u64 values[TPROF_PMU_MAX_COUNTERS]; /* every counter at that moment */
-	__u64 resv[2];
+	__u64 addr;            /* raised by a counter with a data range: the
+	                        * event's data address (1.11); else 0 */
+	__u64 resv[1];
 };
 
 /* TPROF_IOC_PMU_READ_SUBRANGES: a counter's per-subrange values. */

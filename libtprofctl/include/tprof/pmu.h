@@ -3,7 +3,7 @@
 //   SymbolResolver  names -> run-time addresses of a live process
 //                   (/proc/PID/maps + ELF symbol tables, libelf)
 //   ParseEvent      perf-style event names -> EventSpec
-//   ProgramSpec     counters "NAME=EVENT[@RANGE]", thresholds "NAME>=N[/M]",
+//   ProgramSpec     counters "NAME=EVENT[@RANGE][@data:RANGE]", thresholds "NAME>=N[/M]",
 //                   rules "3*ins-cyc<0" -> the TPROF_IOC_PMU_CREATE argument
 //   Program         the program's descriptor (RAII): create, read values
 //   Monitor         a libnl generic netlink socket subscribed to programs:
@@ -81,10 +81,15 @@ enum class Rearm { kOnce, kOnFalse };
 
 class ProgramSpec {
  public:
-  // "NAME=EVENT[@RANGE[/K]]": K splits the range into K counted parts.
+  // "NAME=EVENT[@RANGE[/K]][@data:RANGE[/K]]": an instruction range, a
+  // data range (page-faults, minor-faults, major-faults only: events whose
+  // faulting address is in it; a data symbol stands for its whole size),
+  // or both; K splits the range into K counted parts (the data range's
+  // when there is one).
   [[nodiscard]] Status AddCounter(std::string_view definition, const SymbolResolver* resolver);
   [[nodiscard]] Status AddCounter(std::string name, EventSpec event,
-                                  std::optional<AddressRange> range = {}, uint32_t subranges = 0);
+                                  std::optional<AddressRange> range = {}, uint32_t subranges = 0,
+                                  std::optional<AddressRange> data_range = {});
   // "NAME>=N" or "NAME>=N/EVERY".
   [[nodiscard]] Status AddThreshold(std::string_view definition);
   // TERM (('+'|'-') TERM)* OP INTEGER, TERM = [INTEGER['*']]NAME, OP one of

@@ -99,6 +99,32 @@ static void tprof_pmu_check_secondaries_and_subranges(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
 }
 
+/* A data range: page faults only, any nonzero length that does not wrap. */
+static void tprof_pmu_check_data_ranges(struct kunit *test)
+{
+	struct tprof_pmu_program *p = tprof_pmu_one_counter(test);
+	struct tprof_pmu_counter *c = &p->counters[0];
+
+	c->flags = TPROF_PMU_CTR_DATA_RANGE;
+	c->addr = 0x10000;
+	c->len = 1ULL << 40;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	KUNIT_EXPECT_TRUE(test, tprof_pmu_in_data_range(c, 0x10000));
+	KUNIT_EXPECT_FALSE(test, tprof_pmu_in_data_range(c, 0xffff));
+	KUNIT_EXPECT_FALSE(test, tprof_pmu_in_data_range(c, 0x10000 + (1ULL << 40)));
+	c->len = 0;					/* empty */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	c->len = (u64)0x8000 - 0x10000;			/* inverted: wraps */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	c->len = 4096;
+	c->config = PERF_COUNT_SW_ALIGNMENT_FAULTS;	/* an instruction address */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	c->config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
+	c->nr_subranges = 16;				/* cuts the data range */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	KUNIT_EXPECT_EQ(test, tprof_pmu_subrange_width(c), (u64)256);
+}
+
 static void tprof_pmu_check_refuses_bad_rules(struct kunit *test)
 {
 	struct tprof_pmu_program *p = tprof_pmu_one_counter(test);
@@ -153,6 +179,7 @@ static void tprof_pmu_rules_saturate(struct kunit *test)
 
 static struct kunit_case tprof_pmu_rules_cases[] = {
 	KUNIT_CASE(tprof_pmu_check_refuses_bad_programs),
+	KUNIT_CASE(tprof_pmu_check_data_ranges),
 	KUNIT_CASE(tprof_pmu_check_refuses_bad_rules),
 	KUNIT_CASE(tprof_pmu_check_secondaries_and_subranges),
 	KUNIT_CASE(tprof_pmu_rules_saturate),

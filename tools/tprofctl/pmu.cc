@@ -66,6 +66,7 @@ void PrintEventJson(const tprof_pmu_event& e, const pmu::ProgramSpec& spec) {
                               {"tid", uint64_t(e.tid)},
                               {"cpu", uint64_t(e.cpu)},
                               {"ip", uint64_t(e.ip)},
+                              {"addr", uint64_t(e.addr)},
                               {"values", std::move(values)}};
   std::printf("%s\n", j.dump().c_str());
 }
@@ -116,7 +117,9 @@ int RunList(bool all) {
               " --all-cpus or outside a file mapping, count only: no threshold, rule, range or arming there):\n"
               "  bp:ADDR|SYMBOL   w:ADDR|SYMBOL[/LEN] (writes)   rw:ADDR|SYMBOL[/LEN] (reads and writes)\n"
               "  LEN 1 to 32 bytes at any address (default: the symbol's size, else 8), up to 4 debug\n"
-              "  registers per program (an access across two of them counts once per register)\n",
+              "  registers per program (an access across two of them counts once per register)\n"
+              "data ranges (exact; page-faults, minor-faults, major-faults only): EVENT@data:RANGE counts\n"
+              "  the faults whose address is in RANGE (any length; a data symbol is its whole size)\n",
               software.c_str(), pmu::kDefaultHardwarePeriod, hardware.c_str());
   const char* root = "/sys/kernel/tracing/events";
   DIR* d = ::opendir(root);
@@ -306,9 +309,12 @@ void AddPmuCommand(CommandLine& cli) {
                             "CPU, print its events as they come and the totals at the end",
                             [o] { return RunWatch(*o); });
   watch->add_option("-e,--counter", o->counters,
-                    "NAME=EVENT[@RANGE[/K]]: EVENT see `tprofctl pmu list`; RANGE a function or "
-                    "data symbol of the target, file.c:func, 0xSTART-0xEND or 0xSTART+LEN; /K "
-                    "also counts K equal parts")
+                    "NAME=EVENT[@RANGE][@data:RANGE][/K]: EVENT see `tprofctl pmu list`; RANGE a "
+                    "function or data symbol of the target, file.c:func, 0xSTART-0xEND or "
+                    "0xSTART+LEN; @RANGE counts events whose instruction address is in it, "
+                    "@data:RANGE (page-faults, minor-faults, major-faults) those whose faulting "
+                    "address is (both: both must hold); /K, after the last range, also counts K "
+                    "equal parts of it (the data range's when there is one)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   watch->add_option("--threshold", o->thresholds,

@@ -11,11 +11,11 @@
  * the same per-hit path; other breakpoints and watchpoints are counting
  * events with perf's own handler there ("counts only": see
  * tprof_pmu_counts_only()). The handler checks the counter's instruction
- * range and data range (a page fault's address), adds to its value, then checks its threshold and the rules that
- * read it, all with atomics: it may run in NMI, IRQ, or with any lock of
- * the code it interrupts held. An event goes into the program's lock-free
- * queue and an irq_work kicks the send work (pmu_netlink.c), which sends
- * it to the monitor's socket.
+ * range and data range (a page fault's address), adds to its value, then
+ * checks its threshold and the rules that read it, all with atomics: it
+ * may run in NMI, IRQ, or with any lock of the code it interrupts held.
+ * An event goes into the program's lock-free queue and an irq_work kicks
+ * the send work (pmu_netlink.c), which sends it to the monitor's socket.
  *
  * The program belongs to the descriptor TPROF_IOC_PMU_CREATE returns;
  * closing it releases the perf events (and their inherited copies), then
@@ -118,10 +118,7 @@ static void tprof_pmu_snapshot(struct tprof_pmu_prog *p, u64 *values)
 			atomic64_read(&p->ctr[i].value) : 0;
 }
 
-static bool tprof_pmu_user_address(u64 start, u64 len)
-{
-	return len <= TASK_SIZE && start <= TASK_SIZE - len;
-}
+static bool tprof_pmu_user_address(u64 start, u64 len);
 
 /* @addr: the data address of a data-ranged counter's event, else 0. */
 static void tprof_pmu_raise(struct tprof_pmu_prog *p, u32 kind, u32 index,
@@ -286,6 +283,11 @@ static bool tprof_pmu_counts_only(const struct tprof_pmu_counter *c)
 	return IS_ENABLED(CONFIG_ARM64) &&
 	       (c->kind == TPROF_PMU_EV_BREAKPOINT ||
 		c->kind == TPROF_PMU_EV_WATCHPOINT);
+}
+
+static bool tprof_pmu_user_address(u64 start, u64 len)
+{
+	return len <= TASK_SIZE && start <= TASK_SIZE - len;
 }
 
 /*

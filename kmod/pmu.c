@@ -10,7 +10,8 @@
  * and one at a kernel address a kprobe (pmu_probe.c), whose handlers take
  * the same per-hit path; other breakpoints and watchpoints are counting
  * events with perf's own handler there ("counts only": see
- * tprof_pmu_counts_only()). The handler checks the counter's instruction
+ * tprof_pmu_debug_reg()) unless the program needs their hits: then each
+ * event of ours has a "stepper" (tprof_pmu_stepped()). The handler checks the counter's instruction
  * range, adds to its value, then checks its threshold and the rules that
  * read it, all with atomics: it may run in NMI, IRQ, or with any lock of
  * the code it interrupts held. An event goes into the program's lock-free
@@ -225,10 +226,10 @@ static void tprof_pmu_overflow(struct perf_event *event,
 
 	/* Every CPU: a counter fires a short while after its CPU went down. */
 	if (p->config.scope == TPROF_PMU_SCOPE_CPUS) {
-		u32 i;
+		u32 i, stride = ctr->stepped ? 2 : 1;
 
 		for (i = 0; i < ctr->nr_pieces; i++)
-			if (tprof_cpu_event(&p->cpus, ctr->cpu_first + i) == event)
+			if (tprof_cpu_event(&p->cpus, ctr->cpu_first + i * stride) == event)
 				break;
 		if (i == ctr->nr_pieces)
 			return;
@@ -247,15 +248,17 @@ static void tprof_pmu_kick(struct irq_work *work)
 
 /*
  * arm64 steps over a breakpoint or watchpoint only when perf's default
- * overflow handler owns the event (uses_default_overflow_handler() in
- * arch/arm64/kernel/hw_breakpoint.c); with ours the task would trap on
- * the same instruction forever. There such a counter is a counting perf
- * event with the default handler: perf counts every hit exactly and the
+ * overflow handler owns an event that matched the hit
+ * (uses_default_overflow_handler() in arch/arm64/kernel/hw_breakpoint.c);
+ * with only ours the task would trap on the same instruction forever.
+ * There such a counter is, by default, a counting perf event with the
+ * default handler ("counts only"): perf counts every hit exactly and the
  * value is read from perf when the program is read, but no handler of
- * ours sees a hit. An execution breakpoint may be a uprobe or a kprobe
- * instead (tprof_pmu_may_probe()).
+ * ours sees a hit. What needs the hits is "stepped" instead (see
+ * tprof_pmu_stepped()). An execution breakpoint may be a uprobe or a
+ * kprobe instead of either (tprof_pmu_may_probe()).
  */
-static bool tprof_pmu_counts_only(const struct tprof_pmu_counter *c)
+static bool tprof_pmu_debug_reg(const struct tprof_pmu_counter *c)
 {
 	return IS_ENABLED(CONFIG_ARM64) &&
 	       (c->kind == TPROF_PMU_EV_BREAKPOINT ||
@@ -310,19 +313,29 @@ static bool tprof_pmu_needs_hits(const struct tprof_pmu_program *c, u32 i)
 	return false;
 }
 
-/* Before anything is created; a probe's fallback is checked at creation. */
-static bool tprof_pmu_counts_only_usable(const struct tprof_pmu_program *c)
+/*
+ * arm64, a debug register whose hits we need: each event of ours is paired
+ * with a "stepper", a counting event (period 0, perf's default handler) on
+ * the same address, length, type and task or CPU. The kernel's handlers
+ * report a hit to every event whose register matched and step over it
+ * when one of them has the default handler, so ours sees every hit once
+ * and the task goes on. The stepper's count is never read.
+ *
+ * The watchpoint handler keeps the step decision of the LAST exactly
+ * matching register (step = watchpoint_report(), not |=, in 6.1 and 6.12),
+ * and registers are handed out lowest free first in perf's scheduling
+ * order (creation order within a context): so ours is created first, and
+ * disabled, and enabled only once its stepper exists, so that it is never
+ * scheduled without the stepper after it (tprof_pmu_create_one()).
+ */
+static bool tprof_pmu_stepped(const struct tprof_pmu_program *c, u32 i)
 {
-	u32 i;
+	return tprof_pmu_debug_reg(&c->counters[i]) && tprof_pmu_needs_hits(c, i);
+}
 
-	for (i = 0; i < c->nr_counters; i++) {
-		const struct tprof_pmu_counter *k = &c->counters[i];
-
-		if (tprof_pmu_counts_only(k) && !tprof_pmu_may_probe(c, k) &&
-		    tprof_pmu_needs_hits(c, i))
-			return false;
-	}
-	return true;
+static bool tprof_pmu_counts_only(const struct tprof_pmu_program *c, u32 i)
+{
+	return tprof_pmu_debug_reg(&c->counters[i]) && !tprof_pmu_needs_hits(c, i);
 }
 
 /*
@@ -357,43 +370,71 @@ static u32 tprof_pmu_data_slots(void)
 #endif
 }
 
-static u32 tprof_pmu_events_per_thread(const struct tprof_pmu_program *c)
+/* arm64's execution breakpoints: ID_AA64DFR0_EL1.BRPs + 1. */
+static u32 tprof_pmu_exec_slots(void)
+{
+#if defined(CONFIG_ARM64)
+	return ((read_sanitised_ftr_reg(SYS_ID_AA64DFR0_EL1) >> 12) & 0xf) + 1;
+#else
+	return U32_MAX;	/* x86: shared with data (tprof_pmu_data_slots()) */
+#endif
+}
+
+/* Perf events per thread or CPU of counter @i: pieces, with steppers. */
+static u32 tprof_pmu_ctr_events(const struct tprof_pmu_program *c, u32 i)
 {
 	struct tprof_pmu_piece pieces[TPROF_PMU_MAX_WATCH_PIECES];
+
+	return tprof_pmu_pieces(&c->counters[i], pieces) *
+	       (tprof_pmu_stepped(c, i) ? 2 : 1);
+}
+
+static u32 tprof_pmu_events_per_thread(const struct tprof_pmu_program *c)
+{
 	u32 i, sum = 0;
 
 	for (i = 0; i < c->nr_counters; i++)
-		sum += tprof_pmu_pieces(&c->counters[i], pieces);
+		sum += tprof_pmu_ctr_events(c, i);
 	return sum;
 }
 
-/* ENOSPC before anything is created: the program's pieces cannot all fit. */
+/*
+ * ENOSPC before anything is created: the program's pieces (with their
+ * steppers: 2 registers each) cannot all fit. A breakpoint that may become
+ * a u/kprobe takes no register here; if it falls back, perf decides.
+ */
 static int tprof_pmu_check_slots(const struct tprof_pmu_program *c)
 {
-	struct tprof_pmu_piece pieces[TPROF_PMU_MAX_WATCH_PIECES];
-	u32 i, used = 0;
+	u32 i, data = 0, exec = 0;
 
 	for (i = 0; i < c->nr_counters; i++) {
 		const struct tprof_pmu_counter *k = &c->counters[i];
 
 		if (k->kind == TPROF_PMU_EV_WATCHPOINT)
-			used += tprof_pmu_pieces(k, pieces);
+			data += tprof_pmu_ctr_events(c, i);
 		else if (k->kind == TPROF_PMU_EV_BREAKPOINT &&
 			 IS_ENABLED(CONFIG_HAVE_MIXED_BREAKPOINTS_REGS))
-			used++;
+			data++;
+		else if (k->kind == TPROF_PMU_EV_BREAKPOINT &&
+			 !tprof_pmu_may_probe(c, k))
+			exec += tprof_pmu_ctr_events(c, i);
 	}
-	return used > tprof_pmu_data_slots() ? -ENOSPC : 0;
+	return data > tprof_pmu_data_slots() || exec > tprof_pmu_exec_slots() ?
+		-ENOSPC : 0;
 }
 
-/* @piece: a watchpoint's piece (NULL for other kinds). */
+/*
+ * @piece: a watchpoint's piece (NULL for other kinds). @counting: a
+ * counting event (counts only, or a stepper): perf's handler never runs.
+ */
 static void tprof_pmu_attr(const struct tprof_pmu_counter *c,
 			   const struct tprof_pmu_piece *piece, bool inherit,
-			   bool exclude_kernel, struct perf_event_attr *attr)
+			   bool exclude_kernel, bool counting,
+			   struct perf_event_attr *attr)
 {
 	memset(attr, 0, sizeof(*attr));
 	attr->size = sizeof(*attr);
-	/* Counts only: a counting event, perf's handler never runs. */
-	attr->sample_period = tprof_pmu_counts_only(c) ? 0 : c->period ?: 1;
+	attr->sample_period = counting ? 0 : c->period ?: 1;
 	attr->inherit = inherit;
 	attr->exclude_kernel = exclude_kernel || (c->flags & TPROF_PMU_CTR_USER_ONLY);
 	attr->exclude_hv = 1;
@@ -520,10 +561,19 @@ static void tprof_pmu_release_events(struct tprof_pmu_prog *p)
 		struct tprof_pmu_ctr *ctr = &p->ctr[i];
 
 		tprof_pmu_probe_free(ctr);
-		while (ctr->nr_events)	/* with the copies inherited from them */
+		/*
+		 * With the copies inherited from them; ours before its stepper,
+		 * never a window with ours alone (a task would trap forever).
+		 */
+		while (ctr->nr_events) {
 			perf_event_release_kernel(ctr->events[--ctr->nr_events]);
+			if (ctr->steppers)
+				perf_event_release_kernel(ctr->steppers[ctr->nr_events]);
+		}
 		kvfree(ctr->events);
 		ctr->events = NULL;
+		kvfree(ctr->steppers);
+		ctr->steppers = NULL;
 		kvfree(ctr->sub);
 		ctr->sub = NULL;
 	}
@@ -543,6 +593,40 @@ static void tprof_pmu_free(struct tprof_pmu_prog *p)
 		mmdrop(p->target_mm);
 	kvfree(p->cells);
 	kfree(p);
+}
+
+/*
+ * One event of ours on @task and, stepped, its stepper (see
+ * tprof_pmu_stepped()): ours is created disabled, the stepper after it,
+ * then ours is enabled, which reschedules the task's breakpoints in
+ * creation order (ours first: the lower register). Stored only together.
+ */
+static int tprof_pmu_create_one(struct tprof_pmu_ctr *ctr,
+				const struct perf_event_attr *attr,
+				struct task_struct *task, bool counts_only)
+{
+	struct perf_event_attr a = *attr;
+	struct perf_event *ev, *st;
+
+	a.disabled = ctr->stepped;
+	ev = perf_event_create_kernel_counter(&a, -1, task,
+					      counts_only ? NULL : tprof_pmu_overflow,
+					      ctr);
+	if (IS_ERR(ev))
+		return PTR_ERR(ev);
+	if (ctr->stepped) {
+		a.disabled = 0;
+		a.sample_period = 0;
+		st = perf_event_create_kernel_counter(&a, -1, task, NULL, NULL);
+		if (IS_ERR(st)) {
+			perf_event_release_kernel(ev);
+			return PTR_ERR(st);
+		}
+		perf_event_enable(ev);
+		ctr->steppers[ctr->nr_events] = st;
+	}
+	ctr->events[ctr->nr_events++] = ev;
+	return 0;
 }
 
 static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
@@ -573,40 +657,42 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 				continue;
 			if (ret != -ENOENT)
 				return ret;
-			/* Not a file mapping: perf counts, if that is enough. */
-			if (tprof_pmu_needs_hits(&p->config, i))
-				return -EOPNOTSUPP;
+			/* Not a file mapping: a debug register (below). */
 		}
-		ctr->counts_only = tprof_pmu_counts_only(c);
+		ctr->counts_only = tprof_pmu_counts_only(&p->config, i);
+		ctr->stepped = tprof_pmu_stepped(&p->config, i);
 		ctr->nr_pieces = tprof_pmu_pieces(c, pieces);
 		ctr->events = kvcalloc(n * ctr->nr_pieces, sizeof(*ctr->events),
 				       GFP_KERNEL_ACCOUNT);
 		if (!ctr->events)
 			return -ENOMEM;
+		if (ctr->stepped) {
+			ctr->steppers = kvcalloc(n * ctr->nr_pieces,
+						 sizeof(*ctr->steppers),
+						 GFP_KERNEL_ACCOUNT);
+			if (!ctr->steppers)
+				return -ENOMEM;
+		}
 		for (t = 0; t < n; t++) {
-			long err = 0;
+			int err = 0;
 
 			for (made = 0; made < ctr->nr_pieces; made++) {
-				struct perf_event *ev;
-
 				tprof_pmu_attr(c, &pieces[made],
 					       p->config.scope == TPROF_PMU_SCOPE_PROCESS,
-					       exclude_kernel, &attr);
-				ev = perf_event_create_kernel_counter(&attr, -1, tasks[t],
-								      tprof_pmu_counts_only(c) ?
-								      NULL : tprof_pmu_overflow,
-								      ctr);
-				if (IS_ERR(ev)) {
-					err = PTR_ERR(ev);
+					       exclude_kernel, ctr->counts_only, &attr);
+				err = tprof_pmu_create_one(ctr, &attr, tasks[t],
+							   ctr->counts_only);
+				if (err)
 					break;
-				}
-				ctr->events[ctr->nr_events++] = ev;
 			}
 			if (!err)
 				continue;
 			/* A thread counts with all its pieces or none. */
-			while (made--)
+			while (made--) {
 				perf_event_release_kernel(ctr->events[--ctr->nr_events]);
+				if (ctr->stepped)
+					perf_event_release_kernel(ctr->steppers[ctr->nr_events]);
+			}
 			if (err != -ESRCH)	/* -ESRCH: it exited */
 				return tprof_pmu_create_err(c, err);
 		}
@@ -625,7 +711,8 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 static int tprof_pmu_create_cpu_events(struct tprof_pmu_prog *p)
 {
 	/* A watchpoint's pieces are consecutive events of its counter. */
-	enum { TPROF_PMU_MAX_CPU_EVENTS = TPROF_PMU_MAX_COUNTERS * TPROF_PMU_MAX_WATCH_PIECES };
+	/* With steppers (arm64): 2 events per piece. */
+	enum { TPROF_PMU_MAX_CPU_EVENTS = 2 * TPROF_PMU_MAX_COUNTERS * TPROF_PMU_MAX_WATCH_PIECES };
 	struct tprof_pmu_piece pieces[TPROF_PMU_MAX_WATCH_PIECES];
 	void **ctxs;
 	u32 i, j, n = 0;
@@ -650,10 +737,24 @@ static int tprof_pmu_create_cpu_events(struct tprof_pmu_prog *p)
 			continue;
 		}
 		ctr->nr_pieces = tprof_pmu_pieces(c, pieces);
+		ctr->stepped = tprof_pmu_stepped(&p->config, i);
 		ctr->cpu_first = n;
 		for (j = 0; j < ctr->nr_pieces; j++, n++) {
-			tprof_pmu_attr(c, &pieces[j], false, false, &attrs[n]);
+			tprof_pmu_attr(c, &pieces[j], false, false, false, &attrs[n]);
 			ctxs[n] = ctr;
+			if (!ctr->stepped)
+				continue;
+			/*
+			 * Its stepper next (see tprof_pmu_stepped()): cpu_events.c
+			 * makes a NULL context a counting event of perf's own, and
+			 * enables a disabled counter once its CPU's others exist.
+			 */
+			attrs[n].disabled = 1;
+			n++;
+			attrs[n] = attrs[n - 1];
+			attrs[n].disabled = 0;
+			attrs[n].sample_period = 0;
+			ctxs[n] = NULL;
 		}
 	}
 	if (!n)
@@ -769,8 +870,6 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 	ret = tprof_pmu_program_check(c);
 	if (ret)
 		return ret;
-	if (!tprof_pmu_counts_only_usable(c))
-		return -EOPNOTSUPP;
 	ret = tprof_pmu_check_slots(c);
 	if (ret)
 		return ret;

@@ -42,6 +42,13 @@ struct tprof_pmu_ctr {
 	u64 sub_width;		/* bytes per subrange */
 	atomic64_t *sub;	/* nr_subranges values, or NULL */
 	bool counts_only;	/* perf counts, no handler of ours (arm64) */
+	/*
+	 * arm64, per hit: events[k]'s stepper (a counting event on the same
+	 * debug register setup, so the kernel steps over the hit), released
+	 * after it. Scope CPUS: each piece's stepper follows it in cpus.
+	 */
+	bool stepped;
+	struct perf_event **steppers;
 	struct tprof_pmu_probe *probe;	/* a u/kprobe instead of events (arm64) */
 };
 

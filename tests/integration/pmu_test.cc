@@ -255,44 +255,62 @@ TEST(PmuTest, PerHitWatchpointThresholdFiresAtExactlyTheNthWrite) {
   EXPECT_EQ(v.threshold_fired[0], 1u);
 }
 
-// A rule on a per-hit watchpoint fires at the 50th write and arms a second
-// per-hit watchpoint, which counts only the writes after that (the 50th
-// round's one included: it comes after the rule fired). 2 x 2 registers on
-// arm64.
-TEST(PmuTest, PerHitWatchpointRuleArmsAnotherWatchpointExactly) {
+// A rule on a per-hit watchpoint fires at its 50th write and arms a
+// breakpoint, which counts only the 30 visits after it; a rule on a
+// breakpoint fires at the 50th visit and arms a per-hit watchpoint, which
+// counts that visit's write and the 50 after it (51). One watchpoint per
+// program: QEMU's x86 TCG keeps reporting a second data register's stale
+// hit at the first's accesses (README "Data ranges").
+TEST(PmuTest, PerHitWatchpointRulesAndArmingAreExact) {
   Device dev = OpenDeviceOrFail();
   auto syms = SelfSymbols();
-  static volatile long other;
-  char spec_other[64];
-  std::snprintf(spec_other, sizeof(spec_other), "o=w:0x%llx",
-                (unsigned long long)reinterpret_cast<uintptr_t>(&other));
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms));
-  ASSERT_TRUE(spec.AddCounter(spec_other, nullptr));
-  ASSERT_TRUE(spec.AddRule("w>=50"));
-  tprof_pmu_program p = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
-  p.counters[1].armed_by = 1;
-  auto prog = Program::Create(dev, p);
-  ASSERT_TRUE(prog) << prog.error().message();
-  Monitor mon = SubscribedMonitor(*prog);
-  for (long i = 0; i < 100; i++) {
-    tprof_pmu_watched = i;
-    other = i;
-  }
-  auto events = Collect(mon, 2);
-  ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_RULE));
-  EXPECT_EQ(events[0].values[0], 50u);
-  EXPECT_EQ(events[0].values[1], 0u);
-  auto v = ReadOrFail(*prog);
+  auto run = [&](bool rule_on_watch) -> tprof_pmu_values {
+    ProgramSpec spec;
+    if (rule_on_watch) {
+      EXPECT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms));
+      EXPECT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
+      EXPECT_TRUE(spec.AddRule("w>=50"));
+    } else {
+      EXPECT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
+      EXPECT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms));
+      EXPECT_TRUE(spec.AddRule("v>=50"));
+    }
+    tprof_pmu_program p = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
+    p.counters[1].armed_by = 1;
+    auto prog = Program::Create(dev, p);
+    EXPECT_TRUE(prog) << prog.error().message();
+    if (!prog) return {};
+    Monitor mon = SubscribedMonitor(*prog);
+    if (rule_on_watch) {
+      for (long i = 0; i < 60; i++) tprof_pmu_watched = i;
+      for (int i = 0; i < 30; i++) tprof_pmu_visited();
+    } else {
+      for (int i = 0; i < 100; i++) tprof_pmu_visited();
+    }
+    auto events = Collect(mon, 2);
+    EXPECT_EQ(events.size(), 1u);
+    if (!events.empty()) {
+      EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_RULE));
+      EXPECT_EQ(events[0].values[0], 50u);
+      EXPECT_EQ(events[0].values[1], 0u);
+    }
+    return ReadOrFail(*prog);
+  };
+  auto v = run(true);
+  EXPECT_EQ(v.values[0], 90u);  // 60 writes, and one in each of the 30 visits
+  EXPECT_EQ(v.values[1], 30u);
+  EXPECT_EQ(v.rule_fired[0], 1u);
+  EXPECT_EQ(v.armed, 1u);
+  v = run(false);
   EXPECT_EQ(v.values[0], 100u);
   EXPECT_EQ(v.values[1], 51u);
   EXPECT_EQ(v.rule_fired[0], 1u);
-  EXPECT_EQ(v.armed, 1u);
 }
 
 // A per-hit watchpoint with an instruction range counts only the writes
-// made inside the range (tprof_pmu_visited's), not the test body's.
+// made inside the range (tprof_pmu_visited's 30), not the test body's 20.
+// (One watchpoint: QEMU's x86 TCG reports only the first of two registers
+// on one address.)
 TEST(PmuTest, PerHitWatchpointCountsOnlyWritesInsideItsRange) {
   Device dev = OpenDeviceOrFail();
   auto syms = SelfSymbols();
@@ -300,7 +318,6 @@ TEST(PmuTest, PerHitWatchpointCountsOnlyWritesInsideItsRange) {
   ASSERT_TRUE(visited);
   ProgramSpec spec;
   ASSERT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms));
-  ASSERT_TRUE(spec.AddCounter("all=w:tprof_pmu_watched", &syms));
   tprof_pmu_program p = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
   p.counters[0].flags |= TPROF_PMU_CTR_RANGE;
   p.counters[0].range_start = visited->start;
@@ -311,7 +328,6 @@ TEST(PmuTest, PerHitWatchpointCountsOnlyWritesInsideItsRange) {
   for (long i = 0; i < 20; i++) tprof_pmu_watched = i;
   auto v = ReadOrFail(*prog);
   EXPECT_EQ(v.values[0], 30u);
-  EXPECT_EQ(v.values[1], 50u);
 }
 
 // Every CPU: a per-hit watchpoint and a user-address breakpoint (on arm64

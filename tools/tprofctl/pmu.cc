@@ -112,11 +112,11 @@ int RunList(bool all) {
   std::printf("software (exact, every event):\n %s\n"
               "hardware (every K events, NAME:K, default K %" PRIu64 "; where the CPU has a PMU):\n"
               " %s rHEX[:K]\n"
-              "breakpoints and watchpoints (exact; on arm64 watchpoints, and user-address breakpoints with\n"
-              " --all-cpus or outside a file mapping, count only: no threshold, rule, range or arming there):\n"
+              "breakpoints and watchpoints (exact):\n"
               "  bp:ADDR|SYMBOL   w:ADDR|SYMBOL[/LEN] (writes)   rw:ADDR|SYMBOL[/LEN] (reads and writes)\n"
               "  LEN 1 to 32 bytes at any address (default: the symbol's size, else 8), up to 4 debug\n"
-              "  registers per program (an access across two of them counts once per register)\n",
+              "  registers per program (an access across two of them counts once per register; on arm64\n"
+              "  a threshold, rule, range, arming or --all-cpus takes 2 per register)\n",
               software.c_str(), pmu::kDefaultHardwarePeriod, hardware.c_str());
   const char* root = "/sys/kernel/tracing/events";
   DIR* d = ::opendir(root);

@@ -75,11 +75,13 @@ static int tprof_ce_create(struct tprof_cpu_events *ce, unsigned int cpu,
 
 	for (i = 0; i < ce->nr; i++) {
 		const struct perf_event_attr *attr = &ce->attrs[i];
+		/* start_each: a NULL context is a counter of perf's own. */
+		bool own = ce->ctxs && !ce->ctxs[i];
 		struct perf_event *ev;
 		int err;
 
 		ev = perf_event_create_kernel_counter((struct perf_event_attr *)attr,
-						      cpu, NULL, ce->handler,
+						      cpu, NULL, own ? NULL : ce->handler,
 						      ce->ctxs ? ce->ctxs[i] : ce->ctx);
 		if (!IS_ERR(ev)) {
 			evs[i] = ev;
@@ -97,6 +99,10 @@ static int tprof_ce_create(struct tprof_cpu_events *ce, unsigned int cpu,
 			err = -EOPNOTSUPP;
 		return err;
 	}
+	/* Counters that must not run before the later ones exist. */
+	for (i = 0; i < ce->nr; i++)
+		if (ce->attrs[i].disabled)
+			perf_event_enable(evs[i]);
 	return 0;
 }
 

@@ -22,7 +22,11 @@
  *   tprof_cpu_events_start_each(ce, attrs, nr, handler, ctxs, ops)
  *     As start, for one owner of several independent counters (a PMU
  *     program): counter idx's overflow handler context is ctxs[idx] (the
- *     array is copied; nr >= 1), and ops get a NULL ctx.
+ *     array is copied; nr >= 1), and ops get a NULL ctx. A NULL ctxs[idx]
+ *     makes counter idx one with perf's default handler (no handler).
+ *     In both, a counter whose attr has disabled set is created disabled
+ *     and enabled (perf_event_enable()) once all its CPU's counters exist:
+ *     it never runs on a CPU without the counters after it.
  *   tprof_cpu_events_stop(ce)
  *     Unpublishes every counter (cpu_down on each CPU), waits for readers
  *     (an RCU grace period) and releases every counter. Process context.

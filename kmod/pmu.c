@@ -10,12 +10,14 @@
  * and one at a kernel address a kprobe (pmu_probe.c), whose handlers take
  * the same per-hit path; other breakpoints and watchpoints are counting
  * events with perf's own handler there ("counts only": see
- * tprof_pmu_counts_only()). The handler checks the counter's instruction
- * range and data range (a page fault's address), adds to its value, then
- * checks its threshold and the rules that read it, all with atomics: it
- * may run in NMI, IRQ, or with any lock of the code it interrupts held.
- * An event goes into the program's lock-free queue and an irq_work kicks
- * the send work (pmu_netlink.c), which sends it to the monitor's socket.
+ * tprof_pmu_debug_reg()) unless the program needs their hits: then each
+ * event of ours has steppers (tprof_pmu_stepped()). The handler checks the
+ * counter's instruction range and data range (a page fault's address),
+ * adds to its value, then checks its threshold and the rules that read it,
+ * all with atomics: it may run in NMI, IRQ, or with any lock of the code
+ * it interrupts held. An event goes into the program's lock-free queue and
+ * an irq_work kicks the send work (pmu_netlink.c), which sends it to the
+ * monitor's socket.
  *
  * The program belongs to the descriptor TPROF_IOC_PMU_CREATE returns;
  * closing it releases the perf events (and their inherited copies), then
@@ -237,6 +239,12 @@ void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs)
 	tprof_pmu_count(ctr, regs, 0);
 }
 
+/* Scope CPUS: a piece's events in cpus (guard, ours, stepper; arm64). */
+static u32 tprof_pmu_cpu_stride(const struct tprof_pmu_ctr *ctr)
+{
+	return ctr->stepped ? (ctr->guarded ? 3 : 2) : 1;
+}
+
 static void tprof_pmu_overflow(struct perf_event *event,
 			       struct perf_sample_data *data,
 			       struct pt_regs *regs)
@@ -246,10 +254,11 @@ static void tprof_pmu_overflow(struct perf_event *event,
 
 	/* Every CPU: a counter fires a short while after its CPU went down. */
 	if (p->config.scope == TPROF_PMU_SCOPE_CPUS) {
-		u32 i;
+		u32 i, stride = tprof_pmu_cpu_stride(ctr);
+		u32 ours = ctr->guarded ? 1 : 0;	/* after its guard */
 
 		for (i = 0; i < ctr->nr_pieces; i++)
-			if (tprof_cpu_event(&p->cpus, ctr->cpu_first + i) == event)
+			if (tprof_cpu_event(&p->cpus, ctr->cpu_first + i * stride + ours) == event)
 				break;
 		if (i == ctr->nr_pieces)
 			return;
@@ -270,15 +279,17 @@ static void tprof_pmu_kick(struct irq_work *work)
 
 /*
  * arm64 steps over a breakpoint or watchpoint only when perf's default
- * overflow handler owns the event (uses_default_overflow_handler() in
- * arch/arm64/kernel/hw_breakpoint.c); with ours the task would trap on
- * the same instruction forever. There such a counter is a counting perf
- * event with the default handler: perf counts every hit exactly and the
+ * overflow handler owns an event that matched the hit
+ * (uses_default_overflow_handler() in arch/arm64/kernel/hw_breakpoint.c);
+ * with only ours the task would trap on the same instruction forever.
+ * There such a counter is, by default, a counting perf event with the
+ * default handler ("counts only"): perf counts every hit exactly and the
  * value is read from perf when the program is read, but no handler of
- * ours sees a hit. An execution breakpoint may be a uprobe or a kprobe
- * instead (tprof_pmu_may_probe()).
+ * ours sees a hit. What needs the hits is "stepped" instead (see
+ * tprof_pmu_stepped()). An execution breakpoint may be a uprobe or a
+ * kprobe instead of either (tprof_pmu_may_probe()).
  */
-static bool tprof_pmu_counts_only(const struct tprof_pmu_counter *c)
+static bool tprof_pmu_debug_reg(const struct tprof_pmu_counter *c)
 {
 	return IS_ENABLED(CONFIG_ARM64) &&
 	       (c->kind == TPROF_PMU_EV_BREAKPOINT ||
@@ -333,19 +344,46 @@ static bool tprof_pmu_needs_hits(const struct tprof_pmu_program *c, u32 i)
 	return false;
 }
 
-/* Before anything is created; a probe's fallback is checked at creation. */
-static bool tprof_pmu_counts_only_usable(const struct tprof_pmu_program *c)
+/*
+ * arm64, a debug register whose hits we need: each event of ours is paired
+ * with a "stepper", a counting event (period 0, perf's default handler) on
+ * the same address, length, type and task or CPU. The kernel's handlers
+ * report a hit to every event whose register matched and step over it
+ * when one of them has the default handler, so ours sees every hit once
+ * and the task goes on. The stepper's count is never read.
+ *
+ * The watchpoint handler keeps the step decision of the LAST exactly
+ * matching register (step = watchpoint_report(), not |=, in 6.1 and 6.12),
+ * and registers are handed out lowest free first in perf's scheduling
+ * order (creation order within a context): so ours is created disabled,
+ * and enabled only once its stepper exists, so that it is never scheduled
+ * without the stepper after it (tprof_pmu_create_one()).
+ *
+ * When no register matches the reported address exactly (a CPU may report
+ * any address of a wide or paired access, e.g. stp across the watched
+ * bytes; QEMU reports one inside them), the handler reports only the
+ * FIRST closest register and steps only if that one is perf's. So a
+ * watchpoint also gets a "guard" created before ours, the same counting
+ * event: it is that closest register, the task steps, and ours misses
+ * that one hit; guard minus stepper counts such misses exactly
+ * (hits_missed, read with the program). Breakpoints match exactly and
+ * step if any match is perf's (|=): no guard. Registers: 3 per watchpoint
+ * piece, 2 per breakpoint.
+ */
+static bool tprof_pmu_stepped(const struct tprof_pmu_program *c, u32 i)
 {
-	u32 i;
+	return tprof_pmu_debug_reg(&c->counters[i]) && tprof_pmu_needs_hits(c, i);
+}
 
-	for (i = 0; i < c->nr_counters; i++) {
-		const struct tprof_pmu_counter *k = &c->counters[i];
+/* Perf events per piece: ours, its stepper and a watchpoint's guard. */
+static u32 tprof_pmu_stepped_events(const struct tprof_pmu_counter *k)
+{
+	return k->kind == TPROF_PMU_EV_WATCHPOINT ? 3 : 2;
+}
 
-		if (tprof_pmu_counts_only(k) && !tprof_pmu_may_probe(c, k) &&
-		    tprof_pmu_needs_hits(c, i))
-			return false;
-	}
-	return true;
+static bool tprof_pmu_counts_only(const struct tprof_pmu_program *c, u32 i)
+{
+	return tprof_pmu_debug_reg(&c->counters[i]) && !tprof_pmu_needs_hits(c, i);
 }
 
 /*
@@ -380,43 +418,73 @@ static u32 tprof_pmu_data_slots(void)
 #endif
 }
 
-static u32 tprof_pmu_events_per_thread(const struct tprof_pmu_program *c)
+/* arm64's execution breakpoints: ID_AA64DFR0_EL1.BRPs + 1. */
+static u32 tprof_pmu_exec_slots(void)
+{
+#if defined(CONFIG_ARM64)
+	return ((read_sanitised_ftr_reg(SYS_ID_AA64DFR0_EL1) >> 12) & 0xf) + 1;
+#else
+	return U32_MAX;	/* x86: shared with data (tprof_pmu_data_slots()) */
+#endif
+}
+
+/* Perf events per thread or CPU of counter @i: pieces, with steppers. */
+static u32 tprof_pmu_ctr_events(const struct tprof_pmu_program *c, u32 i)
 {
 	struct tprof_pmu_piece pieces[TPROF_PMU_MAX_WATCH_PIECES];
+
+	return tprof_pmu_pieces(&c->counters[i], pieces) *
+	       (tprof_pmu_stepped(c, i) ?
+		tprof_pmu_stepped_events(&c->counters[i]) : 1);
+}
+
+static u32 tprof_pmu_events_per_thread(const struct tprof_pmu_program *c)
+{
 	u32 i, sum = 0;
 
 	for (i = 0; i < c->nr_counters; i++)
-		sum += tprof_pmu_pieces(&c->counters[i], pieces);
+		sum += tprof_pmu_ctr_events(c, i);
 	return sum;
 }
 
-/* ENOSPC before anything is created: the program's pieces cannot all fit. */
+/*
+ * ENOSPC before anything is created: the program's pieces (with their
+ * steppers and guards: 3 registers a watchpoint piece, 2 a breakpoint)
+ * cannot all fit. A breakpoint that may become
+ * a u/kprobe takes no register here; if it falls back, perf decides.
+ */
 static int tprof_pmu_check_slots(const struct tprof_pmu_program *c)
 {
-	struct tprof_pmu_piece pieces[TPROF_PMU_MAX_WATCH_PIECES];
-	u32 i, used = 0;
+	u32 i, data = 0, exec = 0;
 
 	for (i = 0; i < c->nr_counters; i++) {
 		const struct tprof_pmu_counter *k = &c->counters[i];
 
 		if (k->kind == TPROF_PMU_EV_WATCHPOINT)
-			used += tprof_pmu_pieces(k, pieces);
+			data += tprof_pmu_ctr_events(c, i);
 		else if (k->kind == TPROF_PMU_EV_BREAKPOINT &&
 			 IS_ENABLED(CONFIG_HAVE_MIXED_BREAKPOINTS_REGS))
-			used++;
+			data++;
+		else if (k->kind == TPROF_PMU_EV_BREAKPOINT &&
+			 !tprof_pmu_may_probe(c, k))
+			exec += tprof_pmu_ctr_events(c, i);
 	}
-	return used > tprof_pmu_data_slots() ? -ENOSPC : 0;
+	return data > tprof_pmu_data_slots() || exec > tprof_pmu_exec_slots() ?
+		-ENOSPC : 0;
 }
 
-/* @piece: a watchpoint's piece (NULL for other kinds). */
+/*
+ * @piece: a watchpoint's piece (NULL for other kinds). @counting: a
+ * counting event (counts only, or a stepper): perf's handler never runs.
+ */
 static void tprof_pmu_attr(const struct tprof_pmu_counter *c,
 			   const struct tprof_pmu_piece *piece, bool inherit,
-			   bool exclude_kernel, struct perf_event_attr *attr)
+			   bool exclude_kernel, bool counting,
+			   struct perf_event_attr *attr)
 {
 	memset(attr, 0, sizeof(*attr));
 	attr->size = sizeof(*attr);
-	/* Counts only: a counting event, perf's handler never runs. */
-	attr->sample_period = tprof_pmu_counts_only(c) ? 0 : c->period ?: 1;
+	attr->sample_period = counting ? 0 : c->period ?: 1;
 	attr->inherit = inherit;
 	attr->exclude_kernel = exclude_kernel || (c->flags & TPROF_PMU_CTR_USER_ONLY);
 	attr->exclude_hv = 1;
@@ -526,6 +594,21 @@ static int tprof_pmu_targets(const struct tprof_pmu_program *c, struct pid *pid,
 	return ret;
 }
 
+/*
+ * The last event of ours with its stepper and guard: ours first, so that
+ * it never exists without them (a task would trap forever).
+ */
+static void tprof_pmu_release_one(struct tprof_pmu_ctr *ctr)
+{
+	u32 k = --ctr->nr_events;
+
+	perf_event_release_kernel(ctr->events[k]);
+	if (ctr->steppers)
+		perf_event_release_kernel(ctr->steppers[k]);
+	if (ctr->guards)
+		perf_event_release_kernel(ctr->guards[k]);
+}
+
 static void tprof_pmu_release_events(struct tprof_pmu_prog *p)
 {
 	u32 i;
@@ -544,10 +627,18 @@ static void tprof_pmu_release_events(struct tprof_pmu_prog *p)
 		struct tprof_pmu_ctr *ctr = &p->ctr[i];
 
 		tprof_pmu_probe_free(ctr);
-		while (ctr->nr_events)	/* with the copies inherited from them */
-			perf_event_release_kernel(ctr->events[--ctr->nr_events]);
+		/*
+		 * With the copies inherited from them; ours before its stepper,
+		 * never a window with ours alone (a task would trap forever).
+		 */
+		while (ctr->nr_events)
+			tprof_pmu_release_one(ctr);
 		kvfree(ctr->events);
 		ctr->events = NULL;
+		kvfree(ctr->steppers);
+		ctr->steppers = NULL;
+		kvfree(ctr->guards);
+		ctr->guards = NULL;
 		kvfree(ctr->sub);
 		ctr->sub = NULL;
 	}
@@ -567,6 +658,56 @@ static void tprof_pmu_free(struct tprof_pmu_prog *p)
 		mmdrop(p->target_mm);
 	kvfree(p->cells);
 	kfree(p);
+}
+
+
+/*
+ * One event of ours on @task and, stepped, its guard before it
+ * (watchpoints) and its stepper after it (see tprof_pmu_stepped()): ours
+ * is created disabled and enabled once the stepper exists, which
+ * reschedules the task's breakpoints in creation order (guard, ours,
+ * stepper: ascending registers). Stored only together.
+ */
+static int tprof_pmu_create_one(struct tprof_pmu_ctr *ctr,
+				const struct perf_event_attr *attr,
+				struct task_struct *task, bool counts_only)
+{
+	struct perf_event_attr a = *attr, counting = *attr;
+	struct perf_event *ev, *st, *guard = NULL;
+
+	counting.disabled = 0;
+	counting.sample_period = 0;
+	if (ctr->guards) {
+		guard = perf_event_create_kernel_counter(&counting, -1, task,
+							 NULL, NULL);
+		if (IS_ERR(guard))
+			return PTR_ERR(guard);
+	}
+	a.disabled = ctr->stepped;
+	ev = perf_event_create_kernel_counter(&a, -1, task,
+					      counts_only ? NULL : tprof_pmu_overflow,
+					      ctr);
+	if (IS_ERR(ev)) {
+		if (guard)
+			perf_event_release_kernel(guard);
+		return PTR_ERR(ev);
+	}
+	if (ctr->stepped) {
+		st = perf_event_create_kernel_counter(&counting, -1, task,
+						      NULL, NULL);
+		if (IS_ERR(st)) {
+			perf_event_release_kernel(ev);
+			if (guard)
+				perf_event_release_kernel(guard);
+			return PTR_ERR(st);
+		}
+		perf_event_enable(ev);
+		ctr->steppers[ctr->nr_events] = st;
+		if (guard)
+			ctr->guards[ctr->nr_events] = guard;
+	}
+	ctr->events[ctr->nr_events++] = ev;
+	return 0;
 }
 
 static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
@@ -597,40 +738,47 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 				continue;
 			if (ret != -ENOENT)
 				return ret;
-			/* Not a file mapping: perf counts, if that is enough. */
-			if (tprof_pmu_needs_hits(&p->config, i))
-				return -EOPNOTSUPP;
+			/* Not a file mapping: a debug register (below). */
 		}
-		ctr->counts_only = tprof_pmu_counts_only(c);
+		ctr->counts_only = tprof_pmu_counts_only(&p->config, i);
+		ctr->stepped = tprof_pmu_stepped(&p->config, i);
 		ctr->nr_pieces = tprof_pmu_pieces(c, pieces);
 		ctr->events = kvcalloc(n * ctr->nr_pieces, sizeof(*ctr->events),
 				       GFP_KERNEL_ACCOUNT);
 		if (!ctr->events)
 			return -ENOMEM;
+		if (ctr->stepped) {
+			ctr->steppers = kvcalloc(n * ctr->nr_pieces,
+						 sizeof(*ctr->steppers),
+						 GFP_KERNEL_ACCOUNT);
+			if (!ctr->steppers)
+				return -ENOMEM;
+		}
+		ctr->guarded = ctr->stepped && c->kind == TPROF_PMU_EV_WATCHPOINT;
+		if (ctr->guarded) {
+			ctr->guards = kvcalloc(n * ctr->nr_pieces,
+					       sizeof(*ctr->guards),
+					       GFP_KERNEL_ACCOUNT);
+			if (!ctr->guards)
+				return -ENOMEM;
+		}
 		for (t = 0; t < n; t++) {
-			long err = 0;
+			int err = 0;
 
 			for (made = 0; made < ctr->nr_pieces; made++) {
-				struct perf_event *ev;
-
 				tprof_pmu_attr(c, &pieces[made],
 					       p->config.scope == TPROF_PMU_SCOPE_PROCESS,
-					       exclude_kernel, &attr);
-				ev = perf_event_create_kernel_counter(&attr, -1, tasks[t],
-								      tprof_pmu_counts_only(c) ?
-								      NULL : tprof_pmu_overflow,
-								      ctr);
-				if (IS_ERR(ev)) {
-					err = PTR_ERR(ev);
+					       exclude_kernel, ctr->counts_only, &attr);
+				err = tprof_pmu_create_one(ctr, &attr, tasks[t],
+							   ctr->counts_only);
+				if (err)
 					break;
-				}
-				ctr->events[ctr->nr_events++] = ev;
 			}
 			if (!err)
 				continue;
 			/* A thread counts with all its pieces or none. */
 			while (made--)
-				perf_event_release_kernel(ctr->events[--ctr->nr_events]);
+				tprof_pmu_release_one(ctr);
 			if (err != -ESRCH)	/* -ESRCH: it exited */
 				return tprof_pmu_create_err(c, err);
 		}
@@ -649,7 +797,8 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 static int tprof_pmu_create_cpu_events(struct tprof_pmu_prog *p)
 {
 	/* A watchpoint's pieces are consecutive events of its counter. */
-	enum { TPROF_PMU_MAX_CPU_EVENTS = TPROF_PMU_MAX_COUNTERS * TPROF_PMU_MAX_WATCH_PIECES };
+	/* With guards and steppers (arm64): up to 3 events per piece. */
+	enum { TPROF_PMU_MAX_CPU_EVENTS = 3 * TPROF_PMU_MAX_COUNTERS * TPROF_PMU_MAX_WATCH_PIECES };
 	struct tprof_pmu_piece pieces[TPROF_PMU_MAX_WATCH_PIECES];
 	void **ctxs;
 	u32 i, j, n = 0;
@@ -674,10 +823,35 @@ static int tprof_pmu_create_cpu_events(struct tprof_pmu_prog *p)
 			continue;
 		}
 		ctr->nr_pieces = tprof_pmu_pieces(c, pieces);
+		ctr->stepped = tprof_pmu_stepped(&p->config, i);
 		ctr->cpu_first = n;
+		ctr->guarded = ctr->stepped && c->kind == TPROF_PMU_EV_WATCHPOINT;
 		for (j = 0; j < ctr->nr_pieces; j++, n++) {
-			tprof_pmu_attr(c, &pieces[j], false, false, &attrs[n]);
+			tprof_pmu_attr(c, &pieces[j], false, false, false, &attrs[n]);
 			ctxs[n] = ctr;
+			if (!ctr->stepped)
+				continue;
+			/*
+			 * Guard before, stepper after (see tprof_pmu_stepped()):
+			 * cpu_events.c makes a NULL context a counting event of
+			 * perf's own, creates a CPU's counters in index order and
+			 * enables a disabled one once its CPU's others exist.
+			 */
+			attrs[n].disabled = 1;
+			if (ctr->guarded) {
+				attrs[n + 1] = attrs[n];
+				attrs[n] = attrs[n + 1];
+				attrs[n].disabled = 0;
+				attrs[n].sample_period = 0;
+				ctxs[n] = NULL;
+				ctxs[n + 1] = ctr;
+				n++;
+			}
+			n++;
+			attrs[n] = attrs[n - 1];
+			attrs[n].disabled = 0;
+			attrs[n].sample_period = 0;
+			ctxs[n] = NULL;
 		}
 	}
 	if (!n)
@@ -793,8 +967,6 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 	ret = tprof_pmu_program_check(c);
 	if (ret)
 		return ret;
-	if (!tprof_pmu_counts_only_usable(c))
-		return -EOPNOTSUPP;
 	ret = tprof_pmu_check_slots(c);
 	if (ret)
 		return ret;
@@ -870,15 +1042,24 @@ long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg)
  * copies included (live or exited). Counts only grow: a concurrent read
  * that summed earlier never moves the value back.
  */
-static void tprof_pmu_read_counts(struct tprof_pmu_prog *p)
+/* Returns the hits guards took instead of ours (arm64, scope THREAD/PROCESS). */
+static u64 tprof_pmu_read_counts(struct tprof_pmu_prog *p)
 {
-	u64 sum, old, enabled, running;
+	u64 sum, old, enabled, running, missed = 0;
 	unsigned int t;
 	u32 i;
 
 	for (i = 0; i < p->config.nr_counters; i++) {
 		struct tprof_pmu_ctr *ctr = &p->ctr[i];
 
+		if (ctr->guards) {
+			/* Hits the guard took instead of ours (tprof_pmu_stepped()). */
+			for (t = 0; t < ctr->nr_events; t++)
+				missed += perf_event_read_value(ctr->guards[t],
+								&enabled, &running) -
+					  perf_event_read_value(ctr->steppers[t],
+								&enabled, &running);
+		}
 		if (!ctr->counts_only)
 			continue;
 		sum = 0;
@@ -889,6 +1070,7 @@ static void tprof_pmu_read_counts(struct tprof_pmu_prog *p)
 		while (sum > old && !atomic64_try_cmpxchg(&ctr->value, &old, sum))
 			;
 	}
+	return missed;
 }
 
 static long tprof_pmu_read(struct tprof_pmu_prog *p,
@@ -896,9 +1078,10 @@ static long tprof_pmu_read(struct tprof_pmu_prog *p,
 {
 	struct tprof_pmu_values v;
 	u32 i;
+	u64 missed = tprof_pmu_read_counts(p);
 
-	tprof_pmu_read_counts(p);
 	memset(&v, 0, sizeof(v));
+	v.hits_missed = missed;
 	v.nr_counters = p->config.nr_counters;
 	for (i = 0; i < p->config.nr_counters; i++) {
 		v.values[i] = atomic64_read(&p->ctr[i].value);

@@ -42,6 +42,17 @@ struct tprof_pmu_ctr {
 	u64 sub_width;		/* bytes per subrange */
 	atomic64_t *sub;	/* nr_subranges values, or NULL */
 	bool counts_only;	/* perf counts, no handler of ours (arm64) */
+	/*
+	 * arm64, per hit: events[k]'s stepper (a counting event on the same
+	 * debug register setup, so the kernel steps over the hit), released
+	 * after it, and for a watchpoint its guard (the same, created before
+	 * it: see tprof_pmu_stepped()). Scope CPUS: each piece is guard
+	 * (watchpoints), ours, stepper in cpus.
+	 */
+	bool stepped;
+	bool guarded;			/* stepped watchpoint: with guards */
+	struct perf_event **steppers;
+	struct perf_event **guards;	/* watchpoints, or NULL */
 	struct tprof_pmu_probe *probe;	/* a u/kprobe instead of events (arm64) */
 };
 

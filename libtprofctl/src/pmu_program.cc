@@ -50,22 +50,15 @@ Expected<Program> Program::Create(const Device& device, const tprof_pmu_program&
     int err = errno;
     std::string hint;
     if (err == EACCES) hint = " (another user's process, a kernel address, or kernel.perf_event_paranoid > 2)";
-#if defined(__aarch64__)
-    if (err == EOPNOTSUPP)
-      hint = " (no usable hardware PMU here, or a threshold, rule, range, arming or every-CPU "
-             "scope on a watchpoint, every-CPU scope on a user-address breakpoint, or any of them on "
-             "one outside a file mapping: "
-             "on arm64 they only count)";
-#else
     if (err == EOPNOTSUPP) hint = " (no usable hardware PMU here)";
-#endif
 #if defined(__aarch64__)
     if (err == EINVAL)
       hint = " (a malformed program, or a kernel breakpoint kprobes cannot probe or inside tprof.ko)";
 #endif
     if (err == ENOSPC)
       hint = " (no free debug register for a breakpoint or watchpoint: a watchpoint takes one per "
-             "piece of its range, x86 has 4 in all)";
+             "piece of its range, x86 has 4 in all; on arm64 a threshold, rule, range, arming or "
+             "every-CPU scope doubles that)";
     if (err == ENOTTY) hint = " (the module is older than ABI 1.7)";
     if (err == EINVAL && OlderThanWideWatchpoints(device, program))
       hint = " (a watchpoint longer than 8 bytes needs a module of ABI 1.10 or later)";

@@ -4,8 +4,10 @@
 // Known answers: writes to each field of a struct counted exactly, writes
 // just outside either end not counted, unaligned ranges, a threshold at the
 // Nth write whichever piece it hits, too many pieces refused with nothing
-// left behind. x86 guests trap per hit; on arm64 watchpoints only count, so
-// there the values are checked and thresholds are refused.
+// left behind. x86 guests trap per hit; on arm64 a watchpoint only counts
+// unless the program needs its hits, and then each piece takes 2 registers
+// (its stepper), so a threshold on 32 bytes (4 pieces) is ENOSPC there and
+// the per-hit cases use 16 bytes.
 #include <pthread.h>
 #include <sys/ioctl.h>
 
@@ -211,13 +213,74 @@ TEST(PmuTest, WideWatchpointThresholdFiresAtTheNthWriteAcrossPieces) {
   EXPECT_EQ(v->threshold_fired[0], 1u);
 }
 #else
-// arm64: watchpoints only count, so a threshold on a wide one is refused.
-TEST(PmuTest, WideWatchpointThresholdIsRefusedWhereWatchpointsOnlyCount) {
+// arm64: a per-hit piece takes 2 watchpoint registers (ours and its
+// stepper), so a threshold on 32 bytes (4 pieces, 8 registers) is ENOSPC
+// before anything is made, while the same range without one only counts
+// (4 registers) and fits; a threshold on 16 bytes (2 x 2) fits and fires
+// at exactly the 10th write across both pieces.
+TEST(PmuTest, WideWatchpointThresholdTakesTwoRegistersPerPiece) {
   Device dev = OpenDeviceOrFail();
+  TprofWide32* w = &tprof_pmu_guarded.w;
+  ProgramSpec wide;
+  ASSERT_TRUE(wide.AddCounter("w=w:" + Hex(w) + "/32", nullptr));
+  ProgramSpec wide_threshold = wide;
+  ASSERT_TRUE(wide_threshold.AddThreshold("w>=10"));
+  EXPECT_EQ(ErrnoOf(dev, wide_threshold.Build(TPROF_PMU_SCOPE_THREAD, 0)), ENOSPC);
+  {
+    Program counts = CreateOrDie(dev, wide.Build(TPROF_PMU_SCOPE_THREAD, 0));
+    Repeat(3, [&] { Store(&w->f, 1L); });
+    EXPECT_EQ(ValueOf(counts), 3u);
+  }
   ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("w=w:" + Hex(&tprof_pmu_guarded.w) + "/32", nullptr));
+  ASSERT_TRUE(spec.AddCounter("w=w:" + Hex(w) + "/16", nullptr));
   ASSERT_TRUE(spec.AddThreshold("w>=10"));
-  EXPECT_EQ(ErrnoOf(dev, spec.Build(TPROF_PMU_SCOPE_THREAD, 0)), EOPNOTSUPP);
+  Program prog = CreateOrDie(dev, spec.Build(TPROF_PMU_SCOPE_THREAD, 0));
+  auto mon = Monitor::Open();
+  ASSERT_TRUE(mon) << mon.error().message();
+  ASSERT_TRUE(mon->Subscribe(prog));
+  // In piece order (QEMU's stale hit flags, as above).
+  Repeat(4, [&] { Store(&w->a, 1L); });
+  Store(&w->d, short(4));  // outside: byte 16
+  Repeat(5, [&] { Store(&w->b, 2); });
+  auto v = prog.Read();
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->values[0], 9u);
+  EXPECT_EQ(v->threshold_fired[0], 0u);
+  Store(&w->c, 3);  // the 10th, on the second piece
+  Repeat(5, [&] { Store(&w->c, 4); });
+  std::vector<tprof_pmu_event> events;
+  while (events.size() < 2) {
+    auto n = mon->Wait(std::chrono::milliseconds(2000),
+                       [&](const tprof_pmu_event& e) { events.push_back(e); });
+    ASSERT_TRUE(n) << n.error().message();
+    if (*n == 0) break;
+  }
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_THRESHOLD));
+  EXPECT_EQ(events[0].values[0], 10u);
+  v = prog.Read();
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->values[0], 15u);
+  EXPECT_EQ(v->threshold_fired[0], 1u);
+}
+
+// arm64: every-CPU user-address breakpoints take 2 execution registers
+// each (QEMU's "max" CPU has 6): 3 fit, 4 are ENOSPC up front.
+TEST(PmuTest, EveryCpuBreakpointsTakeTwoExecutionRegistersEach) {
+  Device dev = OpenDeviceOrFail();
+  auto bps = [](int n) {
+    tprof_pmu_program p{};
+    p.scope = TPROF_PMU_SCOPE_CPUS;
+    p.nr_counters = n;
+    for (int i = 0; i < n; i++) {
+      p.counters[i].kind = TPROF_PMU_EV_BREAKPOINT;
+      p.counters[i].addr = reinterpret_cast<uintptr_t>(&Hex) + 4 * i;
+      p.counters[i].threshold = 1000;
+    }
+    return p;
+  };
+  EXPECT_EQ(ErrnoOf(dev, bps(3)), 0);
+  EXPECT_EQ(ErrnoOf(dev, bps(4)), ENOSPC);
 }
 #endif
 
@@ -275,7 +338,8 @@ TEST(PmuTest, TooManyWatchpointPiecesAreRefusedAndLeakNothing) {
 
 // Every CPU: each piece is a per-CPU event of the same counter (the
 // handler checks an event against all of its counter's pieces). On arm64
-// a watchpoint only counts, which every-CPU scope refuses.
+// every-CPU scope needs the hits: 2 registers per piece, so 32 bytes are
+// ENOSPC and 16 bytes (each piece with its stepper after it) sum exactly.
 TEST(PmuTest, WideWatchpointInEveryCpuScopeSumsItsPieces) {
   Device dev = OpenDeviceOrFail();
   TprofWide32* w = &tprof_pmu_guarded.w;
@@ -283,7 +347,14 @@ TEST(PmuTest, WideWatchpointInEveryCpuScopeSumsItsPieces) {
   p.scope = TPROF_PMU_SCOPE_CPUS;
   p.pid = 0;
 #if defined(__aarch64__)
-  EXPECT_EQ(ErrnoOf(dev, p), EOPNOTSUPP);
+  EXPECT_EQ(ErrnoOf(dev, p), ENOSPC);
+  p.counters[0].len = 16;
+  Program prog = CreateOrDie(dev, p);
+  Repeat(3, [&] { Store(&w->a, 1L); });
+  Repeat(4, [&] { Store(&w->c, 2); });
+  Repeat(5, [&] { Store(&w->e[0], char(3)); });  // outside: byte 18
+  tprof_pmu_guarded.before = 5;                    // outside
+  EXPECT_EQ(ValueOf(prog), 3u + 4);
 #else
   Program prog = CreateOrDie(dev, p);
   Repeat(3, [&] { Store(&w->a, 1L); });

@@ -86,7 +86,8 @@ void PrintTotals(const tprof_pmu_values& v, const pmu::ProgramSpec& spec, bool j
                                 {"totals", std::move(totals)},
                                 {"rules", std::move(rules)},
                                 {"events_sent", uint64_t(v.events_sent)},
-                                {"events_lost", uint64_t(v.events_lost)}};
+                                {"events_lost", uint64_t(v.events_lost)},
+                                {"hits_missed", uint64_t(v.hits_missed)}};
     std::printf("%s\n", j.dump().c_str());
     return;
   }
@@ -99,6 +100,9 @@ void PrintTotals(const tprof_pmu_values& v, const pmu::ProgramSpec& spec, bool j
     std::printf("rule %zu %-24s fired %" PRIu64 "%s\n", r, spec.rule_texts()[r].c_str(), uint64_t(v.rule_fired[r]),
                 v.armed & (1U << r) ? " (armed its secondary counters)" : "");
   std::printf("events: %" PRIu64 " sent, %" PRIu64 " lost\n", uint64_t(v.events_sent), uint64_t(v.events_lost));
+  if (v.hits_missed)  // arm64: the CPU reported an address outside every watched byte
+    std::printf("watchpoint hits missed: %" PRIu64 " (counted by no counter; see README, arm64)\n",
+                uint64_t(v.hits_missed));
 }
 
 int RunList(bool all) {
@@ -113,11 +117,12 @@ int RunList(bool all) {
   std::printf("software (exact, every event):\n %s\n"
               "hardware (every K events, NAME:K, default K %" PRIu64 "; where the CPU has a PMU):\n"
               " %s rHEX[:K]\n"
-              "breakpoints and watchpoints (exact; on arm64 watchpoints, and user-address breakpoints with\n"
-              " --all-cpus or outside a file mapping, count only: no threshold, rule, range or arming there):\n"
+              "breakpoints and watchpoints (exact):\n"
               "  bp:ADDR|SYMBOL   w:ADDR|SYMBOL[/LEN] (writes)   rw:ADDR|SYMBOL[/LEN] (reads and writes)\n"
               "  LEN 1 to 32 bytes at any address (default: the symbol's size, else 8), up to 4 debug\n"
-              "  registers per program (an access across two of them counts once per register)\n"
+              "  registers per program (an access across two of them counts once per register; on arm64\n"
+              "  a threshold, rule, range, arming or --all-cpus takes 3 per watchpoint register, 2 per\n"
+              "  breakpoint)\n"
               "data ranges (exact; page-faults, minor-faults, major-faults only): EVENT@data:RANGE counts\n"
               "  the faults whose address is in RANGE (any length; a data symbol is its whole size)\n",
               software.c_str(), pmu::kDefaultHardwarePeriod, hardware.c_str());

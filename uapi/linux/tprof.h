@@ -770,12 +770,20 @@ struct tprof_window_list {
  * what kprobes cannot probe and tprof.ko's own code (EINVAL). Every other
  * breakpoint (user addresses outside a file mapping, user addresses in
  * scope CPUS, TPROF_PMU_CTR_USER_ONLY at a kernel address) and every
- * watchpoint only counts there: the kernel steps over them only for perf's own
- * overflow handler, so each is a counting perf event whose value (exact)
- * is perf's count when the program is read; a threshold, a rule or a range
- * on one, arming one (armed_by) and scope CPUS with one need a handler per
- * hit and are EOPNOTSUPP there. Events raised by the other counters carry
- * its value as of the last read.
+ * watchpoint is a debug register there, which the kernel steps over only
+ * for perf's own overflow handler. Without a threshold, a rule, a range,
+ * arming (armed_by) or scope CPUS it only counts: a counting perf event
+ * whose value (exact) is perf's count when the program is read (events
+ * raised by the other counters carry its value as of the last read). With
+ * any of them it is seen per hit and exact as on x86: each of its perf
+ * events (each piece of a watchpoint) is paired with a second, counting
+ * one on the same address and task or CPU (a "stepper", never read),
+ * which makes the kernel step over the hit; such a counter takes two
+ * debug registers per piece (see ENOSPC). A watchpoint hit whose reported
+ * address lies outside every watched byte (a wide or multi-register access
+ * on some CPUs; never in QEMU) is attributed by the kernel to the lowest
+ * matching register, ours, and not stepped: the task traps again (each
+ * time counted) until it is killed or the program is closed.
  *
  * Instruction range (TPROF_PMU_CTR_RANGE): only events whose user-mode
  * instruction address (the interrupted or faulting instruction; for a
@@ -808,7 +816,10 @@ struct tprof_window_list {
  * boundary) counts once per piece it touches, and each of those hits
  * goes through thresholds and rules. All the watchpoint pieces of a
  * program (on x86 with its breakpoints: they share the 4 debug
- * registers) must fit the CPU's data debug registers, else ENOSPC.
+ * registers) must fit the CPU's data debug registers, else ENOSPC; on
+ * arm64 a per-hit piece (see Counting) takes two, and breakpoints that are
+ * debug registers (not u/kprobes) in scope CPUS must fit the execution
+ * ones (ID_AA64DFR0_EL1.BRPs + 1; two each when per hit).
  *
  * TPROF_IOC_PMU_CREATE (struct tprof_pmu_program, read/write)
  *   Creates a program and returns a new descriptor for it in fd (O_CLOEXEC):
@@ -843,15 +854,14 @@ struct tprof_window_list {
  *   tprof.ko's own code (its hits would recurse).
  *   EPERM: scope CPUS without CAP_PERFMON/CAP_SYS_ADMIN.
  *   ENOENT: no such event (unknown software event or tracepoint id).
- *   EOPNOTSUPP: hardware events without a usable PMU; on arm64 a
- *   watchpoint, or a breakpoint that only counts, with a threshold, in a
- *   rule, with a range, armed_by, or in scope CPUS (see Counting); an
+ *   EOPNOTSUPP: hardware events without a usable PMU; on arm64 an
  *   instruction a uprobe cannot step over. ENOSPC: no free
  *   debug register for a breakpoint or watchpoint (also: the program's
  *   watchpoint pieces, x86 with its breakpoints, exceed the CPU's debug
- *   registers). E2BIG: more than 4096 perf events (the target's threads at
+ *   registers; on arm64 counting two per per-hit piece, see Data range).
+ *   E2BIG: more than 4096 perf events (the target's threads at
  *   creation x perf events per thread: one per counter, one per piece of
- *   a watchpoint). EMFILE, ENOMEM: no descriptor or memory (the
+ *   a watchpoint, two on arm64 when per hit). EMFILE, ENOMEM: no descriptor or memory (the
  *   program's memory is charged to the caller's memory cgroup).
  *   Rules are edge-triggered: a rule is first evaluated when one of its
  *   counters first moves, and fires when it holds then and had not (or,
@@ -1030,7 +1040,8 @@ struct tprof_pmu_values {
 	__u64 events_lost;     /* raised but not delivered */
 	__u32 armed;           /* bit r: rule r fired and armed its secondary counters */
 	__u32 __pad;
-	__u64 resv[3];
+	__u64 hits_missed;     /* arm64: watchpoint hits no handler saw (see Counting) */
+	__u64 resv[2];
 };
 
 /* tprof_pmu_event.kind */

@@ -5,9 +5,9 @@
 // just outside either end not counted, unaligned ranges, a threshold at the
 // Nth write whichever piece it hits, too many pieces refused with nothing
 // left behind. x86 guests trap per hit; on arm64 a watchpoint only counts
-// unless the program needs its hits, and then each piece takes 2 registers
-// (its stepper), so a threshold on 32 bytes (4 pieces) is ENOSPC there and
-// the per-hit cases use 16 bytes.
+// unless the program needs its hits, and then each piece takes 3 registers
+// (its guard and stepper), so a threshold on 16 or 32 bytes is ENOSPC there
+// and the per-hit cases use one doubleword.
 #include <pthread.h>
 #include <sys/ioctl.h>
 
@@ -213,12 +213,12 @@ TEST(PmuTest, WideWatchpointThresholdFiresAtTheNthWriteAcrossPieces) {
   EXPECT_EQ(v->threshold_fired[0], 1u);
 }
 #else
-// arm64: a per-hit piece takes 2 watchpoint registers (ours and its
-// stepper), so a threshold on 32 bytes (4 pieces, 8 registers) is ENOSPC
-// before anything is made, while the same range without one only counts
-// (4 registers) and fits; a threshold on 16 bytes (2 x 2) fits and fires
-// at exactly the 10th write across both pieces.
-TEST(PmuTest, WideWatchpointThresholdTakesTwoRegistersPerPiece) {
+// arm64: a per-hit piece takes 3 watchpoint registers (its guard, ours,
+// its stepper), so a threshold on 32 bytes (4 pieces, 12 registers) or 16
+// bytes (6) is ENOSPC before anything is made, while 32 bytes without one
+// only count (4 registers) and fit; a threshold on one doubleword fits and
+// fires at exactly the 10th write, bytes next to it not counted.
+TEST(PmuTest, WideWatchpointThresholdTakesThreeRegistersPerPiece) {
   Device dev = OpenDeviceOrFail();
   TprofWide32* w = &tprof_pmu_guarded.w;
   ProgramSpec wide;
@@ -226,28 +226,30 @@ TEST(PmuTest, WideWatchpointThresholdTakesTwoRegistersPerPiece) {
   ProgramSpec wide_threshold = wide;
   ASSERT_TRUE(wide_threshold.AddThreshold("w>=10"));
   EXPECT_EQ(ErrnoOf(dev, wide_threshold.Build(TPROF_PMU_SCOPE_THREAD, 0)), ENOSPC);
+  ProgramSpec two_pieces;
+  ASSERT_TRUE(two_pieces.AddCounter("w=w:" + Hex(w) + "/16", nullptr));
+  ASSERT_TRUE(two_pieces.AddThreshold("w>=10"));
+  EXPECT_EQ(ErrnoOf(dev, two_pieces.Build(TPROF_PMU_SCOPE_THREAD, 0)), ENOSPC);
   {
     Program counts = CreateOrDie(dev, wide.Build(TPROF_PMU_SCOPE_THREAD, 0));
     Repeat(3, [&] { Store(&w->f, 1L); });
     EXPECT_EQ(ValueOf(counts), 3u);
   }
   ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("w=w:" + Hex(w) + "/16", nullptr));
+  ASSERT_TRUE(spec.AddCounter("w=w:" + Hex(w) + "/8", nullptr));
   ASSERT_TRUE(spec.AddThreshold("w>=10"));
   Program prog = CreateOrDie(dev, spec.Build(TPROF_PMU_SCOPE_THREAD, 0));
   auto mon = Monitor::Open();
   ASSERT_TRUE(mon) << mon.error().message();
   ASSERT_TRUE(mon->Subscribe(prog));
-  // In piece order (QEMU's stale hit flags, as above).
-  Repeat(4, [&] { Store(&w->a, 1L); });
-  Store(&w->d, short(4));  // outside: byte 16
-  Repeat(5, [&] { Store(&w->b, 2); });
+  Repeat(9, [&] { Store(&w->a, 1L); });
+  Repeat(4, [&] { Store(&w->b, 2); });  // outside: bytes 8..11
   auto v = prog.Read();
   ASSERT_TRUE(v);
   EXPECT_EQ(v->values[0], 9u);
   EXPECT_EQ(v->threshold_fired[0], 0u);
-  Store(&w->c, 3);  // the 10th, on the second piece
-  Repeat(5, [&] { Store(&w->c, 4); });
+  Store(&w->a, 3L);  // the 10th
+  Repeat(5, [&] { Store(&w->a, 4L); });
   std::vector<tprof_pmu_event> events;
   while (events.size() < 2) {
     auto n = mon->Wait(std::chrono::milliseconds(2000),
@@ -262,6 +264,7 @@ TEST(PmuTest, WideWatchpointThresholdTakesTwoRegistersPerPiece) {
   ASSERT_TRUE(v);
   EXPECT_EQ(v->values[0], 15u);
   EXPECT_EQ(v->threshold_fired[0], 1u);
+  EXPECT_EQ(v->hits_missed, 0u);  // QEMU reports an address inside the range
 }
 
 // arm64: every-CPU user-address breakpoints take 2 execution registers
@@ -338,8 +341,8 @@ TEST(PmuTest, TooManyWatchpointPiecesAreRefusedAndLeakNothing) {
 
 // Every CPU: each piece is a per-CPU event of the same counter (the
 // handler checks an event against all of its counter's pieces). On arm64
-// every-CPU scope needs the hits: 2 registers per piece, so 32 bytes are
-// ENOSPC and 16 bytes (each piece with its stepper after it) sum exactly.
+// every-CPU scope needs the hits: 3 registers per piece, so 32 and 16
+// bytes are ENOSPC and one doubleword (guard, ours, stepper) is exact.
 TEST(PmuTest, WideWatchpointInEveryCpuScopeSumsItsPieces) {
   Device dev = OpenDeviceOrFail();
   TprofWide32* w = &tprof_pmu_guarded.w;
@@ -349,12 +352,13 @@ TEST(PmuTest, WideWatchpointInEveryCpuScopeSumsItsPieces) {
 #if defined(__aarch64__)
   EXPECT_EQ(ErrnoOf(dev, p), ENOSPC);
   p.counters[0].len = 16;
+  EXPECT_EQ(ErrnoOf(dev, p), ENOSPC);
+  p.counters[0].len = 8;
   Program prog = CreateOrDie(dev, p);
   Repeat(3, [&] { Store(&w->a, 1L); });
-  Repeat(4, [&] { Store(&w->c, 2); });
-  Repeat(5, [&] { Store(&w->e[0], char(3)); });  // outside: byte 18
-  tprof_pmu_guarded.before = 5;                    // outside
-  EXPECT_EQ(ValueOf(prog), 3u + 4);
+  Repeat(4, [&] { Store(&w->c, 2); });  // outside: bytes 12..15
+  tprof_pmu_guarded.before = 5;         // outside
+  EXPECT_EQ(ValueOf(prog), 3u);
 #else
   Program prog = CreateOrDie(dev, p);
   Repeat(3, [&] { Store(&w->a, 1L); });

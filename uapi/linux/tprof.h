@@ -251,7 +251,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 10 /* 1.10: watchpoint data ranges of up to 32 bytes */
+#define TPROF_ABI_MINOR 11 /* 1.11: data ranges of page-fault counters, arm64 per-hit watchpoints */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -777,13 +777,15 @@ struct tprof_window_list {
  * raised by the other counters carry its value as of the last read). With
  * any of them it is seen per hit and exact as on x86: each of its perf
  * events (each piece of a watchpoint) is paired with a second, counting
- * one on the same address and task or CPU (a "stepper", never read),
- * which makes the kernel step over the hit; such a counter takes two
- * debug registers per piece (see ENOSPC). A watchpoint hit whose reported
- * address lies outside every watched byte (a wide or multi-register access
- * on some CPUs; never in QEMU) is attributed by the kernel to the lowest
- * matching register, ours, and not stepped: the task traps again (each
- * time counted) until it is killed or the program is closed.
+ * one on the same address and task or CPU (a "stepper"), which makes the
+ * kernel step over the hit; a watchpoint's piece also gets a "guard", the
+ * same counting event in the register below ours, which the kernel picks
+ * when the reported address lies outside every watched byte (a wide or
+ * paired access on some CPUs; never in QEMU): that hit is stepped over but
+ * no handler of ours sees it, and tprof_pmu_values.hits_missed counts it
+ * (scope THREAD and PROCESS; in scope CPUS it is not counted). Such a
+ * counter takes 3 watchpoint registers per piece, or 2 breakpoint
+ * registers (see ENOSPC).
  *
  * Instruction range (TPROF_PMU_CTR_RANGE): only events whose user-mode
  * instruction address (the interrupted or faulting instruction; for a
@@ -817,8 +819,8 @@ struct tprof_window_list {
  * goes through thresholds and rules. All the watchpoint pieces of a
  * program (on x86 with its breakpoints: they share the 4 debug
  * registers) must fit the CPU's data debug registers, else ENOSPC; on
- * arm64 a per-hit piece (see Counting) takes two, and breakpoints that are
- * debug registers (not u/kprobes) in scope CPUS must fit the execution
+ * arm64 a per-hit piece (see Counting) takes three, and breakpoints that
+ * are debug registers (not u/kprobes) in scope CPUS must fit the execution
  * ones (ID_AA64DFR0_EL1.BRPs + 1; two each when per hit).
  *
  * TPROF_IOC_PMU_CREATE (struct tprof_pmu_program, read/write)
@@ -858,10 +860,11 @@ struct tprof_window_list {
  *   instruction a uprobe cannot step over. ENOSPC: no free
  *   debug register for a breakpoint or watchpoint (also: the program's
  *   watchpoint pieces, x86 with its breakpoints, exceed the CPU's debug
- *   registers; on arm64 counting two per per-hit piece, see Data range).
+ *   registers; on arm64 counting three per per-hit piece, see Data range).
  *   E2BIG: more than 4096 perf events (the target's threads at
  *   creation x perf events per thread: one per counter, one per piece of
- *   a watchpoint, two on arm64 when per hit). EMFILE, ENOMEM: no descriptor or memory (the
+ *   a watchpoint, on arm64 three a watchpoint piece and two a breakpoint
+ *   when per hit). EMFILE, ENOMEM: no descriptor or memory (the
  *   program's memory is charged to the caller's memory cgroup).
  *   Rules are edge-triggered: a rule is first evaluated when one of its
  *   counters first moves, and fires when it holds then and had not (or,

@@ -275,6 +275,38 @@ bool IsOwnPid(uint32_t pid) {
   return g_own_pids.count(pid) != 0;
 }
 
+// Forks a process of this worker's tree. Its pid goes into the shared
+// ring as soon as fork returns here, and the child adds itself before it
+// runs anything else: a record of it is not judged before it is known (a
+// stranger once ran unregistered and orphaned: seed 1). g_own_mu is held
+// across fork so that the child's copy of the own-pid set is consistent.
+// Only the workers' forks: the root parent's children are foreign to the
+// unprivileged workers.
+pid_t ForkOwn() {
+  g_own_mu.lock();
+  pid_t pid = ::fork();
+  g_own_mu.unlock();
+  if (pid == 0) AddSharedPid(uint32_t(::getpid()));
+  else if (pid > 0) AddSharedPid(uint32_t(pid));
+  return pid;
+}
+
+// IsOwnPid, allowing a fork that has not returned yet in its parent (nor
+// run its child) a moment to register: a sample of a child can be taken
+// in the kernel's return from fork, before either side adds the pid. A pid
+// still unknown after 200 ms is foreign (and is not waited for again).
+bool IsOwnPidSettled(uint32_t pid) {
+  thread_local std::set<uint32_t> foreign;
+  if (IsOwnPid(pid)) return true;
+  if (foreign.count(pid)) return false;
+  for (int i = 0; i < 200; ++i) {
+    ::usleep(1000);
+    if (IsOwnPid(pid)) return true;
+  }
+  foreign.insert(pid);
+  return false;
+}
+
 // Whether live process `pid` descends from `ancestor` (its parent chain in
 // /proc). A process that is gone cannot be checked and counts as yes.
 bool DescendsFrom(uint32_t pid, uint32_t ancestor) {
@@ -292,6 +324,27 @@ bool DescendsFrom(uint32_t pid, uint32_t ancestor) {
     pid = ppid;
   }
   return false;
+}
+
+// What a violation needs to say about a pid: its name, state and parent
+// chain while it lives ("gone" when it does not).
+std::string DescribePid(uint32_t pid) {
+  std::string out;
+  for (int depth = 0; depth < 8 && pid > 1; ++depth) {
+    FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+    if (!f) return out + std::to_string(pid) + " (gone)";
+    char buf[512] = {};
+    size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    const char* lp = std::strchr(buf, '(');
+    const char* rp = std::strrchr(buf, ')');
+    char state = '?';
+    unsigned ppid = 0;
+    if (n == 0 || !lp || !rp || std::sscanf(rp + 1, " %c %u", &state, &ppid) != 2) return out + std::to_string(pid) + " (?)";
+    out += std::to_string(pid) + " " + std::string(lp, size_t(rp - lp + 1)) + " " + state + " <- ";
+    pid = ppid;
+  }
+  return out + std::to_string(pid);
 }
 
 // Any u64 field of an unprivileged output that looks like a kernel pointer.
@@ -1453,8 +1506,9 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
         // A one-process session follows the children its target creates
         // after start (perf's inherit): those are the fuzzer's own here.
         if (session_pid != TPROF_PID_ALL && s.pid != session_pid &&
-            !(IsOwnPid(session_pid) && (IsOwnPid(s.pid) || DescendsFrom(s.pid, session_pid))))
-          VIOLATION("a session of pid %u delivered a sample of pid %u", session_pid, s.pid);
+            !(IsOwnPid(session_pid) && (IsOwnPidSettled(s.pid) || DescendsFrom(s.pid, session_pid))))
+          VIOLATION("a session of pid %u delivered a sample of pid %u (tid %u, flags 0x%x; %s)", session_pid, s.pid,
+                    s.tid, s.flags, DescribePid(s.pid).c_str());
         break;
       }
       case TPROF_REC_COMM: {
@@ -1493,7 +1547,7 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
         break;
       }
     }
-    if (has_pid && g_unpriv && !IsOwnPid(pid) && !(h.type == TPROF_REC_SAMPLE && pid == 0))
+    if (has_pid && g_unpriv && !(h.type == TPROF_REC_SAMPLE && pid == 0) && !IsOwnPidSettled(pid))
       VIOLATION("record type %u of pid %u (not the unprivileged caller's own) delivered", h.type, pid);
     if (has_pid && g_unpriv && h.type == TPROF_REC_SAMPLE && pid == 0)
       VIOLATION("an idle-task sample was delivered to the unprivileged caller's session");
@@ -2172,9 +2226,7 @@ void OpFork(Worker& w) {
   u64 seed = w.rng.Next();
   const uint32_t parent = uint32_t(::getpid());
   // The own-pid set goes to the child locked, so it is a consistent copy.
-  g_own_mu.lock();
-  pid_t pid = ::fork();
-  g_own_mu.unlock();
+  pid_t pid = ForkOwn();
   if (pid < 0) return;
   if (pid == 0) {
     g_in_child = true;
@@ -2829,9 +2881,7 @@ void NlForkSubscriber(Rng& r, NlScene& sc) {
   if (fds.empty()) return;
   const int fd = fds[r.Below(fds.size())];
   const u64 seed = r.Next();
-  g_own_mu.lock();
-  pid_t pid = ::fork();
-  g_own_mu.unlock();
+  pid_t pid = ForkOwn();
   if (pid < 0) return;
   if (pid == 0) {
     g_in_child = true;
@@ -3278,6 +3328,19 @@ struct Stranger {
   int stop_wr = -1;
 };
 
+// Whether fd becomes readable (or hangs up) within ms; EINTR retried.
+bool WaitReadable(int fd, int ms) {
+  const u64 until = NowNs() + u64(ms) * 1'000'000ULL;
+  for (;;) {
+    pollfd pf{fd, POLLIN, 0};
+    const u64 now = NowNs();
+    if (now >= until) return false;
+    int n = ::poll(&pf, 1, int((until - now) / 1'000'000ULL) + 1);
+    if (n == 1) return true;
+    if (n < 0 && errno != EINTR) return false;
+  }
+}
+
 // Closes every descriptor from 3 up but these (a forked child's).
 void CloseAllBut(std::initializer_list<int> keep) {
   std::vector<int> k(keep);
@@ -3295,6 +3358,11 @@ void CloseAllBut(std::initializer_list<int> keep) {
 // grandchild's events precedes that while it is no descendant any more;
 // then it exits, and the grandchild, orphaned, waits for one byte (go) on
 // `stop`. Bytes, not end of file: other workers' forks copy the pipes.
+// If the pid never arrives (a loaded TCG guest can take seconds to
+// schedule the middle process), hold says so and the middle process kills
+// and reaps the grandchild before it exits: no orphan this process does
+// not know may run (a session of this process follows it: seed 1 saw a
+// sample of such an orphan).
 std::optional<Stranger> StartStranger() {
   int stop[2], ready[2], hold[2];
   if (::pipe2(stop, O_CLOEXEC)) return std::nullopt;
@@ -3307,20 +3375,25 @@ std::optional<Stranger> StartStranger() {
     for (int fd : {stop[0], stop[1], ready[0], ready[1]}) ::close(fd);
     return std::nullopt;
   }
-  g_own_mu.lock();
-  pid_t mid = ::fork();
-  g_own_mu.unlock();
+  pid_t mid = ForkOwn();
   if (mid > 0) AddOwnPid(uint32_t(mid));  // an unprivileged session of this process follows it
   if (mid == 0) {
     g_in_child = true;
     // Nothing of the device (sessions, programs) stays held meanwhile.
     CloseAllBut({stop[0], ready[1], hold[0]});
-    pid_t gc = ::fork();
+    pid_t gc = ForkOwn();
     if (gc != 0) {
       uint32_t p = gc > 0 ? uint32_t(gc) : 0;
       (void)!::write(ready[1], &p, sizeof(p));
-      char c;
-      (void)!::read(hold[0], &c, 1);  // registered
+      char c = 0;
+      ssize_t got;
+      while ((got = ::read(hold[0], &c, 1)) < 0 && errno == EINTR) {
+      }
+      if (gc > 0 && !(got == 1 && c == 'r')) {  // not registered: it must not outlive this process
+        ::kill(gc, SIGKILL);
+        while (::waitpid(gc, nullptr, 0) < 0 && errno == EINTR) {
+        }
+      }
       ::_exit(0);
     }
     // The grandchild.
@@ -3344,8 +3417,7 @@ std::optional<Stranger> StartStranger() {
   std::optional<Stranger> s;
   if (mid > 0) {
     uint32_t pid = 0;
-    pollfd pf{ready[0], POLLIN, 0};
-    if (::poll(&pf, 1, 5000) == 1 && ::read(ready[0], &pid, sizeof(pid)) == ssize_t(sizeof(pid)) && pid) {
+    if (WaitReadable(ready[0], 30000) && ::read(ready[0], &pid, sizeof(pid)) == ssize_t(sizeof(pid)) && pid) {
       // The unprivileged worker's own process: another scene's process
       // program created before the fork counts it (perf's inherit).
       AddSharedPid(pid);
@@ -3354,7 +3426,8 @@ std::optional<Stranger> StartStranger() {
       s->stop_wr = stop[1];
       s->pidfd = int(::syscall(SYS_pidfd_open, pid_t(pid), 0));
     }
-    (void)!::write(hold[1], "r", 1);
+    if (!s) Count("stranger not started");
+    (void)!::write(hold[1], s ? "r" : "k", 1);
     ::close(hold[1]);
     int st;
     while (::waitpid(mid, &st, 0) < 0 && errno == EINTR) {
@@ -3582,16 +3655,14 @@ void ProbeScopedChild(Rng& r) {
     ::close(up[1]);
     return;
   }
-  g_own_mu.lock();
-  pid_t pid = ::fork();
-  g_own_mu.unlock();
+  pid_t pid = ForkOwn();
   if (pid == 0) {
     g_in_child = true;
     ::close(up[0]);
     ::close(go[1]);
     ProbeWork(n);
     if (grandchild) {
-      pid_t g = ::fork();
+      pid_t g = ForkOwn();
       if (g == 0) {
         char c;
         if (::read(go[0], &c, 1) == 1 && c == 'g') ProbeWork(n);
@@ -3608,9 +3679,8 @@ void ProbeScopedChild(Rng& r) {
   if (pid > 0) {
     AddOwnPid(uint32_t(pid));
     uint32_t gp = 0;
-    pollfd pf{up[0], POLLIN, 0};
     bool go_on = false;
-    if (grandchild && ::poll(&pf, 1, 10000) == 1 && ::read(up[0], &gp, sizeof(gp)) == ssize_t(sizeof(gp)) && gp) {
+    if (grandchild && WaitReadable(up[0], 30000) && ::read(up[0], &gp, sizeof(gp)) == ssize_t(sizeof(gp)) && gp) {
       AddOwnPid(gp);
       go_on = true;
     }

@@ -537,8 +537,15 @@ void MaybeDefectReserved(Rng& r, Call& c, void* field, size_t bytes, const char*
   c.defect = std::string("nonzero ") + name;
 }
 
-// An embedded array pointer: valid (with canaries) most of the time.
-u64 EmbeddedPtr(Rng& r, Call& c, size_t elem, u64 count) {
+// An embedded array pointer: valid (with canaries) most of the time. A
+// valid one is the thread's scratch array, which is on the heap: its
+// capacity (count, in elements) is cut to what the array holds, or the
+// kernel, rightly writing up to the capacity, overruns the heap (seed
+// 4242's root half aborted: a 2^21-cell kernel window read with an edge
+// capacity wrote cell counts over malloc's free lists). Huge capacities
+// stay with the bad pointers.
+template <typename T>
+u64 EmbeddedPtr(Rng& r, Call& c, size_t elem, T& count) {
   c.embedded_used = true;
   if (r.OneIn(4)) {
     c.embedded = RandomBadPtr(r);
@@ -546,7 +553,9 @@ u64 EmbeddedPtr(Rng& r, Call& c, size_t elem, u64 count) {
     return HostilePtr(r, c.embedded, elem);
   }
   c.embedded = PtrKind::kValid;
-  c.embedded_bytes = size_t(std::min<u64>(count * elem, sizeof(t_scratch->array) - kCanary));
+  const u64 fits = (sizeof(t_scratch->array) - kCanary) / elem;
+  if (u64(count) > fits) count = T(fits);
+  c.embedded_bytes = size_t(u64(count) * elem);
   std::memset(t_scratch->array, kCanaryByte, sizeof(t_scratch->array));
   return u64(uintptr_t(t_scratch->array));
 }

@@ -252,9 +252,10 @@ void AddOwnPid(uint32_t pid) {
   std::lock_guard<std::mutex> l(g_own_mu);
   g_own_pids.insert(pid);
 }
-// Strangers (OpProbes) are the worker's own processes but no descendants;
-// forked subscribers, whose own-pid set is a copy from their fork, find
-// them here: a MAP_SHARED ring mapped before any fork (main).
+// Every process the workers fork (ForkOwn), strangers (OpProbes, own
+// processes but no descendants) among them; forked subscribers, whose
+// own-pid set is a copy from their fork, find them here too: a MAP_SHARED
+// ring mapped before any fork (main). The root parent adds none.
 constexpr size_t kSharedPids = 1000;  // with the index: one page
 std::atomic<uint32_t>* g_shared_pids = nullptr;
 std::atomic<uint32_t>* g_shared_pids_next = nullptr;
@@ -1845,8 +1846,8 @@ void OnFault(int sig, siginfo_t* si, void* uc) {
   ::raise(sig);
 }
 // glibc's abort on a corrupt heap ("malloc(): unaligned fastbin chunk
-// detected", seen once in seed 4242's root half and not reproduced) says
-// nothing of where: this says which operation of which thread, and its
+// detected", seen once in seed 4242's root half: most likely the scratch
+// array overrun EmbeddedPtr now prevents) says nothing of where: this says which operation of which thread, and its
 // stack. backtrace() is primed in main (its first call may allocate).
 void OnAbort(int sig) {
   char msg[160];

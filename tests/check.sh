@@ -15,7 +15,9 @@
 #      counters count there; the known-count tests run under --icount)
 #   6. the /dev/tprof fuzzer (tests/fuzz/) in the debug kernel, root and
 #      unprivileged halves of CHECK_FUZZ_SECONDS/2 each (default 60 in all),
-#      a random seed printed (CHECK_FUZZ_SEED=N repeats one); kmemleak after
+#      a random seed printed (CHECK_FUZZ_SEED=N repeats one); kmemleak after;
+#      then in Debian's arm64 6.12 kernel (CHECK_ARM64_FUZZ_SECONDS, default
+#      50: uprobes for breakpoints at user addresses), the same seed
 # Ends with "N passed, M failed" and exits nonzero on any failure. A stage
 # that cannot run (build failure, guest that does not boot) counts as failed.
 set -uo pipefail
@@ -230,7 +232,9 @@ if [ "$build_ok" = 1 ]; then
 	# three x86 guests.
 	stage "integration tests in Debian's arm64 6.12 kernel (emulated PMU)"
 	KA612=$(tools/vm/arm64-sysroot --kernel 6.12 --print-release 2>>"$LOG_DIR/arm64-build.log")
+	arm64_612_built=0
 	if [ -n "$KA612" ] && make -s -j"$(nproc)" arm64-vm-inputs KVER="$KA612" >>"$LOG_DIR/arm64-build.log" 2>&1; then
+		arm64_612_built=1
 		guest_suite arm64-6.12 --arch arm64 --kernel 6.12 --timeout 1200 -- \
 			tprof_integration_tests --gtest_color=no \
 			--gtest_filter="-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"
@@ -258,6 +262,26 @@ if [ "$build_ok" = 1 ]; then
 		pass "fuzz: seed $fuzz_seed, no violation, clean kernel log, no leak"
 	else
 		fail "fuzz: seed $fuzz_seed (exit $rc; repeat: make fuzz FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-60}), see $LOG_DIR/fuzz.log"
+	fi
+
+	# The fuzzer again in Debian's arm64 6.12 kernel (built for the stage
+	# above), where execution breakpoints at user addresses are uprobes:
+	# probes in this binary, libc and no file mapping, strangers running
+	# the same code, the tprof-vm log checks. Same seed.
+	stage "fuzz /dev/tprof in Debian's arm64 6.12 kernel (tests/fuzz/)"
+	afs=${CHECK_ARM64_FUZZ_SECONDS:-50}
+	if [ "$arm64_612_built" = 1 ]; then
+		TPROF_VM_NO_BUILD=1 tests/fuzz/run.sh --kernel arm64-6.12 --seconds "$afs" \
+			--seed "$fuzz_seed" >"$LOG_DIR/fuzz-arm64.log" 2>&1
+		rc=$?
+		grep -E '^fuzz:|^tprof_fuzz.*(seed|PASS|FAIL|paranoid)|^VIOLATION|^tprof-vm:|^kernel log:' "$LOG_DIR/fuzz-arm64.log" | head -n 60
+		if [ "$rc" = 0 ]; then
+			pass "fuzz arm64 6.12: seed $fuzz_seed, no violation, clean kernel log"
+		else
+			fail "fuzz arm64 6.12: seed $fuzz_seed (exit $rc; repeat: make fuzz FUZZ_KERNEL=arm64-6.12 FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=$afs), see $LOG_DIR/fuzz-arm64.log"
+		fi
+	else
+		fail "fuzz arm64 6.12: not built (see $LOG_DIR/arm64-build.log)"
 	fi
 fi
 [ -z "$stage_name" ] || echo "($stage_name: $((SECONDS - stage_start)) s)"

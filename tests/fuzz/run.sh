@@ -3,11 +3,14 @@
 # unprivileged half, in one boot. `make check` runs it briefly in the debug
 # kernel; `make fuzz` runs it longer.
 #
-#   tests/fuzz/run.sh [--kernel debug|6.1|6.12] [--seconds S] [--seed N] [--threads T]
+#   tests/fuzz/run.sh [--kernel debug|6.1|6.12|arm64-6.1|arm64-6.12] [--seconds S] [--seed N] [--threads T]
 #
 #   --kernel   debug (default): the KUnit kernel of ktests/ (KASAN, UBSAN,
 #              lockdep, kmemleak, debug objects, hung-task and lockup
-#              detectors), with tools/tprof-vm --kmemleak; or a Debian kernel
+#              detectors), with tools/tprof-vm --kmemleak; or a Debian
+#              kernel; arm64-6.1 and arm64-6.12 are Debian's arm64 kernels
+#              (tools/tprof-vm --arch arm64, as make check's arm64 stages:
+#              breakpoints at user addresses are uprobes there)
 #   --seconds  total fuzzing time, split between the halves (default 60)
 #   --seed     default: random; printed first, with the command that repeats it
 #   --threads  worker threads per half (default 4)
@@ -51,6 +54,9 @@ if [ "$kernel" = debug ]; then
 	fi
 	vm+=(--kmemleak --vmlinuz "$tree/arch/x86/boot/bzImage" --module "build/kmod/$kv/kmod/tprof.ko")
 	export TPROF_VM_NO_BUILD=1
+elif [ "${kernel#arm64-}" != "$kernel" ]; then
+	# The flags of make check's arm64 stages (multi-threaded TCG).
+	vm=(tools/tprof-vm --arch arm64 --kernel "${kernel#arm64-}" --timeout $((seconds * 4 + 900)))
 else
 	vm+=(--kernel "$kernel")
 fi

@@ -90,6 +90,7 @@
 // around this program (tools/tprof-vm --kmemleak).
 #include <linux/tprof.h>
 #include <linux/genetlink.h>
+#include <linux/perf_event.h>
 #include <linux/netlink.h>
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -1182,6 +1183,42 @@ void FillPmuCreate(Rng& r, Worker&, void* a, Call& c) {
       in->counters[0].nr_subranges = r.OneIn(2) ? 1 : TPROF_PMU_MAX_SUBRANGES + 1;
       c.must_fail = true; c.defect = "nr_subranges";
       break;
+    case 22: {  // ABI 1.11: a data range on a page-fault counter, any length
+      c0 = {};
+      c0.kind = TPROF_PMU_EV_SOFTWARE;
+      c0.config = r.Pick<u64>({u64(PERF_COUNT_SW_PAGE_FAULTS), u64(PERF_COUNT_SW_PAGE_FAULTS_MIN),
+                               u64(PERF_COUNT_SW_PAGE_FAULTS_MAJ)});
+      c0.flags = TPROF_PMU_CTR_DATA_RANGE;
+      c0.addr = u64(uintptr_t(t_scratch)) & ~u64(4095);
+      c0.len = 1 + r.Below(u64(1) << 30);
+      if (r.OneIn(3)) c0.threshold = 1 + r.Below(100);
+      if (r.OneIn(4)) { c0.nr_subranges = 2 + uint32_t(r.Below(64)); c0.len += 64; }
+      if (r.OneIn(5)) {  // kernel data: CAP_PERFMON only
+        c0.addr = 0xffff800000000000ULL;
+        if (g_unpriv) { c.must_fail = true; c.defect = "kernel data range unprivileged"; }
+      }
+      break;
+    }
+    case 23:  // a data range the module must refuse (EINVAL)
+      c0 = {};
+      c0.kind = TPROF_PMU_EV_SOFTWARE;
+      c0.config = PERF_COUNT_SW_PAGE_FAULTS;
+      c0.flags = TPROF_PMU_CTR_DATA_RANGE;
+      c0.addr = u64(uintptr_t(t_scratch));
+      c0.len = 4096;
+      switch (r.Below(4)) {
+        case 0: c0.len = 0; break;
+        case 1: c0.addr = ~u64(0) - r.Below(100); c0.len = 200; break;  // wraps
+        case 2: c0.config = r.Pick<u64>({0, 1, 3, 7}); break;          // no data address
+        default:
+          c0.kind = TPROF_PMU_EV_WATCHPOINT;
+          c0.config = 0;
+          c0.len = 8;
+          c0.flags |= TPROF_PMU_CTR_WATCH_WRITE;
+          break;
+      }
+      c.must_fail = true; c.defect = "data range";
+      break;
     case 9:  // a kernel address: CAP_PERFMON only
       in->counters[0] = {};
       in->counters[0].kind = TPROF_PMU_EV_BREAKPOINT;
@@ -1224,7 +1261,8 @@ void CheckPmuCreate(Worker&, const void* i, const void* o, const Call&) {
                 in->nr_counters, v.events_sent, v.events_queued, !AllZero(v.resv, sizeof(v.resv)));
     for (uint32_t k = v.nr_counters; k < TPROF_PMU_MAX_COUNTERS; ++k)
       if (v.values[k] || v.threshold_fired[k]) VIOLATION("PMU_READ: unused counter %u nonzero", k);
-    CheckNoKernelPointers("PMU_READ", &v, {U64F(tprof_pmu_values, values), U64F(tprof_pmu_values, events_lost)});
+    CheckNoKernelPointers("PMU_READ", &v, {U64F(tprof_pmu_values, values), U64F(tprof_pmu_values, events_lost),
+                                           U64F(tprof_pmu_values, hits_missed)});
   }
   // Each counter's subranges, into a canaried array of a random capacity.
   for (uint32_t k = 0; k < in->nr_counters + 1; ++k) {
@@ -2478,7 +2516,8 @@ void NlCheckEvent(NlScene& sc, NlSock& s, const nlattr* a, int left) {
   for (uint32_t k = ev.nr_counters; k < TPROF_PMU_MAX_COUNTERS; ++k)
     if (ev.values[k]) VIOLATION("pmu event: unused counter %u is %llu", k, ev.values[k]);
   if (g_unpriv) {
-    CheckNoKernelPointers("pmu event", &ev, {U64F(tprof_pmu_event, ip), U64F(tprof_pmu_event, values)});
+    CheckNoKernelPointers("pmu event", &ev, {U64F(tprof_pmu_event, ip), U64F(tprof_pmu_event, values),
+                                             U64F(tprof_pmu_event, addr)});
     // A forked subscriber's own-pid set is a copy from the fork: the events
     // it reads are of its parent's programs, whose later children it cannot
     // know but finds under the parent.

@@ -952,6 +952,25 @@ static int tprof_pmu_check_access(const struct tprof_pmu_program *c,
 }
 
 /* @c: the caller's program, copied and checked for nothing yet. */
+/*
+ * arm64 instructions are 4 bytes, aligned: an execution breakpoint
+ * elsewhere is EINVAL. A debug register there would be aligned down by
+ * hw_breakpoint_arch_parse() with a byte-select the breakpoint handler
+ * never matches, and the task would die with SIGILL (found by the fuzzer
+ * in scope CPUS); kprobes and uprobes refuse it anyway.
+ */
+static int tprof_pmu_check_insn_alignment(const struct tprof_pmu_program *c)
+{
+	u32 i;
+
+	for (i = 0; i < c->nr_counters; i++)
+		if (IS_ENABLED(CONFIG_ARM64) &&
+		    c->counters[i].kind == TPROF_PMU_EV_BREAKPOINT &&
+		    (c->counters[i].addr & 3))
+			return -EINVAL;
+	return 0;
+}
+
 static long tprof_pmu_create(struct tprof_pmu_program *c,
 			     struct tprof_pmu_program __user *uarg)
 {
@@ -968,6 +987,9 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 	if (ret)
 		return ret;
 	ret = tprof_pmu_check_slots(c);
+	if (ret)
+		return ret;
+	ret = tprof_pmu_check_insn_alignment(c);
 	if (ret)
 		return ret;
 	ret = tprof_pmu_check_access(c, &pid, &exclude_kernel);
@@ -1052,13 +1074,20 @@ static u64 tprof_pmu_read_counts(struct tprof_pmu_prog *p)
 	for (i = 0; i < p->config.nr_counters; i++) {
 		struct tprof_pmu_ctr *ctr = &p->ctr[i];
 
-		if (ctr->guards) {
-			/* Hits the guard took instead of ours (tprof_pmu_stepped()). */
-			for (t = 0; t < ctr->nr_events; t++)
-				missed += perf_event_read_value(ctr->guards[t],
-								&enabled, &running) -
-					  perf_event_read_value(ctr->steppers[t],
-								&enabled, &running);
+		/*
+		 * Hits the guard took instead of ours (tprof_pmu_stepped()). The
+		 * stepper first: a hit counts in the guard before the stepper, so
+		 * the difference cannot go below 0 while the task runs; an exiting
+		 * child's counts may reach the parent's stepper before its guard:
+		 * a pair that reads lower for now counts 0.
+		 */
+		for (t = 0; ctr->guards && t < ctr->nr_events; t++) {
+			u64 st = perf_event_read_value(ctr->steppers[t], &enabled,
+						       &running);
+			u64 gu = perf_event_read_value(ctr->guards[t], &enabled,
+						       &running);
+
+			missed += gu > st ? gu - st : 0;
 		}
 		if (!ctr->counts_only)
 			continue;

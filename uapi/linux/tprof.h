@@ -853,7 +853,9 @@ struct tprof_window_list {
  *   kprobes refuse (not kernel text, not an instruction's address, an
  *   instruction they cannot step over, a function on the kprobe blacklist
  *   or NOKPROBE_SYMBOL, code patched by jump labels or static calls) or in
- *   tprof.ko's own code (its hits would recurse).
+ *   tprof.ko's own code (its hits would recurse); on arm64 any execution
+ *   breakpoint at an address not 4-byte aligned (no instruction starts
+ *   there).
  *   EPERM: scope CPUS without CAP_PERFMON/CAP_SYS_ADMIN.
  *   ENOENT: no such event (unknown software event or tracepoint id).
  *   EOPNOTSUPP: hardware events without a usable PMU; on arm64 an

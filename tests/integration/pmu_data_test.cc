@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "../common/json.h"
+#include "fresh_pages.h"
 #include "guest_env.h"
 #include "tprof/pmu.h"
 
@@ -38,26 +39,12 @@ using pmu::ProgramSpec;
 
 const long kPageSize = ::sysconf(_SC_PAGESIZE);
 
-// Fresh anonymous pages, not populated, no huge pages.
-struct Buffer {
-  explicit Buffer(long pages) : n(pages) {
-    base = static_cast<char*>(::mmap(nullptr, n * kPageSize, PROT_READ | PROT_WRITE,
-                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    if (base != MAP_FAILED) ::madvise(base, n * kPageSize, MADV_NOHUGEPAGE);
-  }
-  ~Buffer() {
-    if (base != MAP_FAILED) ::munmap(base, n * kPageSize);
-  }
-  uint64_t addr() const { return reinterpret_cast<uintptr_t>(base); }
-  // "@data:0xADDR+LEN" over the whole buffer.
-  std::string Range() const {
-    char s[64];
-    std::snprintf(s, sizeof(s), "@data:0x%llx+%ld", (unsigned long long)addr(), n * kPageSize);
-    return s;
-  }
-  char* base;
-  long n;
-};
+// "@data:0xADDR+LEN" over all of @pages.
+std::string DataRange(const FreshPages& pages) {
+  char s[64];
+  std::snprintf(s, sizeof(s), "@data:0x%llx+%ld", (unsigned long long)pages.addr(), pages.bytes());
+  return s;
+}
 
 Program CreateOrDie(const Device& dev, const ProgramSpec& spec, uint32_t scope = TPROF_PMU_SCOPE_THREAD) {
   auto p = Program::Create(dev, spec.Build(scope, 0));
@@ -99,16 +86,16 @@ TEST(PmuDataRange, FaultsCountOnlyInsideTheirDataRange) {
   auto syms = pmu::SymbolResolver::ForProcess(0);
   ASSERT_TRUE(syms) << syms.error().message();
   constexpr long kN = 37, kM = 53;
-  Buffer a(kN), b(kM);
+  FreshPages a(kN), b(kM);
   ASSERT_NE(a.base, MAP_FAILED);
   ASSERT_NE(b.base, MAP_FAILED);
   ProgramSpec spec;
-  AddOrFail(spec, "a=page-faults" + a.Range());
-  AddOrFail(spec, "b=page-faults" + b.Range());
-  AddOrFail(spec, "amin=minor-faults" + a.Range() + "/" + std::to_string(kN));
-  AddOrFail(spec, "amaj=major-faults" + a.Range());
-  AddOrFail(spec, "af=page-faults@tprof_pmu_touch_f" + a.Range(), &*syms);  // both hold
-  AddOrFail(spec, "ag=page-faults@tprof_pmu_touch_g" + a.Range(), &*syms);  // code range misses
+  AddOrFail(spec, "a=page-faults" + DataRange(a));
+  AddOrFail(spec, "b=page-faults" + DataRange(b));
+  AddOrFail(spec, "amin=minor-faults" + DataRange(a) + "/" + std::to_string(kN));
+  AddOrFail(spec, "amaj=major-faults" + DataRange(a));
+  AddOrFail(spec, "af=page-faults@tprof_pmu_touch_f" + DataRange(a), &*syms);  // both hold
+  AddOrFail(spec, "ag=page-faults@tprof_pmu_touch_g" + DataRange(a), &*syms);  // code range misses
   AddOrFail(spec, "all=page-faults");
   Program prog = CreateOrDie(dev, spec);
   tprof_pmu_touch_f(a.base, kN, kPageSize);
@@ -133,12 +120,12 @@ TEST(PmuDataRange, FaultsCountOnlyInsideTheirDataRange) {
 TEST(PmuDataRange, ThresholdFiresAtTheNthFaultWithItsAddress) {
   Device dev = OpenDeviceOrFail();
   constexpr long kN = 30, kM = 10;
-  Buffer a(kN), b(kM);
+  FreshPages a(kN), b(kM);
   ASSERT_NE(a.base, MAP_FAILED);
   ASSERT_NE(b.base, MAP_FAILED);
   ProgramSpec spec;
-  AddOrFail(spec, "a=page-faults" + a.Range());
-  AddOrFail(spec, "b=page-faults" + b.Range());
+  AddOrFail(spec, "a=page-faults" + DataRange(a));
+  AddOrFail(spec, "b=page-faults" + DataRange(b));
   ASSERT_TRUE(spec.AddThreshold("a>=20"));
   Program prog = CreateOrDie(dev, spec);
   Monitor mon = [&] {
@@ -172,12 +159,12 @@ TEST(PmuDataRange, ThresholdFiresAtTheNthFaultWithItsAddress) {
 // becomes true at the 6th fault in A (12 - 10), not the 5th (10 - 10).
 TEST(PmuDataRange, RuleOverTwoDataRangesFiresAtTheExactFault) {
   Device dev = OpenDeviceOrFail();
-  Buffer a(8), b(10);
+  FreshPages a(8), b(10);
   ASSERT_NE(a.base, MAP_FAILED);
   ASSERT_NE(b.base, MAP_FAILED);
   ProgramSpec spec;
-  AddOrFail(spec, "a=page-faults" + a.Range());
-  AddOrFail(spec, "b=page-faults" + b.Range());
+  AddOrFail(spec, "a=page-faults" + DataRange(a));
+  AddOrFail(spec, "b=page-faults" + DataRange(b));
   ASSERT_TRUE(spec.AddRule("2*a - b > 0"));
   Program prog = CreateOrDie(dev, spec);
   auto m = Monitor::Open();
@@ -201,10 +188,10 @@ TEST(PmuDataRange, RuleOverTwoDataRangesFiresAtTheExactFault) {
 // buffer exactly, whichever CPU faulted.
 TEST(PmuDataRange, EveryCpuScopeCountsTheRangeExactly) {
   Device dev = OpenDeviceOrFail();
-  Buffer a(25);
+  FreshPages a(25);
   ASSERT_NE(a.base, MAP_FAILED);
   ProgramSpec spec;
-  AddOrFail(spec, "a=page-faults" + a.Range());
+  AddOrFail(spec, "a=page-faults" + DataRange(a));
   Program prog = CreateOrDie(dev, spec, TPROF_PMU_SCOPE_CPUS);
   tprof_pmu_touch_f(a.base, 25, kPageSize);
   EXPECT_EQ(ReadOrFail(prog).values[0], 25u);

@@ -29,6 +29,7 @@
 
 #include "../common/json.h"
 #include "tprof/json_format.h"
+#include "fresh_pages.h"
 #include "guest_env.h"
 #include "tprof/pmu.h"
 
@@ -58,20 +59,6 @@ using pmu::Program;
 using pmu::ProgramSpec;
 
 const long kPage = ::sysconf(_SC_PAGESIZE);
-
-// Fresh anonymous pages (no huge pages: one fault per page).
-struct FreshPages {
-  explicit FreshPages(long n) : n_(n) {
-    base = static_cast<char*>(::mmap(nullptr, n * kPage, PROT_READ | PROT_WRITE,
-                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    if (base != MAP_FAILED) ::madvise(base, n * kPage, MADV_NOHUGEPAGE);
-  }
-  ~FreshPages() {
-    if (base != MAP_FAILED) ::munmap(base, n_ * kPage);
-  }
-  char* base;
-  long n_;
-};
 
 pmu::SymbolResolver SelfSymbols() {
   auto r = pmu::SymbolResolver::ForProcess(0);

@@ -122,4 +122,18 @@ static inline unsigned long tprof_strip_pac(unsigned long ptr, bool user)
 }
 #endif
 
+/*
+ * A task's perf contexts: one per kind (hardware, software) before 6.2's
+ * rewrite of perf's context handling, one for all PMUs since. RCU-managed.
+ */
+#include <linux/perf_event.h>
+#include <linux/sched.h>
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define TPROF_TASK_PERF_CTXS 1
+#define tprof_task_perf_ctx(task, i) ((task)->perf_event_ctxp)
+#else
+#define TPROF_TASK_PERF_CTXS perf_nr_task_contexts
+#define tprof_task_perf_ctx(task, i) ((task)->perf_event_ctxp[i])
+#endif
+
 #endif /* TPROF_COMPAT_H */

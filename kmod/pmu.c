@@ -42,6 +42,7 @@
 #include <asm/cpufeature.h>
 #include <asm/sysreg.h>
 #endif
+#include "compat.h"
 #include "tprof.h"
 #include "pmu.h"
 #include "core/pmu_rules.h"
@@ -56,6 +57,15 @@
 
 DEFINE_MUTEX(tprof_pmu_programs_lock);
 LIST_HEAD(tprof_pmu_programs);
+
+/*
+ * One program at a time checks its threads' debug registers and takes
+ * them (tprof_pmu_check_task_slots()): two programs cannot both fit in
+ * the last ones.
+ */
+static DEFINE_MUTEX(tprof_pmu_slots_lock);
+/* Debug registers scope-CPUS programs hold on every CPU; under that lock. */
+static u32 tprof_pmu_cpu_slots_data, tprof_pmu_cpu_slots_exec;
 
 static const struct file_operations tprof_pmu_fops;
 
@@ -448,29 +458,136 @@ static u32 tprof_pmu_events_per_thread(const struct tprof_pmu_program *c)
 }
 
 /*
- * ENOSPC before anything is created: the program's pieces (with their
- * steppers and guards: 3 registers a watchpoint piece, 2 a breakpoint)
- * cannot all fit. A breakpoint that may become
- * a u/kprobe takes no register here; if it falls back, perf decides.
+ * Debug registers the program takes on each thread or CPU: its pieces
+ * (with their steppers and guards: 3 registers a watchpoint piece, 2 a
+ * breakpoint). A breakpoint that may become a u/kprobe takes none here;
+ * if it falls back, perf decides.
  */
-static int tprof_pmu_check_slots(const struct tprof_pmu_program *c)
+static void tprof_pmu_slots_needed(const struct tprof_pmu_program *c,
+				   u32 *data, u32 *exec)
 {
-	u32 i, data = 0, exec = 0;
+	u32 i;
 
+	*data = *exec = 0;
 	for (i = 0; i < c->nr_counters; i++) {
 		const struct tprof_pmu_counter *k = &c->counters[i];
 
 		if (k->kind == TPROF_PMU_EV_WATCHPOINT)
-			data += tprof_pmu_ctr_events(c, i);
+			*data += tprof_pmu_ctr_events(c, i);
 		else if (k->kind == TPROF_PMU_EV_BREAKPOINT &&
 			 IS_ENABLED(CONFIG_HAVE_MIXED_BREAKPOINTS_REGS))
-			data++;
+			(*data)++;
 		else if (k->kind == TPROF_PMU_EV_BREAKPOINT &&
 			 !tprof_pmu_may_probe(c, k))
-			exec += tprof_pmu_ctr_events(c, i);
+			*exec += tprof_pmu_ctr_events(c, i);
 	}
+}
+
+/* ENOSPC before anything is created: the program alone cannot fit. */
+static int tprof_pmu_check_slots(const struct tprof_pmu_program *c)
+{
+	u32 data, exec;
+
+	tprof_pmu_slots_needed(c, &data, &exec);
 	return data > tprof_pmu_data_slots() || exec > tprof_pmu_exec_slots() ?
 		-ENOSPC : 0;
+}
+
+/*
+ * Breakpoints already in @task's perf context(s), whoever made them and
+ * whichever task they target. perf admits a task's breakpoint by counting
+ * the ones that target that task (kernel/events/hw_breakpoint.c), but it
+ * installs the ones in the context the task holds: at a context switch
+ * between two tasks whose contexts are clones (inherited events, siblings
+ * of one fork) perf swaps the contexts instead of the events, and when
+ * the other task exits it takes this one's events with it, leaving this
+ * one holding the dead task's. Count what the task holds, so that tprof
+ * never adds past the registers (6.1: "Can't find any breakpoint slot"
+ * and a counter that silently stops counting). Under RCU, a context is
+ * freed only after a grace period; its lock guards event_list.
+ */
+static void tprof_pmu_task_slots_used(struct task_struct *task, u32 *data,
+				      u32 *exec)
+{
+	struct perf_event_context *ctx;
+	struct perf_event *ev;
+	unsigned long flags;
+	int i;
+
+	*data = *exec = 0;
+	rcu_read_lock();
+	for (i = 0; i < TPROF_TASK_PERF_CTXS; i++) {
+		ctx = rcu_dereference(tprof_task_perf_ctx(task, i));
+		if (!ctx)
+			continue;
+		raw_spin_lock_irqsave(&ctx->lock, flags);
+		list_for_each_entry(ev, &ctx->event_list, event_entry) {
+			if (ev->attr.type != PERF_TYPE_BREAKPOINT)
+				continue;
+			if (IS_ENABLED(CONFIG_HAVE_MIXED_BREAKPOINTS_REGS) ||
+			    (ev->attr.bp_type & HW_BREAKPOINT_RW))
+				(*data)++;
+			else
+				(*exec)++;
+		}
+		raw_spin_unlock_irqrestore(&ctx->lock, flags);
+	}
+	rcu_read_unlock();
+}
+
+/*
+ * ENOSPC: some thread's context, with what tprof's scope-CPUS programs
+ * hold on every CPU, has no room left for the program's.
+ */
+static int tprof_pmu_check_task_slots(const struct tprof_pmu_program *c,
+				      struct task_struct **tasks, unsigned int n)
+{
+	u32 data, exec, used_data, used_exec;
+	unsigned int t;
+
+	lockdep_assert_held(&tprof_pmu_slots_lock);
+	tprof_pmu_slots_needed(c, &data, &exec);
+	if (!data && !exec)
+		return 0;
+	data += tprof_pmu_cpu_slots_data;
+	exec += tprof_pmu_cpu_slots_exec;
+	for (t = 0; t < n; t++) {
+		tprof_pmu_task_slots_used(tasks[t], &used_data, &used_exec);
+		if (used_data + data > tprof_pmu_data_slots() ||
+		    used_exec + exec > tprof_pmu_exec_slots())
+			return -ENOSPC;
+	}
+	return 0;
+}
+
+/*
+ * Scope CPUS: ENOSPC unless the program fits beside tprof's other
+ * scope-CPUS programs and what any thread's context holds (the same
+ * reason as above: perf counts a thread's breakpoints by target, the CPU
+ * installs the ones its context holds). Walks every thread once.
+ */
+static int tprof_pmu_check_cpu_slots(struct tprof_pmu_prog *p)
+{
+	u32 data, exec, max_data = 0, max_exec = 0, d, e;
+	struct task_struct *g, *t;
+
+	lockdep_assert_held(&tprof_pmu_slots_lock);
+	tprof_pmu_slots_needed(&p->config, &data, &exec);
+	if (!data && !exec)
+		return 0;
+	rcu_read_lock();
+	for_each_process_thread(g, t) {
+		tprof_pmu_task_slots_used(t, &d, &e);
+		max_data = max(max_data, d);
+		max_exec = max(max_exec, e);
+	}
+	rcu_read_unlock();
+	if (data + tprof_pmu_cpu_slots_data + max_data > tprof_pmu_data_slots() ||
+	    exec + tprof_pmu_cpu_slots_exec + max_exec > tprof_pmu_exec_slots())
+		return -ENOSPC;
+	p->cpu_slots_data = data;
+	p->cpu_slots_exec = exec;
+	return 0;
 }
 
 /*
@@ -647,6 +764,12 @@ static void tprof_pmu_release_events(struct tprof_pmu_prog *p)
 static void tprof_pmu_free(struct tprof_pmu_prog *p)
 {
 	tprof_pmu_release_events(p);
+	if (p->cpu_slots_data || p->cpu_slots_exec) {
+		mutex_lock(&tprof_pmu_slots_lock);
+		tprof_pmu_cpu_slots_data -= p->cpu_slots_data;
+		tprof_pmu_cpu_slots_exec -= p->cpu_slots_exec;
+		mutex_unlock(&tprof_pmu_slots_lock);
+	}
 	/* No handler runs any more: flush what it queued to the monitor. */
 	irq_work_sync(&p->kick);
 	flush_work(&p->send_work);
@@ -1002,14 +1125,30 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 	}
 	p->show_kernel = perfmon_capable();
 	if (c->scope == TPROF_PMU_SCOPE_CPUS) {
-		ret = tprof_pmu_create_cpu_events(p);
+		mutex_lock(&tprof_pmu_slots_lock);
+		ret = tprof_pmu_check_cpu_slots(p);
+		if (!ret)
+			ret = tprof_pmu_create_cpu_events(p);
+		if (!ret) {
+			tprof_pmu_cpu_slots_data += p->cpu_slots_data;
+			tprof_pmu_cpu_slots_exec += p->cpu_slots_exec;
+		} else {
+			p->cpu_slots_data = p->cpu_slots_exec = 0;
+		}
+		mutex_unlock(&tprof_pmu_slots_lock);
 	} else {
 		ret = tprof_pmu_targets(c, pid, &tasks, &n);
 		p->target = pid;	/* probes: who is in scope */
 		if (!ret && n * tprof_pmu_events_per_thread(c) > TPROF_PMU_MAX_EVENTS)
 			ret = -E2BIG;
-		if (!ret)
-			ret = tprof_pmu_create_events(p, tasks, n, exclude_kernel);
+		if (!ret) {
+			mutex_lock(&tprof_pmu_slots_lock);
+			ret = tprof_pmu_check_task_slots(c, tasks, n);
+			if (!ret)
+				ret = tprof_pmu_create_events(p, tasks, n,
+							      exclude_kernel);
+			mutex_unlock(&tprof_pmu_slots_lock);
+		}
 		for (i = 0; i < n; i++)
 			put_task_struct(tasks[i]);
 		kvfree(tasks);

@@ -1124,6 +1124,92 @@ void Unpin() {
   ::sched_setaffinity(0, sizeof(all), &all);
 }
 
+// Two threads that inherited the same breakpoints (from a process-scoped
+// program) have perf contexts that are clones: at a context switch from
+// one to the other perf swaps the contexts instead of the events. When the
+// second exits holding the first's context it takes the first's
+// breakpoints with it and leaves it holding the dead one's. Either way the
+// survivor holds two, so a program has room for two more there (four
+// debug-register watchpoints on x86 and on QEMU's arm64), never three.
+// perf alone admits three when the survivor's own are gone (it counts the
+// breakpoints that target a task, not those it holds): 6.1 then warns
+// "Can't find any breakpoint slot" and a counter silently stops.
+TEST(PmuTest, InheritedBreakpointsLeaveRoomOnlyForTheRestWhicheverThreadHoldsThem) {
+  Device dev = OpenDeviceOrFail();
+  static volatile long words[8];
+  auto watch = [](tprof_pmu_program& p, uint32_t i, int word) {
+    p.counters[i] = {};
+    p.counters[i].kind = TPROF_PMU_EV_WATCHPOINT;
+    p.counters[i].flags = TPROF_PMU_CTR_WATCH_WRITE;
+    p.counters[i].addr = reinterpret_cast<uint64_t>(&words[word]);
+    p.counters[i].len = 8;
+  };
+  const int cpu = int(::sysconf(_SC_NPROCESSORS_ONLN)) - 1;
+  for (int round = 0; round < 6; round++) {
+    tprof_pmu_program inherited{};
+    inherited.scope = TPROF_PMU_SCOPE_PROCESS;
+    inherited.nr_counters = 2;
+    watch(inherited, 0, 0);
+    watch(inherited, 1, 1);
+    auto first = Program::Create(dev, inherited);
+    ASSERT_TRUE(first) << first.error().message();
+
+    int to_exiter[2], go[2], done[2];
+    ASSERT_EQ(::pipe(to_exiter), 0);
+    ASSERT_EQ(::pipe(go), 0);
+    ASSERT_EQ(::pipe(done), 0);
+    std::atomic<pid_t> survivor_tid{0}, exiter_tid{0};
+    // Both on one CPU, so that the survivor's wakeup of the exiter is a
+    // switch from one straight to the other.
+    std::thread exiter([&] {
+      PinTo(cpu);
+      exiter_tid = pid_t(::syscall(SYS_gettid));
+      char c;
+      (void)!::read(to_exiter[0], &c, 1);
+    });
+    std::thread survivor([&] {
+      PinTo(cpu);
+      survivor_tid = pid_t(::syscall(SYS_gettid));
+      char c;
+      (void)!::read(go[0], &c, 1);
+      (void)!::write(to_exiter[1], "x", 1);
+      (void)!::read(done[0], &c, 1);
+      words[2 + round % 2] = round;  // runs with whatever it holds
+    });
+    while (!survivor_tid || !exiter_tid) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // both blocked
+    ASSERT_EQ(::write(go[1], "x", 1), 1);
+    exiter.join();
+    // perf releases an exiting thread's events after pthread_join returns
+    // (before the thread leaves /proc).
+    const std::string task = "/proc/self/task/" + std::to_string(exiter_tid.load());
+    while (::access(task.c_str(), F_OK) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+    tprof_pmu_program more{};
+    more.scope = TPROF_PMU_SCOPE_THREAD;
+    more.pid = uint32_t(survivor_tid.load());
+    more.nr_counters = 3;
+    for (uint32_t i = 0; i < 3; i++) watch(more, i, 2 + int(i));
+    auto three = Program::Create(dev, more);
+    EXPECT_FALSE(three) << "round " << round << ": three more watchpoints fitted beside two inherited";
+    if (!three) {
+      EXPECT_EQ(three.error().code().value(), ENOSPC);
+    }
+    more.nr_counters = 2;
+    more.counters[2] = {};
+    auto two = Program::Create(dev, more);
+    EXPECT_TRUE(two) << "round " << round << ": " << (two ? "" : two.error().message());
+
+    ASSERT_EQ(::write(done[1], "x", 1), 1);
+    survivor.join();
+    if (two) {
+      EXPECT_EQ(ReadOrFail(*two).values[round % 2], 1u) << "round " << round;
+    }
+    for (int fd : {to_exiter[0], to_exiter[1], go[0], go[1], done[0], done[1]}) ::close(fd);
+  }
+  Unpin();
+}
+
 // Scope CPUS counts whatever runs on each CPU: another process's faults
 // (a child forked before the program), the events name the task that ran,
 // and the counters follow CPU hotplug. The range (the routine both

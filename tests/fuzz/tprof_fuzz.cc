@@ -938,7 +938,11 @@ void FillWindowAdd(Rng& r, Worker&, void* a, Call& c) {
   // (profil accepts bufsiz 0: a window of no cells; the header's "length 0"
   // rule is read as the address windows' rule)
   if (in->length == 0 && in->kind != TPROF_WINDOW_PROFIL) { c.must_fail = true; c.defect = "length 0"; }
-  if (in->start + in->length < in->start && in->kind != TPROF_WINDOW_PROFIL) { c.must_fail = true; c.defect = "wrapping range"; }
+  // A range may end exactly at 2^64 (the kernel's top page): [start, 0) does not wrap.
+  if (in->length && in->start + (in->length - 1) < in->start && in->kind != TPROF_WINDOW_PROFIL) {
+    c.must_fail = true;
+    c.defect = "wrapping range";
+  }
   if (r.OneIn(8)) { in->flags |= 0x4u << r.Below(29); c.must_fail = true; c.defect = "unknown flags"; }
   if (r.OneIn(10)) { in->__pad = 1; c.must_fail = true; c.defect = "__pad"; }
   MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv");
@@ -3877,11 +3881,7 @@ void WorkerMain(int index) {
   static const Op ops[] = {{OpIoctl, 30}, {OpFds, 10}, {OpSession, 12}, {OpMmap, 8},
                            {OpUnmap, 5},  {OpSelfPage, 6}, {OpThread, 4}, {OpDrain, 6},
                            {OpFork, 3},   {OpPoll, 3},  {OpMetrics, 2}, {OpAccountant, 3},
-                           {OpPmuNetlink, 6}, {OpPortIdRace, 2},
-                           // arm64 only for now: on x86 6.1 seed 517877546 drove perf's
-                           // breakpoint slot accounting into "Can't find any breakpoint
-                           // slot" (arch_install_hw_breakpoint WARNING); see issue 11.
-                           {OpProbes, IsArm64() ? 5 : 0}};
+                           {OpPmuNetlink, 6}, {OpPortIdRace, 2}, {OpProbes, 5}};
   int total = 0;
   for (const Op& o : ops) total += o.weight;
   while (!g_stop.load()) {

@@ -1234,18 +1234,31 @@ TEST(PmuTest, EveryCpuScopeCountsEveryProcessAndFollowsCpuHotplug) {
   FreshPages child_pages(45), mine(20 + 10 + 25 + 200);
   ASSERT_NE(child_pages.base, MAP_FAILED);
   ASSERT_NE(mine.base, MAP_FAILED);
-  int go[2];
+  volatile long no_pages = 0;  // a call the compiler cannot drop or specialise
+  int go[2], ready[2];
   ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(ready), 0);
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {  // waits for the program, then faults 45 times on cpu1
     ::close(go[1]);
+    ::close(ready[0]);
     char c;
-    if (!PinTo(1) || ::read(go[0], &c, 1) != 1) ::_exit(1);
+    // The routine's first call in a fresh fork may fault on its own text or
+    // stack page (fork copies no file-backed page tables; the stack is
+    // copy-on-write), inside the range: make it before the program.
+    if (!PinTo(1)) ::_exit(1);
+    tprof_pmu_touch_f(child_pages.base, no_pages, kPage);
+    if (::write(ready[1], "r", 1) != 1 || ::read(go[0], &c, 1) != 1) ::_exit(1);
     tprof_pmu_touch_f(child_pages.base, 45, kPage);
     ::_exit(::sched_getcpu() == 1 ? 0 : 2);
   }
   ::close(go[0]);
+  ::close(ready[1]);
+  char ready_byte;
+  ASSERT_EQ(::read(ready[0], &ready_byte, 1), 1) << "the child did not start";
+  ::close(ready[0]);
+  tprof_pmu_touch_f(mine.base, no_pages, kPage);  // the same here
 
   auto prog = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_CPUS, 0));
   if (!prog) {

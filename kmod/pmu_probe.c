@@ -27,7 +27,7 @@
  * breakpoint's handler starts a single-step (bps_disabled), the uprobe then
  * moves the pc to its out-of-line slot and relies on the step exception,
  * which reinstall_suspended_bps() swallows, so the task runs past the slot
- * (6.1 and 6.12; tests/repro/arm64_bp_uprobe_sigill.c shows it with perf and
+ * (6.1 and 6.12; tests/arm64/bp-uprobe-sigill.c shows it with perf and
  * tracefs alone). tprof's own user breakpoints that are debug registers
  * (counts-only, steppers, every-CPU) have perf's handler, so tprof never
  * places one and a uprobe at the same user address: each claims its

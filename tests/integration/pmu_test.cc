@@ -950,7 +950,7 @@ asm(".text\n.globl tprof_pmu_xol_visited\n.type tprof_pmu_xol_visited,%function\
 
 // A uprobe and a debug-register breakpoint with perf's handler at the same
 // user instruction make arm64's kernel kill the task that runs it (SIGILL:
-// tests/repro/arm64_bp_uprobe_sigill.c shows it without tprof). tprof never
+// tests/arm64/bp-uprobe-sigill.c shows it without tprof). tprof never
 // places both: a thread program's breakpoint (a uprobe) where an every-CPU
 // program's (a debug register with a stepper) is, or the other way round,
 // is EBUSY; the first keeps counting every call exactly, the task lives,

@@ -1,5 +1,19 @@
-// Kernel-only reproducer: a counting perf execution breakpoint (perf's default
-// handler) and a tracefs uprobe on the same user instruction. No tprof.
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tprof-bp-uprobe-sigill: a kernel bug that tprof.ko avoids, reproduced
+ * without it. A counting perf execution breakpoint (perf's default overflow
+ * handler) and a tracefs uprobe on the same user instruction, one the uprobe
+ * steps out of line: arm64's breakpoint_handler() starts a single-step
+ * (bps_disabled), the uprobe then moves the pc to its out-of-line slot and
+ * relies on the step exception, which reinstall_suspended_bps() swallows,
+ * so the task runs past the slot and dies of SIGILL (Debian's arm64 6.1 and
+ * 6.12). Runs the function 10 times in a child with the breakpoint alone,
+ * the uprobe alone, then both, and prints how each child ended. Exit
+ * status: 1 when a child died (the bug), 0 when none did, 2 on a setup
+ * error. As root (tracefs); e.g.
+ *
+ *   tools/tprof-vm --arch arm64 --kernel 6.12 -- tprof-bp-uprobe-sigill
+ */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -25,10 +39,10 @@ __asm__(".text\n.globl f\n.type f,%function\n.balign 64\nf:\n\tadd x9, x9, #1\n\
 __attribute__((noinline, aligned(64))) void f(void) { __asm__ volatile("" ::: "memory"); }
 #endif
 
-static int write_file(const char *path, const char *s, int append) {
+static int write_file(const char *path, const char *text, int append) {
   int fd = open(path, O_WRONLY | (append ? O_APPEND : O_TRUNC));
   if (fd < 0) { perror(path); return -1; }
-  ssize_t n = write(fd, s, strlen(s));
+  ssize_t n = write(fd, text, strlen(text));
   if (n < 0) perror(path);
   close(fd);
   return n < 0 ? -1 : 0;

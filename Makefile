@@ -317,7 +317,7 @@ $(WL_LIB): tests/workloads/libtprofwl.c tests/workloads/wl.h
 # arm64 guests (tools/tprof-vm --arch arm64): small static C programs that
 # need only the uapi header, cross-built (the C++ tools are not yet).
 ARM64_CC ?= $(ARM64_CROSS_COMPILE)gcc
-ARM64_PROGRAMS := $(B)/arm64/bin/tprof-perf-count $(B)/arm64/bin/tprof-info
+ARM64_PROGRAMS := $(B)/arm64/bin/tprof-perf-count $(B)/arm64/bin/tprof-info $(B)/arm64/bin/tprof-bp-uprobe-sigill
 ARM64_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS)
 arm64-guest-programs: $(ARM64_PROGRAMS)
 $(B)/arm64/bin/tprof-%: tests/arm64/%.c uapi/linux/tprof.h

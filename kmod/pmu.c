@@ -325,6 +325,17 @@ static bool tprof_pmu_may_kprobe(const struct tprof_pmu_counter *k)
 	       !(k->flags & TPROF_PMU_CTR_USER_ONLY);
 }
 
+/*
+ * arm64: a user-address breakpoint that is a debug register (perf's default
+ * handler, its own or its stepper's) claims its address against tprof's
+ * uprobes (tprof_pmu_claim(): EBUSY).
+ */
+static bool tprof_pmu_user_debug_bp(const struct tprof_pmu_counter *k)
+{
+	return IS_ENABLED(CONFIG_ARM64) && k->kind == TPROF_PMU_EV_BREAKPOINT &&
+	       tprof_pmu_user_address(k->addr, sizeof(long));
+}
+
 static bool tprof_pmu_may_probe(const struct tprof_pmu_program *c,
 				const struct tprof_pmu_counter *k)
 {
@@ -726,20 +737,58 @@ static void tprof_pmu_release_one(struct tprof_pmu_ctr *ctr)
 		perf_event_release_kernel(ctr->guards[k]);
 }
 
+struct tprof_pmu_unregister_work {
+	struct work_struct work;
+	struct tprof_pmu_prog *prog;
+};
+
+static void tprof_pmu_unregister_probes(struct work_struct *work)
+{
+	struct tprof_pmu_unregister_work *w =
+		container_of(work, struct tprof_pmu_unregister_work, work);
+	bool probes = false;
+	u32 i;
+
+	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++)
+		probes |= tprof_pmu_probe_unregister(&w->prog->ctr[i]);
+	if (probes)	/* no uprobe handler runs past this */
+		tprof_pmu_probe_sync();
+}
+
+/*
+ * Unregistering a uprobe writes the original instruction back into every
+ * mm that has it, with get_user_pages_remote(), which fails with EINTR
+ * when the caller has a fatal signal pending: the uprobe then stays, its
+ * breakpoint too ("failed to unregister, leaking uprobe" on 6.12). A
+ * program's last close can run there (the task_work of a close() that a
+ * group exit interrupted, before get_signal() drops the SIGKILL), so the
+ * probes are unregistered by a kworker, which has no signals, and waited for.
+ */
+static void tprof_pmu_release_probes(struct tprof_pmu_prog *p)
+{
+	struct tprof_pmu_unregister_work w = { .prog = p };
+	u32 i;
+
+	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++)
+		if (p->ctr[i].probe)
+			break;
+	if (i == TPROF_PMU_MAX_COUNTERS)
+		return;
+	INIT_WORK_ONSTACK(&w.work, tprof_pmu_unregister_probes);
+	queue_work(system_unbound_wq, &w.work);
+	flush_work(&w.work);
+	destroy_work_on_stack(&w.work);
+}
+
 static void tprof_pmu_release_events(struct tprof_pmu_prog *p)
 {
 	u32 i;
-
-	bool probes = false;
 
 	if (p->on_cpus) {	/* every CPU's counters, hotplug undone */
 		tprof_cpu_events_stop(&p->cpus);
 		p->on_cpus = false;
 	}
-	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++)
-		probes |= tprof_pmu_probe_unregister(&p->ctr[i]);
-	if (probes)	/* no uprobe handler runs past this */
-		tprof_pmu_probe_sync();
+	tprof_pmu_release_probes(p);
 	for (i = 0; i < TPROF_PMU_MAX_COUNTERS; i++) {
 		struct tprof_pmu_ctr *ctr = &p->ctr[i];
 
@@ -758,6 +807,7 @@ static void tprof_pmu_release_events(struct tprof_pmu_prog *p)
 		ctr->guards = NULL;
 		kvfree(ctr->sub);
 		ctr->sub = NULL;
+		tprof_pmu_unclaim(ctr);	/* its uprobe or registers are gone */
 	}
 }
 
@@ -863,6 +913,11 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 				return ret;
 			/* Not a file mapping: a debug register (below). */
 		}
+		if (tprof_pmu_user_debug_bp(c)) {
+			ret = tprof_pmu_claim(ctr, c->addr, false);
+			if (ret)
+				return ret;
+		}
 		ctr->counts_only = tprof_pmu_counts_only(&p->config, i);
 		ctr->stepped = tprof_pmu_stepped(&p->config, i);
 		ctr->nr_pieces = tprof_pmu_pieces(c, pieces);
@@ -944,6 +999,11 @@ static int tprof_pmu_create_cpu_events(struct tprof_pmu_prog *p)
 			if (ret)
 				goto out;
 			continue;
+		}
+		if (tprof_pmu_user_debug_bp(c)) {
+			ret = tprof_pmu_claim(ctr, c->addr, false);
+			if (ret)
+				goto out;
 		}
 		ctr->nr_pieces = tprof_pmu_pieces(c, pieces);
 		ctr->stepped = tprof_pmu_stepped(&p->config, i);

@@ -54,6 +54,11 @@ struct tprof_pmu_ctr {
 	struct perf_event **steppers;
 	struct perf_event **guards;	/* watchpoints, or NULL */
 	struct tprof_pmu_probe *probe;	/* a u/kprobe instead of events (arm64) */
+	/* arm64: its user breakpoint's address, claimed (pmu_probe.c). */
+	struct list_head claim_node;
+	u64 claim_addr;
+	bool claim_uprobe;	/* a uprobe, else a debug register */
+	bool claimed;
 };
 
 /* A queue cell (Vyukov's bounded queue: producers anywhere, one consumer). */
@@ -112,5 +117,7 @@ int tprof_pmu_kprobe_create(struct tprof_pmu_ctr *ctr);
 bool tprof_pmu_probe_unregister(struct tprof_pmu_ctr *ctr);
 void tprof_pmu_probe_sync(void);
 void tprof_pmu_probe_free(struct tprof_pmu_ctr *ctr);
+int tprof_pmu_claim(struct tprof_pmu_ctr *ctr, u64 addr, bool uprobe);
+void tprof_pmu_unclaim(struct tprof_pmu_ctr *ctr);
 
 #endif /* TPROF_PMU_H */

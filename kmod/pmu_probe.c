@@ -21,6 +21,17 @@
  * pre_handler runs in the hitting task (BRK exception, preemption off,
  * possibly in IRQ context) and counts the same scope, or every task for
  * scope CPUS. unregister_kprobe() waits for running handlers.
+ *
+ * arm64's kernel kills a task (SIGILL) that hits a uprobe and a hardware
+ * breakpoint with perf's default handler at the same instruction: the
+ * breakpoint's handler starts a single-step (bps_disabled), the uprobe then
+ * moves the pc to its out-of-line slot and relies on the step exception,
+ * which reinstall_suspended_bps() swallows, so the task runs past the slot
+ * (6.1 and 6.12; tests/arm64/bp-uprobe-sigill.c shows it with perf and
+ * tracefs alone). tprof's own user breakpoints that are debug registers
+ * (counts-only, steppers, every-CPU) have perf's handler, so tprof never
+ * places one and a uprobe at the same user address: each claims its
+ * address, and the later of the two kinds is EBUSY (tprof_pmu_claim()).
  */
 #include <linux/errno.h>
 #include <linux/file.h>
@@ -135,6 +146,13 @@ int tprof_pmu_probe_create(struct tprof_pmu_ctr *ctr, struct task_struct *task)
 		kfree(pr);
 		return -ENOENT;
 	}
+	ret = tprof_pmu_claim(ctr, addr, true);
+	if (ret) {
+		fput(pr->file);
+		mmput(mm);
+		kfree(pr);
+		return ret;
+	}
 	if (!p->target_mm) {
 		mmgrab(mm);
 		p->target_mm = mm;
@@ -230,4 +248,48 @@ void tprof_pmu_probe_free(struct tprof_pmu_ctr *ctr)
 		fput(pr->file);
 	kfree(pr);
 	ctr->probe = NULL;
+}
+
+/*
+ * User breakpoints of tprof by address: a uprobe's (in its target's mm at
+ * creation) and a debug register's (any scope). Keyed by the address alone,
+ * whatever the process: a breakpoint of an every-CPU program traps in every
+ * process, and an inherited one in the target's descendants. Programs with
+ * breakpoints are few: a list.
+ */
+static DEFINE_MUTEX(tprof_pmu_claims_lock);
+static LIST_HEAD(tprof_pmu_claims);
+
+/* -EBUSY: the other kind holds @addr (see the top of this file). */
+int tprof_pmu_claim(struct tprof_pmu_ctr *ctr, u64 addr, bool uprobe)
+{
+	struct tprof_pmu_ctr *o;
+	int ret = 0;
+
+	mutex_lock(&tprof_pmu_claims_lock);
+	list_for_each_entry(o, &tprof_pmu_claims, claim_node) {
+		if (o->claim_addr == addr && o->claim_uprobe != uprobe) {
+			ret = -EBUSY;
+			break;
+		}
+	}
+	if (!ret) {
+		ctr->claim_addr = addr;
+		ctr->claim_uprobe = uprobe;
+		ctr->claimed = true;
+		list_add(&ctr->claim_node, &tprof_pmu_claims);
+	}
+	mutex_unlock(&tprof_pmu_claims_lock);
+	return ret;
+}
+
+/* Once its uprobe or debug registers are gone. */
+void tprof_pmu_unclaim(struct tprof_pmu_ctr *ctr)
+{
+	if (!ctr->claimed)
+		return;
+	mutex_lock(&tprof_pmu_claims_lock);
+	list_del(&ctr->claim_node);
+	mutex_unlock(&tprof_pmu_claims_lock);
+	ctr->claimed = false;
 }

@@ -140,6 +140,14 @@ namespace {
 using u64 = unsigned long long;  // what __u64 is: one printf format (%llu) for all
 
 constexpr u64 kKernelPtr = 0xffff800000000000ULL;
+// arm64: a user breakpoint of tprof's where another program of tprof's has
+// one of the other kind (a uprobe vs. a debug register) is EBUSY; elsewhere
+// no PMU_CREATE is (0 never matches an errno).
+#if defined(__aarch64__)
+constexpr int kBreakpointBusy = EBUSY;
+#else
+constexpr int kBreakpointBusy = 0;
+#endif
 // The end of user addresses: x86-64's 47 bits; arm64's 48 (52 at most).
 #if defined(__aarch64__)
 constexpr u64 kUserEnd = 1ULL << 52;
@@ -1313,7 +1321,7 @@ const std::vector<IoctlSpec> kIoctls = {
     {"WINDOW_LIST", TPROF_IOC_WINDOW_LIST, {EPERM, ENODATA}, false, FillWindowList, CheckWindowList},
     {"SAMPLING_STOP_ANY", TPROF_IOC_SAMPLING_STOP_ANY, {EPERM, ENODATA}, true, FillNone, CheckNothing},
     {"SAMPLING_FLUSH", TPROF_IOC_SAMPLING_FLUSH, {EPERM, ENODATA}, false, FillNone, CheckNothing},
-    {"PMU_CREATE", TPROF_IOC_PMU_CREATE, {EPERM, EACCES, ESRCH, ENOENT, EOPNOTSUPP, ENOSPC, ENOMEM, E2BIG, EMFILE}, false, FillPmuCreate, CheckPmuCreate},
+    {"PMU_CREATE", TPROF_IOC_PMU_CREATE, {EPERM, EACCES, ESRCH, ENOENT, EOPNOTSUPP, ENOSPC, ENOMEM, E2BIG, EMFILE, kBreakpointBusy}, false, FillPmuCreate, CheckPmuCreate},
 };
 
 bool KnownNr(unsigned nr) {
@@ -2782,7 +2790,7 @@ void NlCreateProgram(Rng& r, Worker& w, NlScene& sc, int dev, uint32_t burner_ti
   Count("pmu nl program create " + ErrName(err));
   if (err) {
     if (err != EINVAL && err != EPERM && err != EACCES && err != ESRCH && err != ENOENT && err != EOPNOTSUPP &&
-        err != ENOSPC && err != ENOMEM && err != E2BIG && err != EMFILE && err != EFAULT)
+        err != ENOSPC && err != ENOMEM && err != E2BIG && err != EMFILE && err != EFAULT && err != kBreakpointBusy)
       VIOLATION("PMU_CREATE (scene) failed with %s, not documented", ErrName(err).c_str());
     return;
   }
@@ -3644,7 +3652,7 @@ void ProbeCreateProgram(Rng& r, NlScene& sc, int dev, uint32_t burner_tid, const
     VIOLATION("PMU_CREATE succeeded unprivileged with %s", kernel ? "a kernel breakpoint"
                                                           : root_parent ? "the root parent's pid" : "scope CPUS");
   if (err && err != EINVAL && err != EPERM && err != EACCES && err != ESRCH && err != ENOENT && err != EOPNOTSUPP &&
-      err != ENOSPC && err != ENOMEM && err != E2BIG && err != EMFILE)
+      err != ENOSPC && err != ENOMEM && err != E2BIG && err != EMFILE && err != kBreakpointBusy)
     VIOLATION("PMU_CREATE (breakpoints) failed with %s, not documented", ErrName(err).c_str());
   // On arm64 a breakpoint in no file mapping is a debug register; since
   // ABI 1.11 one that needs hits there (threshold, rule, range, arming,
@@ -3652,9 +3660,10 @@ void ProbeCreateProgram(Rng& r, NlScene& sc, int dev, uint32_t burner_tid, const
   if (IsArm64() && counts_only_needs_hits)
     Count(std::string("probe program, debug register per hit ") + ErrName(err));
   // As root, breakpoints on this binary's own functions in this process:
-  // nothing may refuse them but resources (x86's four debug registers).
+  // nothing may refuse them but resources (x86's four debug registers) and,
+  // on arm64, another worker's every-CPU breakpoint there (EBUSY).
   if (!g_unpriv && !kernel && !odd && !counts_only_site && !foreign && in.scope != TPROF_PMU_SCOPE_CPUS && err &&
-      err != ENOSPC && err != ENOMEM && err != EMFILE && err != ESRCH)
+      err != ENOSPC && err != ENOMEM && err != EMFILE && err != ESRCH && err != kBreakpointBusy)
     VIOLATION("PMU_CREATE of breakpoints at this binary's functions refused: %s", ErrName(err).c_str());
   if (err) return;
   p.fd = in.fd;
@@ -3685,8 +3694,10 @@ void ProbeExactCount(Rng& r, int dev) {
   if (err) {
     // Unprivileged at kernel.perf_event_paranoid 3, EACCES; x86 may run
     // out of debug registers; a libc first instruction may be one a uprobe
-    // cannot step over (EOPNOTSUPP). Anything else is wrong.
+    // cannot step over (EOPNOTSUPP); on arm64 another worker's every-CPU
+    // breakpoint may be there (EBUSY). Anything else is wrong.
     if (!(err == EACCES && g_unpriv && PerfParanoid() > 2) && err != ENOSPC && err != ENOMEM && err != EMFILE &&
+        err != kBreakpointBusy &&
         !(libc && err == EOPNOTSUPP))
       VIOLATION("PMU_CREATE of a breakpoint on the calling thread (%s, range %d): %s", libc ? "libc" : "own text",
                 range, ErrName(err).c_str());

@@ -941,6 +941,62 @@ TEST(PmuTest, KernelBreakpointsKprobesCannotTakeAreRefused) {
 }
 #endif
 
+#if defined(__aarch64__)
+// A routine whose first instruction a uprobe steps out of line (an add: a
+// branch, adr/adrp, ldr literal or ret would be simulated, with no step).
+extern "C" void tprof_pmu_xol_visited(void);
+asm(".text\n.globl tprof_pmu_xol_visited\n.type tprof_pmu_xol_visited,%function\n.balign 16\n"
+    "tprof_pmu_xol_visited:\n\tadd x9, x9, #1\n\tret\n.size tprof_pmu_xol_visited, .-tprof_pmu_xol_visited\n");
+
+// A uprobe and a debug-register breakpoint with perf's handler at the same
+// user instruction make arm64's kernel kill the task that runs it (SIGILL:
+// tests/arm64/bp-uprobe-sigill.c shows it without tprof). tprof never
+// places both: a thread program's breakpoint (a uprobe) where an every-CPU
+// program's (a debug register with a stepper) is, or the other way round,
+// is EBUSY; the first keeps counting every call exactly, the task lives,
+// and once the first is closed the second is accepted. In a child, so that
+// a SIGILL shows as its death.
+TEST(PmuTest, UprobeAndDebugRegisterBreakpointAtOneInstructionAreEbusy) {
+  Device dev = OpenDeviceOrFail();
+  char text[64];
+  std::snprintf(text, sizeof(text), "x=bp:0x%llx",
+                (unsigned long long)reinterpret_cast<uintptr_t>(&tprof_pmu_xol_visited));
+  ProgramSpec spec;
+  ASSERT_TRUE(spec.AddCounter(text, nullptr));
+  const tprof_pmu_program cpus = spec.Build(TPROF_PMU_SCOPE_CPUS, 0);
+  const tprof_pmu_program thread = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
+  for (bool cpus_first : {true, false}) {
+    std::fflush(stdout);
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      auto first = Program::Create(dev, cpus_first ? cpus : thread);
+      if (!first) _exit(10);
+      auto second = Program::Create(dev, cpus_first ? thread : cpus);
+      const int err = second ? 0 : second.error().code().value();
+      for (int i = 0; i < 100; i++) tprof_pmu_xol_visited();  // SIGILL here if both exist
+      if (err != EBUSY) _exit(11);
+      auto v = first->Read();
+      if (!v || v->values[0] != 100) _exit(12);
+      { Program closing = std::move(*first); }  // closed: its claim on the address goes with it
+      auto later = Program::Create(dev, cpus_first ? thread : cpus);
+      if (!later) _exit(13);
+      for (int i = 0; i < 30; i++) tprof_pmu_xol_visited();
+      auto w = later->Read();
+      _exit(w && w->values[0] == 30 ? 0 : 14);
+    }
+    int st = 0;
+    ASSERT_EQ(::waitpid(child, &st, 0), child);
+    const char* order = cpus_first ? "every-CPU program first" : "thread program first";
+    ASSERT_FALSE(WIFSIGNALED(st)) << order << ": the child died of signal " << WTERMSIG(st)
+                                  << " (both breakpoints were placed)";
+    EXPECT_EQ(WEXITSTATUS(st), 0) << order << ": 10 first refused, 11 second not EBUSY, 12 first "
+                                     "miscounted, 13 second refused after the first closed, 14 "
+                                     "second miscounted";
+  }
+}
+#endif
+
 TEST(PmuTest, PermissionsFollowPerfsRules) {
   Device dev = OpenDeviceOrFail();
   auto syms = SelfSymbols();

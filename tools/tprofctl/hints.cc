@@ -35,6 +35,13 @@ bool Missing(int err) { return err == ENOENT || err == ENODEV || err == ENXIO; }
 
 }  // namespace
 
+// arm64: a uprobe and a debug-register breakpoint of tprof's at one address.
+std::string BreakpointBusyHint() {
+  return "on arm64 another PMU program has a breakpoint of the other kind at that address (a "
+         "uprobe vs. a debug register, which together would kill the task with SIGILL): close "
+         "it, or put this breakpoint elsewhere";
+}
+
 std::string ModuleFileHint() {
   const std::string rel = "build/kmod/" + KernelRelease() + "/kmod/tprof.ko";
   char exe[PATH_MAX];
@@ -123,11 +130,13 @@ std::string Hint(const Error& error, Doing doing) {
       if (err == EACCES)
         return "see `sysctl kernel.perf_event_paranoid` (2 allows your own processes) or run "
                "with CAP_PERFMON";
+      if (err == EBUSY) return BreakpointBusyHint();
       break;
     case Doing::kPmuAllCpus:
       if (err == EPERM)
         return "counting on every CPU (-a) sees every process: it needs CAP_PERFMON (or "
                "root); without it use --pid, --tid or -- CMD";
+      if (err == EBUSY) return BreakpointBusyHint();
       break;
     default:
       break;

@@ -786,6 +786,12 @@ struct tprof_window_list {
  * (scope THREAD and PROCESS; in scope CPUS it is not counted). Such a
  * counter takes 3 watchpoint registers per piece, or 2 breakpoint
  * registers (see ENOSPC).
+ * A uprobe and a debug-register breakpoint with perf's handler at the same
+ * user instruction make arm64's kernel kill the task that runs it
+ * (SIGILL: the breakpoint's single-step swallows the uprobe's), so a user
+ * breakpoint of tprof's that would be a debug register at an address where
+ * one of tprof's uprobes is (in any program, any process), or a uprobe
+ * where one of tprof's debug-register breakpoints is, is EBUSY.
  *
  * Instruction range (TPROF_PMU_CTR_RANGE): only events whose user-mode
  * instruction address (the interrupted or faulting instruction; for a
@@ -859,7 +865,10 @@ struct tprof_window_list {
  *   EPERM: scope CPUS without CAP_PERFMON/CAP_SYS_ADMIN.
  *   ENOENT: no such event (unknown software event or tracepoint id).
  *   EOPNOTSUPP: hardware events without a usable PMU; on arm64 an
- *   instruction a uprobe cannot step over. ENOSPC: no free
+ *   instruction a uprobe cannot step over. EBUSY (arm64): a user breakpoint
+ *   at an address where another program of tprof's has a uprobe while this
+ *   one would be a debug register, or the other way round (see Counting).
+ *   ENOSPC: no free
  *   debug register for a breakpoint or watchpoint (also: the program's
  *   watchpoint pieces, x86 with its breakpoints, exceed the CPU's debug
  *   registers; on arm64 counting three per per-hit piece, see Data range).

@@ -575,9 +575,10 @@ static int tprof_pmu_check_task_slots(const struct tprof_pmu_program *c,
  * Scope CPUS: ENOSPC unless the program fits beside tprof's other
  * scope-CPUS programs and what any thread's context holds (the same
  * reason as above: perf counts a thread's breakpoints by target, the CPU
- * installs the ones its context holds). Walks every thread once.
+ * installs the ones its context holds). Walks every thread once. Else the
+ * registers are the program's until tprof_pmu_free().
  */
-static int tprof_pmu_check_cpu_slots(struct tprof_pmu_prog *p)
+static int tprof_pmu_reserve_cpu_slots(struct tprof_pmu_prog *p)
 {
 	u32 data, exec, max_data = 0, max_exec = 0, d, e;
 	struct task_struct *g, *t;
@@ -598,6 +599,8 @@ static int tprof_pmu_check_cpu_slots(struct tprof_pmu_prog *p)
 		return -ENOSPC;
 	p->cpu_slots_data = data;
 	p->cpu_slots_exec = exec;
+	tprof_pmu_cpu_slots_data += data;
+	tprof_pmu_cpu_slots_exec += exec;
 	return 0;
 }
 
@@ -1134,7 +1137,6 @@ static int tprof_pmu_check_access(const struct tprof_pmu_program *c,
 				PIDTYPE_PID : PIDTYPE_TGID, pidp);
 }
 
-/* @c: the caller's program, copied and checked for nothing yet. */
 /*
  * arm64 instructions are 4 bytes, aligned: an execution breakpoint
  * elsewhere is EINVAL. A debug register there would be aligned down by
@@ -1154,6 +1156,7 @@ static int tprof_pmu_check_insn_alignment(const struct tprof_pmu_program *c)
 	return 0;
 }
 
+/* @c: the caller's program, copied and checked for nothing yet. */
 static long tprof_pmu_create(struct tprof_pmu_program *c,
 			     struct tprof_pmu_program __user *uarg)
 {
@@ -1186,15 +1189,9 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 	p->show_kernel = perfmon_capable();
 	if (c->scope == TPROF_PMU_SCOPE_CPUS) {
 		mutex_lock(&tprof_pmu_slots_lock);
-		ret = tprof_pmu_check_cpu_slots(p);
+		ret = tprof_pmu_reserve_cpu_slots(p);
 		if (!ret)
 			ret = tprof_pmu_create_cpu_events(p);
-		if (!ret) {
-			tprof_pmu_cpu_slots_data += p->cpu_slots_data;
-			tprof_pmu_cpu_slots_exec += p->cpu_slots_exec;
-		} else {
-			p->cpu_slots_data = p->cpu_slots_exec = 0;
-		}
 		mutex_unlock(&tprof_pmu_slots_lock);
 	} else {
 		ret = tprof_pmu_targets(c, pid, &tasks, &n);

@@ -78,7 +78,7 @@ struct tprof_pmu_prog {
 	/* Scope CPUS: counter i is cpus' counter i on every online CPU. */
 	struct tprof_cpu_events cpus;
 	bool on_cpus;		/* cpus started (stopped at release) */
-	/* Debug registers it holds on every CPU (tprof_pmu_cpu_slots). */
+	/* Debug registers it holds on every CPU (tprof_pmu_reserve_cpu_slots()). */
 	u32 cpu_slots_data, cpu_slots_exec;
 	struct pid_namespace *pid_ns;	/* the creator's: pids in events */
 	/* Probes: the target (its pid or tgid) and its mm at creation. */

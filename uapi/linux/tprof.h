@@ -869,7 +869,9 @@ struct tprof_window_list {
  *   at an address where another program of tprof's has a uprobe while this
  *   one would be a debug register, or the other way round (see Counting).
  *   ENOSPC: no free
- *   debug register for a breakpoint or watchpoint (also: the program's
+ *   debug register for a breakpoint or watchpoint, counting the
+ *   breakpoints a target thread's perf context holds (any thread's in
+ *   scope CPUS) and those of tprof's scope-CPUS programs (also: the program's
  *   watchpoint pieces, x86 with its breakpoints, exceed the CPU's debug
  *   registers; on arm64 counting three per per-hit piece, see Data range).
  *   E2BIG: more than 4096 perf events (the target's threads at

@@ -1367,6 +1367,49 @@ TEST(PmuTest, EveryCpuScopeCountsEveryProcessAndFollowsCpuHotplug) {
   EXPECT_EQ(ReadOrFail(*prog).values[0], base + 25);
 }
 
+// An every-CPU watchpoint holds its registers on every CPU: a thread
+// program has room for the rest only (x86: 1 taken, 3 left; arm64: 3
+// taken with its guard and stepper, 1 left), and gets them all back once
+// the every-CPU program closes.
+TEST(PmuTest, EveryCpuWatchpointsLeaveTheRestAndGiveThemBackOnClose) {
+  Device dev = OpenDeviceOrFail();
+  static volatile long words[5];
+  auto watch = [](tprof_pmu_program& p, uint32_t n) {
+    p.nr_counters = n;
+    for (auto& k : p.counters) k = {};  // unused counters must be zero
+    for (uint32_t i = 0; i < n; i++) {
+      p.counters[i].kind = TPROF_PMU_EV_WATCHPOINT;
+      p.counters[i].flags = TPROF_PMU_CTR_WATCH_WRITE;
+      p.counters[i].addr = reinterpret_cast<uint64_t>(&words[i]);
+      p.counters[i].len = 8;
+    }
+  };
+#if defined(__aarch64__)
+  const uint32_t left = 1;
+#else
+  const uint32_t left = 3;
+#endif
+  tprof_pmu_program mine{};
+  mine.scope = TPROF_PMU_SCOPE_THREAD;
+  {
+    tprof_pmu_program every{};
+    every.scope = TPROF_PMU_SCOPE_CPUS;
+    watch(every, 1);
+    auto cpus = Program::Create(dev, every);
+    ASSERT_TRUE(cpus) << cpus.error().message();
+    watch(mine, left + 1);
+    auto too_many = Program::Create(dev, mine);
+    ASSERT_FALSE(too_many);
+    EXPECT_EQ(too_many.error().code().value(), ENOSPC);
+    watch(mine, left);
+    auto rest = Program::Create(dev, mine);
+    EXPECT_TRUE(rest) << (rest ? "" : rest.error().message());
+  }  // the every-CPU program closes
+  watch(mine, left + 1);
+  auto all = Program::Create(dev, mine);
+  EXPECT_TRUE(all) << (all ? "" : all.error().message());
+}
+
 // Every CPU is system-wide data: CAP_PERFMON at any paranoid level (EPERM),
 // and it names no target (a pid: EINVAL).
 TEST(PmuTest, EveryCpuScopeNeedsPerfmonAndNoTarget) {

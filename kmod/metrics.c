@@ -479,10 +479,21 @@ void tprof_metrics_newtask(struct task_struct *p)
 		tprof_metrics_track(st, p);
 }
 
-/* exec: new name, and a thread that execs becomes the leader (new tid). */
+static struct tprof_self_page *tprof_mslot_detach_self_page(struct tprof_metrics_state *st,
+							    struct tprof_mslot *slot);
+
+/*
+ * exec: new name, and a thread that execs becomes the leader (new tid).
+ * An exec into an image its observers may not see (admission.h) makes it
+ * a new thread for them: a new identity, totals from zero, and its self
+ * page retired (a CLONE_VM parent may still map it: it stops moving).
+ * The deltas not yet read stay, under the new identity: they are older
+ * than the exec, never the new image's.
+ */
 void tprof_metrics_exec(struct task_struct *p)
 {
 	struct tprof_metrics_state *st = rcu_dereference_sched(tprof_metrics_live);
+	bool leaves = tprof_exec_leaves_observers(p);
 	struct tprof_mslot *slot;
 	unsigned long flags;
 
@@ -491,7 +502,18 @@ void tprof_metrics_exec(struct task_struct *p)
 	slot = tprof_mslot_of(st, p);
 	if (!slot)
 		return;
-	raw_spin_lock_irqsave(&slot->lock, flags);
+	if (leaves)	/* next_identity is the table's */
+		raw_spin_lock_irqsave(&st->table_lock, flags);
+	else
+		local_irq_save(flags);
+	raw_spin_lock(&slot->lock);
+	if (slot->key == (u64)(uintptr_t)p && leaves) {
+		slot->identity = st->next_identity++;
+		memset(slot->total, 0, sizeof(slot->total));
+		/* Free: the mmap path takes a dead page before it maps anew. */
+		tprof_mslot_defer_put_page(st, slot,
+			tprof_mslot_detach_self_page(st, slot));
+	}
 	if (slot->key == (u64)(uintptr_t)p) {
 		if (slot->tid != task_pid(p)) {
 			/*
@@ -503,7 +525,11 @@ void tprof_metrics_exec(struct task_struct *p)
 		}
 		strscpy_pad(slot->comm, p->comm, sizeof(slot->comm));
 	}
-	raw_spin_unlock_irqrestore(&slot->lock, flags);
+	raw_spin_unlock(&slot->lock);
+	if (leaves)
+		raw_spin_unlock_irqrestore(&st->table_lock, flags);
+	else
+		local_irq_restore(flags);
 	tprof_metrics_kick_reap(st);
 }
 

@@ -189,6 +189,7 @@ static void tprof_metrics_charge_running(void *arg)
 
 long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
 {
+	struct tprof_admission adm = {};
 	struct tprof_thread_read req;
 	struct task_struct *task;
 	long ret;
@@ -202,17 +203,15 @@ long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
 	if (req.tid == 0) {
 		task = current;	/* cannot go away under us: no reference */
 	} else {
-		rcu_read_lock();
-		task = pid_task(find_vpid(req.tid), PIDTYPE_PID);
-		if (task)
-			get_task_struct(task);
-		rcu_read_unlock();
-		if (!task)
-			return -ESRCH;
-		if (!tprof_may_read_task(task)) {
-			put_task_struct(task);
-			return -EACCES;
-		}
+		/*
+		 * Admitted (admission.h); its exec lock is held over the read
+		 * (an exec into a setuid image cannot start a new image's
+		 * counts in between), not over the copy to user memory.
+		 */
+		ret = tprof_admit(req.tid, PIDTYPE_PID, 0, &adm);
+		if (ret)
+			return ret;
+		task = adm.task;
 	}
 
 	/*
@@ -225,6 +224,10 @@ long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg)
 	/* No mutex: this is the hot path of runtimes that poll themselves. */
 	ret = tprof_metrics_read_task(task, req.flags & TPROF_THREAD_READ_TOTALS,
 				      &req.thread, &epoch);
+	if (req.tid) {	/* keeps its task reference for a give-back */
+		get_task_struct(task);
+		tprof_admit_end(&adm);
+	}
 	if (!ret && copy_to_user(&uarg->thread, &req.thread, sizeof(req.thread))) {
 		ret = -EFAULT;
 		/* Totals took nothing: there is nothing to give back. */
@@ -295,7 +298,7 @@ out:
  */
 int tprof_metrics_self_mmap(struct vm_area_struct *vma)
 {
-	struct tprof_self_page *fresh, *page = NULL;
+	struct tprof_self_page *fresh, *page = NULL, *dead = NULL;
 	struct tprof_metrics_state *st;
 	struct tprof_mslot *slot;
 	unsigned long flags;
@@ -323,6 +326,12 @@ int tprof_metrics_self_mmap(struct vm_area_struct *vma)
 	raw_spin_lock(&slot->lock);
 	if (slot->key == (u64)(uintptr_t)current) {
 		if (!slot->self_page) {
+			/*
+			 * The page an exec retired, if the reaper has not put
+			 * it yet: ours to put, so the slot holds at most one.
+			 */
+			dead = slot->dead_page;
+			slot->dead_page = NULL;
 			tprof_self_page_init(fresh, slot->identity,
 					     task_pid_vnr(current), &st->config);
 			slot->self_page = fresh;
@@ -337,6 +346,7 @@ int tprof_metrics_self_mmap(struct vm_area_struct *vma)
 	raw_spin_unlock(&slot->lock);
 out:
 	local_irq_restore(flags);
+	tprof_self_page_put(dead);
 	tprof_self_page_put(fresh);
 	if (ret)
 		return ret;
@@ -575,9 +585,14 @@ long tprof_ioctl_drain(struct tprof_drain __user *uarg)
 	} else if (req.pid == 0 || req.pid == task_tgid_vnr(current)) {
 		d.tgid = get_pid(task_tgid(current));
 	} else {
-		ret = tprof_get_process(req.pid, &d.tgid);
+		struct tprof_admission adm;
+
+		/* A read, not an attachment: no lock over the drain's copies. */
+		ret = tprof_admit(req.pid, PIDTYPE_TGID, 0, &adm);
 		if (ret)
 			return ret;
+		d.tgid = tprof_admit_take_pid(&adm);
+		tprof_admit_end(&adm);
 	}
 
 	d.st = tprof_metrics_state_get();

@@ -33,6 +33,7 @@
 #include <linux/pid.h>
 #include <linux/pid_namespace.h>
 #include <linux/ptrace.h>
+#include <linux/rcupdate.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -42,6 +43,7 @@
 #include <asm/cpufeature.h>
 #include <asm/sysreg.h>
 #endif
+#include "admission.h"
 #include "compat.h"
 #include "tprof.h"
 #include "pmu.h"
@@ -336,6 +338,20 @@ static bool tprof_pmu_user_debug_bp(const struct tprof_pmu_counter *k)
 	       tprof_pmu_user_address(k->addr, sizeof(long));
 }
 
+/*
+ * A uprobe writes a breakpoint into the file's pages in every process
+ * that maps it, setuid images included: perf lets only CAP_PERFMON (or
+ * CAP_SYS_ADMIN) register one (perf_uprobe_init()). Anyone else's user
+ * breakpoint is a debug register of the target's threads, which perf
+ * itself removes at an exec into a setuid image. Asked in the caller's
+ * context, without an audit record for a "no".
+ */
+static bool tprof_pmu_caller_may_uprobe(void)
+{
+	return ns_capable_noaudit(&init_user_ns, CAP_PERFMON) ||
+	       ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
+}
+
 static bool tprof_pmu_may_probe(const struct tprof_pmu_program *c,
 				const struct tprof_pmu_counter *k)
 {
@@ -343,7 +359,8 @@ static bool tprof_pmu_may_probe(const struct tprof_pmu_program *c,
 		return true;
 	return IS_ENABLED(CONFIG_ARM64) && k->kind == TPROF_PMU_EV_BREAKPOINT &&
 	       c->scope != TPROF_PMU_SCOPE_CPUS &&
-	       tprof_pmu_user_address(k->addr, sizeof(long));
+	       tprof_pmu_user_address(k->addr, sizeof(long)) &&
+	       tprof_pmu_caller_may_uprobe();
 }
 
 /*
@@ -686,6 +703,29 @@ static bool tprof_pmu_kernel_addresses(const struct tprof_pmu_program *c)
 	return false;
 }
 
+/*
+ * Breakpoints and watchpoints at kernel addresses: perf wants
+ * CAP_SYS_ADMIN for them (hw_breakpoint_parse(): trap recursion in the
+ * kernel's own trap path), whatever the scope, and asks the caller, never
+ * the kernel worker that makes every-CPU events (cpu_events.c).
+ */
+static bool tprof_pmu_kernel_debug_regs(const struct tprof_pmu_program *c)
+{
+	u32 i;
+
+	for (i = 0; i < c->nr_counters; i++) {
+		const struct tprof_pmu_counter *ctr = &c->counters[i];
+
+		if (ctr->kind == TPROF_PMU_EV_BREAKPOINT &&
+		    !tprof_pmu_user_address(ctr->addr, sizeof(long)))
+			return true;
+		if (ctr->kind == TPROF_PMU_EV_WATCHPOINT &&
+		    !tprof_pmu_user_address(ctr->addr, ctr->len))
+			return true;
+	}
+	return false;
+}
+
 /* The target's threads (a reference each): one, or a process's. */
 static int tprof_pmu_targets(const struct tprof_pmu_program *c, struct pid *pid,
 			     struct task_struct ***tasksp, unsigned int *nr)
@@ -817,6 +857,16 @@ static void tprof_pmu_release_events(struct tprof_pmu_prog *p)
 static void tprof_pmu_free(struct tprof_pmu_prog *p)
 {
 	tprof_pmu_release_events(p);
+	/*
+	 * A released event's handler may still be running: software and
+	 * tracepoint events and x86 user debug exceptions run theirs with
+	 * IRQs on, perf's removal IPI can land inside one, and it resumes
+	 * after the release returned. Each runs inside an RCU read-side
+	 * section (perf's swevent hash, the tracepoint, the breakpoint
+	 * handler's lookup; NMIs are one), so after a grace period none is
+	 * left to touch p->cells or queue p->kick.
+	 */
+	synchronize_rcu();
 	if (p->cpu_slots_data || p->cpu_slots_exec) {
 		mutex_lock(&tprof_pmu_slots_lock);
 		tprof_pmu_cpu_slots_data -= p->cpu_slots_data;
@@ -1109,32 +1159,29 @@ err:
 }
 
 /*
- * Who may count what: sampling's rules (sampling_ioctl.c) with the
- * caller's credentials. The target is held by identity (struct pid) while
- * its threads are collected.
+ * Who may count what (admission.h): every CPU needs CAP_PERFMON (EPERM);
+ * a thread or process perf's rules, kernel addresses CAP_PERFMON (EACCES)
+ * and kernel breakpoints and watchpoints CAP_SYS_ADMIN (EPERM). On 0
+ * with a target, @a holds it and its exec lock until its events exist.
  */
 static int tprof_pmu_check_access(const struct tprof_pmu_program *c,
-				  struct pid **pidp, bool *exclude_kernel)
+				  struct tprof_admission *a)
 {
 	bool privileged = perfmon_capable();
-	u32 vpid = c->pid;
 
-	*exclude_kernel = false;
-	*pidp = NULL;
-	if (c->scope == TPROF_PMU_SCOPE_CPUS)	/* system-wide data */
-		return privileged ? 0 : -EPERM;
-	if (!privileged) {
-		int paranoid = tprof_perf_event_paranoid();
-
-		if (paranoid > 2 || tprof_pmu_kernel_addresses(c))
-			return -EACCES;
-		*exclude_kernel = paranoid > 1;
+	memset(a, 0, sizeof(*a));
+	if (c->scope == TPROF_PMU_SCOPE_CPUS && !privileged)	/* system-wide data */
+		return -EPERM;
+	if (!privileged && tprof_pmu_kernel_addresses(c))
+		return -EACCES;
+	if (tprof_pmu_kernel_debug_regs(c) && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (c->scope == TPROF_PMU_SCOPE_CPUS) {
+		a->privileged = true;
+		return 0;
 	}
-	if (vpid == 0)
-		vpid = c->scope == TPROF_PMU_SCOPE_THREAD ?
-			task_pid_vnr(current) : task_tgid_vnr(current);
-	return tprof_get_target(vpid, c->scope == TPROF_PMU_SCOPE_THREAD ?
-				PIDTYPE_PID : PIDTYPE_TGID, pidp);
+	return tprof_admit(c->pid, c->scope == TPROF_PMU_SCOPE_THREAD ?
+			   PIDTYPE_PID : PIDTYPE_TGID, TPROF_ADMIT_PERF, a);
 }
 
 /*
@@ -1161,11 +1208,10 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 			     struct tprof_pmu_program __user *uarg)
 {
 	struct task_struct **tasks = NULL;
+	struct tprof_admission adm;
 	struct tprof_pmu_prog *p;
 	unsigned int n = 0, i;
-	bool exclude_kernel;
 	struct file *file;
-	struct pid *pid;
 	int ret, fd;
 
 	c->fd = 0;	/* output */
@@ -1178,15 +1224,15 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 	ret = tprof_pmu_check_insn_alignment(c);
 	if (ret)
 		return ret;
-	ret = tprof_pmu_check_access(c, &pid, &exclude_kernel);
+	ret = tprof_pmu_check_access(c, &adm);
 	if (ret)
 		return ret;
 	p = tprof_pmu_alloc(c);
 	if (!p) {
-		put_pid(pid);
+		tprof_admit_end(&adm);
 		return -ENOMEM;
 	}
-	p->show_kernel = perfmon_capable();
+	p->show_kernel = adm.privileged;
 	if (c->scope == TPROF_PMU_SCOPE_CPUS) {
 		mutex_lock(&tprof_pmu_slots_lock);
 		ret = tprof_pmu_reserve_cpu_slots(p);
@@ -1194,8 +1240,15 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 			ret = tprof_pmu_create_cpu_events(p);
 		mutex_unlock(&tprof_pmu_slots_lock);
 	} else {
-		ret = tprof_pmu_targets(c, pid, &tasks, &n);
-		p->target = pid;	/* probes: who is in scope */
+		p->target = tprof_admit_take_pid(&adm);	/* probes: who is in scope */
+		/* Probes: the admitted mm; any other must be dumpable (pmu_probe.c). */
+		task_lock(adm.task);
+		if (adm.task->mm) {
+			mmgrab(adm.task->mm);
+			p->target_mm = adm.task->mm;
+		}
+		task_unlock(adm.task);
+		ret = tprof_pmu_targets(c, p->target, &tasks, &n);
 		if (!ret && n * tprof_pmu_events_per_thread(c) > TPROF_PMU_MAX_EVENTS)
 			ret = -E2BIG;
 		if (!ret) {
@@ -1203,13 +1256,15 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 			ret = tprof_pmu_check_task_slots(c, tasks, n);
 			if (!ret)
 				ret = tprof_pmu_create_events(p, tasks, n,
-							      exclude_kernel);
+							      adm.exclude_kernel);
 			mutex_unlock(&tprof_pmu_slots_lock);
 		}
 		for (i = 0; i < n; i++)
 			put_task_struct(tasks[i]);
 		kvfree(tasks);
 	}
+	/* Its events exist: an exec from here on is perf's to end (and ours). */
+	tprof_admit_end(&adm);
 	if (ret)
 		goto err_free;
 

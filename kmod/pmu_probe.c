@@ -46,6 +46,7 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include "admission.h"
 #include "compat.h"
 #include "pmu.h"
 
@@ -85,6 +86,20 @@ static bool tprof_pmu_probe_in_scope(const struct tprof_pmu_prog *p,
 	return in;
 }
 
+/*
+ * The exec transition for probes: an mm other than the one admitted at
+ * creation is the scope's only while it is dumpable for ordinary
+ * observers. A task of the scope that execs a setuid image gets a new,
+ * non-dumpable mm (begin_new_exec() sets it before the image is mapped,
+ * so the filter below sees it): no breakpoint is written there and no hit
+ * of it counts, as perf_event_exit_task() ends perf's per-task events.
+ */
+static bool tprof_pmu_probe_mm_ok(const struct tprof_pmu_prog *p,
+				  struct mm_struct *mm)
+{
+	return mm == p->target_mm || (mm && tprof_mm_user_dumpable(mm));
+}
+
 /* Which mms get the breakpoint: the target's, and the scope's own. */
 static bool tprof_pmu_probe_filter(TPROF_UPROBE_FILTER_PROTO)
 {
@@ -92,7 +107,8 @@ static bool tprof_pmu_probe_filter(TPROF_UPROBE_FILTER_PROTO)
 	const struct tprof_pmu_prog *p = pr->ctr->prog;
 
 	return mm == p->target_mm ||
-	       (mm == current->mm && tprof_pmu_probe_in_scope(p, current));
+	       (mm == current->mm && tprof_pmu_probe_mm_ok(p, mm) &&
+		tprof_pmu_probe_in_scope(p, current));
 }
 
 /* Task context, before the probed instruction runs (regs->pc: its address). */
@@ -100,7 +116,8 @@ static int tprof_pmu_probe_handler(TPROF_UPROBE_HANDLER_PROTO)
 {
 	struct tprof_pmu_probe *pr = container_of(uc, struct tprof_pmu_probe, uc);
 
-	if (!tprof_pmu_probe_in_scope(pr->ctr->prog, current))
+	if (!tprof_pmu_probe_mm_ok(pr->ctr->prog, current->mm) ||
+	    !tprof_pmu_probe_in_scope(pr->ctr->prog, current))
 		return 0;
 	/* The per-hit path expects what perf's handlers run with. */
 	preempt_disable();
@@ -177,7 +194,12 @@ static int tprof_pmu_kprobe_handler(struct kprobe *kp, struct pt_regs *regs)
 {
 	struct tprof_pmu_probe *pr = container_of(kp, struct tprof_pmu_probe, kp);
 
-	if (tprof_pmu_probe_in_scope(pr->ctr->prog, current))
+	const struct tprof_pmu_prog *p = pr->ctr->prog;
+
+	/* A thread or process scope ends at a setuid exec, as with uprobes. */
+	if (tprof_pmu_probe_in_scope(p, current) &&
+	    (p->config.scope == TPROF_PMU_SCOPE_CPUS || !current->mm ||
+	     tprof_pmu_probe_mm_ok(p, current->mm)))
 		tprof_pmu_hit(pr->ctr, regs);
 	return 0;	/* single-step the instruction */
 }

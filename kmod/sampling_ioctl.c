@@ -156,6 +156,7 @@ static long tprof_sampling_start(struct file *file,
 {
 	struct tprof_sampling_config c;
 	struct perf_event_attr attr;
+	struct tprof_admission adm = {};
 	struct pid *target = NULL;
 	struct tprof_session *s;
 	size_t ctl_bytes;
@@ -174,34 +175,25 @@ static long tprof_sampling_start(struct file *file,
 	if (ret)
 		return ret;
 	/*
-	 * Who may sample what: perf's rules with the caller's credentials.
-	 * The whole machine needs CAP_PERFMON (EPERM). One process needs
-	 * ptrace-read rights over it (perm.c: EACCES, ESRCH) and, without
-	 * CAP_PERFMON, kernel.perf_event_paranoid <= 2 (EACCES, as perf); at
-	 * 2 kernel mode is not sampled at all, below it is sampled with its
-	 * addresses withheld. The session holds the process's identity
-	 * (struct pid), never its number.
+	 * Who may sample what (admission.h): the whole machine needs
+	 * CAP_PERFMON (EPERM); one process perf's rules (EACCES, ESRCH,
+	 * EINTR), at paranoid 2 user mode only, below it kernel mode with its
+	 * addresses withheld. The target's exec lock is held until its
+	 * counters exist, so an exec into a setuid image either comes first
+	 * (and is refused here) or after them (and ends them: hooks.c). The
+	 * session holds the process's identity (struct pid), never its number.
 	 */
 	privileged = perfmon_capable();
 	if (c.pid == TPROF_PID_ALL) {
 		if (!privileged)
 			return -EPERM;
 	} else {
-		ret = tprof_get_process(c.pid, &target);
+		ret = tprof_admit(c.pid, PIDTYPE_TGID, TPROF_ADMIT_PERF, &adm);
 		if (ret)
 			return ret;
+		target = tprof_admit_take_pid(&adm);
 		c.pid = pid_vnr(target);
-		if (!privileged) {
-			int paranoid = tprof_perf_event_paranoid();
-
-			/* 3 (Debian's default): no unprivileged perf at all. */
-			if (paranoid > 2) {
-				put_pid(target);
-				return -EACCES;
-			}
-			/* 2: user space only, as perf's exclude_kernel. */
-			exclude_kernel = paranoid > 1;
-		}
+		exclude_kernel = adm.exclude_kernel;
 	}
 
 	mutex_lock(&tprof_sampling_mutex);
@@ -281,6 +273,7 @@ static long tprof_sampling_start(struct file *file,
 	/* Published last: mmap() and poll() read it without the mutex. */
 	smp_store_release(&file->private_data, s);
 	mutex_unlock(&tprof_sampling_mutex);
+	tprof_admit_end(&adm);
 	if (copy_to_user(uarg, &c, sizeof(c)))
 		return -EFAULT;	/* the session runs; the owner can stop it */
 	return 0;
@@ -292,6 +285,7 @@ err_free:
 	tprof_session_free(s);
 out_unlock:
 	mutex_unlock(&tprof_sampling_mutex);
+	tprof_admit_end(&adm);
 	put_pid(target);
 	return ret;
 }

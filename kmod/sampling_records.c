@@ -235,7 +235,7 @@ void tprof_sampling_on_exec(struct task_struct *p)
 	 * has already exited the process's task counters (begin_new_exec()),
 	 * and its records end here too.
 	 */
-	if (s->target && p->mm && get_dumpable(p->mm) != SUID_DUMP_USER) {
+	if (s->target && tprof_exec_leaves_observers(p)) {
 		tprof_follow_remove(s, task_tgid(p));
 		return;
 	}

@@ -82,13 +82,8 @@ long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg);
 int tprof_pmu_init(void);
 void tprof_pmu_exit(void);
 
-/* perm.c: who may read whose data. */
-bool tprof_may_read_task(struct task_struct *task);
-int tprof_check_process_access(u32 *pid);
-struct pid;
-int tprof_get_process(u32 vpid, struct pid **pidp);
-int tprof_get_target(u32 vpid, enum pid_type type, struct pid **pidp);
-int tprof_perf_event_paranoid(void);
+/* admission.c: who may attach what (admission.h). */
+#include "admission.h"
 
 /* dev.c: /dev/tprof. */
 int tprof_dev_init(void);

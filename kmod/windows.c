@@ -165,7 +165,7 @@ void tprof_windows_on_exec(struct tprof_session *s, struct task_struct *p)
 
 	if (!t)
 		return;
-	secure = !s->show_kernel && p->mm && get_dumpable(p->mm) != SUID_DUMP_USER;
+	secure = !s->show_kernel && tprof_exec_leaves_observers(p);
 	n = smp_load_acquire(&t->nr);
 	for (i = 0; i < n; i++)
 		if (t->w[i]->g.kind == TPROF_WINDOW_PROFIL ||
@@ -197,7 +197,6 @@ static long tprof_windows_owner(struct file *file)
 	return tprof_sampling_state() == TPROF_STATE_SAMPLING ? -EPERM : -ENODATA;
 }
 
-/* The sampling rules for one process; *pid becomes its global tgid. */
 static void tprof_window_free(struct tprof_window *w)
 {
 	kvfree(w->cells);
@@ -210,6 +209,7 @@ long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *u
 	struct tprof_window_table *t;
 	struct tprof_window_add a;
 	struct tprof_wm_geom g;
+	struct tprof_admission adm = {};
 	struct tprof_window *w;
 	u32 pid = 0;
 	long ret;
@@ -227,19 +227,27 @@ long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *u
 		if (!perfmon_capable())
 			return -EPERM;
 	} else {
-		pid = a.pid ? a.pid : task_tgid_vnr(current);
-		ret = tprof_check_process_access(&pid);
+		/*
+		 * Admitted (admission.h) and held until the window is
+		 * published: an exec into a setuid image comes before (EACCES)
+		 * or after, where tprof_windows_on_exec() forgets the process.
+		 */
+		ret = tprof_admit(a.pid, PIDTYPE_TGID, 0, &adm);
 		if (ret)
 			return ret;
+		pid = pid_nr(adm.pid);
 	}
 
-	w = kzalloc(sizeof(*w), GFP_KERNEL);
-	if (!w)
+	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
+	if (!w) {
+		tprof_admit_end(&adm);
 		return -ENOMEM;
+	}
 	if (g.nr_cells) {
-		w->cells = kvcalloc(g.nr_cells, sizeof(*w->cells), GFP_KERNEL);
+		w->cells = kvcalloc(g.nr_cells, sizeof(*w->cells), GFP_KERNEL_ACCOUNT);
 		if (!w->cells) {
 			kfree(w);
+			tprof_admit_end(&adm);
 			return -ENOMEM;
 		}
 	}
@@ -272,6 +280,7 @@ long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *u
 	}
 unlock:
 	mutex_unlock(&tprof_windows_mutex);
+	tprof_admit_end(&adm);
 	if (ret) {
 		tprof_window_free(w);
 		return ret;

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Who may read whose data. perf's model: CAP_PERFMON (or CAP_SYS_ADMIN) for
- * anything; otherwise a process may read its own threads, and another
- * process's only with ptrace-read rights. ptrace_may_access() is not
- * exported to modules, so this applies its credential rules (same uid and
- * gid as the target's real, effective and saved ids, target dumpable, its
- * permitted capabilities a subset of the caller's) without the LSM hooks (e.g. Yama's ptrace_scope is not consulted).
+ * Who may attach what to which task: perf's rules in perf's order, and the
+ * exec transition's test (admission.h). ptrace_may_access() is not
+ * exported to modules, so __ptrace_may_access()'s credential rules for
+ * PTRACE_MODE_READ_REALCREDS and cap_ptrace_access_check()'s capability
+ * rule are applied here, without the LSM hooks (e.g. Yama's ptrace_scope
+ * is not consulted).
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
@@ -17,11 +17,22 @@
 #include <linux/pid.h>
 #include <linux/pid_namespace.h>
 #include <linux/rcupdate.h>
+#include <linux/rwsem.h>
 #include <linux/sched.h>
 #include <linux/sched/coredump.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
-#include "tprof.h"
+#include "admission.h"
+
+bool tprof_mm_user_dumpable(struct mm_struct *mm)
+{
+	return get_dumpable(mm) == SUID_DUMP_USER;
+}
+
+bool tprof_exec_leaves_observers(struct task_struct *p)
+{
+	return p->mm && !tprof_mm_user_dumpable(p->mm);
+}
 
 bool tprof_may_read_task(struct task_struct *task)
 {
@@ -34,16 +45,20 @@ bool tprof_may_read_task(struct task_struct *task)
 
 	rcu_read_lock();
 	tcred = __task_cred(task);
+	/* __ptrace_may_access(): the caller's real ids are all of the target's. */
 	ok = uid_eq(cred->uid, tcred->euid) && uid_eq(cred->uid, tcred->suid) &&
 	     uid_eq(cred->uid, tcred->uid) && gid_eq(cred->gid, tcred->egid) &&
 	     gid_eq(cred->gid, tcred->sgid) && gid_eq(cred->gid, tcred->gid);
+	if (!ok)
+		ok = ns_capable_noaudit(tcred->user_ns, CAP_SYS_PTRACE);
 	/*
-	 * ptrace's capability rule (cap_ptrace_access_check()): without
-	 * CAP_SYS_PTRACE over the target, the target's permitted capabilities
-	 * must be a subset of the caller's (a same-uid process that kept
-	 * capabilities is not readable by one that has none).
+	 * cap_ptrace_access_check(): without CAP_SYS_PTRACE over the target,
+	 * its permitted capabilities must be a subset of the caller's, and
+	 * both in one user namespace: full capabilities in a namespace of
+	 * one's own are nothing over a process outside it.
 	 */
-	if (ok && !cap_issubset(tcred->cap_permitted, cred->cap_permitted) &&
+	if (ok && !(cred->user_ns == tcred->user_ns &&
+		    cap_issubset(tcred->cap_permitted, cred->cap_permitted)) &&
 	    !ns_capable_noaudit(tcred->user_ns, CAP_SYS_PTRACE))
 		ok = false;
 	rcu_read_unlock();
@@ -52,55 +67,36 @@ bool tprof_may_read_task(struct task_struct *task)
 
 	task_lock(task);
 	mm = task->mm;
-	if (mm && get_dumpable(mm) != SUID_DUMP_USER)
+	if (mm && !tprof_mm_user_dumpable(mm) &&
+	    !ns_capable_noaudit(mm->user_ns, CAP_SYS_PTRACE))
 		ok = false;
 	task_unlock(task);
 	return ok;
 }
 
-/*
- * May the caller read process *@pid (a pid in the caller's namespace)?
- * 0 and *@pid turned into the global thread-group id, or -ESRCH (no such
- * process) or -EACCES.
- */
-int tprof_check_process_access(u32 *pid)
-{
-	struct task_struct *task;
-	bool ok;
-
-	rcu_read_lock();
-	task = pid_task(find_vpid(*pid), PIDTYPE_TGID);
-	if (task)
-		get_task_struct(task);
-	rcu_read_unlock();
-	if (!task)
-		return -ESRCH;
-	ok = tprof_may_read_task(task);
-	*pid = task->tgid;
-	put_task_struct(task);
-	return ok ? 0 : -EACCES;
-}
-
-/*
- * As tprof_check_process_access(), but returns a reference on the process's
- * struct pid (its identity: the number may be reused once it exits).
- */
-int tprof_get_process(u32 vpid, struct pid **pidp)
-{
-	return tprof_get_target(vpid, PIDTYPE_TGID, pidp);
-}
-
-/*
- * The same for a thread (PIDTYPE_PID) or a process (PIDTYPE_TGID): a
- * reference on its struct pid if the caller may read it; -ESRCH, -EACCES.
- */
-int tprof_get_target(u32 vpid, enum pid_type type, struct pid **pidp)
+int tprof_admit(u32 vpid, enum pid_type type, unsigned int flags,
+		struct tprof_admission *a)
 {
 	struct task_struct *task;
 	struct pid *pid;
-	bool ok;
+	int ret;
 
-	pid = find_get_pid(vpid);
+	memset(a, 0, sizeof(*a));
+	a->privileged = perfmon_capable();
+	/* 1. perf_event_paranoid (perf_event_open(), Debian's level 3 too). */
+	if ((flags & TPROF_ADMIT_PERF) && !a->privileged) {
+		int paranoid = tprof_perf_event_paranoid();
+
+		if (paranoid > 2)
+			return -EACCES;
+		a->exclude_kernel = paranoid > 1;
+	}
+	/* 2. The target, by identity from here on. */
+	if (vpid == 0)
+		pid = get_pid(type == PIDTYPE_PID ? task_pid(current) :
+			      task_tgid(current));
+	else
+		pid = find_get_pid(vpid);
 	if (!pid)
 		return -ESRCH;
 	rcu_read_lock();
@@ -112,14 +108,34 @@ int tprof_get_target(u32 vpid, enum pid_type type, struct pid **pidp)
 		put_pid(pid);
 		return -ESRCH;
 	}
-	ok = tprof_may_read_task(task);
-	put_task_struct(task);
-	if (!ok) {
+	/* 3. No exec may change its credentials until tprof_admit_end(). */
+	ret = down_read_interruptible(&task->signal->exec_update_lock);
+	if (ret) {
+		put_task_struct(task);
+		put_pid(pid);
+		return ret;
+	}
+	/* 4. perf_check_permission(). */
+	if (!tprof_may_read_task(task)) {
+		up_read(&task->signal->exec_update_lock);
+		put_task_struct(task);
 		put_pid(pid);
 		return -EACCES;
 	}
-	*pidp = pid;
+	a->task = task;
+	a->pid = pid;
 	return 0;
+}
+
+void tprof_admit_end(struct tprof_admission *a)
+{
+	if (a->task) {
+		up_read(&a->task->signal->exec_update_lock);
+		put_task_struct(a->task);
+		a->task = NULL;
+	}
+	put_pid(a->pid);
+	a->pid = NULL;
 }
 
 /*

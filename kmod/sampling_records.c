@@ -313,6 +313,12 @@ static void tprof_capture_maps(struct tprof_session *s,
 	struct vm_area_struct *vma;
 	VMA_ITERATOR(vmi, r->mm, 0);
 
+	/*
+	 * A sample between exec_mmap() and the exec hook may have asked for
+	 * a setuid image's maps: not for an owner without CAP_PERFMON.
+	 */
+	if (!s->show_kernel && !tprof_mm_user_dumpable(r->mm))
+		return;
 	mmap_read_lock(r->mm);
 	for_each_vma(vmi, vma) {
 		char *path;

@@ -130,12 +130,16 @@ std::string Hint(const Error& error, Doing doing) {
       if (err == EACCES)
         return "see `sysctl kernel.perf_event_paranoid` (2 allows your own processes) or run "
                "with CAP_PERFMON";
+      if (err == EPERM)
+        return "breakpoints and watchpoints at kernel addresses need CAP_SYS_ADMIN (root), "
+               "as perf's";
       if (err == EBUSY) return BreakpointBusyHint();
       break;
     case Doing::kPmuAllCpus:
       if (err == EPERM)
         return "counting on every CPU (-a) sees every process: it needs CAP_PERFMON (or "
-               "root); without it use --pid, --tid or -- CMD";
+               "root), and breakpoints or watchpoints at kernel addresses CAP_SYS_ADMIN; "
+               "without them use --pid, --tid or -- CMD";
       if (err == EBUSY) return BreakpointBusyHint();
       break;
     default:

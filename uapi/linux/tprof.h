@@ -59,10 +59,16 @@
  *   TPROF_IOC_THREAD_READ (struct tprof_thread_read, read/write)
  *     Read-and-zero of one thread's TCum. tid 0 is the calling thread, and
  *     then the value includes the current time slice. Another process's
- *     thread needs CAP_PERFMON/CAP_SYS_ADMIN or the same real and effective
- *     uid as its owner with the target dumpable (ptrace-read rules without
- *     LSM hooks): else EACCES. ESRCH: no such thread, or not tracked.
- *     ENODATA: accounting is off.
+ *     thread needs CAP_PERFMON/CAP_SYS_ADMIN or ptrace-read rights over it
+ *     (perf's PTRACE_MODE_READ_REALCREDS without LSM hooks: the caller's
+ *     real uid and gid are all of the target's, the target's permitted
+ *     capabilities a subset of the caller's in the same user namespace
+ *     (or CAP_SYS_PTRACE over it), the target dumpable): else EACCES.
+ *     ESRCH: no such thread, or not tracked. EINTR: a signal arrived while
+ *     the target was exec'ing (its exec_update_lock is taken, as perf
+ *     does). ENODATA: accounting is off. A thread that execs a
+ *     non-dumpable (setuid, setgid, file capabilities) image gets a new
+ *     identity and totals from zero (its deltas not yet read stay).
  *     flags TPROF_THREAD_READ_TOTALS (ABI 1.8): a read that takes nothing:
  *     the values are everything charged to the thread since accounting
  *     (re)started or the thread appeared (an odometer, as the self page's
@@ -104,9 +110,10 @@
  *   and, at each switch-in, stamps tsc_in. Read it in a seqcount loop, see
  *   tprof_self_page. EINVAL: a length other than one page. EPERM:
  *   PROT_WRITE. ENODATA: accounting is off. ESRCH: the caller is not
- *   tracked (table full). The page stays mapped when accounting stops or
- *   the thread exits, with TPROF_SELF_LIVE cleared; after a restart map a
- *   new one.
+ *   tracked (table full). The page stays mapped when accounting stops,
+ *   the thread exits or it execs a non-dumpable (setuid) image, with
+ *   TPROF_SELF_LIVE cleared and no longer updated; after a restart (or in
+ *   the new image) map a new one.
  *
  *   Sampling (ABI 1.2; design: US5355487, the Instruction Address Sampler).
  *   One session at a time, owned by the file descriptor that started it;
@@ -134,7 +141,10 @@
  *   TPROF_IOC_SAMPLING_START (struct tprof_sampling_config, read/write)
  *     pid TPROF_PID_ALL (system-wide) needs CAP_PERFMON/CAP_SYS_ADMIN, else
  *     EPERM; one process needs the TPROF_IOC_THREAD_READ rights over it,
- *     else EACCES (ESRCH: no such process). Without CAP_PERFMON perf's
+ *     else EACCES (ESRCH: no such process; EINTR: a signal while it was
+ *     exec'ing: the check and the session's counters are made under its
+ *     exec_update_lock, as perf does, so an exec into a setuid image
+ *     either comes first and is refused, or after and ends them). Without CAP_PERFMON perf's
  *     kernel.perf_event_paranoid applies: 3 and above refuse (EACCES), 2
  *     samples user mode only, 1 and below also kernel mode with ip = caller
  *     = 0. One process is sampled with inherited per-task counters (as perf
@@ -846,6 +856,17 @@ struct tprof_window_list {
  *   at 2, or with TPROF_PMU_CTR_USER_ONLY, kernel mode is not counted;
  *   kernel addresses (breakpoints, watchpoints, ranges, data ranges) need CAP_PERFMON
  *   (EACCES); without it an event's ip is 0 when it is a kernel address.
+ *   Breakpoints and watchpoints at kernel addresses need CAP_SYS_ADMIN
+ *   in every scope, as perf's (EPERM with CAP_PERFMON alone). THREAD and
+ *   PROCESS are checked and created under the target's exec_update_lock
+ *   (EINTR: a signal meanwhile). A thread of the scope that execs a
+ *   non-dumpable (setuid, setgid, file capabilities) image is no longer
+ *   counted from that exec on: perf exits its events, and on arm64 the
+ *   uprobes (below) are neither installed in nor counted for such an
+ *   image. On arm64 a user-address execution breakpoint is a uprobe
+ *   only for a caller with CAP_PERFMON or CAP_SYS_ADMIN (perf's rule for
+ *   its uprobe PMU); anyone else's is a debug register of the target's
+ *   threads (with a stepper when seen per hit: ENOSPC when they do not fit).
  *   EINVAL: no counter or too many, unknown kind/flags/scope/op/rearm, a
  *   rule term naming no counter, more than 4 terms or none, |multiplier|
  *   above TPROF_PMU_MAX_MULTIPLIER, an empty or inverted range, a data
@@ -862,7 +883,8 @@ struct tprof_window_list {
  *   tprof.ko's own code (its hits would recurse); on arm64 any execution
  *   breakpoint at an address not 4-byte aligned (no instruction starts
  *   there).
- *   EPERM: scope CPUS without CAP_PERFMON/CAP_SYS_ADMIN.
+ *   EPERM: scope CPUS without CAP_PERFMON/CAP_SYS_ADMIN; a kernel-address
+ *   breakpoint or watchpoint without CAP_SYS_ADMIN.
  *   ENOENT: no such event (unknown software event or tracepoint id).
  *   EOPNOTSUPP: hardware events without a usable PMU; on arm64 an
  *   instruction a uprobe cannot step over. EBUSY (arm64): a user breakpoint

@@ -49,8 +49,10 @@ static void tprof_probe_sched_process_exec(void *data, struct task_struct *p,
 					   struct linux_binprm *bprm)
 {
 	this_cpu_inc(tprof_cpu_counters.execs);
+	/* Each ends what it holds on @p if it left its observers (admission.h). */
 	tprof_metrics_exec(p);
 	tprof_sampling_on_exec(p);
+	tprof_pmu_on_exec(p);
 }
 
 static void tprof_probe_sched_process_exit(void *data,

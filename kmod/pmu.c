@@ -245,6 +245,51 @@ static void tprof_pmu_count(struct tprof_pmu_ctr *ctr, struct pt_regs *regs,
 	}
 }
 
+/*
+ * The thread; or the process and its descendants (perf's inherit); or,
+ * for scope CPUS, every task.
+ */
+bool tprof_pmu_in_scope(const struct tprof_pmu_prog *p, struct task_struct *t)
+{
+	bool in = false;
+
+	if (p->config.scope == TPROF_PMU_SCOPE_CPUS)
+		return true;
+	if (p->config.scope == TPROF_PMU_SCOPE_THREAD)
+		return task_pid(t) == p->target;
+	rcu_read_lock();
+	/* Up to the idle task (pid 0), the parent of init and kthreadd. */
+	for (; t->pid; t = rcu_dereference(t->real_parent)) {
+		if (task_tgid(t) == p->target) {
+			in = true;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return in;
+}
+
+/*
+ * sched_process_exec (preemption off): @t exec'd an image its observers
+ * may not see. perf has exited its events (perf_event_exit_task()) and
+ * the probes refuse its new mm (pmu_probe.c); each program of a thread or
+ * process that had it in scope counts that it left (exec_left), so that
+ * its creator learns why the counts stop. Setuid execs are rare: a walk.
+ */
+void tprof_pmu_on_exec(struct task_struct *t)
+{
+	struct tprof_pmu_prog *p;
+
+	if (!tprof_exec_leaves_observers(t))
+		return;
+	rcu_read_lock();
+	list_for_each_entry_rcu(p, &tprof_pmu_programs, node)
+		if (p->config.scope != TPROF_PMU_SCOPE_CPUS && p->target &&
+		    tprof_pmu_in_scope(p, t))
+			atomic64_inc(&p->exec_left);
+	rcu_read_unlock();
+}
+
 /* A probe's hit (pmu_probe.c): breakpoints carry no data address. */
 void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs)
 {
@@ -1280,7 +1325,7 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 		goto err_free;
 	}
 	mutex_lock(&tprof_pmu_programs_lock);
-	list_add(&p->node, &tprof_pmu_programs);
+	list_add_rcu(&p->node, &tprof_pmu_programs);	/* the exec hook reads it */
 	mutex_unlock(&tprof_pmu_programs_lock);
 	if (put_user(fd, &uarg->fd)) {
 		put_unused_fd(fd);
@@ -1374,6 +1419,7 @@ static long tprof_pmu_read(struct tprof_pmu_prog *p,
 	v.events_queued = atomic64_read(&p->queued);
 	v.events_sent = atomic64_read(&p->sent);
 	v.events_lost = atomic64_read(&p->lost);
+	v.exec_left = atomic64_read(&p->exec_left);
 	v.armed = atomic_read(&p->armed);
 	return copy_to_user(uarg, &v, sizeof(v)) ? -EFAULT : 0;
 }
@@ -1425,7 +1471,7 @@ static int tprof_pmu_release(struct inode *inode, struct file *file)
 	struct tprof_pmu_prog *p = file->private_data;
 
 	mutex_lock(&tprof_pmu_programs_lock);
-	list_del(&p->node);
+	list_del_rcu(&p->node);	/* freed after a grace period */
 	mutex_unlock(&tprof_pmu_programs_lock);
 	tprof_pmu_free(p);
 	return 0;

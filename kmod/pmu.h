@@ -89,6 +89,7 @@ struct tprof_pmu_prog {
 	atomic_long_t enqueue_pos;
 	unsigned long dequeue_pos;	/* the send work's */
 	atomic64_t raised, queued, sent, lost, lost_pending;
+	atomic64_t exec_left;	/* scope threads gone into a setuid image */
 	struct irq_work kick;	/* from the overflow handler (any context) */
 	struct work_struct send_work;
 
@@ -100,6 +101,7 @@ struct tprof_pmu_prog {
 
 /* pmu.c */
 void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs);
+bool tprof_pmu_in_scope(const struct tprof_pmu_prog *p, struct task_struct *t);
 bool tprof_pmu_pop(struct tprof_pmu_prog *p, struct tprof_pmu_event *ev);
 struct tprof_pmu_prog *tprof_pmu_prog_from_file(struct file *file);
 extern struct mutex tprof_pmu_programs_lock;

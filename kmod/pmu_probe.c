@@ -62,31 +62,6 @@ struct tprof_pmu_probe {
 };
 
 /*
- * The thread; or the process and its descendants (perf's inherit); or,
- * for scope CPUS, every task.
- */
-static bool tprof_pmu_probe_in_scope(const struct tprof_pmu_prog *p,
-				     struct task_struct *t)
-{
-	bool in = false;
-
-	if (p->config.scope == TPROF_PMU_SCOPE_CPUS)
-		return true;
-	if (p->config.scope == TPROF_PMU_SCOPE_THREAD)
-		return task_pid(t) == p->target;
-	rcu_read_lock();
-	/* Up to the idle task (pid 0), the parent of init and kthreadd. */
-	for (; t->pid; t = rcu_dereference(t->real_parent)) {
-		if (task_tgid(t) == p->target) {
-			in = true;
-			break;
-		}
-	}
-	rcu_read_unlock();
-	return in;
-}
-
-/*
  * The exec transition for probes: an mm other than the one admitted at
  * creation is the scope's only while it is dumpable for ordinary
  * observers. A task of the scope that execs a setuid image gets a new,
@@ -108,7 +83,7 @@ static bool tprof_pmu_probe_filter(TPROF_UPROBE_FILTER_PROTO)
 
 	return mm == p->target_mm ||
 	       (mm == current->mm && tprof_pmu_probe_mm_ok(p, mm) &&
-		tprof_pmu_probe_in_scope(p, current));
+		tprof_pmu_in_scope(p, current));
 }
 
 /* Task context, before the probed instruction runs (regs->pc: its address). */
@@ -117,7 +92,7 @@ static int tprof_pmu_probe_handler(TPROF_UPROBE_HANDLER_PROTO)
 	struct tprof_pmu_probe *pr = container_of(uc, struct tprof_pmu_probe, uc);
 
 	if (!tprof_pmu_probe_mm_ok(pr->ctr->prog, current->mm) ||
-	    !tprof_pmu_probe_in_scope(pr->ctr->prog, current))
+	    !tprof_pmu_in_scope(pr->ctr->prog, current))
 		return 0;
 	/* The per-hit path expects what perf's handlers run with. */
 	preempt_disable();
@@ -197,7 +172,7 @@ static int tprof_pmu_kprobe_handler(struct kprobe *kp, struct pt_regs *regs)
 	const struct tprof_pmu_prog *p = pr->ctr->prog;
 
 	/* A thread or process scope ends at a setuid exec, as with uprobes. */
-	if (tprof_pmu_probe_in_scope(p, current) &&
+	if (tprof_pmu_in_scope(p, current) &&
 	    (p->config.scope == TPROF_PMU_SCOPE_CPUS || !current->mm ||
 	     tprof_pmu_probe_mm_ok(p, current->mm)))
 		tprof_pmu_hit(pr->ctr, regs);

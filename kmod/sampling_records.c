@@ -222,6 +222,27 @@ void tprof_sampling_on_fork(struct task_struct *parent, struct task_struct *chil
 			 TPROF_COMM_FORK);
 }
 
+/* An EXIT record of @p's process; @flags: TPROF_EXIT_*. */
+static void tprof_write_exit(struct tprof_session *s, struct task_struct *p,
+			     u32 flags)
+{
+	struct tprof_sampling_cpu *pc;
+	struct tprof_rec_exit *rec;
+	unsigned long irqs;
+
+	local_irq_save(irqs);
+	rec = tprof_record_begin(s, &pc, sizeof(*rec), false);
+	if (rec) {
+		rec->hdr.type = TPROF_REC_EXIT;
+		rec->hdr.size = sizeof(*rec);
+		rec->time_ns = local_clock();
+		rec->pid = task_tgid_nr_ns(p, s->pid_ns);
+		rec->flags = flags;
+		tprof_record_end(pc);
+	}
+	local_irq_restore(irqs);
+}
+
 void tprof_sampling_on_exec(struct task_struct *p)
 {
 	struct tprof_session *s = tprof_live_session();
@@ -236,7 +257,9 @@ void tprof_sampling_on_exec(struct task_struct *p)
 	 * and its records end here too.
 	 */
 	if (s->target && tprof_exec_leaves_observers(p)) {
-		tprof_follow_remove(s, task_tgid(p));
+		/* The owner learns that it left, and why (not what it became). */
+		if (tprof_follow_remove(s, task_tgid(p)))
+			tprof_write_exit(s, p, TPROF_EXIT_SECURE_EXEC);
 		return;
 	}
 	tprof_write_comm(s, p, 0, TPROF_COMM_EXEC);
@@ -245,9 +268,6 @@ void tprof_sampling_on_exec(struct task_struct *p)
 void tprof_sampling_on_exit(struct task_struct *p)
 {
 	struct tprof_session *s = tprof_live_session();
-	struct tprof_sampling_cpu *pc;
-	struct tprof_rec_exit *rec;
-	unsigned long flags;
 
 	if (!s)
 		return;
@@ -266,16 +286,7 @@ void tprof_sampling_on_exit(struct task_struct *p)
 		return;	/* another thread wrote it */
 	if (s->target && !tprof_follow_remove(s, task_tgid(p)))
 		return;
-	local_irq_save(flags);
-	rec = tprof_record_begin(s, &pc, sizeof(*rec), false);
-	if (rec) {
-		rec->hdr.type = TPROF_REC_EXIT;
-		rec->hdr.size = sizeof(*rec);
-		rec->time_ns = local_clock();
-		rec->pid = task_tgid_nr_ns(p, s->pid_ns);
-		tprof_record_end(pc);
-	}
-	local_irq_restore(flags);
+	tprof_write_exit(s, p, 0);
 }
 
 /* ---- Address-space records (workqueue) ------------------------------------ */

@@ -79,6 +79,7 @@ long tprof_ioctl_window_list(struct file *file, struct tprof_window_list __user 
 /* pmu*.c: PMU programs (see pmu.h). */
 struct tprof_pmu_program;
 long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg);
+void tprof_pmu_on_exec(struct task_struct *t);
 int tprof_pmu_init(void);
 void tprof_pmu_exit(void);
 

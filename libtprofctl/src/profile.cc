@@ -175,6 +175,12 @@ size_t ProfileBuilder::AddRecord(const tprof_rec_header* rec, size_t avail_bytes
         p.pid = e.pid;
         p.exited = true;
         p.exit_time_ns = e.time_ns;
+        if (e.flags & TPROF_EXIT_SECURE_EXEC) {
+          // It exec'd an image the recorder may not see (setuid...): the
+          // profile ends there for it. How many did, for the reports.
+          std::string& n = profile_.attributes[kLeftAtSetuidExec];
+          n = std::to_string((n.empty() ? 0 : std::stoull(n)) + 1);
+        }
       }
       break;
     }

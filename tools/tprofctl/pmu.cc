@@ -87,7 +87,8 @@ void PrintTotals(const tprof_pmu_values& v, const pmu::ProgramSpec& spec, bool j
                                 {"rules", std::move(rules)},
                                 {"events_sent", uint64_t(v.events_sent)},
                                 {"events_lost", uint64_t(v.events_lost)},
-                                {"hits_missed", uint64_t(v.hits_missed)}};
+                                {"hits_missed", uint64_t(v.hits_missed)},
+                                {"exec_left", uint64_t(v.exec_left)}};
     std::printf("%s\n", j.dump().c_str());
     return;
   }
@@ -103,6 +104,10 @@ void PrintTotals(const tprof_pmu_values& v, const pmu::ProgramSpec& spec, bool j
   if (v.hits_missed)  // arm64: the CPU reported an address outside every watched byte
     std::printf("watchpoint hits missed: %" PRIu64 " (counted by no counter; see README, arm64)\n",
                 uint64_t(v.hits_missed));
+  if (v.exec_left)  // perf's rule: a setuid image is not counted for its old observers
+    std::printf("threads that exec'd a setuid or privileged program: %" PRIu64
+                " (not counted from that exec on)\n",
+                uint64_t(v.exec_left));
 }
 
 int RunList(bool all) {

@@ -254,6 +254,10 @@ void PrintSummary(const Profile& p, const std::string& path) {
   std::printf("tprofctl: profile written to %s: %" PRIu64 " samples, %" PRIu64
               " lost\n",
               path.c_str(), p.TotalSamples(), p.TotalLostSamples());
+  if (auto it = p.attributes.find(kLeftAtSetuidExec); it != p.attributes.end())
+    std::printf("tprofctl: %s process(es) exec'd a setuid or privileged program and left the "
+                "profile there (as perf: without CAP_PERFMON such an image is not observed)\n",
+                it->second.c_str());
 }
 
 void WriteResult(const std::string& text) {

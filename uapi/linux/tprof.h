@@ -153,7 +153,7 @@
  *     process's identity, not its number (a process that later gets the
  *     same pid is not seen). A followed process that execs a non-dumpable
  *     (e.g. setuid) program leaves the session: no samples, COMM or MAP of
- *     it any more. EBUSY: a session is running.
+ *     it any more; an EXIT record with TPROF_EXIT_SECURE_EXEC says so. EBUSY: a session is running.
  *     TPROF_SAMPLING_STACKS (ABI 1.8) makes every sample carry its whole
  *     stack, kernel and user part, at most stack_depth frames (see struct
  *     tprof_rec_stack); TPROF_SAMPLING_CALLERS keeps filling caller.
@@ -261,7 +261,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 11 /* 1.11: data ranges of page-fault counters, arm64 per-hit watchpoints */
+#define TPROF_ABI_MINOR 12 /* 1.12: the setuid-exec transition says so (EXIT flags, exec_left) */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -641,11 +641,16 @@ struct tprof_rec_comm {
 	char comm[16];        /* NUL-padded */
 };
 
+/* tprof_rec_exit.flags (ABI 1.12; 0 before) */
+#define TPROF_EXIT_SECURE_EXEC (1U << 0) /* it did not exit: it exec'd an image the
+                                          * owner may not see (setuid, setgid, file
+                                          * capabilities) and left the session */
+
 struct tprof_rec_exit {
 	struct tprof_rec_header hdr;
 	__u64 time_ns;
 	__u32 pid;
-	__u32 __pad;
+	__u32 flags;          /* TPROF_EXIT_* */
 };
 
 /* Followed by the mapped file's path, NUL-terminated, padded to 8 bytes. */
@@ -1079,7 +1084,10 @@ struct tprof_pmu_values {
 	__u32 armed;           /* bit r: rule r fired and armed its secondary counters */
 	__u32 __pad;
 	__u64 hits_missed;     /* arm64: watchpoint hits no handler saw (see Counting) */
-	__u64 resv[2];
+	__u64 exec_left;       /* threads of the scope that exec'd an image the
+	                        * creator may not see (setuid...), not counted
+	                        * from that exec on (ABI 1.12) */
+	__u64 resv[1];
 };
 
 /* tprof_pmu_event.kind */

@@ -174,6 +174,10 @@ struct RecordStats {
   bool operator==(const RecordStats&) const = default;
 };
 
+// Profile::attributes key: how many sampled processes left the profile at
+// an exec into an image the recorder may not see (TPROF_EXIT_SECURE_EXEC).
+inline constexpr char kLeftAtSetuidExec[] = "left_at_setuid_exec";
+
 struct Profile {
   // Free-form facts the recorder adds (kernel_release, frequency_hz,
   // command...), stored and shown as they are.

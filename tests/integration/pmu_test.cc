@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sys/ioctl.h>
@@ -1027,6 +1028,44 @@ TEST(PmuTest, PermissionsFollowPerfsRules) {
   };
   EXPECT_EQ(as_user(2), 0);
   EXPECT_EQ(as_user(3), 0);
+}
+
+// A scope thread that execs a setuid-root program leaves the program (perf
+// exits its events there): PMU_READ's exec_left says how many did, so the
+// creator learns why the counts stopped. A plain exec leaves nothing.
+TEST(PmuTest, ExecLeftCountsScopeThreadsThatExecASetuidImage) {
+  ScopedParanoid level(2);
+  const char* suid = "/tmp/tprof-wl-child-suid-pmu";
+  std::filesystem::copy_file("/usr/bin/tprof-wl-child", suid,
+                             std::filesystem::copy_options::overwrite_existing);
+  ASSERT_EQ(chown(suid, 0, 0), 0);
+  ASSERT_EQ(chmod(suid, 04755), 0);
+  ProgramSpec spec;
+  ASSERT_TRUE(spec.AddCounter("f=page-faults", nullptr));
+  tprof_pmu_program own = spec.Build(TPROF_PMU_SCOPE_PROCESS, 0);
+  int rc = RunUnprivileged([&] {
+    auto d = Device::Open();
+    if (!d) return 10;
+    for (int setuid = 0; setuid < 2; ++setuid) {
+      auto prog = Program::Create(*d, own);  // inherited by the child below
+      if (!prog) return 11;
+      const char* path = setuid ? suid : "/usr/bin/tprof-wl-child";
+      pid_t c = fork();
+      if (c == 0) {
+        execl(path, path, "--ms", "20", static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      int st = 0;
+      if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st)) return 12;
+      auto v = prog->Read();
+      if (!v) return 13;
+      if (v->exec_left != uint64_t(setuid)) return 20 + setuid;
+    }
+    return 0;
+  });
+  unlink(suid);
+  EXPECT_EQ(rc, 0) << "20: a plain exec counted in exec_left; 21: the setuid exec not counted "
+                      "once (1x: the child did not run)";
 }
 
 // A rule arms secondary counters in the kernel: they count from the next

@@ -66,7 +66,7 @@ std::vector<Rec> StopAndDrain(SamplingSession& s, bool* ok) {
       }
       case TPROF_REC_EXIT: {
         auto* x = reinterpret_cast<const tprof_rec_exit*>(h);
-        r.pid = x->pid, r.time_ns = x->time_ns;
+        r.pid = x->pid, r.time_ns = x->time_ns, r.flags = x->flags;
         break;
       }
       case TPROF_REC_MAP: {
@@ -310,13 +310,17 @@ TEST(SamplingSafety, SetuidExecEndsTheSession) {
       if (!windows || windows->size() != 1) return 6;
       uint64_t counted = (*windows)[0].in_range + (*windows)[0].out_of_range;
       if (setuid ? counted > 3 : counted < utime_ms / 10) return 60 + setuid;
-      uint64_t samples = 0, execs = 0, maps = 0;
+      uint64_t samples = 0, execs = 0, maps = 0, exits = 0, secure_exits = 0;
       for (const Rec& r : recs) {
         if (r.pid != uint32_t(c)) continue;
         samples += r.type == TPROF_REC_SAMPLE;
         execs += r.type == TPROF_REC_COMM && r.kind == TPROF_COMM_EXEC;
         maps += r.type == TPROF_REC_MAP && r.text.find("tprof-wl-child") != std::string::npos;
+        exits += r.type == TPROF_REC_EXIT;
+        secure_exits += r.type == TPROF_REC_EXIT && (r.flags & TPROF_EXIT_SECURE_EXEC);
       }
+      // One EXIT each: the real one, or the one saying it left at the exec.
+      if (exits != 1 || secure_exits != uint64_t(setuid)) return 70 + setuid;
       if (!setuid) {
         // ~utime_ms samples at 1 kHz; a tenth leaves room for TCG.
         if (samples < utime_ms / 10) return 40;
@@ -335,7 +339,8 @@ TEST(SamplingSafety, SetuidExecEndsTheSession) {
   EXPECT_EQ(rc, 0) << "control (plain exec): 40 samples, 41 COMM, 42 MAP missing; setuid exec: "
                       "50 samples, 51 COMM, 52 MAP of the setuid image; 30/31 the program did not run; "
                       "60 the control's process window counted nothing, 61 the window kept counting "
-                      "the setuid image";
+                      "the setuid image; 70 the control's EXIT missing or flagged, 71 no single EXIT "
+                      "with TPROF_EXIT_SECURE_EXEC at the setuid exec";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
  * read-and-zero ioctls in metrics_ioctl.c, the per-CPU perf counters in
  * metrics_counters.c.
  */
+#include <linux/log2.h>
 #include <linux/moduleparam.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
@@ -273,6 +274,24 @@ static void tprof_mslot_defer_put_page(struct tprof_metrics_state *st,
 	tprof_mslot_queue_reap(st, slot);
 }
 
+/*
+ * The layout of metrics.h: what the switch reads shares no cache line with
+ * what fork, exit, free and drains write.
+ */
+#define TPROF_ST_LINE(f) (offsetof(struct tprof_metrics_state, f) / SMP_CACHE_BYTES)
+#define TPROF_ST_LAST_LINE(f) \
+	((offsetofend(struct tprof_metrics_state, f) - 1) / SMP_CACHE_BYTES)
+/* The switch's fields: one line, then the index's lookup half on another. */
+static_assert(TPROF_ST_LINE(cpu) == 0 && TPROF_ST_LAST_LINE(epoch) == 0);
+static_assert(TPROF_ST_LAST_LINE(config.nr_metrics) == 0);
+static_assert(TPROF_ST_LINE(index.hash) == TPROF_ST_LAST_LINE(index.hash_mask));
+/* Everything written after enable (but self_pages) lies past them. */
+static_assert(TPROF_ST_LINE(index.free_head) > TPROF_ST_LAST_LINE(index.hash_mask));
+static_assert(TPROF_ST_LINE(index.free_head) > TPROF_ST_LAST_LINE(config));
+static_assert(TPROF_ST_LINE(table_lock) > TPROF_ST_LAST_LINE(index.hash_mask));
+static_assert(offsetof(struct tprof_metrics_state, index.free_head) <
+	      offsetof(struct tprof_metrics_state, table_lock));
+
 static struct tprof_metrics_state *tprof_metrics_state_alloc(u32 capacity)
 {
 	u32 hash_size = tprof_thread_index_hash_size(capacity);
@@ -281,7 +300,8 @@ static struct tprof_metrics_state *tprof_metrics_state_alloc(u32 capacity)
 	unsigned int cpu;
 	u32 i;
 
-	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	/* A power of two: kmalloc aligns it to its size (the layout's lines). */
+	st = kzalloc(roundup_pow_of_two(sizeof(*st)), GFP_KERNEL);
 	if (!st)
 		return NULL;
 	kref_init(&st->ref);

@@ -128,7 +128,7 @@ static int tprof_sampling_task_events(struct tprof_session *s,
 		}
 	rcu_read_unlock();
 	if (!ret && n) {
-		s->task_events = kvcalloc(n, sizeof(*s->task_events), GFP_KERNEL);
+		s->task_events = kvcalloc(n, sizeof(*s->task_events), GFP_KERNEL_ACCOUNT);
 		if (!s->task_events)
 			ret = -ENOMEM;
 	}
@@ -202,7 +202,7 @@ static long tprof_sampling_start(struct file *file,
 		goto out_unlock;
 	}
 	ret = -ENOMEM;
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		goto out_unlock;
 	s->owner = file;
@@ -226,7 +226,7 @@ static long tprof_sampling_start(struct file *file,
 		goto err_free;
 	ret = -ENOMEM;
 	s->cpus = alloc_percpu(struct tprof_sampling_cpu);
-	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL_ACCOUNT);
 	if (!s->cpus || !s->path_buf)
 		goto err_free;
 	/*

@@ -131,6 +131,10 @@ std::string Hint(const Error& error, Doing doing) {
         return "see `sysctl kernel.perf_event_paranoid` (2 allows your own processes) or run "
                "with CAP_PERFMON";
       if (err == EBUSY) return BreakpointBusyHint();
+      if (err == EDQUOT)
+        return "your user's PMU programs already hold pmu_user_events perf events (threads x "
+               "events each): end some, or raise /sys/module/tprof/parameters/pmu_user_events "
+               "as root";
       break;
     case Doing::kPmuAllCpus:
       if (err == EPERM)

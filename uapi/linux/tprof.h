@@ -104,7 +104,11 @@
  *   and, at each switch-in, stamps tsc_in. Read it in a seqcount loop, see
  *   tprof_self_page. EINVAL: a length other than one page. EPERM:
  *   PROT_WRITE. ENODATA: accounting is off. ESRCH: the caller is not
- *   tracked (table full). The page stays mapped when accounting stops or
+ *   tracked (table full). EDQUOT: the caller's user (real uid) already has
+ *   self_pages_per_user mappings (a module parameter, default 16384;
+ *   CAP_SYS_ADMIN callers are not counted): each mapping counts until it
+ *   is unmapped. The page is charged to the caller's memory cgroup; one
+ *   zapped (MADV_DONTNEED) is gone from the mapping (SIGBUS). The page stays mapped when accounting stops or
  *   the thread exits, with TPROF_SELF_LIVE cleared; after a restart map a
  *   new one.
  *
@@ -877,8 +881,14 @@ struct tprof_window_list {
  *   E2BIG: more than 4096 perf events (the target's threads at
  *   creation x perf events per thread: one per counter, one per piece of
  *   a watchpoint, on arm64 three a watchpoint piece and two a breakpoint
- *   when per hit). EMFILE, ENOMEM: no descriptor or memory (the
- *   program's memory is charged to the caller's memory cgroup).
+ *   when per hit). EDQUOT: the caller's user (its real uid) would hold
+ *   more perf events in PMU programs than the module parameter
+ *   pmu_user_events allows (default 16384; callers with CAP_SYS_ADMIN are
+ *   not counted): a program counts its threads at creation x its perf
+ *   events per thread (as for E2BIG), scope CPUS its events x every
+ *   possible CPU, until its descriptor is closed. EMFILE, ENOMEM: no
+ *   descriptor or memory (the program's memory is charged to the caller's
+ *   memory cgroup).
  *   Rules are edge-triggered: a rule is first evaluated when one of its
  *   counters first moves, and fires when it holds then and had not (or,
  *   with TPROF_PMU_REARM_ON_FALSE, whenever it goes from false to true).

@@ -394,12 +394,23 @@ void tprof_mslot_free(struct tprof_metrics_state *st, struct tprof_mslot *slot)
 }
 
 /*
+ * Exited slots a reclaim examines at most (under table_lock, IRQs off). No
+ * number of busy slots can hold the FIFO's head (they were once, 8 of them
+ * enough): a drain stalled in its copy to userspace (a userfaultfd or FUSE
+ * page) holds up to TPROF_DRAIN_BATCH slots whose final records it is
+ * delivering, each drainer its own, for as long as the user likes. Those
+ * (DRAINED) leave st->exited: the drain frees them, or on a fault puts
+ * them back at its tail (tprof_drain_flush()). Slots busy for a moment (in
+ * a drainer's batch, references for the reaper) go to the tail.
+ */
+#define TPROF_RECLAIM_SCAN 16
+
+/*
  * The table is full: the oldest exited slot whose final report nobody
  * collected is dropped (counted in reclaimed_threads), so exited threads
- * cannot keep the table full. A slot a drainer holds, or whose earlier
- * references the reaper has not dropped yet, is skipped. Its pids go to
- * the reaper (this runs in the new-task hook). Returns whether a slot was
- * freed; table_lock held.
+ * cannot keep the table full. Busy slots are skipped (see above). Its pids
+ * go to the reaper (this runs in the new-task hook). Returns whether a
+ * slot was freed; table_lock held.
  */
 static bool tprof_metrics_reclaim_locked(struct tprof_metrics_state *st)
 {
@@ -410,7 +421,7 @@ static bool tprof_metrics_reclaim_locked(struct tprof_metrics_state *st)
 	list_for_each_entry_safe(slot, next, &st->exited, exited) {
 		bool busy;
 
-		if (tries++ == 8)
+		if (tries++ == TPROF_RECLAIM_SCAN)
 			break;
 		raw_spin_lock(&slot->lock);
 		tprof_mslot_unlist(st, slot);
@@ -422,6 +433,10 @@ static bool tprof_metrics_reclaim_locked(struct tprof_metrics_state *st)
 			tprof_mslot_defer_put_pid(st, slot, tgid);
 			tprof_mslot_defer_put_pid(st, slot, tid);
 		}
+		if (slot->flags & TPROF_MSLOT_DRAINED)
+			list_del_init(&slot->exited);	/* its drain's now */
+		else if (busy)	/* behind the rest; @next stays valid */
+			list_move_tail(&slot->exited, &st->exited);
 		raw_spin_unlock(&slot->lock);
 		if (busy)
 			continue;

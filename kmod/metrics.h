@@ -47,8 +47,10 @@
  *    handed to exactly one consumer (THREAD_READ, READ_SELF, a drain or,
  *    for an exited slot reclaimed under pressure, the reclaimed counter).
  *    A consumer whose copy to userspace faults gives the values back.
- *  - An exited slot stays listed (and on st->exited) until consumed; a
- *    drain frees it only after the record reached userspace.
+ *  - An exited slot stays listed (and on st->exited, but while a drain
+ *    delivers its final record: a reclaim takes it off, the drain puts it
+ *    back if its copy faults) until consumed; a drain frees it only after
+ *    the record reached userspace.
  */
 #ifndef TPROF_METRICS_H
 #define TPROF_METRICS_H
@@ -165,7 +167,7 @@ struct tprof_metrics_state {
 	struct llist_head reap;		/* slots with dead references */
 	struct work_struct reap_work;
 	void *index_mem;
-	struct list_head exited;	/* exited, still listed: oldest first */
+	struct list_head exited;	/* exited, still listed: oldest first (busy ones moved back by reclaim) */
 	u64 next_identity;		/* table_lock */
 	atomic64_t untracked;		/* inserts refused: table full */
 	atomic64_t reclaimed;		/* exited slots dropped undrained */

@@ -494,7 +494,8 @@ static int tprof_drain_flush(struct tprof_drain_ctx *d)
 				tprof_mslot_free(d->st, slot);
 			continue;
 		}
-		local_irq_save(flags);
+		/* table_lock: an exited slot goes back on st->exited. */
+		raw_spin_lock_irqsave(&d->st->table_lock, flags);
 		raw_spin_lock(&slot->lock);
 		if (slot->identity != d->buf[i].identity) {
 			/*
@@ -516,9 +517,13 @@ static int tprof_drain_flush(struct tprof_drain_ctx *d)
 			/* An exited slot is listed even at zero (final report). */
 			if (!(slot->flags & TPROF_MSLOT_LISTED))
 				tprof_mslot_list_here(d->st, slot);
+			/* A reclaim took it off the FIFO while we held it. */
+			if ((slot->flags & TPROF_MSLOT_EXITED) &&
+			    list_empty(&slot->exited))
+				list_add_tail(&slot->exited, &d->st->exited);
 		}
 		raw_spin_unlock(&slot->lock);
-		local_irq_restore(flags);
+		raw_spin_unlock_irqrestore(&d->st->table_lock, flags);
 	}
 	if (!fault)
 		d->count += d->n;

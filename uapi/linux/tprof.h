@@ -174,7 +174,11 @@
  *     samples, names and mappings within one refresh instead of when a
  *     half fills, which on a CPU the target rarely runs on may be never.
  *     A sample that hits a CPU while its half is being published is
- *     counted as lost. A stopped session: nothing to do (0).
+ *     counted as lost. A stopped session: nothing to do (0). Each call
+ *     interrupts every online CPU, so a session gets at most one round per
+ *     TPROF_SAMPLING_FLUSH_INTERVAL_MS (10 ms): a FLUSH sooner after the
+ *     previous one first sleeps until the interval is over (EINTR: a
+ *     signal came meanwhile; nothing was flushed).
  *   TPROF_IOC_SAMPLING_STOP_ANY (no argument; ABI 1.5)
  *     CAP_PERFMON or CAP_SYS_ADMIN (else EPERM): stops the running session
  *     whoever owns it, as SAMPLING_STOP would, and detaches it: STATUS no
@@ -670,6 +674,8 @@ struct tprof_rec_lost {
 #define TPROF_IOC_SAMPLING_STATUS _IOR(TPROF_IOC_MAGIC, 0x23, struct tprof_sampling_status)
 #define TPROF_IOC_SAMPLING_STOP_ANY _IO(TPROF_IOC_MAGIC, 0x24) /* ABI 1.5 */
 #define TPROF_IOC_SAMPLING_FLUSH _IO(TPROF_IOC_MAGIC, 0x25)    /* ABI 1.8 */
+/* SAMPLING_FLUSH: one round of cross-CPU calls per session per interval */
+#define TPROF_SAMPLING_FLUSH_INTERVAL_MS 10
 
 /* ---- Counting windows (ABI 1.3) ------------------------------------------ */
 

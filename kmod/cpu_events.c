@@ -115,7 +115,7 @@ static void tprof_ce_work(struct work_struct *work)
 	unsigned long flags;
 	bool buried = false;
 
-	evs = kcalloc(nr, sizeof(*evs), GFP_KERNEL);
+	evs = kcalloc(nr, sizeof(*evs), GFP_KERNEL_ACCOUNT);
 	for_each_possible_cpu(cpu) {
 		struct tprof_cpu_events_pcpu *pc = per_cpu_ptr(ce->pcpu, cpu);
 		struct perf_event **live = tprof_ce_live(ce, pc);
@@ -297,12 +297,12 @@ static int tprof_ce_start(struct tprof_cpu_events *ce,
 	INIT_WORK(&ce->work, tprof_ce_work);
 	INIT_HLIST_NODE(&ce->node);
 	if (nr) {
-		ce->attrs = kmemdup(attrs, nr * sizeof(*attrs), GFP_KERNEL);
+		ce->attrs = kmemdup(attrs, nr * sizeof(*attrs), GFP_KERNEL_ACCOUNT);
 		if (!ce->attrs)
 			return -ENOMEM;
 	}
 	if (nr && ctxs) {
-		ce->ctxs = kmemdup(ctxs, nr * sizeof(*ctxs), GFP_KERNEL);
+		ce->ctxs = kmemdup(ctxs, nr * sizeof(*ctxs), GFP_KERNEL_ACCOUNT);
 		if (!ce->ctxs) {
 			tprof_ce_free(ce);
 			return -ENOMEM;

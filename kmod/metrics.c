@@ -6,6 +6,7 @@
  * read-and-zero ioctls in metrics_ioctl.c, the per-CPU perf counters in
  * metrics_counters.c.
  */
+#include <linux/log2.h>
 #include <linux/moduleparam.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
@@ -273,6 +274,24 @@ static void tprof_mslot_defer_put_page(struct tprof_metrics_state *st,
 	tprof_mslot_queue_reap(st, slot);
 }
 
+/*
+ * The layout of metrics.h: what the switch reads shares no cache line with
+ * what fork, exit, free and drains write.
+ */
+#define TPROF_ST_LINE(f) (offsetof(struct tprof_metrics_state, f) / SMP_CACHE_BYTES)
+#define TPROF_ST_LAST_LINE(f) \
+	((offsetofend(struct tprof_metrics_state, f) - 1) / SMP_CACHE_BYTES)
+/* The switch's fields: one line, then the index's lookup half on another. */
+static_assert(TPROF_ST_LINE(cpu) == 0 && TPROF_ST_LAST_LINE(epoch) == 0);
+static_assert(TPROF_ST_LAST_LINE(config.nr_metrics) == 0);
+static_assert(TPROF_ST_LINE(index.hash) == TPROF_ST_LAST_LINE(index.hash_mask));
+/* Everything written after enable (but self_pages) lies past them. */
+static_assert(TPROF_ST_LINE(index.free_head) > TPROF_ST_LAST_LINE(index.hash_mask));
+static_assert(TPROF_ST_LINE(index.free_head) > TPROF_ST_LAST_LINE(config));
+static_assert(TPROF_ST_LINE(table_lock) > TPROF_ST_LAST_LINE(index.hash_mask));
+static_assert(offsetof(struct tprof_metrics_state, index.free_head) <
+	      offsetof(struct tprof_metrics_state, table_lock));
+
 static struct tprof_metrics_state *tprof_metrics_state_alloc(u32 capacity)
 {
 	u32 hash_size = tprof_thread_index_hash_size(capacity);
@@ -281,7 +300,8 @@ static struct tprof_metrics_state *tprof_metrics_state_alloc(u32 capacity)
 	unsigned int cpu;
 	u32 i;
 
-	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	/* A power of two: kmalloc aligns it to its size (the layout's lines). */
+	st = kzalloc(roundup_pow_of_two(sizeof(*st)), GFP_KERNEL);
 	if (!st)
 		return NULL;
 	kref_init(&st->ref);
@@ -374,12 +394,23 @@ void tprof_mslot_free(struct tprof_metrics_state *st, struct tprof_mslot *slot)
 }
 
 /*
+ * Exited slots a reclaim examines at most (under table_lock, IRQs off). No
+ * number of busy slots can hold the FIFO's head (they were once, 8 of them
+ * enough): a drain stalled in its copy to userspace (a userfaultfd or FUSE
+ * page) holds up to TPROF_DRAIN_BATCH slots whose final records it is
+ * delivering, each drainer its own, for as long as the user likes. Those
+ * (DRAINED) leave st->exited: the drain frees them, or on a fault puts
+ * them back at its tail (tprof_drain_flush()). Slots busy for a moment (in
+ * a drainer's batch, references for the reaper) go to the tail.
+ */
+#define TPROF_RECLAIM_SCAN 16
+
+/*
  * The table is full: the oldest exited slot whose final report nobody
  * collected is dropped (counted in reclaimed_threads), so exited threads
- * cannot keep the table full. A slot a drainer holds, or whose earlier
- * references the reaper has not dropped yet, is skipped. Its pids go to
- * the reaper (this runs in the new-task hook). Returns whether a slot was
- * freed; table_lock held.
+ * cannot keep the table full. Busy slots are skipped (see above). Its pids
+ * go to the reaper (this runs in the new-task hook). Returns whether a
+ * slot was freed; table_lock held.
  */
 static bool tprof_metrics_reclaim_locked(struct tprof_metrics_state *st)
 {
@@ -390,7 +421,7 @@ static bool tprof_metrics_reclaim_locked(struct tprof_metrics_state *st)
 	list_for_each_entry_safe(slot, next, &st->exited, exited) {
 		bool busy;
 
-		if (tries++ == 8)
+		if (tries++ == TPROF_RECLAIM_SCAN)
 			break;
 		raw_spin_lock(&slot->lock);
 		tprof_mslot_unlist(st, slot);
@@ -402,6 +433,10 @@ static bool tprof_metrics_reclaim_locked(struct tprof_metrics_state *st)
 			tprof_mslot_defer_put_pid(st, slot, tgid);
 			tprof_mslot_defer_put_pid(st, slot, tid);
 		}
+		if (slot->flags & TPROF_MSLOT_DRAINED)
+			list_del_init(&slot->exited);	/* its drain's now */
+		else if (busy)	/* behind the rest; @next stays valid */
+			list_move_tail(&slot->exited, &st->exited);
 		raw_spin_unlock(&slot->lock);
 		if (busy)
 			continue;

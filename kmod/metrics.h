@@ -47,8 +47,10 @@
  *    handed to exactly one consumer (THREAD_READ, READ_SELF, a drain or,
  *    for an exited slot reclaimed under pressure, the reclaimed counter).
  *    A consumer whose copy to userspace faults gives the values back.
- *  - An exited slot stays listed (and on st->exited) until consumed; a
- *    drain frees it only after the record reached userspace.
+ *  - An exited slot stays listed (and on st->exited, but while a drain
+ *    delivers its final record: a reclaim takes it off, the drain puts it
+ *    back if its copy faults) until consumed; a drain frees it only after
+ *    the record reached userspace.
  */
 #ifndef TPROF_METRICS_H
 #define TPROF_METRICS_H
@@ -131,27 +133,45 @@ struct tprof_metrics_cpu {
 	u32 nr_listed;
 };
 
-/* One accounting run, from enable to the last reference. */
+/*
+ * One accounting run, from enable to the last reference.
+ *
+ * Layout (every context switch on every CPU reads the first group and the
+ * index's lookup half; fork, exec, exit, free and drains on any CPU write
+ * the rest), checked by the static_asserts in metrics.c and by pahole:
+ *   line 0       cpu, slots, sources, self_pages, epoch, config.nr_metrics
+ *                (written at enable; self_pages by a self page's map/unmap)
+ *   lines 0-3    config: read-only after enable
+ *   line 4       index.hash, index.hash_mask (written by a rehash only)
+ *   line 5       index.free_head/used/tombstones (every insert/remove/release)
+ *   line 6...    table_lock, ref, the lists, counters and works
+ * so no write by a thread's creation or end, nor a drain's reference,
+ * invalidates a line the switch hook reads. The allocation is a power of
+ * two (tprof_metrics_state_alloc()), which kmalloc aligns to its size.
+ */
 struct tprof_metrics_state {
-	struct kref ref;
+	/* Read by every switch. */
+	struct tprof_metrics_cpu __percpu *cpu;
+	struct tprof_mslot *slots;	/* index.capacity of them */
+	u8 sources[TPROF_MAX_METRICS];	/* enum tprof_metric_source */
+	atomic_t self_pages;		/* mapped self pages of live threads */
 	u64 epoch;			/* tells runs apart */
 	struct tprof_metrics_config config;
-	u8 sources[TPROF_MAX_METRICS];	/* enum tprof_metric_source */
-	struct tprof_metrics_cpu __percpu *cpu;
-	raw_spinlock_t table_lock;
+	/* Lookup half read by every switch, writer half on its own line. */
 	struct tprof_thread_index index;
+	/* Written by writers and drains, on lines the switch does not read. */
+	raw_spinlock_t table_lock ____cacheline_aligned_in_smp;
+	struct kref ref;
 	struct tprof_ti_entry *spare;	/* the next rehash's array, or NULL */
 	struct work_struct rehash_work;
 	struct llist_head reap;		/* slots with dead references */
 	struct work_struct reap_work;
-	struct tprof_mslot *slots;	/* index.capacity of them */
 	void *index_mem;
-	struct list_head exited;	/* exited, still listed: oldest first */
+	struct list_head exited;	/* exited, still listed: oldest first (busy ones moved back by reclaim) */
 	u64 next_identity;		/* table_lock */
 	atomic64_t untracked;		/* inserts refused: table full */
 	atomic64_t reclaimed;		/* exited slots dropped undrained */
 	atomic64_t drain_gen;
-	atomic_t self_pages;		/* mapped self pages of live threads */
 };
 
 /* The published run, for the hooks (RCU) and the ioctls. */

@@ -19,6 +19,7 @@
 #include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/uaccess.h>
+#include "user_limits.h"
 #include "metrics.h"
 #include "tprof.h"
 
@@ -293,11 +294,61 @@ out:
 }
 
 /*
+ * A self page mapping is charged to the user who made it
+ * (self_pages_per_user=, see user_limits.h) until it is unmapped: the mapping
+ * holds the page after its thread exited, so the threads' count alone does
+ * not bound the pages. vm_private_data holds the charge: (uid << 1) | 1,
+ * NULL when nothing was charged. mremap copies the mapping (open) and
+ * closes the old one.
+ */
+static void tprof_self_vma_charge(struct vm_area_struct *vma,
+				  struct tprof_charge *ch)
+{
+	unsigned long v = (unsigned long)vma->vm_private_data;
+
+	ch->uid = KUIDT_INIT((uid_t)(v >> 1));
+	ch->n = v & 1;
+}
+
+static void tprof_self_vma_set_charge(struct vm_area_struct *vma,
+				      const struct tprof_charge *ch)
+{
+	vma->vm_private_data = ch->n ?
+		(void *)(((unsigned long)__kuid_val(ch->uid) << 1) | 1) : NULL;
+}
+
+static void tprof_self_vm_open(struct vm_area_struct *vma)
+{
+	struct tprof_charge from, to;
+
+	tprof_self_vma_charge(vma, &from);
+	tprof_limit_dup(TPROF_LIMIT_SELF_PAGES, &from, &to);
+	tprof_self_vma_set_charge(vma, &to);
+}
+
+static void tprof_self_vm_close(struct vm_area_struct *vma)
+{
+	struct tprof_charge ch;
+
+	tprof_self_vma_charge(vma, &ch);
+	tprof_limit_uncharge(TPROF_LIMIT_SELF_PAGES, &ch);
+	vma->vm_private_data = NULL;
+}
+
+/* No fault handler: the page is inserted at mmap; zapped, it is gone (SIGBUS). */
+static const struct vm_operations_struct tprof_self_vm_ops = {
+	.open = tprof_self_vm_open,
+	.close = tprof_self_vm_close,
+};
+
+/*
  * mmap of TPROF_SELF_PAGE_OFFSET: the caller's self page, created on the
  * first call. Runs under the caller's mmap_lock; takes only its slot lock.
+ * EDQUOT: the caller's user holds self_pages_per_user mappings.
  */
 int tprof_metrics_self_mmap(struct vm_area_struct *vma)
 {
+	struct tprof_charge charge;
 	struct tprof_self_page *fresh, *page = NULL, *dead = NULL;
 	struct tprof_metrics_state *st;
 	struct tprof_mslot *slot;
@@ -350,9 +401,18 @@ out:
 	tprof_self_page_put(fresh);
 	if (ret)
 		return ret;
-	ret = vm_insert_page(vma, vma->vm_start, tprof_self_page_page(page));
+	ret = tprof_limit_charge(TPROF_LIMIT_SELF_PAGES, 1, &charge);
+	if (!ret)
+		ret = vm_insert_page(vma, vma->vm_start, tprof_self_page_page(page));
 	tprof_self_page_put(page);
-	return ret;
+	if (ret) {
+		/* ->mmap failed: no close will come. */
+		tprof_limit_uncharge(TPROF_LIMIT_SELF_PAGES, &charge);
+		return ret;
+	}
+	tprof_self_vma_set_charge(vma, &charge);
+	vma->vm_ops = &tprof_self_vm_ops;
+	return 0;
 }
 
 /* ---- DRAIN ---------------------------------------------------------------- */
@@ -434,7 +494,8 @@ static int tprof_drain_flush(struct tprof_drain_ctx *d)
 				tprof_mslot_free(d->st, slot);
 			continue;
 		}
-		local_irq_save(flags);
+		/* table_lock: an exited slot goes back on st->exited. */
+		raw_spin_lock_irqsave(&d->st->table_lock, flags);
 		raw_spin_lock(&slot->lock);
 		if (slot->identity != d->buf[i].identity) {
 			/*
@@ -456,9 +517,13 @@ static int tprof_drain_flush(struct tprof_drain_ctx *d)
 			/* An exited slot is listed even at zero (final report). */
 			if (!(slot->flags & TPROF_MSLOT_LISTED))
 				tprof_mslot_list_here(d->st, slot);
+			/* A reclaim took it off the FIFO while we held it. */
+			if ((slot->flags & TPROF_MSLOT_EXITED) &&
+			    list_empty(&slot->exited))
+				list_add_tail(&slot->exited, &d->st->exited);
 		}
 		raw_spin_unlock(&slot->lock);
-		local_irq_restore(flags);
+		raw_spin_unlock_irqrestore(&d->st->table_lock, flags);
 	}
 	if (!fault)
 		d->count += d->n;
@@ -552,7 +617,8 @@ int tprof_metrics_ioctl_init(void)
 	tprof_drain_cache = kmem_cache_create_usercopy("tprof_drain_chunk",
 		TPROF_DRAIN_BATCH * (sizeof(struct tprof_thread_metrics) +
 				     sizeof(struct tprof_mslot *)),
-		0, 0, 0, TPROF_DRAIN_BATCH * sizeof(struct tprof_thread_metrics),
+		0, SLAB_ACCOUNT, 0,
+		TPROF_DRAIN_BATCH * sizeof(struct tprof_thread_metrics),
 		tprof_drain_chunk_ctor);
 	return tprof_drain_cache ? 0 : -ENOMEM;
 }

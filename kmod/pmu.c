@@ -927,6 +927,7 @@ static void tprof_pmu_free(struct tprof_pmu_prog *p)
 	put_pid(p->target);
 	if (p->target_mm)
 		mmdrop(p->target_mm);
+	tprof_limit_uncharge(TPROF_LIMIT_PMU_EVENTS, &p->charge);	/* its events are gone */
 	kvfree(p->cells);
 	kfree(p);
 }
@@ -988,7 +989,14 @@ static int tprof_pmu_create_events(struct tprof_pmu_prog *p,
 	struct tprof_pmu_piece pieces[TPROF_PMU_MAX_WATCH_PIECES];
 	struct perf_event_attr attr;
 	unsigned int i, t;
+	int ret;
 
+	/* Every event it may make (E2BIG bounds them), before any exists. */
+	ret = tprof_limit_charge(TPROF_LIMIT_PMU_EVENTS,
+				 n * tprof_pmu_events_per_thread(&p->config),
+				 &p->charge);
+	if (ret)
+		return ret;
 	for (i = 0; i < p->config.nr_counters; i++) {
 		const struct tprof_pmu_counter *c = &p->config.counters[i];
 		struct tprof_pmu_ctr *ctr = &p->ctr[i];
@@ -1136,6 +1144,11 @@ static int tprof_pmu_create_cpu_events(struct tprof_pmu_prog *p)
 		}
 	}
 	if (!n)
+		goto out;
+	/* Each on every CPU that is or comes online. */
+	ret = tprof_limit_charge(TPROF_LIMIT_PMU_EVENTS, n * nr_cpu_ids,
+				 &p->charge);
+	if (ret)
 		goto out;
 	/* Copies attrs and ctxs; waits until every online CPU counts. */
 	ret = tprof_cpu_events_start_each(&p->cpus, attrs, n, tprof_pmu_overflow,

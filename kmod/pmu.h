@@ -17,6 +17,7 @@
 #include <linux/tprof.h>
 #include <linux/workqueue.h>
 #include "cpu_events.h"
+#include "user_limits.h"
 
 struct perf_event;
 struct pt_regs;
@@ -78,6 +79,8 @@ struct tprof_pmu_prog {
 	/* Scope CPUS: counter i is cpus' counter i on every online CPU. */
 	struct tprof_cpu_events cpus;
 	bool on_cpus;		/* cpus started (stopped at release) */
+	/* Its perf events, charged to its creator (pmu_user_events=). */
+	struct tprof_charge charge;
 	/* Debug registers it holds on every CPU (tprof_pmu_reserve_cpu_slots()). */
 	u32 cpu_slots_data, cpu_slots_exec;
 	struct pid_namespace *pid_ns;	/* the creator's: pids in events */

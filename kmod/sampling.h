@@ -81,6 +81,7 @@ struct tprof_session {
 	bool running;			/* read locklessly by samples and hooks */
 	bool stopped;
 	bool counters_on;		/* cpu_events started */
+	u64 last_flush_ns;		/* FLUSH's last IPI round (sampling mutex) */
 	struct tprof_cpu_events events;	/* per-CPU counters (system-wide) + hotplug */
 	/*
 	 * One-process sessions: the target's identity and one inherited

@@ -101,7 +101,7 @@ int tprof_buffers_create(struct tprof_session *s, size_t ctl_bytes,
 	struct tprof_buffers *b;
 	struct file *f;
 
-	b = kzalloc(struct_size(b, halves, nr_cpu_ids), GFP_KERNEL);
+	b = kzalloc(struct_size(b, halves, nr_cpu_ids), GFP_KERNEL_ACCOUNT);
 	if (!b)
 		return -ENOMEM;
 	mutex_init(&b->lock);

@@ -6,6 +6,7 @@
  */
 #include <linux/capability.h>
 #include <linux/cpumask.h>
+#include <linux/delay.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/perf_event.h>
@@ -16,6 +17,7 @@
 #include <linux/random.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
+#include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 #include "sampling.h"
@@ -128,7 +130,7 @@ static int tprof_sampling_task_events(struct tprof_session *s,
 		}
 	rcu_read_unlock();
 	if (!ret && n) {
-		s->task_events = kvcalloc(n, sizeof(*s->task_events), GFP_KERNEL);
+		s->task_events = kvcalloc(n, sizeof(*s->task_events), GFP_KERNEL_ACCOUNT);
 		if (!s->task_events)
 			ret = -ENOMEM;
 	}
@@ -202,7 +204,7 @@ static long tprof_sampling_start(struct file *file,
 		goto out_unlock;
 	}
 	ret = -ENOMEM;
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		goto out_unlock;
 	s->owner = file;
@@ -226,7 +228,7 @@ static long tprof_sampling_start(struct file *file,
 		goto err_free;
 	ret = -ENOMEM;
 	s->cpus = alloc_percpu(struct tprof_sampling_cpu);
-	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL_ACCOUNT);
 	if (!s->cpus || !s->path_buf)
 		goto err_free;
 	/*
@@ -401,15 +403,32 @@ static void tprof_sampling_flush_cpu(void *arg)
 	pc->nesting--;
 }
 
+/*
+ * FLUSH interrupts every online CPU: one round per session per
+ * TPROF_SAMPLING_FLUSH_INTERVAL_MS at most, however often its owner asks.
+ * A call inside the interval waits for its end (interruptibly, without the
+ * mutex), then flushes.
+ */
 long tprof_ioctl_sampling_flush(struct file *file)
 {
 	struct tprof_session *s;
 	unsigned int cpu;
 	long ret;
+	u64 now, next;
 
+again:
 	mutex_lock(&tprof_sampling_mutex);
 	s = tprof_owned_session(file, &ret);
 	if (s && !s->stopped) {
+		now = ktime_get_ns();
+		next = s->last_flush_ns + TPROF_SAMPLING_FLUSH_INTERVAL_MS * NSEC_PER_MSEC;
+		if (s->last_flush_ns && now < next) {
+			mutex_unlock(&tprof_sampling_mutex);
+			if (msleep_interruptible(DIV_ROUND_UP_ULL(next - now, NSEC_PER_MSEC)))
+				return -EINTR;
+			goto again;
+		}
+		s->last_flush_ns = now;
 		cpus_read_lock();
 		for_each_online_cpu(cpu)
 			smp_call_function_single(cpu, tprof_sampling_flush_cpu, s, 1);

@@ -100,7 +100,8 @@ static void tprof_self_write_end(struct tprof_self_page *p)
 
 struct tprof_self_page *tprof_self_page_alloc(void)
 {
-	return (struct tprof_self_page *)get_zeroed_page(GFP_KERNEL);
+	/* Charged to the caller's memory cgroup, like the mapping's pages. */
+	return (struct tprof_self_page *)get_zeroed_page(GFP_KERNEL_ACCOUNT);
 }
 
 void tprof_self_page_put(struct tprof_self_page *p)

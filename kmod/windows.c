@@ -261,7 +261,7 @@ long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *u
 	t = tprof_windows_locked(s);
 	if (!t) {
 		ret = -ENOMEM;
-		t = kzalloc(sizeof(*t), GFP_KERNEL);
+		t = kzalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
 		if (!t)
 			goto unlock;
 		rcu_assign_pointer(s->windows, t);

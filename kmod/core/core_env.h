@@ -14,8 +14,11 @@
 #include <linux/kernel.h>
 #include <linux/string.h>
 #include <linux/compiler.h>
+#include <linux/cache.h>
 #include <asm/barrier.h>
 #include <uapi/linux/perf_event.h>
+/* Starts a member on a cache line of its own (see thread_index.h). */
+#define TPROF_CACHELINE_ALIGNED ____cacheline_aligned_in_smp
 #else
 #include <linux/perf_event.h>
 #include <errno.h>
@@ -39,6 +42,7 @@ typedef __s64 s64;
 #define smp_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define TPROF_CACHELINE_ALIGNED __attribute__((aligned(64)))
 #endif
 
 #include <linux/tprof.h>

@@ -43,12 +43,21 @@ struct tprof_ti_entry {
 	u32 __pad;
 };
 
+/*
+ * Two halves on two cache lines: what every lookup reads (the hash and its
+ * mask, written only at init and by a rehash), and what only writers touch
+ * (the free list head and the counters, written by every insert, remove and
+ * release). A lookup on one CPU (the context-switch hook) then never misses
+ * because a thread was created or freed on another.
+ */
 struct tprof_thread_index {
+	/* Read by lookups. */
 	struct tprof_ti_entry *hash;	/* hash_mask + 1 entries */
-	u32 *next_free;		/* capacity entries: the free list */
 	u32 hash_mask;		/* hash size - 1 (a power of two >= 2 * capacity) */
 	u32 capacity;
-	u32 free_head;
+	u32 *next_free;		/* capacity entries: the free list */
+	/* Written by writers only: a line of their own. */
+	u32 free_head TPROF_CACHELINE_ALIGNED;
 	u32 used;		/* slots allocated */
 	u32 tombstones;		/* removed keys still in the hash */
 };

@@ -59,6 +59,10 @@ Expected<Program> Program::Create(const Device& device, const tprof_pmu_program&
       hint = " (no free debug register for a breakpoint or watchpoint: a watchpoint takes one per "
              "piece of its range, x86 has 4 in all; on arm64 a threshold, rule, range, arming or "
              "every-CPU scope takes 3 per piece and 2 per breakpoint)";
+    if (err == EDQUOT)
+      hint = " (your user's PMU programs hold the module's pmu_user_events perf events: close "
+             "some, count fewer threads, or have root raise /sys/module/tprof/parameters/"
+             "pmu_user_events)";
     if (err == ENOTTY) hint = " (the module is older than ABI 1.7)";
     if (err == EINVAL && OlderThanWideWatchpoints(device, program))
       hint = " (a watchpoint longer than 8 bytes needs a module of ABI 1.10 or later)";

@@ -65,6 +65,11 @@ Expected<SelfMeter> SelfMeter::Open(const Device& device) {
       case ESRCH:
         return Error::FromErrno(err, "mapping this thread's self page: the thread is not tracked "
                                      "(table full: load the module with a larger max_threads=)");
+      case EDQUOT:
+        return Error::FromErrno(err, "mapping this thread's self page: your user has the "
+                                     "module's self_pages_per_user mappings (EDQUOT: unmap "
+                                     "some, or have root raise /sys/module/tprof/parameters/"
+                                     "self_pages_per_user)");
       case EINVAL:
       case ENODEV:
         return Error::FromErrno(EOPNOTSUPP, "mapping this thread's self page: the module has no "

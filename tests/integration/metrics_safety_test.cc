@@ -3,6 +3,7 @@
 // user, a consumer whose copy to userspace stalls (userfaultfd), absurd
 // module parameters, pid namespaces, and a switch storm whose totals must
 // match the scheduler's own.
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/tprof.h>
 #include <linux/userfaultfd.h>
@@ -254,6 +255,121 @@ TEST(MetricsSafety, StalledDrainCopyDoesNotDoubleCount) {
   t.join();
   ::munmap(area, len);
   ::close(uffd);
+}
+
+// Threads in the whole system now (every /proc/PID/task entry).
+uint32_t SystemThreads() {
+  uint32_t n = 0;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return 0;
+  while (dirent* e = ::readdir(proc)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    DIR* tasks = ::opendir(("/proc/" + std::string(e->d_name) + "/task").c_str());
+    if (!tasks) continue;
+    while (dirent* t = ::readdir(tasks))
+      if (t->d_name[0] != '.') n++;
+    ::closedir(tasks);
+  }
+  ::closedir(proc);
+  return n;
+}
+
+// Issue (security item 6c): a reclaim gave up after 8 busy exited slots at
+// the head of the FIFO, so a drain stalled in its copy to userspace (here
+// on a userfaultfd page) pinned the table full: every thread created after
+// was untracked. Slots whose final record a drain is delivering now leave
+// the FIFO (back at its tail if the copy faults), other busy ones go to the
+// tail, so only a few reclaims can fail.
+TEST(MetricsSafety, StalledDrainCannotPinTheTableFull) {
+  constexpr int kExited = 40;  // > 8 busy slots, one drain chunk (64)
+  const uint32_t capacity = SystemThreads() + kExited + 24;
+  ReloadedModule mod("metrics=time,dispatches max_threads=" + std::to_string(capacity));
+  ASSERT_TRUE(mod.ok());
+  Device dev = OpenDeviceOrFail();
+
+  // A process whose kExited threads exit on CPU 0: their exited slots wait
+  // on CPU 0's list, the first a drain visits, and at the FIFO's head.
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  pid_t owner = ::fork();
+  ASSERT_GE(owner, 0);
+  if (owner == 0) {
+    cpu_set_t cpu0;
+    CPU_ZERO(&cpu0);
+    CPU_SET(0, &cpu0);
+    ::sched_setaffinity(0, sizeof(cpu0), &cpu0);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kExited; ++i) threads.emplace_back([] { BurnCpu(milliseconds(1)); });
+    for (auto& t : threads) t.join();
+    char c = 1;
+    if (::write(ready[1], &c, 1) != 1) ::_exit(1);
+    if (::read(done[0], &c, 1) < 0) ::_exit(2);
+    ::_exit(0);
+  }
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+
+  int uffd = int(::syscall(SYS_userfaultfd, O_CLOEXEC));
+  ASSERT_GE(uffd, 0) << "userfaultfd: " << std::strerror(errno);
+  uffdio_api api{};
+  api.api = UFFD_API;
+  ASSERT_EQ(::ioctl(uffd, UFFDIO_API, &api), 0);
+  size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  size_t len = 16 * page;
+  void* area = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(area, MAP_FAILED);
+  uffdio_register reg{};
+  reg.range.start = uintptr_t(area);
+  reg.range.len = len;
+  reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+  ASSERT_EQ(::ioctl(uffd, UFFDIO_REGISTER, &reg), 0) << std::strerror(errno);
+
+  tprof_drain req{};
+  req.records = uintptr_t(area);
+  req.capacity = uint32_t(len / sizeof(tprof_thread_metrics));
+  req.pid = uint32_t(owner);
+  long drain_ret = -1;
+  std::thread drainer([&] { drain_ret = ::ioctl(dev.fd(), TPROF_IOC_DRAIN, &req); });
+  pollfd pfd{uffd, POLLIN, 0};
+  ASSERT_EQ(::poll(&pfd, 1, 60'000), 1) << "the drain never touched its buffer";
+  uffd_msg msg{};
+  ASSERT_EQ(::read(uffd, &msg, sizeof(msg)), ssize_t(sizeof(msg)));
+
+  // The drain holds the exited slots' final records. Fill the table with
+  // processes that exit undrained: each new one needs a reclaim.
+  auto before = dev.GetMetricsStatus();
+  ASSERT_TRUE(before);
+  constexpr int kForks = 200;
+  for (int i = 0; i < kForks; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) ::_exit(0);
+    ASSERT_EQ(WaitExit(pid), 0);
+  }
+  auto after = dev.GetMetricsStatus();
+  ASSERT_TRUE(after);
+  // Before the fix every fork after the table filled was untracked (~170).
+  EXPECT_LE(after->untracked_threads - before->untracked_threads, 8u)
+      << "reclaims failed while a stalled drain held " << kExited << " exited slots";
+  EXPECT_GT(after->reclaimed_threads, before->reclaimed_threads)
+      << "no exited slot was reclaimed (or the table never filled)";
+
+  // Let the drain finish: it delivers every one of the owner's exited threads.
+  for (size_t off = 0; off < len; off += page) {
+    uffdio_zeropage zp{};
+    zp.range.start = uintptr_t(area) + off;
+    zp.range.len = page;
+    ::ioctl(uffd, UFFDIO_ZEROPAGE, &zp);
+  }
+  drainer.join();
+  EXPECT_EQ(drain_ret, 0) << std::strerror(errno);
+  EXPECT_GE(req.count, uint32_t(kExited));
+  ASSERT_EQ(::write(done[1], &c, 1), 1);
+  EXPECT_EQ(WaitExit(owner), 0);
+  ::munmap(area, len);
+  ::close(uffd);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
 }
 
 // Issue: max_threads=2000000000 soft-locked the CPU at enable and 16000000

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -403,6 +404,57 @@ TEST(SamplingTest, FlushHandsOverPartialHalvesWhileRunning) {
   EXPECT_GT(rest.own_samples, 0u);
   EXPECT_EQ(flushed.samples + rest.samples + t.lost_samples, t.samples_taken);
   EXPECT_EQ(ioctl(s.fd(), TPROF_IOC_SAMPLING_FLUSH), 0) << "a stopped session: nothing to do";
+}
+
+// Function-call interrupts (IPIs) every CPU took so far: /proc/interrupts' CAL line.
+uint64_t CallFunctionInterrupts() {
+  std::ifstream in("/proc/interrupts");
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t p = line.find_first_not_of(' ');
+    if (p == std::string::npos || line.compare(p, 4, "CAL:") != 0) continue;
+    uint64_t sum = 0;
+    const char* c = line.c_str() + p + 4;
+    char* end = nullptr;
+    for (;;) {
+      unsigned long long v = std::strtoull(c, &end, 10);
+      if (end == c) break;
+      sum += v;
+      c = end;
+    }
+    return sum;
+  }
+  return 0;
+}
+
+// Security item 8: each FLUSH interrupts every online CPU, and a tight loop
+// of them sent as many cross-CPU calls as it could make system calls. A
+// session now gets at most one round per TPROF_SAMPLING_FLUSH_INTERVAL_MS;
+// a FLUSH sooner waits for it.
+TEST(SamplingTest, FlushLoopIsRateLimitedInCrossCpuCalls) {
+  long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  ASSERT_GE(cpus, 2) << "no other CPU to interrupt: the test cannot tell";
+  SamplingOptions o;
+  o.pid = static_cast<uint32_t>(::getpid());
+  SamplingSession s = StartOrDie(o);
+  uint64_t cal0 = CallFunctionInterrupts();
+  ASSERT_GT(cal0, 0u) << "no CAL line in /proc/interrupts";
+  auto t0 = std::chrono::steady_clock::now();
+  uint64_t calls = 0;
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(300)) {
+    ASSERT_EQ(ioctl(s.fd(), TPROF_IOC_SAMPLING_FLUSH), 0) << std::strerror(errno);
+    calls++;
+  }
+  uint64_t ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - t0)
+                             .count());
+  uint64_t cal = CallFunctionInterrupts() - cal0;
+  uint64_t rounds = ms / TPROF_SAMPLING_FLUSH_INTERVAL_MS + 1;
+  EXPECT_LE(calls, rounds) << calls << " flush rounds in " << ms << " ms";
+  // One call per other CPU a round, plus the guest's own background.
+  EXPECT_LE(cal, rounds * uint64_t(cpus - 1) + 100) << cal << " cross-CPU calls in " << ms << " ms";
+  Collected rest;
+  StopAndDrain(s, &rest);
 }
 
 TEST(SamplingTest, FlushWithoutASessionIsENODATA) {

@@ -134,6 +134,10 @@ std::string Hint(const Error& error, Doing doing) {
         return "breakpoints and watchpoints at kernel addresses need CAP_SYS_ADMIN (root), "
                "as perf's";
       if (err == EBUSY) return BreakpointBusyHint();
+      if (err == EDQUOT)
+        return "your user's PMU programs already hold pmu_user_events perf events (threads x "
+               "events each): end some, or raise /sys/module/tprof/parameters/pmu_user_events "
+               "as root";
       break;
     case Doing::kPmuAllCpus:
       if (err == EPERM)

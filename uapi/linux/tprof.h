@@ -110,10 +110,14 @@
  *   and, at each switch-in, stamps tsc_in. Read it in a seqcount loop, see
  *   tprof_self_page. EINVAL: a length other than one page. EPERM:
  *   PROT_WRITE. ENODATA: accounting is off. ESRCH: the caller is not
- *   tracked (table full). The page stays mapped when accounting stops,
- *   the thread exits or it execs a non-dumpable (setuid) image, with
- *   TPROF_SELF_LIVE cleared and no longer updated; after a restart (or in
- *   the new image) map a new one.
+ *   tracked (table full). EDQUOT: the caller's user (real uid) already has
+ *   self_pages_per_user mappings (a module parameter, default 16384;
+ *   CAP_SYS_ADMIN callers are not counted): each mapping counts until it
+ *   is unmapped. The page is charged to the caller's memory cgroup; one
+ *   zapped (MADV_DONTNEED) is gone from the mapping (SIGBUS). The page
+ *   stays mapped when accounting stops, the thread exits or it execs a
+ *   non-dumpable (setuid) image, with TPROF_SELF_LIVE cleared and no longer
+ *   updated; after a restart (or in the new image) map a new one.
  *
  *   Sampling (ABI 1.2; design: US5355487, the Instruction Address Sampler).
  *   One session at a time, owned by the file descriptor that started it;
@@ -180,7 +184,11 @@
  *     samples, names and mappings within one refresh instead of when a
  *     half fills, which on a CPU the target rarely runs on may be never.
  *     A sample that hits a CPU while its half is being published is
- *     counted as lost. A stopped session: nothing to do (0).
+ *     counted as lost. A stopped session: nothing to do (0). Each call
+ *     interrupts every online CPU, so a session gets at most one round per
+ *     TPROF_SAMPLING_FLUSH_INTERVAL_MS (10 ms): a FLUSH sooner after the
+ *     previous one first sleeps until the interval is over (EINTR: a
+ *     signal came meanwhile; nothing was flushed).
  *   TPROF_IOC_SAMPLING_STOP_ANY (no argument; ABI 1.5)
  *     CAP_PERFMON or CAP_SYS_ADMIN (else EPERM): stops the running session
  *     whoever owns it, as SAMPLING_STOP would, and detaches it: STATUS no
@@ -261,7 +269,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 12 /* 1.12: the setuid-exec transition says so (EXIT flags, exec_left) */
+#define TPROF_ABI_MINOR 12 /* 1.12: the setuid-exec transition says so (EXIT flags, exec_left); per-user bounds (EDQUOT) */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -681,6 +689,8 @@ struct tprof_rec_lost {
 #define TPROF_IOC_SAMPLING_STATUS _IOR(TPROF_IOC_MAGIC, 0x23, struct tprof_sampling_status)
 #define TPROF_IOC_SAMPLING_STOP_ANY _IO(TPROF_IOC_MAGIC, 0x24) /* ABI 1.5 */
 #define TPROF_IOC_SAMPLING_FLUSH _IO(TPROF_IOC_MAGIC, 0x25)    /* ABI 1.8 */
+/* SAMPLING_FLUSH: one round of cross-CPU calls per session per interval */
+#define TPROF_SAMPLING_FLUSH_INTERVAL_MS 10
 
 /* ---- Counting windows (ABI 1.3) ------------------------------------------ */
 
@@ -904,8 +914,14 @@ struct tprof_window_list {
  *   E2BIG: more than 4096 perf events (the target's threads at
  *   creation x perf events per thread: one per counter, one per piece of
  *   a watchpoint, on arm64 three a watchpoint piece and two a breakpoint
- *   when per hit). EMFILE, ENOMEM: no descriptor or memory (the
- *   program's memory is charged to the caller's memory cgroup).
+ *   when per hit). EDQUOT: the caller's user (its real uid) would hold
+ *   more perf events in PMU programs than the module parameter
+ *   pmu_user_events allows (default 16384; callers with CAP_SYS_ADMIN are
+ *   not counted): a program counts its threads at creation x its perf
+ *   events per thread (as for E2BIG), scope CPUS its events x every
+ *   possible CPU, until its descriptor is closed. EMFILE, ENOMEM: no
+ *   descriptor or memory (the program's memory is charged to the caller's
+ *   memory cgroup).
  *   Rules are edge-triggered: a rule is first evaluated when one of its
  *   counters first moves, and fires when it holds then and had not (or,
  *   with TPROF_PMU_REARM_ON_FALSE, whenever it goes from false to true).

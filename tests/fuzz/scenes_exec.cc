@@ -344,6 +344,12 @@ void RaceStartSession(Rng& r, pid_t child, bool after, RaceSession& s) {
   s.cfg.pid = uint32_t(child);
   s.cfg.frequency_hz = uint32_t(1000 + r.Below(9000));
   int err = Ioctl(s.fd, TPROF_IOC_SAMPLING_START, &s.cfg);
+  // One session at a time, and the other workers (and the root parent)
+  // hold one often: before the child is let go, wait a little for it.
+  for (int i = 0; i < 10 && err == EBUSY && !after; ++i) {
+    SleepUs(5000 + r.Below(10000));
+    err = Ioctl(s.fd, TPROF_IOC_SAMPLING_START, &s.cfg);
+  }
   CountStat(std::string("exec race: SAMPLING_START ") + (after ? "after go " : "before go ") + ErrnoName(err));
   if (err) {
     if (!In(err, {EACCES, ESRCH, EINTR, EBUSY, ENOMEM, E2BIG}))
@@ -700,6 +706,10 @@ int NsAttach(int op, uint32_t pid) {
       c.pid = uint32_t(::getpid());
       c.frequency_hz = 1000;
       int err = Ioctl(dev, TPROF_IOC_SAMPLING_START, &c);
+      for (int i = 0; i < 10 && err == EBUSY; ++i) {  // a session is often running
+        SleepUs(10000);
+        err = Ioctl(dev, TPROF_IOC_SAMPLING_START, &c);
+      }
       if (err == 0) {
         tprof_window_add wa{};
         wa.kind = TPROF_WINDOW_PROCESS;

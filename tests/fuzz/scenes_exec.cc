@@ -346,7 +346,7 @@ void RaceStartSession(Rng& r, pid_t child, bool after, RaceSession& s) {
   int err = Ioctl(s.fd, TPROF_IOC_SAMPLING_START, &s.cfg);
   // One session at a time, and the other workers (and the root parent)
   // hold one often: before the child is let go, wait a little for it.
-  for (int i = 0; i < 10 && err == EBUSY && !after; ++i) {
+  for (int i = 0; i < 30 && err == EBUSY && !after; ++i) {
     SleepUs(5000 + r.Below(10000));
     err = Ioctl(s.fd, TPROF_IOC_SAMPLING_START, &s.cfg);
   }

@@ -24,9 +24,7 @@ void CountStat(const std::string& what, uint64_t n = 1);
 // The name of the current operation in violation messages (a literal).
 void SetOp(const char* name);
 bool Unprivileged();  // this process runs the unprivileged workers
-bool Stopping();      // the run is ending: scenes return soon
 uint64_t MonotonicNs();
-uint32_t ThreadId();
 std::string ErrnoName(int e);
 std::string DescribeProcess(uint32_t pid);  // name, state and parent chain
 int OpenTprof();                            // /dev/tprof, O_RDWR | O_CLOEXEC

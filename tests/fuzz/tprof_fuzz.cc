@@ -4298,9 +4298,7 @@ void MarkForkedChild() { g_in_child = true; }
 void CountStat(const std::string& what, uint64_t n) { Count(what, n); }
 void SetOp(const char* name) { t_op = name; }
 bool Unprivileged() { return g_unpriv; }
-bool Stopping() { return g_stop.load(); }
 uint64_t MonotonicNs() { return NowNs(); }
-uint32_t ThreadId() { return Gettid(); }
 std::string ErrnoName(int e) { return ErrName(e); }
 std::string DescribeProcess(uint32_t pid) { return DescribePid(pid); }
 int OpenTprof() { return OpenDevice(); }

@@ -15,13 +15,17 @@
 //     it knows, before and after its exec: PMU programs (THREAD and
 //     PROCESS, random counters among syscall tracepoints the child never
 //     enters before its exec (brk, mmap, openat, exit_group), getppid, a
-//     breakpoint at the marker, software events), a sampling session on
+//     breakpoint at the marker or at wl_child_work in this process's own
+//     executable mapping of the helper's file (inherited by the child:
+//     arm64 makes it a uprobe of that file for a CAP_PERFMON caller),
+//     software events), a sampling session on
 //     its pid with a process window, THREAD_READ of its tid in a loop.
 //     Checked: the helper exits 0 (a signal, SIGTRAP/SIGILL/SIGSEGV above
 //     all, or an exec failure is a violation); each attach ends in success
 //     or a documented errno (EACCES, ESRCH and EINTR are legal outcomes of
 //     the race, counted). Unprivileged: no PMU program counts a syscall of
-//     the helper or more marker hits than the child made; no successful
+//     the helper, a hit in the helper's file or more marker hits than the
+//     child made; no successful
 //     THREAD_READ names the helper (its comm); the session has no COMM
 //     exec record and no user-mode sample of the pid outside this
 //     process's executable mappings (the child before its exec runs only
@@ -44,6 +48,7 @@
 //     tries the stranger too (EACCES: its capability is not the worker's).
 #include "fuzz.h"
 
+#include <elf.h>
 #include <linux/capability.h>
 #include <linux/tprof.h>
 #include <fcntl.h>
@@ -187,6 +192,54 @@ void SleepUs(u64 us) {
   }
 }
 
+// The helper's file mapped executable into this process (before any
+// exec-race fork: the children inherit it), and where its wl_child_work
+// is in that mapping: 0 if the file has no such symbol. A breakpoint
+// there is, in the child, at an instruction of a file mapping (arm64: a
+// uprobe for a CAP_PERFMON caller) that the child never runs and the
+// helper, a root process after its exec, runs once.
+u64 HelperWorkInMapping() {
+  static const u64 addr = []() -> u64 {
+    int fd = ::open(kHelperPath, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || st.st_size < off_t(sizeof(Elf64_Ehdr))) {
+      ::close(fd);
+      return 0;
+    }
+    const size_t len = size_t(st.st_size);
+    void* m = ::mmap(nullptr, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (m == MAP_FAILED) return 0;
+    const char* b = static_cast<const char*>(m);
+    auto* eh = reinterpret_cast<const Elf64_Ehdr*>(b);
+    if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shoff + u64(eh->e_shnum) * sizeof(Elf64_Shdr) > len || eh->e_phoff + u64(eh->e_phnum) * sizeof(Elf64_Phdr) > len)
+      return 0;
+    auto* sh = reinterpret_cast<const Elf64_Shdr*>(b + eh->e_shoff);
+    u64 value = 0;
+    for (unsigned i = 0; i < eh->e_shnum && !value; ++i) {
+      if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+      const Elf64_Shdr& strs = sh[sh[i].sh_link];
+      if (sh[i].sh_offset + sh[i].sh_size > len || strs.sh_offset + strs.sh_size > len) continue;
+      auto* sym = reinterpret_cast<const Elf64_Sym*>(b + sh[i].sh_offset);
+      for (size_t k = 0; k < sh[i].sh_size / sizeof(Elf64_Sym); ++k)
+        if (ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC && sym[k].st_name < strs.sh_size &&
+            std::strncmp(b + strs.sh_offset + sym[k].st_name, "wl_child_work", strs.sh_size - sym[k].st_name) == 0) {
+          value = sym[k].st_value;
+          break;
+        }
+    }
+    auto* ph = reinterpret_cast<const Elf64_Phdr*>(b + eh->e_phoff);
+    for (unsigned i = 0; i < eh->e_phnum && value; ++i)
+      if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) && value >= ph[i].p_vaddr &&
+          value < ph[i].p_vaddr + ph[i].p_filesz && value - ph[i].p_vaddr + ph[i].p_offset < len)
+        return u64(reinterpret_cast<uintptr_t>(b)) + value - ph[i].p_vaddr + ph[i].p_offset;
+    return 0;  // (the mapping stays: nothing to gain from unmapping it)
+  }();
+  return addr;
+}
+
 }  // namespace
 
 // The exec-race child calls this before its exec (a breakpoint target).
@@ -309,9 +362,14 @@ void RaceCreateProgram(Rng& r, int dev, pid_t child, bool after, std::vector<Rac
         if (have_bp) continue;
         have_bp = true;
         k.kind = TPROF_PMU_EV_BREAKPOINT;
-        k.addr = u64(reinterpret_cast<uintptr_t>(&tprof_fuzz_exec_race_mark));
+        if (HelperWorkInMapping() && r.OneIn(2)) {
+          k.addr = HelperWorkInMapping();
+          rp.counters.emplace_back(-3, "breakpoint in the helper's file");
+        } else {
+          k.addr = u64(reinterpret_cast<uintptr_t>(&tprof_fuzz_exec_race_mark));
+          rp.counters.emplace_back(-1, "marker breakpoint");
+        }
         if (r.OneIn(2)) k.threshold = 1 + r.Below(3);  // seen per hit (arm64: with a stepper)
-        rp.counters.emplace_back(-1, "marker breakpoint");
         break;
       default:
         k.kind = TPROF_PMU_EV_SOFTWARE;
@@ -502,11 +560,19 @@ void RaceCheckProgram(const RaceProgram& p, pid_t child, int marks, bool unpriv)
     const u64 val = v.values[i];
     if (kind >= 0 && size_t(kind) == kGetppid && !p.after_exec_started)
       CountStat(std::string("exec race: getppid control ") + (val == u64(marks) ? "exact" : "not exact"));
+    if (kind == -1 && !p.after_exec_started)
+      CountStat(std::string("exec race: marker breakpoint control ") + (val == u64(marks) ? "exact" : "not exact"));
+    if (kind == -3) CountStat(std::string("exec race: helper-file breakpoint read ") + (val ? "hits" : "none"));
     if (!unpriv) continue;
     if (kind >= 0 && g_tps[kind].helper_only && val != 0)
       SCENE_VIOLATION("a PMU program (%s) of the unprivileged worker on pid %d counted %llu %s, a syscall only the "
                       "setuid-root helper it exec'd makes: the program followed it into a root process",
                       p.scope == TPROF_PMU_SCOPE_THREAD ? "THREAD" : "PROCESS", int(child), val, g_tps[kind].name);
+    if (kind == -3 && val != 0)
+      SCENE_VIOLATION("a PMU program (%s) of the unprivileged worker on pid %d counted %llu hits of a breakpoint at "
+                      "wl_child_work in its mapping of %s, which only the setuid-root helper it exec'd runs: the "
+                      "program (a uprobe on arm64?) followed it into a root process",
+                      p.scope == TPROF_PMU_SCOPE_THREAD ? "THREAD" : "PROCESS", int(child), val, kHelperPath);
     if (kind == -1 && val > u64(marks))
       SCENE_VIOLATION("a PMU program (%s) of the unprivileged worker on pid %d counted %llu hits of a breakpoint "
                       "the child ran %d times before its exec into the setuid-root helper",
@@ -525,7 +591,8 @@ void OpExecRace(uint64_t seed) {
   }
   Rng r(seed);
   const bool unpriv = Unprivileged();
-  (void)InOwnCode(0);  // this process's code, read before any fork
+  (void)HelperWorkInMapping();  // mapped before InOwnCode reads this process's code, and any fork
+  (void)InOwnCode(0);
   int dev = OpenTprof();
   if (dev < 0) return;
   int go[2];

@@ -23,9 +23,10 @@
 //     Checked: the helper exits 0 (a signal, SIGTRAP/SIGILL/SIGSEGV above
 //     all, or an exec failure is a violation); each attach ends in success
 //     or a documented errno (EACCES, ESRCH and EINTR are legal outcomes of
-//     the race, counted). Unprivileged: no PMU program counts a syscall of
+//     the race, counted). No PMU program of the unprivileged worker, nor
+//     one root created before the child was let go, counts a syscall of
 //     the helper, a hit in the helper's file or more marker hits than the
-//     child made; no successful
+//     child made. Unprivileged: no successful
 //     THREAD_READ names the helper (its comm); the session has no COMM
 //     exec record and no user-mode sample of the pid outside this
 //     process's executable mappings (the child before its exec runs only
@@ -563,20 +564,25 @@ void RaceCheckProgram(const RaceProgram& p, pid_t child, int marks, bool unpriv)
     if (kind == -1 && !p.after_exec_started)
       CountStat(std::string("exec race: marker breakpoint control ") + (val == u64(marks) ? "exact" : "not exact"));
     if (kind == -3) CountStat(std::string("exec race: helper-file breakpoint read ") + (val ? "hits" : "none"));
-    if (!unpriv) continue;
+    // Root may attach to the helper after its exec (and count it); a
+    // program root created before the child was let go, or any program
+    // of the unprivileged worker, must not follow the child into it.
+    if (!unpriv && p.after_exec_started) continue;
+    const char* who = unpriv ? "of the unprivileged worker" : "root created before the child could exec";
     if (kind >= 0 && g_tps[kind].helper_only && val != 0)
-      SCENE_VIOLATION("a PMU program (%s) of the unprivileged worker on pid %d counted %llu %s, a syscall only the "
-                      "setuid-root helper it exec'd makes: the program followed it into a root process",
-                      p.scope == TPROF_PMU_SCOPE_THREAD ? "THREAD" : "PROCESS", int(child), val, g_tps[kind].name);
+      SCENE_VIOLATION("a PMU program (%s) %s on pid %d counted %llu %s, a syscall only the setuid-root helper it "
+                      "exec'd makes: the program followed it into a non-dumpable root process",
+                      p.scope == TPROF_PMU_SCOPE_THREAD ? "THREAD" : "PROCESS", who, int(child), val,
+                      g_tps[kind].name);
     if (kind == -3 && val != 0)
-      SCENE_VIOLATION("a PMU program (%s) of the unprivileged worker on pid %d counted %llu hits of a breakpoint at "
-                      "wl_child_work in its mapping of %s, which only the setuid-root helper it exec'd runs: the "
-                      "program (a uprobe on arm64?) followed it into a root process",
-                      p.scope == TPROF_PMU_SCOPE_THREAD ? "THREAD" : "PROCESS", int(child), val, kHelperPath);
+      SCENE_VIOLATION("a PMU program (%s) %s on pid %d counted %llu hits of a breakpoint at wl_child_work in the "
+                      "worker's mapping of %s, which only the setuid-root helper it exec'd runs: the program (a "
+                      "uprobe on arm64?) followed it into a non-dumpable root process",
+                      p.scope == TPROF_PMU_SCOPE_THREAD ? "THREAD" : "PROCESS", who, int(child), val, kHelperPath);
     if (kind == -1 && val > u64(marks))
-      SCENE_VIOLATION("a PMU program (%s) of the unprivileged worker on pid %d counted %llu hits of a breakpoint "
-                      "the child ran %d times before its exec into the setuid-root helper",
-                      p.scope == TPROF_PMU_SCOPE_THREAD ? "THREAD" : "PROCESS", int(child), val, marks);
+      SCENE_VIOLATION("a PMU program (%s) %s on pid %d counted %llu hits of a breakpoint the child ran %d times "
+                      "before its exec into the setuid-root helper",
+                      p.scope == TPROF_PMU_SCOPE_THREAD ? "THREAD" : "PROCESS", who, int(child), val, marks);
   }
   CountStat("exec race: programs read");
 }

@@ -90,8 +90,8 @@
 //     parent's descriptors cannot be opened through /proc unprivileged;
 //   - the setuid helper exits 0 (no SIGTRAP/SIGILL/SIGSEGV, whatever was
 //     attached to it when it exec'd); nothing the unprivileged worker
-//     attached to it before its exec counts, samples, records or reads it
-//     afterwards; from a user namespace of its own the unprivileged worker
+//     attached to it before its exec (nor a PMU program root attached
+//     then) counts, samples, records or reads it afterwards; from a user namespace of its own the unprivileged worker
 //     attaches to no process outside it (EACCES), least of all a same-uid
 //     one with a capability, and to its own processes as without it;
 //   - at the end, with every descriptor closed, no session is left.

@@ -2547,8 +2547,9 @@ void NlCheckEvent(NlScene& sc, NlSock& s, const nlattr* a, int left) {
     // know but finds under the parent.
     if (ev.pid && !IsOwnPid(ev.pid) && !DescendsFrom(ev.pid, uint32_t(::getpid())) &&
         !(g_in_child.load() && DescendsFrom(ev.pid, uint32_t(::getppid()))))
-      VIOLATION("pmu event of pid %u (tid %u), not of this process tree, reached an unprivileged socket",
-                ev.pid, ev.tid);
+      VIOLATION("pmu event of pid %u (tid %u), not of this process tree, reached an unprivileged socket (seq %llu "
+                "kind %u index %u; the pid: %s; this process's parent %d)",
+                ev.pid, ev.tid, ev.seq, ev.kind, ev.index, DescribePid(ev.pid).c_str(), int(::getppid()));
   }
   if (s.progs_ever.size() != 1 || *s.progs_ever.begin() == kNoProg) return;
   NlProg* p = sc.Prog(*s.progs_ever.begin());

@@ -251,7 +251,7 @@ $(INTEGRATION_TESTS): $(call obj,$(INTEGRATION_TEST_SRCS)) $(LIB)
 
 # The /dev/tprof fuzzer (tests/fuzz/): a guest program too, on /dev/tprof
 # directly (uapi header only).
-$(FUZZER): $(B)/obj/tests/fuzz/tprof_fuzz.o
+$(FUZZER): $(B)/obj/tests/fuzz/tprof_fuzz.o $(B)/obj/tests/fuzz/scenes_exec.o
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $^ -pthread
 

@@ -30,7 +30,11 @@
 // another socket (OpPortIdRace); programs of execution breakpoints in file
 // mappings (arm64: uprobes), in none, at no instruction and (root) at kernel
 // functions, beside "strangers" running the same binary outside every
-// program's scope (OpProbes). One "accountant" at a time runs a whole session
+// program's scope (OpProbes); a child that execs a setuid-root helper while
+// the worker attaches to it every way it knows (OpExecRace), and a child
+// in a user namespace of its own attaching to processes outside it and to
+// its own (OpUserNamespace; both in scenes_exec.cc, through fuzz.h: its
+// header lists what they check). One "accountant" at a time runs a whole session
 // and checks its books. As root the main thread also checks that rmmod is
 // refused while a descriptor is open and cycles insmod/rmmod (with random
 // module parameters) while a fork storm runs, and takes CPUs other than 0
@@ -84,10 +88,18 @@
 //     calls exactly; on arm64 a breakpoint in no file mapping that needs
 //     every hit is refused; the root
 //     parent's descriptors cannot be opened through /proc unprivileged;
+//   - the setuid helper exits 0 (no SIGTRAP/SIGILL/SIGSEGV, whatever was
+//     attached to it when it exec'd); nothing the unprivileged worker
+//     attached to it before its exec (nor a PMU program root attached
+//     then) counts, samples, records or reads it afterwards; from a user namespace of its own the unprivileged worker
+//     attaches to no process outside it (EACCES), least of all a same-uid
+//     one with a capability, and to its own processes as without it;
 //   - at the end, with every descriptor closed, no session is left.
 // Kernel reports (WARNING, BUG, KASAN, UBSAN, lockdep, hung tasks, soft
 // lockups, RCU stalls, kmemleak) are caught by tools/vm/scan-kernel-log
 // around this program (tools/tprof-vm --kmemleak).
+#include "fuzz.h"
+
 #include <linux/tprof.h>
 #include <linux/genetlink.h>
 #include <linux/perf_event.h>
@@ -2535,8 +2547,9 @@ void NlCheckEvent(NlScene& sc, NlSock& s, const nlattr* a, int left) {
     // know but finds under the parent.
     if (ev.pid && !IsOwnPid(ev.pid) && !DescendsFrom(ev.pid, uint32_t(::getpid())) &&
         !(g_in_child.load() && DescendsFrom(ev.pid, uint32_t(::getppid()))))
-      VIOLATION("pmu event of pid %u (tid %u), not of this process tree, reached an unprivileged socket",
-                ev.pid, ev.tid);
+      VIOLATION("pmu event of pid %u (tid %u), not of this process tree, reached an unprivileged socket (seq %llu "
+                "kind %u index %u; the pid: %s; this process's parent %d)",
+                ev.pid, ev.tid, ev.seq, ev.kind, ev.index, DescribePid(ev.pid).c_str(), int(::getppid()));
   }
   if (s.progs_ever.size() != 1 || *s.progs_ever.begin() == kNoProg) return;
   NlProg* p = sc.Prog(*s.progs_ever.begin());
@@ -3882,6 +3895,10 @@ void ReleaseThreadResources(Worker& w) {
   w.self_pages.clear();
 }
 
+// The scenes of scenes_exec.cc (fuzz.h): a setuid helper's exec race, user namespaces.
+void OpExecRace(Worker& w) { tprof_fuzz::OpExecRace(w.rng.Next()); }
+void OpUserNamespace(Worker& w) { tprof_fuzz::OpUserNamespace(w.rng.Next()); }
+
 void WorkerMain(int index) {
   Worker w(index, g_opt.seed * 1000 + u64(index) + 1);
   t_scratch = new Scratch;
@@ -3892,7 +3909,8 @@ void WorkerMain(int index) {
   static const Op ops[] = {{OpIoctl, 30}, {OpFds, 10}, {OpSession, 12}, {OpMmap, 8},
                            {OpUnmap, 5},  {OpSelfPage, 6}, {OpThread, 4}, {OpDrain, 6},
                            {OpFork, 3},   {OpPoll, 3},  {OpMetrics, 2}, {OpAccountant, 3},
-                           {OpPmuNetlink, 6}, {OpPortIdRace, 2}, {OpProbes, 5}};
+                           {OpPmuNetlink, 6}, {OpPortIdRace, 2}, {OpProbes, 5},
+                           {OpExecRace, 3},   {OpUserNamespace, 2}};
   int total = 0;
   for (const Op& o : ops) total += o.weight;
   while (!g_stop.load()) {
@@ -4273,6 +4291,26 @@ int Report();
 
 }  // namespace
 
+// What scenes in files of their own use of the core (fuzz.h).
+namespace tprof_fuzz {
+void ReportViolation(const char* msg) { VIOLATION("%s", msg); }
+void ChildReportedViolation() { g_violations++; }
+void MarkForkedChild() { g_in_child = true; }
+void CountStat(const std::string& what, uint64_t n) { Count(what, n); }
+void SetOp(const char* name) { t_op = name; }
+bool Unprivileged() { return g_unpriv; }
+uint64_t MonotonicNs() { return NowNs(); }
+std::string ErrnoName(int e) { return ErrName(e); }
+std::string DescribeProcess(uint32_t pid) { return DescribePid(pid); }
+int OpenTprof() { return OpenDevice(); }
+int PerfParanoidLevel() { return PerfParanoid(); }
+pid_t ForkOwnProcess() {
+  pid_t pid = ForkOwn();
+  if (pid > 0 && g_unpriv) AddOwnPid(uint32_t(pid));
+  return pid;
+}
+}  // namespace tprof_fuzz
+
 int main(int argc, char** argv) {
   bool have_seed = false;
   for (int i = 1; i < argc; ++i) {
@@ -4299,6 +4337,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   ::signal(SIGPIPE, SIG_IGN);
   MapSharedPids();
+  if (::geteuid() == 0) tprof_fuzz::ExecScenesSetUpAsRoot();
 
   if (!g_opt.unprivileged) {
     if (::geteuid() != 0) {
@@ -4346,6 +4385,7 @@ int main(int argc, char** argv) {
                   paranoid_was);
       void* shared = ::mmap(nullptr, size_t(kPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
       if (shared != MAP_FAILED) g_want_session = new (shared) std::atomic<int>(0);
+      tprof_fuzz::ExecScenesStartCapableStranger();
       std::fflush(nullptr);
       pid_t child = ::fork();
       if (child == 0) {
@@ -4393,6 +4433,7 @@ int main(int argc, char** argv) {
         }
       }
       ::close(anchor);
+      tprof_fuzz::ExecScenesStopCapableStranger();
       if (paranoid_was >= 0) set_paranoid(paranoid_was);
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         Say("tprof_fuzz: the unprivileged worker process ended with status 0x%x", status);

@@ -173,13 +173,18 @@ void tprof_pmu_send_work(struct work_struct *work)
 			return;
 		}
 		ev.lost = atomic64_xchg(&p->lost_pending, 0);
+		/*
+		 * Counted before it is sent: a monitor that reads it and then
+		 * PMU_READ at once never sees more delivered than sent (found
+		 * by the fuzzer). A send that fails takes it back.
+		 */
+		atomic64_inc(&p->sent);
 		ret = tprof_pmu_send(sk, &ev);
 		sock_put(sk);
 		if (ret) {
+			atomic64_dec(&p->sent);
 			atomic64_add(ev.lost + 1, &p->lost_pending);
 			atomic64_inc(&p->lost);
-		} else {
-			atomic64_inc(&p->sent);
 		}
 		cond_resched();
 	}

@@ -288,7 +288,7 @@ WL_LIB := $(B)/bin/libtprofwl.so
 WORKLOADS := $(B)/bin/tprof-wl-shares $(B)/bin/tprof-wl-split $(B)/bin/tprof-wl-spawn \
 	$(B)/bin/tprof-wl-child $(B)/bin/tprof-wl-jit $(B)/bin/tprof-wl-faults \
 	$(B)/bin/tprof-wl-calltree $(B)/bin/tprof-wl-vdso $(B)/bin/tprof-wl-inline $(B)/bin/tprof-wl-annotate \
-	$(B)/bin/tprof-wl-threads $(WL_LIB)
+	$(B)/bin/tprof-wl-threads $(B)/bin/tprof-wl-suid-target $(WL_LIB)
 guest-programs: $(WORKLOADS)
 $(B)/bin/tprof-wl-%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
@@ -309,6 +309,11 @@ $(B)/bin/tprof-wl-calltree: tests/workloads/calltree.c tests/workloads/calltree_
 $(B)/bin/tprof-wl-inline: tests/workloads/inline.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -o $@ $<
+# The exec-safety tests' setuid target: static and not position-independent,
+# so its addresses are fixed and known before its setuid copy runs.
+$(B)/bin/tprof-wl-suid-target: tests/workloads/suid_target.c tests/workloads/wl.h
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -static -no-pie -o $@ $<
 $(WL_LIB): tests/workloads/libtprofwl.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -fPIC -shared -Wl,-soname,libtprofwl.so -o $@ $<

@@ -29,6 +29,7 @@
 #include <gtest/gtest.h>
 
 #include "guest_env.h"
+#include "session_records.h"
 #include "tprof/sampling.h"
 #include "tprof/windows.h"
 
@@ -36,57 +37,6 @@ namespace tprof::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-// One record, flattened.
-struct Rec {
-  uint32_t type = 0, pid = 0, parent_pid = 0, kind = 0, flags = 0;
-  uint64_t time_ns = 0, ip = 0;
-  std::string text;  // comm or map path
-};
-
-// Stops the session and returns every record it delivered; empty + *ok =
-// false if the session misbehaved.
-std::vector<Rec> StopAndDrain(SamplingSession& s, bool* ok) {
-  std::vector<Rec> out;
-  *ok = bool(s.Stop());
-  auto fn = [&](uint32_t, const tprof_rec_header* h, size_t) {
-    Rec r;
-    r.type = h->type;
-    switch (h->type) {
-      case TPROF_REC_SAMPLE: {
-        auto* x = reinterpret_cast<const tprof_rec_sample*>(h);
-        r.pid = x->pid, r.time_ns = x->time_ns, r.flags = x->flags, r.ip = x->ip;
-        break;
-      }
-      case TPROF_REC_COMM: {
-        auto* x = reinterpret_cast<const tprof_rec_comm*>(h);
-        r.pid = x->pid, r.time_ns = x->time_ns, r.parent_pid = x->parent_pid, r.kind = x->kind;
-        r.text.assign(x->comm, strnlen(x->comm, sizeof(x->comm)));
-        break;
-      }
-      case TPROF_REC_EXIT: {
-        auto* x = reinterpret_cast<const tprof_rec_exit*>(h);
-        r.pid = x->pid, r.time_ns = x->time_ns, r.flags = x->flags;
-        break;
-      }
-      case TPROF_REC_MAP: {
-        auto* x = reinterpret_cast<const tprof_rec_map*>(h);
-        r.pid = x->pid, r.time_ns = x->time_ns;
-        r.text.assign(reinterpret_cast<const char*>(x + 1), strnlen(reinterpret_cast<const char*>(x + 1), h->size - sizeof(*x)));
-        break;
-      }
-      default:
-        break;
-    }
-    out.push_back(r);
-    return true;
-  };
-  for (int i = 0; i < 1000 && *ok && !s.Finished(); ++i) {
-    *ok = bool(s.Consume(fn)) && bool(s.Wait(10));
-  }
-  *ok = *ok && s.Finished();
-  return out;
-}
 
 // Becomes uid/gid 65534 like a user who logged in: dumpable again (a
 // credential change from root leaves the process non-dumpable).

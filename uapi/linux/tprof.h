@@ -787,14 +787,16 @@ struct tprof_window_list {
  * rules and thresholds are evaluated then, and an instruction range is
  * checked against the overflow's address (an estimate, as sampling is).
  * On arm64 an execution breakpoint at a user address of scope THREAD or
- * PROCESS is a uprobe of the file mapped there at creation (an executable
- * private file mapping), and one at a kernel address (any scope) a kprobe;
+ * PROCESS is, for a caller with CAP_PERFMON or CAP_SYS_ADMIN, a uprobe of
+ * the file mapped there at creation (an executable private file mapping),
+ * and one at a kernel address (any scope, CAP_SYS_ADMIN) a kprobe;
  * both are seen per hit and exact as on x86, and count the scope's tasks
  * only (the thread; the process and the descendants whose parent chain
  * reaches it; for CPUS every task, interrupts included). A kprobe refuses
  * what kprobes cannot probe and tprof.ko's own code (EINVAL). Every other
- * breakpoint (user addresses outside a file mapping, user addresses in
- * scope CPUS, TPROF_PMU_CTR_USER_ONLY at a kernel address) and every
+ * breakpoint (any caller's without CAP_PERFMON, user addresses outside a
+ * file mapping, user addresses in scope CPUS, TPROF_PMU_CTR_USER_ONLY at a
+ * kernel address) and every
  * watchpoint is a debug register there, which the kernel steps over only
  * for perf's own overflow handler. Without a threshold, a rule, a range,
  * arming (armed_by) or scope CPUS it only counts: a counting perf event

@@ -725,6 +725,30 @@ static int tprof_pmu_create_err(const struct tprof_pmu_counter *c, int err)
 	return err;
 }
 
+/*
+ * A breakpoint or watchpoint at a kernel address: perf wants CAP_SYS_ADMIN
+ * for it (hw_breakpoint_parse(): trap recursion in the kernel's own trap
+ * path), whatever the scope, and asks the caller, never the kernel worker
+ * that makes every-CPU events (cpu_events.c).
+ */
+static bool tprof_pmu_kernel_debug_reg(const struct tprof_pmu_counter *ctr)
+{
+	if (ctr->kind == TPROF_PMU_EV_BREAKPOINT)
+		return !tprof_pmu_user_address(ctr->addr, sizeof(long));
+	return ctr->kind == TPROF_PMU_EV_WATCHPOINT &&
+	       !tprof_pmu_user_address(ctr->addr, ctr->len);
+}
+
+static bool tprof_pmu_kernel_debug_regs(const struct tprof_pmu_program *c)
+{
+	u32 i;
+
+	for (i = 0; i < c->nr_counters; i++)
+		if (tprof_pmu_kernel_debug_reg(&c->counters[i]))
+			return true;
+	return false;
+}
+
 /* Kernel addresses (breakpoints, watchpoints, ranges, data ranges) need CAP_PERFMON. */
 static bool tprof_pmu_kernel_addresses(const struct tprof_pmu_program *c)
 {
@@ -733,39 +757,14 @@ static bool tprof_pmu_kernel_addresses(const struct tprof_pmu_program *c)
 	for (i = 0; i < c->nr_counters; i++) {
 		const struct tprof_pmu_counter *ctr = &c->counters[i];
 
-		if (ctr->kind == TPROF_PMU_EV_BREAKPOINT &&
-		    !tprof_pmu_user_address(ctr->addr, sizeof(long)))
+		if (tprof_pmu_kernel_debug_reg(ctr))
 			return true;
-		if ((ctr->kind == TPROF_PMU_EV_WATCHPOINT ||
-		     ctr->flags & TPROF_PMU_CTR_DATA_RANGE) &&
+		if (ctr->flags & TPROF_PMU_CTR_DATA_RANGE &&
 		    !tprof_pmu_user_address(ctr->addr, ctr->len))
 			return true;
 		if (ctr->flags & TPROF_PMU_CTR_RANGE &&
 		    !tprof_pmu_user_address(ctr->range_start,
 					    ctr->range_end - ctr->range_start))
-			return true;
-	}
-	return false;
-}
-
-/*
- * Breakpoints and watchpoints at kernel addresses: perf wants
- * CAP_SYS_ADMIN for them (hw_breakpoint_parse(): trap recursion in the
- * kernel's own trap path), whatever the scope, and asks the caller, never
- * the kernel worker that makes every-CPU events (cpu_events.c).
- */
-static bool tprof_pmu_kernel_debug_regs(const struct tprof_pmu_program *c)
-{
-	u32 i;
-
-	for (i = 0; i < c->nr_counters; i++) {
-		const struct tprof_pmu_counter *ctr = &c->counters[i];
-
-		if (ctr->kind == TPROF_PMU_EV_BREAKPOINT &&
-		    !tprof_pmu_user_address(ctr->addr, sizeof(long)))
-			return true;
-		if (ctr->kind == TPROF_PMU_EV_WATCHPOINT &&
-		    !tprof_pmu_user_address(ctr->addr, ctr->len))
 			return true;
 	}
 	return false;

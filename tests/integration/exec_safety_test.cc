@@ -82,23 +82,10 @@ std::optional<TargetAddresses> ReadTargetAddresses() {
   return a;
 }
 
-// The setuid-root copy (root:root, 4755) for the scope of a test.
-class SetuidCopy {
+// The setuid-root copy of the target for the scope of a test.
+class SetuidCopy : public ScopedSetuidCopy {
  public:
-  SetuidCopy() {
-    std::error_code ec;
-    std::filesystem::copy_file(kTarget, kSuidTarget,
-                               std::filesystem::copy_options::overwrite_existing, ec);
-    ok_ = !ec && ::chown(kSuidTarget, 0, 0) == 0 && ::chmod(kSuidTarget, 04755) == 0;
-    EXPECT_TRUE(ok_) << "installing " << kSuidTarget;
-  }
-  ~SetuidCopy() { ::unlink(kSuidTarget); }
-  SetuidCopy(const SetuidCopy&) = delete;
-  SetuidCopy& operator=(const SetuidCopy&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  bool ok_ = false;
+  SetuidCopy() : ScopedSetuidCopy(kTarget, kSuidTarget) {}
 };
 
 // The exit status as the tests compare it: the exit code, or 128 + the

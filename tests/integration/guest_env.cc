@@ -1,6 +1,7 @@
 #include "guest_env.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -189,6 +190,16 @@ bool WriteFile(const std::string& path, const std::string& value) {
   return bool(out);
 }
 }  // namespace
+
+ScopedSetuidCopy::ScopedSetuidCopy(const std::string& from, const std::string& path)
+    : path_(path) {
+  std::error_code ec;
+  std::filesystem::copy_file(from, path, std::filesystem::copy_options::overwrite_existing, ec);
+  ok_ = !ec && ::chown(path.c_str(), 0, 0) == 0 && ::chmod(path.c_str(), 04755) == 0;
+  EXPECT_TRUE(ok_) << "installing a setuid-root copy of " << from << " as " << path;
+}
+
+ScopedSetuidCopy::~ScopedSetuidCopy() { ::unlink(path_.c_str()); }
 
 ScopedFileValue::ScopedFileValue(const std::string& path, const std::string& value) : path_(path) {
   std::ifstream in(path_);

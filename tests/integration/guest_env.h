@@ -109,6 +109,22 @@ class ScopedFileValue {
   bool ok_ = false;
 };
 
+// A setuid-root copy of a guest program (root:root, mode 4755) for the
+// scope: what an unprivileged user's process may exec into.
+class ScopedSetuidCopy {
+ public:
+  ScopedSetuidCopy(const std::string& from, const std::string& path);
+  ~ScopedSetuidCopy();
+  ScopedSetuidCopy(const ScopedSetuidCopy&) = delete;
+  ScopedSetuidCopy& operator=(const ScopedSetuidCopy&) = delete;
+  bool ok() const { return ok_; }
+  const char* path() const { return path_.c_str(); }
+
+ private:
+  std::string path_;
+  bool ok_ = false;
+};
+
 // A parameter of the loaded tprof.ko (/sys/module/tprof/parameters/).
 class ScopedModuleParam : public ScopedFileValue {
  public:

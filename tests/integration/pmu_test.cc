@@ -1035,11 +1035,9 @@ TEST(PmuTest, PermissionsFollowPerfsRules) {
 // creator learns why the counts stopped. A plain exec leaves nothing.
 TEST(PmuTest, ExecLeftCountsScopeThreadsThatExecASetuidImage) {
   ScopedParanoid level(2);
-  const char* suid = "/tmp/tprof-wl-child-suid-pmu";
-  std::filesystem::copy_file("/usr/bin/tprof-wl-child", suid,
-                             std::filesystem::copy_options::overwrite_existing);
-  ASSERT_EQ(chown(suid, 0, 0), 0);
-  ASSERT_EQ(chmod(suid, 04755), 0);
+  ScopedSetuidCopy copy("/usr/bin/tprof-wl-child", "/tmp/tprof-wl-child-suid-pmu");
+  ASSERT_TRUE(copy.ok());
+  const char* suid = copy.path();
   ProgramSpec spec;
   ASSERT_TRUE(spec.AddCounter("f=page-faults", nullptr));
   tprof_pmu_program own = spec.Build(TPROF_PMU_SCOPE_PROCESS, 0);
@@ -1063,7 +1061,6 @@ TEST(PmuTest, ExecLeftCountsScopeThreadsThatExecASetuidImage) {
     }
     return 0;
   });
-  unlink(suid);
   EXPECT_EQ(rc, 0) << "20: a plain exec counted in exec_left; 21: the setuid exec not counted "
                       "once (1x: the child did not run)";
 }

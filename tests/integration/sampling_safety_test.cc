@@ -211,11 +211,9 @@ TEST(SamplingSafety, FollowsItsChildNotAReusedPid) {
 // control).
 TEST(SamplingSafety, SetuidExecEndsTheSession) {
   ScopedParanoid level(2);
-  const char* suid = "/tmp/tprof-wl-child-suid";
-  std::filesystem::copy_file("/usr/bin/tprof-wl-child", suid,
-                             std::filesystem::copy_options::overwrite_existing);
-  ASSERT_EQ(chown(suid, 0, 0), 0);
-  ASSERT_EQ(chmod(suid, 04755), 0);
+  ScopedSetuidCopy copy("/usr/bin/tprof-wl-child", "/tmp/tprof-wl-child-suid");
+  ASSERT_TRUE(copy.ok());
+  const char* suid = copy.path();
   int rc = RunUnprivileged([suid] {
     if (prctl(PR_SET_DUMPABLE, 1)) return 4;
     for (int setuid = 0; setuid < 2; ++setuid) {
@@ -285,7 +283,6 @@ TEST(SamplingSafety, SetuidExecEndsTheSession) {
     }
     return 0;
   });
-  unlink(suid);
   EXPECT_EQ(rc, 0) << "control (plain exec): 40 samples, 41 COMM, 42 MAP missing; setuid exec: "
                       "50 samples, 51 COMM, 52 MAP of the setuid image; 30/31 the program did not run; "
                       "60 the control's process window counted nothing, 61 the window kept counting "

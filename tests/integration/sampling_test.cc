@@ -406,15 +406,21 @@ TEST(SamplingTest, FlushHandsOverPartialHalvesWhileRunning) {
   EXPECT_EQ(ioctl(s.fd(), TPROF_IOC_SAMPLING_FLUSH), 0) << "a stopped session: nothing to do";
 }
 
-// Function-call interrupts (IPIs) every CPU took so far: /proc/interrupts' CAL line.
+// Function-call interrupts (IPIs) every CPU took so far: /proc/interrupts'
+// CAL line (x86), or its "Function call interrupts" IPI line (arm64: IPI1).
 uint64_t CallFunctionInterrupts() {
   std::ifstream in("/proc/interrupts");
   std::string line;
   while (std::getline(in, line)) {
     size_t p = line.find_first_not_of(' ');
-    if (p == std::string::npos || line.compare(p, 4, "CAL:") != 0) continue;
+    if (p == std::string::npos) continue;
+    if (line.compare(p, 4, "CAL:") != 0 &&
+        line.find("Function call interrupts") == std::string::npos)
+      continue;
+    size_t colon = line.find(':', p);
+    if (colon == std::string::npos) continue;
     uint64_t sum = 0;
-    const char* c = line.c_str() + p + 4;
+    const char* c = line.c_str() + colon + 1;
     char* end = nullptr;
     for (;;) {
       unsigned long long v = std::strtoull(c, &end, 10);

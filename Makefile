@@ -88,7 +88,7 @@ RUNTIME_EXAMPLE := $(B)/bin/tprof-runtime-example
 UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
 
-.PHONY: all module lib tools unit-tests guest-programs vm-inputs arm64-guest-programs arm64-tools arm64-vm-inputs deps deps-arm64 check fuzz demo \
+.PHONY: all module lib tools unit-tests guest-programs vm-inputs arm64-guest-programs arm64-tools arm64-vm-inputs deps deps-arm64 check check-host fuzz demo \
 	bench bench-programs man install uninstall dkms-install clean
 .DELETE_ON_ERROR:
 
@@ -365,6 +365,10 @@ deps-arm64:
 
 check:
 	tests/check.sh
+
+# The fast tier: build, host tests and the integration suite in one kernel.
+check-host:
+	tests/check.sh --host
 
 FUZZ_SECONDS ?= 600
 FUZZ_SEED ?=

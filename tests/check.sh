@@ -1,27 +1,39 @@
 #!/usr/bin/env bash
 # make check: the one test command.
 #   1. dependencies (make deps) and a warnings-as-errors build of everything,
-#      the module for both target kernels
+#      the module for the three x86 Debian kernels
 #   2. host unit tests (GoogleTest, under ASan/UBSan), the SVG flame
 #      graph rendered by headless Chromium (tests/flamegraph_browser.sh),
 #      and make install/uninstall into a DESTDIR (tests/install_test.sh)
 #   3. self-tests of the VM bench (tools/tprof-vm, tools/vm/scan-kernel-log)
 #   4. KUnit suites (ktests/) in a KUnit-enabled 6.1 kernel, under QEMU
-#   5. integration tests (GoogleTest) inside the KUnit kernel (the debug
-#      kernel: KASAN, UBSAN, lockdep, atomic-sleep checks, kmemleak, debug
-#      objects, hung-task and lockup detectors; kmemleak is scanned after the
-#      run), Debian's 6.1, 6.12 and 6.1 PREEMPT_RT kernels, and Debian's arm64
-#      6.1 and 6.12 kernels (qemu-system-aarch64, emulated PMU: hardware
-#      counters count there; the known-count tests run under --icount)
-#   6. the /dev/tprof fuzzer (tests/fuzz/) in the debug kernel, root and
-#      unprivileged halves of CHECK_FUZZ_SECONDS/2 each (default 60 in all),
-#      a random seed printed (CHECK_FUZZ_SEED=N repeats one); kmemleak after;
-#      then in Debian's arm64 6.12 kernel (CHECK_ARM64_FUZZ_SECONDS, default
-#      50: uprobes for breakpoints at user addresses), the same seed
+#   5. the guests, in two lanes that run side by side (one host thread
+#      each): integration tests (GoogleTest) inside the KUnit kernel (the
+#      debug kernel: KASAN, UBSAN, lockdep, kmemleak), Debian's 6.1, 6.12
+#      and 6.1 PREEMPT_RT kernels, and Debian's arm64 6.1 and 6.12 kernels
+#      (qemu-system-aarch64, emulated PMU: hardware counters count there; the
+#      known-count tests run again under --icount); the /dev/tprof fuzzer
+#      (tests/fuzz/) in the debug kernel, root and unprivileged halves of
+#      CHECK_FUZZ_SECONDS/2 each (default 60 in all), kmemleak after, and in
+#      Debian's arm64 6.12 kernel (CHECK_ARM64_FUZZ_SECONDS, default 50:
+#      uprobes for breakpoints at user addresses), with one random seed
+#      printed (CHECK_FUZZ_SEED=N repeats it)
 # Ends with "N passed, M failed" and exits nonzero on any failure. A stage
 # that cannot run (build failure, guest that does not boot) counts as failed.
+#
+# The developers' fast tiers:
+#   tests/check.sh --host (make check-host): steps 1 and 2, no guest
+#   KERNELS="6.1 arm64-6.12" tests/check.sh (make check KERNELS=...): steps
+#   1-3 and only these kernels' guests, of debug (with KUnit and the
+#   fuzzer), 6.1, 6.12, 6.1-rt, arm64-6.1 (with --icount), arm64-6.12
+#   (with its fuzzer)
 set -uo pipefail
 
+host_tier=0
+[ "${1:-}" = --host ] && host_tier=1
+KERNELS=${KERNELS:-debug 6.1 6.12 6.1-rt arm64-6.1 arm64-6.12}
+# want KERNEL: is this kernel's guest part of the run?
+want() { [[ " $KERNELS " == *" $1 "* ]]; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 LOG_DIR=$ROOT/build/check
@@ -127,6 +139,8 @@ if [ "$build_ok" = 1 ]; then
 		fail "make install ($nf failed, exit $rc), see $LOG_DIR/install.log" "$((nf > 0 ? nf : 1))"
 	fi
 
+fi
+if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	stage "VM bench self-tests"
 	tests/vm_selftest.sh >"$LOG_DIR/vm_selftest.log" 2>&1
 	rc=$?
@@ -138,160 +152,213 @@ if [ "$build_ok" = 1 ]; then
 		fail "VM bench self-tests ($nf failed, exit $rc), see $LOG_DIR/vm_selftest.log" "$((nf > 0 ? nf : 1))"
 	fi
 
-	stage "KUnit (ktests/, KUnit-enabled 6.1 kernel)"
-	ktests/run.sh >"$LOG_DIR/kunit.log" 2>&1
-	rc=$?
-	grep -E '^(KUNIT|PASS|FAIL)' "$LOG_DIR/kunit.log" | head -n 60
-	np=$(grep -c '^PASS' "$LOG_DIR/kunit.log")
-	nf=$(grep -c '^FAIL' "$LOG_DIR/kunit.log")
-	passed=$((passed + np))
-	failed=$((failed + nf))
-	if [ "$nf" -gt 0 ]; then
-		while read -r t; do failures+=("kunit: $t"); done < <(sed -n 's/^FAIL: //p' "$LOG_DIR/kunit.log")
-	fi
-	if [ "$rc" != 0 ] && [ "$nf" = 0 ]; then
-		tail -n 30 "$LOG_DIR/kunit.log"
-		fail "kunit: run failed (exit $rc), see $LOG_DIR/kunit.log"
+	if want debug; then
+		stage "KUnit (ktests/, KUnit-enabled 6.1 kernel)"
+		ktests/run.sh >"$LOG_DIR/kunit.log" 2>&1
+		rc=$?
+		grep -E '^(KUNIT|PASS|FAIL)' "$LOG_DIR/kunit.log" | head -n 60
+		np=$(grep -c '^PASS' "$LOG_DIR/kunit.log")
+		nf=$(grep -c '^FAIL' "$LOG_DIR/kunit.log")
+		passed=$((passed + np))
+		failed=$((failed + nf))
+		if [ "$nf" -gt 0 ]; then
+			while read -r t; do failures+=("kunit: $t"); done < <(sed -n 's/^FAIL: //p' "$LOG_DIR/kunit.log")
+		fi
+		if [ "$rc" != 0 ] && [ "$nf" = 0 ]; then
+			tail -n 30 "$LOG_DIR/kunit.log"
+			fail "kunit: run failed (exit $rc), see $LOG_DIR/kunit.log"
+		fi
 	fi
 
-	# The KUnit kernel is also a debug kernel (lockdep, sleep-in-atomic
-	# checks): the integration suite runs there too, against tprof.ko built
-	# for that tree (with --tcg-single, see the Debian kernels below).
-	# Two profile-accuracy tests are left to the Debian kernels below: in the
-	# KASAN kernel under TCG the process's samples outnumber its CPU time
-	# (tick ratio 1.4-1.9 at 1 kHz, 1.5 at 100 Hz) and the kernel share of a
-	# 30% kernel workload reads 55-69%, so the splits measure KASAN, not
-	# tprof. Everything else, the profiles' accounting included, runs here.
-	# The enable-vs-exit race test needs ~1000 enables to meet its race a
-	# few times (75 s here, 18 s in Debian's kernels): it runs there; the
-	# fuzzer exercises the same paths here under KASAN and lockdep.
-	DEBUG_KERNEL_EXCLUDED=Profiler.SharesOfThreeFunctionsMatchTheWorkload:Profiler.KernelUserSharedSplitMatchesTheWorkload
-	DEBUG_KERNEL_EXCLUDED+=:MetricsSafety.EnablingWhileThreadsExitTracksNoHalfGoneThread
-	# The KUnit kernel has no syscall tracepoints (FTRACE_SYSCALLS), which
-	# the PMU rule test and two exec-safety tests count, nor user namespaces
-	# (USER_NS); their other tests run here. (Adding both would change the
-	# kernel's cache key: a 20-minute rebuild that CI's budget cannot take
-	# alongside this suite today.)
-	DEBUG_KERNEL_EXCLUDED+=:PmuTest.RuleFiresAtTheExactStepItBecomesTrue
-	DEBUG_KERNEL_EXCLUDED+=:ExecSafety.ProcessCountersStopAtTheSetuidExec
-	DEBUG_KERNEL_EXCLUDED+=:ExecSafety.ProgramCreatedDuringTheSetuidExecCountsNothing
-	DEBUG_KERNEL_EXCLUDED+=:ExecSafetyUserns.*
-	# The suite outgrew 1200 s there with the exec-safety, limits and reclaim
-	# tests (a clean-clone run timed out at 1229 s, every test so far passed).
-	stage "integration tests in the KUnit debug kernel (KASAN, UBSAN, lockdep, kmemleak)"
-	if tree=$(ktests/build-kunit-kernel.sh 2>>"$LOG_DIR/kunit.log") &&
+	# ---- Guest suites, in two lanes ----
+	# Every guest below emulates all its vCPUs on one host thread
+	# (--tcg-single), so two lanes of guests keep both cores of a 2-core
+	# machine busy without sharing one: a guest sees the same CPU it would
+	# alone, and the suites take about half the time they did in a row
+	# (CI's budget). Everything they need is built first; the lanes then run
+	# and the results are reported in a fixed order.
+	# Why --tcg-single: the suite loads and unloads the module many times,
+	# and each load flips the scheduler tracepoints' static keys
+	# (text_poke_bp). Under multi-threaded TCG a vCPU has twice been seen
+	# executing the breakpoint after the patch completed (Oops: int3 in
+	# __schedule, 6.12) and once a guest wedged during module reloads.
+	stage "builds for the guests (the debug kernel's module, arm64 cross builds)"
+	debug_ok=0 arm64_61_ok=0 arm64_612_ok=0
+	if ! want debug; then
+		:
+	elif tree=$(ktests/build-kunit-kernel.sh 2>>"$LOG_DIR/kunit.log") &&
 		kv=kunit-$(basename "$tree") &&
 		make -s module KVER="$kv" KDIR="$tree" >"$LOG_DIR/debug-module.log" 2>&1; then
-		guest_suite debug --tcg-single --kmemleak --timeout 1800 \
-			--vmlinuz "$tree/arch/x86/boot/bzImage" --module "build/kmod/$kv/kmod/tprof.ko" -- \
-			tprof_integration_tests --gtest_color=no --gtest_filter="-$DEBUG_KERNEL_EXCLUDED"
+		debug_ok=1
 	else
 		tail -n 20 "$LOG_DIR/debug-module.log"
-		fail "integration debug: cannot build tprof.ko for the KUnit kernel"
+		fail "integration debug and fuzz: cannot build tprof.ko for the KUnit kernel"
 	fi
-
-	# --tcg-single: the suite loads and unloads the module many times, and each
-	# load flips the scheduler tracepoints' static keys (text_poke_bp). Under
-	# multi-threaded TCG a vCPU has twice been seen executing the breakpoint
-	# after the patch completed (Oops: int3 in __schedule, 6.12) and once a
-	# guest wedged during module reloads; one host thread for all vCPUs makes
-	# code patching coherent, at little cost for this suite.
-	# 6.1-rt: Debian's PREEMPT_RT 6.1, where spinlock_t sleeps: every lock
-	# the switch hook, the sample handler and IRQ context take is raw.
-	for k in 6.1 6.12 6.1-rt; do
-		stage "integration tests in Debian's $k kernel"
-		guest_suite "$k" --tcg-single --kernel "$k" -- tprof_integration_tests --gtest_color=no
-	done
-
-	# arm64: Debian's arm64 6.1 kernel under qemu-system-aarch64 -M virt
-	# -cpu max, whose emulated PMU (PMUv3) counts for real. The suite runs
-	# once as is (cycles count; instructions do not), then the tests that
-	# assert known hardware counts run again with --icount (shift=0:
-	# instructions count and cycles = instructions). Only those: the whole
-	# suite under -icount crawls (a thread-exit race test took >15 min
-	# instead of 34 s). The module, the tests and the workloads are
-	# cross-built (make arm64-vm-inputs).
-	# PMU programs' CPI rules run again at shifts 1 and 2 (CPI 2 and 4).
-	HW_TESTS='ThreadMetricsTest.HardwareMetricsCountAKnownLoopOrAreRefused:SamplingTest.InstructionSamplesOfAKnownLoopMatchItsLength:PmuHardwareTest.*'
-	stage "integration tests in Debian's arm64 6.1 kernel (emulated PMU)"
+	# arm64: the module, the tests and the workloads are cross-built.
 	KA61=$(tools/vm/arm64-sysroot --userspace --print-release 2>>"$LOG_DIR/arm64-build.log")
-	if [ -n "$KA61" ] && make -s -j"$(nproc)" arm64-vm-inputs KVER="$KA61" >>"$LOG_DIR/arm64-build.log" 2>&1; then
-		guest_suite arm64-6.1 --arch arm64 --timeout 1200 -- \
-			tprof_integration_tests --gtest_color=no --gtest_filter="-$HW_TESTS"
-
-		stage "hardware counts of known loops in the arm64 6.1 kernel (--icount)"
-		guest_suite arm64-6.1-icount --arch arm64 --icount --timeout 900 -- \
-			tprof_integration_tests --gtest_color=no --gtest_filter="$HW_TESTS"
-		for shift in 1 2; do
-			stage "PMU program CPI rules in the arm64 6.1 kernel (--icount=$shift: CPI $((1 << shift)))"
-			guest_suite "arm64-6.1-icount$shift" --arch arm64 --icount=$shift --timeout 900 -- \
-				tprof_integration_tests --gtest_color=no --gtest_filter='PmuHardwareTest.Cpi*'
-		done
+	if ! want arm64-6.1; then
+		:
+	elif [ -n "$KA61" ] && make -s -j"$(nproc)" arm64-vm-inputs KVER="$KA61" >>"$LOG_DIR/arm64-build.log" 2>&1; then
+		arm64_61_ok=1
 	else
 		tail -n 30 "$LOG_DIR/arm64-build.log"
 		fail "integration arm64 6.1: cannot build for ${KA61:-the arm64 kernel (none in the sysroot: make deps)} (see $LOG_DIR/arm64-build.log)"
 	fi
-	# arm64 6.12: the same suite but one test. TooSmallBufferLosesNothing
+	KA612=$(tools/vm/arm64-sysroot --kernel 6.12 --print-release 2>>"$LOG_DIR/arm64-build.log")
+	if ! want arm64-6.12; then
+		:
+	elif [ -n "$KA612" ] && make -s -j"$(nproc)" arm64-vm-inputs KVER="$KA612" >>"$LOG_DIR/arm64-build.log" 2>&1; then
+		arm64_612_ok=1
+	else
+		tail -n 30 "$LOG_DIR/arm64-build.log"
+		fail "integration arm64 6.12 and its fuzz: cannot build for ${KA612:-the arm64 6.12 kernel (none in the sysroot: make deps)} (see $LOG_DIR/arm64-build.log)"
+	fi
+
+	# The debug kernel (the KUnit kernel: KASAN, UBSAN, lockdep,
+	# atomic-sleep checks, kmemleak, debug objects, hung-task and lockup
+	# detectors; kmemleak is scanned after the run) runs every test that
+	# drives a kernel path. Left to the six Debian kernels:
+	# - two profile-accuracy tests: in the KASAN kernel under TCG the
+	#   process's samples outnumber its CPU time (tick ratio 1.4-1.9 at
+	#   1 kHz) and the kernel share of a 30% kernel workload reads 55-69%, so
+	#   the splits measure KASAN, not tprof;
+	# - the enable-vs-exit race test, which needs ~1000 enables to meet its
+	#   race (75 s there; the fuzzer exercises those paths under KASAN);
+	# - tests that count syscall tracepoints or need user namespaces: the
+	#   KUnit kernel has neither FTRACE_SYSCALLS nor USER_NS (adding them
+	#   changes its cache key: a 20-minute rebuild);
+	# - tests of userspace alone (annotate, archive, diff, CLI parsing), whose
+	#   kernel paths (a sampling session) the Profiler tests drive there.
+	DEBUG_KERNEL_EXCLUDED=Profiler.SharesOfThreeFunctionsMatchTheWorkload:Profiler.KernelUserSharedSplitMatchesTheWorkload
+	DEBUG_KERNEL_EXCLUDED+=:MetricsSafety.EnablingWhileThreadsExitTracksNoHalfGoneThread
+	DEBUG_KERNEL_EXCLUDED+=:PmuTest.RuleFiresAtTheExactStepItBecomesTrue
+	DEBUG_KERNEL_EXCLUDED+=:ExecSafety.ProcessCountersStopAtTheSetuidExec
+	DEBUG_KERNEL_EXCLUDED+=:ExecSafety.ProgramCreatedDuringTheSetuidExecCountsNothing
+	DEBUG_KERNEL_EXCLUDED+=:ExecSafetyUserns.*
+	DEBUG_KERNEL_EXCLUDED+=:Annotate.*:Archive.*:Tprofctl.*:Profiler.DiffShowsTheFunctionsWhoseSharesMoved
+	# arm64 (qemu-system-aarch64 -M virt -cpu max, whose emulated PMUv3
+	# counts for real): the suite runs as is (cycles count; instructions do
+	# not), then the tests that assert known hardware counts run again with
+	# --icount (shift=0: instructions count and cycles = instructions); the
+	# whole suite under -icount crawls (a thread-exit race test took >15 min
+	# instead of 34 s). PMU programs' CPI rules run again at shifts 1 and 2
+	# (CPI 2 and 4).
+	HW_TESTS='ThreadMetricsTest.HardwareMetricsCountAKnownLoopOrAreRefused:SamplingTest.InstructionSamplesOfAKnownLoopMatchItsLength:PmuHardwareTest.*'
+	# arm64 6.12 runs the same suite but one test: TooSmallBufferLosesNothing
 	# compares 20 new threads' time with schedstat, and there the 6.12
 	# kernel's sum_exec_runtime of a new thread woken onto an idle CPU
 	# includes milliseconds of that CPU's idle time (traced: tprof's time
-	# equals the sched_switch intervals exactly); the arm64 guest's slow
-	# idle exits make that common (about one run in four). It runs in the
-	# three x86 guests.
-	stage "integration tests in Debian's arm64 6.12 kernel (emulated PMU)"
-	KA612=$(tools/vm/arm64-sysroot --kernel 6.12 --print-release 2>>"$LOG_DIR/arm64-build.log")
-	arm64_612_built=0
-	if [ -n "$KA612" ] && make -s -j"$(nproc)" arm64-vm-inputs KVER="$KA612" >>"$LOG_DIR/arm64-build.log" 2>&1; then
-		arm64_612_built=1
-		guest_suite arm64-6.12 --arch arm64 --kernel 6.12 --timeout 1200 -- \
-			tprof_integration_tests --gtest_color=no \
-			--gtest_filter="-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"
-	else
-		tail -n 30 "$LOG_DIR/arm64-build.log"
-		fail "integration arm64 6.12: cannot build for ${KA612:-the arm64 6.12 kernel (none in the sysroot: make deps)} (see $LOG_DIR/arm64-build.log)"
-	fi
-
-	# The guests above have constant_tsc (tools/tprof-vm's CPU model); one
-	# whose CPU model lacks it checks that the self page then offers no TSC.
-	stage "self page on a CPU without constant_tsc (6.1)"
-	TPROF_VM_CPU=qemu64 guest_suite no-constant-tsc --kernel 6.1 -- \
-		tprof_integration_tests --gtest_color=no --gtest_filter='SelfPageTest.Tsc*'
-
-	# The fuzzer, in the debug kernel: any invariant violation, kernel report
-	# (KASAN, UBSAN, lockdep, WARNING, hung task, lockup, RCU stall) or
-	# kmemleak leak fails it. The seed is printed; CHECK_FUZZ_SEED repeats it.
-	stage "fuzz /dev/tprof in the debug kernel (tests/fuzz/)"
+	# equals the sched_switch intervals exactly); the arm64 guest's slow idle
+	# exits make that common. It runs in the three x86 guests.
 	fuzz_seed=${CHECK_FUZZ_SEED:-$(($(date +%s%N) % 1000000000))}
-	TPROF_VM_NO_BUILD=1 tests/fuzz/run.sh --kernel debug --seconds "${CHECK_FUZZ_SECONDS:-60}" \
-		--seed "$fuzz_seed" >"$LOG_DIR/fuzz.log" 2>&1
-	rc=$?
-	grep -E '^fuzz:|^tprof_fuzz.*(seed|PASS|FAIL)|^VIOLATION|^tprof-vm:|^kernel log:' "$LOG_DIR/fuzz.log" | head -n 60
-	if [ "$rc" = 0 ]; then
-		pass "fuzz: seed $fuzz_seed, no violation, clean kernel log, no leak"
-	else
-		fail "fuzz: seed $fuzz_seed (exit $rc; repeat: make fuzz FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-60}), see $LOG_DIR/fuzz.log"
-	fi
-
-	# The fuzzer again in Debian's arm64 6.12 kernel (built for the stage
-	# above), where execution breakpoints at user addresses are uprobes or
-	# debug registers with steppers (never both at one address: EBUSY):
-	# probes in this binary, libc and no file mapping, strangers running
-	# the same code, the tprof-vm log checks. Same seed.
-	stage "fuzz /dev/tprof in Debian's arm64 6.12 kernel (tests/fuzz/)"
 	afs=${CHECK_ARM64_FUZZ_SECONDS:-50}
-	if [ "$arm64_612_built" = 1 ]; then
-		TPROF_VM_NO_BUILD=1 tests/fuzz/run.sh --kernel arm64-6.12 --seconds "$afs" \
-			--seed "$fuzz_seed" >"$LOG_DIR/fuzz-arm64.log" 2>&1
-		rc=$?
-		grep -E '^fuzz:|^tprof_fuzz.*(seed|PASS|FAIL|paranoid)|^VIOLATION|^tprof-vm:|^kernel log:' "$LOG_DIR/fuzz-arm64.log" | head -n 60
-		if [ "$rc" = 0 ]; then
-			pass "fuzz arm64 6.12: seed $fuzz_seed, no violation, clean kernel log"
-		else
-			fail "fuzz arm64 6.12: seed $fuzz_seed (exit $rc; repeat: make fuzz FUZZ_KERNEL=arm64-6.12 FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=$afs), see $LOG_DIR/fuzz-arm64.log"
+
+	# job NAME CMD...: runs CMD into $LOG_DIR/NAME.log and leaves its exit
+	# status and seconds in $LOG_DIR/NAME.result for the report.
+	job() {
+		local name=$1 t0=$SECONDS
+		shift
+		rm -f "$LOG_DIR/$name.result"
+		"$@" >"$LOG_DIR/$name.log" 2>&1
+		echo "$? $((SECONDS - t0))" >"$LOG_DIR/$name.result"
+	}
+	vm() { TPROF_VM_NO_BUILD=1 tools/tprof-vm --tcg-single "$@"; }
+	fuzz() { TPROF_VM_NO_BUILD=1 tests/fuzz/run.sh "$@"; }
+	GT=(tprof_integration_tests --gtest_color=no)
+	lane_a() {
+		if [ "$debug_ok" = 1 ]; then
+			job integration-debug vm --kmemleak --timeout 1800 \
+				--vmlinuz "$tree/arch/x86/boot/bzImage" --module "build/kmod/$kv/kmod/tprof.ko" -- \
+				"${GT[@]}" --gtest_filter="-$DEBUG_KERNEL_EXCLUDED"
+			job fuzz fuzz --kernel debug --seconds "${CHECK_FUZZ_SECONDS:-60}" --seed "$fuzz_seed"
 		fi
-	else
-		fail "fuzz arm64 6.12: not built (see $LOG_DIR/arm64-build.log)"
-	fi
+		if [ "$arm64_612_ok" = 1 ]; then
+			job integration-arm64-6.12 vm --arch arm64 --kernel 6.12 --timeout 1500 -- \
+				"${GT[@]}" --gtest_filter="-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"
+		fi
+	}
+	lane_b() {
+		local k shift
+		for k in 6.1 6.12 6.1-rt; do
+			want "$k" && job "integration-$k" vm --kernel "$k" -- "${GT[@]}"
+		done
+		# The guests above have constant_tsc (tools/tprof-vm's CPU model);
+		# one whose CPU model lacks it checks that the self page then offers
+		# no TSC.
+		want 6.1 && TPROF_VM_CPU=qemu64 job integration-no-constant-tsc vm --kernel 6.1 -- \
+			"${GT[@]}" --gtest_filter='SelfPageTest.Tsc*'
+		if [ "$arm64_61_ok" = 1 ]; then
+			job integration-arm64-6.1 vm --arch arm64 --timeout 1500 -- \
+				"${GT[@]}" --gtest_filter="-$HW_TESTS"
+			job integration-arm64-6.1-icount vm --arch arm64 --icount --timeout 900 -- \
+				"${GT[@]}" --gtest_filter="$HW_TESTS"
+			for shift in 1 2; do
+				job "integration-arm64-6.1-icount$shift" vm --arch arm64 --icount=$shift --timeout 900 -- \
+					"${GT[@]}" --gtest_filter='PmuHardwareTest.Cpi*'
+			done
+		fi
+		# The fuzzer in Debian's arm64 6.12 kernel, where execution
+		# breakpoints at user addresses are uprobes or debug registers with
+		# steppers (never both at one address: EBUSY). Same seed.
+		if [ "$arm64_612_ok" = 1 ]; then
+			job fuzz-arm64 fuzz --kernel arm64-6.12 --seconds "$afs" --seed "$fuzz_seed"
+		fi
+	}
+	rm -f "$LOG_DIR"/*.result
+	stage "guest suites, two lanes: debug kernel, its fuzz, arm64 6.12 | 6.1, 6.12, 6.1-rt, arm64 6.1, arm64 fuzz"
+	lane_a &
+	lane_a_pid=$!
+	lane_b
+	wait "$lane_a_pid"
+	echo "(both lanes: $((SECONDS - stage_start)) s)"
+	stage_name=
+
+	# report_suite NAME TITLE: what failed in a GoogleTest guest run (and
+	# the known-count lines), its counts and seconds.
+	report_suite() {
+		local name=$1 log=$LOG_DIR/integration-$1.log rc secs
+		echo
+		echo "=== $2 ==="
+		[ -f "$LOG_DIR/integration-$name.result" ] || return 0  # not built: counted above
+		read -r rc secs <"$LOG_DIR/integration-$name.result"
+		# A failure's next lines carry its values ("Which is: 20"): CI shows them.
+		awk '/: Failure/ { n = 4; print; next }
+			n > 0 { n--; print; next }
+			/^\[  FAILED  \]|^tprof-vm:|^kernel log:|^  (instructions|cycles):|known loop/' "$log" | head -n 80
+		count_gtest "integration $name" "$log" "$rc"
+		echo "($2: $secs s)"
+	}
+	# report_fuzz NAME TITLE REPEAT: the fuzzer's verdict; REPEAT is the
+	# make command that repeats the run.
+	report_fuzz() {
+		local name=$1 log=$LOG_DIR/$1.log rc secs
+		echo
+		echo "=== $2 ==="
+		[ -f "$LOG_DIR/$name.result" ] || return 0
+		read -r rc secs <"$LOG_DIR/$name.result"
+		grep -E '^fuzz:|^tprof_fuzz.*(seed|PASS|FAIL|paranoid)|^VIOLATION|^tprof-vm:|^kernel log:' "$log" | head -n 60
+		if [ "$rc" = 0 ]; then
+			pass "$2: seed $fuzz_seed, no violation, clean kernel log"
+		else
+			fail "$2: seed $fuzz_seed (exit $rc; repeat: $3), see $log"
+		fi
+		echo "($2: $secs s)"
+	}
+	report_suite debug "integration tests in the KUnit debug kernel (KASAN, UBSAN, lockdep, kmemleak)"
+	for k in 6.1 6.12 6.1-rt; do
+		report_suite "$k" "integration tests in Debian's $k kernel"
+	done
+	report_suite no-constant-tsc "self page on a CPU without constant_tsc (6.1)"
+	report_suite arm64-6.1 "integration tests in Debian's arm64 6.1 kernel (emulated PMU)"
+	report_suite arm64-6.1-icount "hardware counts of known loops in the arm64 6.1 kernel (--icount)"
+	for shift in 1 2; do
+		report_suite "arm64-6.1-icount$shift" "PMU program CPI rules in the arm64 6.1 kernel (--icount=$shift: CPI $((1 << shift)))"
+	done
+	report_suite arm64-6.12 "integration tests in Debian's arm64 6.12 kernel (emulated PMU)"
+	report_fuzz fuzz "fuzz /dev/tprof in the debug kernel (kmemleak after)" \
+		"make fuzz FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-60}"
+	report_fuzz fuzz-arm64 "fuzz /dev/tprof in Debian's arm64 6.12 kernel" \
+		"make fuzz FUZZ_KERNEL=arm64-6.12 FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=$afs"
 fi
 [ -z "$stage_name" ] || echo "($stage_name: $((SECONDS - stage_start)) s)"
 

@@ -55,8 +55,8 @@ if [ "$kernel" = debug ]; then
 	vm+=(--kmemleak --vmlinuz "$tree/arch/x86/boot/bzImage" --module "build/kmod/$kv/kmod/tprof.ko")
 	export TPROF_VM_NO_BUILD=1
 elif [ "${kernel#arm64-}" != "$kernel" ]; then
-	# The flags of make check's arm64 stages (multi-threaded TCG).
-	vm=(tools/tprof-vm --arch arm64 --kernel "${kernel#arm64-}" --timeout $((seconds * 4 + 900)))
+	# The flags of make check's arm64 guests.
+	vm+=(--arch arm64 --kernel "${kernel#arm64-}")
 else
 	vm+=(--kernel "$kernel")
 fi

@@ -422,15 +422,19 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   const Json& pf = *tables[0];
   const uint64_t total = N(pf.at("samples"));
   EXPECT_GE(total, kMinSplitSamples) << "2 s of CPU at 1 kHz; tick ratio " << run.tick_ratio;
-  // Of the process's samples: besides the three, its startup (slow in
-  // TCG) and the kernel side of its clock reads (every 2 ms, which the
-  // workload charges to the function reading it) take a few points.
+  // Of the process's samples, those outside the three (its startup, slow
+  // in TCG, the vDSO and kernel sides of its clock reads, the sampler's
+  // own interrupts) took 2-14% under TCG, the more the slower the host ran
+  // the guest (arm64 beside another guest): so the split is checked between
+  // the three, and the three must be what the process ran in its main
+  // executable (nothing else there but main's loop).
   const uint64_t a = FunctionSamples(pf, "wl_alpha"), b = FunctionSamples(pf, "wl_beta"),
                  c = FunctionSamples(pf, "wl_gamma");
-  EXPECT_NEAR(Percent(a, total), 60, Tolerance(run, 60, total, 3));
-  EXPECT_NEAR(Percent(b, total), 30, Tolerance(run, 30, total, 3));
-  EXPECT_NEAR(Percent(c, total), 10, Tolerance(run, 10, total, 3));
-  EXPECT_GE((a + b + c) * 100, total * 85) << "the three functions are most of the process";
+  const Json* process = ProcessRow(j, "tprof-wl-shares");
+  ASSERT_TRUE(process);
+  EXPECT_GE((a + b + c) * 100, N(process->at("user")) * 95)
+      << "the three functions are what the process ran in its executable, of "
+      << N(process->at("user")) << " samples there and " << total << " in all";
   // Between the three functions.
   const double alpha = Percent(a, a + b + c), beta = Percent(b, a + b + c),
                gamma = Percent(c, a + b + c);
@@ -720,19 +724,22 @@ TEST_F(Profiler, InlinedFunctionsAreFramesOfTheirCaller) {
 // fill at 20 kHz, so loss is certain; every report shows the same number
 // the kernel counted.
 TEST_F(Profiler, LostSamplesAreReportedAsTheKernelCountedThem) {
-  Result start = Sh("cd " + dir_.path() + " && tprofctl start --freq 20000 --buffer-kb 4 -o lost.data");
+  // 10 kHz on two CPUs for 100 ms of workload: ~2000 samples against ~150
+  // a CPU that 4 KiB halves hold (20 kHz made the sample interrupts most of
+  // a TCG guest's time: 100 s for this test in the arm64 and debug kernels).
+  Result start = Sh("cd " + dir_.path() + " && tprofctl start --freq 10000 --buffer-kb 4 -o lost.data");
   ASSERT_EQ(start.rc, 0) << start.out;
   pid_t recorder = RecorderPid();
   ASSERT_GT(recorder, 0);
   ASSERT_EQ(::kill(recorder, SIGSTOP), 0);
-  Result load = Sh("tprof-wl-shares --ms 300 >/dev/null & tprof-wl-shares --ms 300 >/dev/null; wait");
+  Result load = Sh("tprof-wl-shares --ms 100 >/dev/null & tprof-wl-shares --ms 100 >/dev/null; wait");
   ASSERT_EQ(::kill(recorder, SIGCONT), 0);
   EXPECT_EQ(load.rc, 0) << load.out;
   Result stop = Sh("tprofctl stop");
   ASSERT_EQ(stop.rc, 0) << stop.out;
   auto written = ParseWritten(stop.out);
   ASSERT_TRUE(written) << stop.out;
-  EXPECT_GT(written->lost, 0u) << "a frozen recorder with 4 KiB buffers at 20 kHz lost nothing?";
+  EXPECT_GT(written->lost, 0u) << "a frozen recorder with 4 KiB buffers at 10 kHz lost nothing?";
 
   auto j = DumpJson(dir_.File("lost.data"));
   ASSERT_TRUE(j);
@@ -749,10 +756,10 @@ TEST_F(Profiler, LostSamplesAreReportedAsTheKernelCountedThem) {
   ASSERT_TRUE(p) << p.error().message();
   EXPECT_EQ(p->lost_samples_in_records, p->TotalLostSamples());
 
-  // The same through `record` at 20 kHz with 4 KiB halves on two busy
+  // The same through `record` at 10 kHz with 4 KiB halves on two busy
   // CPUs: whether it loses depends on the scheduler, the accounting may not.
-  Result rec = Record("rec.data", "--freq 20000 --buffer-kb 4 --by process",
-                   "sh -c 'tprof-wl-shares --ms 300 & tprof-wl-shares --ms 300; wait'");
+  Result rec = Record("rec.data", "--freq 10000 --buffer-kb 4 --by process",
+                   "sh -c 'tprof-wl-shares --ms 100 & tprof-wl-shares --ms 100; wait'");
   ASSERT_EQ(rec.rc, 0) << rec.out;
   auto j2 = DumpJson(dir_.File("rec.data"));
   ASSERT_TRUE(j2);
@@ -807,7 +814,7 @@ TEST_F(Profiler, IdleGuestIsMostlyWaitState) {
 // A race, so several rounds, each signalled as early as this test can.
 TEST_F(Profiler, StopAtOnceAfterStartStillWritesTheProfile) {
   const std::string cd = "cd " + dir_.path() + " && ";
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < 3; ++round) {
     std::string name = "at-once" + std::to_string(round) + ".data";
     Result both = Sh(cd + "tprofctl start -o " + name + " >/dev/null && tprofctl stop");
     ASSERT_EQ(both.rc, 0) << "round " << round << ": " << both.out;
@@ -1191,13 +1198,14 @@ TEST_F(Profiler, RecordFollowsTheCommandAndItsChildrenOnly) {
   ScopedParanoid paranoid(2);  // users may profile their own processes, user mode
   ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
   // The unrelated process, spinning in wl_alpha/wl_beta/wl_gamma for
-  // longer than both recordings last.
+  // longer than both recordings last (killed after them: in the debug
+  // kernel under a busy host they took 58 s, and 20 s of spin ran out).
   pid_t other = ::fork();
   ASSERT_GE(other, 0);
   if (other == 0) {
     int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
     ::dup2(null, 1);
-    ::execlp("tprof-wl-shares", "tprof-wl-shares", "--ms", "20000", static_cast<char*>(nullptr));
+    ::execlp("tprof-wl-shares", "tprof-wl-shares", "--ms", "600000", static_cast<char*>(nullptr));
     _exit(127);
   }
   const std::string workload = "tprof-wl-spawn --children 4 --ms-each 100";
@@ -1223,9 +1231,11 @@ TEST_F(Profiler, RecordFollowsTheCommandAndItsChildrenOnly) {
 
 // `record -p PID` without a command records that running process until it
 // exits (as perf record -p), then reports it and nothing else.
+// 3 s of CPU: a CI run's debug kernel on a busy host saw rc 1 with 1.5 s,
+// most likely the process gone before tprofctl had loaded and attached.
 TEST_F(Profiler, RecordOfARunningProcessEndsWhenItExits) {
   Result r = Sh("cd " + dir_.path() +
-                " && { tprof-wl-shares --ms 1500 >/dev/null & tprofctl record -p $! -o p.data "
+                " && { tprof-wl-shares --ms 3000 >/dev/null & tprofctl record -p $! -o p.data "
                 "--by process; }");
   ASSERT_EQ(r.rc, 0) << r.out;
   auto w = ParseWritten(r.out);

@@ -116,6 +116,12 @@ int RunDump(const DumpOptions& o) {
   std::fputs(RebuiltFilesWarning(*profile, o.symfs).c_str(), stderr);
   SymbolizerOptions symbolizer_options;
   symbolizer_options.symfs = o.symfs;
+  // A process table shows no source lines: skip DWARF's line tables (the
+  // recorder's own samples in tprofctl, a large C++ binary with debug info,
+  // took 50 s to resolve to lines in a TCG guest, and `record` prints this
+  // table after every recording).
+  if (export_format == Export::kNone && options.by == ReportBy::kProcess)
+    symbolizer_options.source_lines = false;
   Symbolizer symbolizer(*profile, symbolizer_options);
   std::string out, hint;
   if (export_format == Export::kPprof) {

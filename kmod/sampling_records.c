@@ -19,6 +19,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include "pid_set.h"
 #include "sampling.h"
 
 /* Queues a MAP capture of current's address space unless recently done. */
@@ -69,59 +70,28 @@ void tprof_request_maps(struct tprof_session *s,
 
 bool tprof_session_follows(struct tprof_session *s, struct task_struct *p)
 {
-	struct pid *tg;
-	int i;
-
-	if (!s->target)
-		return true;
-	tg = task_tgid(p);
-	for (i = 0; i < TPROF_FOLLOW_MAX; i++)
-		if (READ_ONCE(s->follow[i]) == tg)
-			return true;
-	return false;
+	return !s->target || tprof_pid_set_has(s->follow, TPROF_FOLLOW_MAX, task_tgid(p));
 }
 
 /* Takes a reference on @pid in a free slot; false if none is free. */
 bool tprof_follow_add(struct tprof_session *s, struct pid *pid)
 {
-	int i;
-
-	get_pid(pid);
-	for (i = 0; i < TPROF_FOLLOW_MAX; i++)
-		if (!cmpxchg(&s->follow[i], NULL, pid))
-			return true;
-	put_pid(pid);
-	return false;
+	return tprof_pid_set_add(s->follow, TPROF_FOLLOW_MAX, pid);
 }
 
 /*
- * Stops following @pid; true if it was followed (once: the cmpxchg makes
- * the caller that wins the only one). Called from the exec and exit hooks
- * of a task of that process, which itself holds a reference on its
- * thread-group pid (the group leader's, kept until the whole group is
- * reaped), so this put_pid() never frees it here.
+ * Stops following @pid; true if it was followed (once). Called from the
+ * exec and exit hooks of a task of that process (see pid_set.h).
  */
 bool tprof_follow_remove(struct tprof_session *s, struct pid *pid)
 {
-	int i;
-
-	for (i = 0; i < TPROF_FOLLOW_MAX; i++) {
-		if (READ_ONCE(s->follow[i]) == pid &&
-		    cmpxchg(&s->follow[i], pid, NULL) == pid) {
-			put_pid(pid);
-			return true;
-		}
-	}
-	return false;
+	return tprof_pid_set_remove(s->follow, TPROF_FOLLOW_MAX, pid);
 }
 
 /* Session end (process context): drops every reference left. */
 void tprof_follow_clear(struct tprof_session *s)
 {
-	int i;
-
-	for (i = 0; i < TPROF_FOLLOW_MAX; i++)
-		put_pid(xchg(&s->follow[i], NULL));
+	tprof_pid_set_clear(s->follow, TPROF_FOLLOW_MAX);
 }
 
 void tprof_write_comm(struct tprof_session *s, struct task_struct *p,

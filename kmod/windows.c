@@ -37,6 +37,7 @@
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include "pid_set.h"
 #include "sampling.h"
 #include "core/window_math.h"
 
@@ -46,14 +47,16 @@
 struct tprof_window {
 	struct tprof_wm_geom g;
 	u32 id;
-	u32 pid;		/* as added (global), 0 for a kernel window */
+	struct pid *target;	/* as added (referenced), NULL for a kernel window */
 	u32 flags;		/* TPROF_WINDOW_* */
 	atomic_t *cells;	/* g.nr_cells counters (NULL if none) */
 	atomic64_t in_range;
 	atomic64_t out_of_range;
 	atomic64_t wait;
 	atomic64_t untracked_forks;
-	atomic_t procs[TPROF_WINDOW_PROCS];	/* tgids followed, 0 = free */
+	/* Processes followed, by identity (pid_set.h): a stale entry of a
+	 * process that exited never matches the next one given its number. */
+	struct pid *procs[TPROF_WINDOW_PROCS];
 };
 
 struct tprof_window_table {
@@ -70,22 +73,15 @@ static struct tprof_window_table *tprof_windows_locked(struct tprof_session *s)
 					 lockdep_is_held(&tprof_windows_mutex));
 }
 
-static bool tprof_window_follows(struct tprof_window *w, u32 tgid)
+static bool tprof_window_follows(struct tprof_window *w, struct task_struct *p)
 {
-	int i;
-
-	for (i = 0; i < TPROF_WINDOW_PROCS; i++)
-		if ((u32)atomic_read(&w->procs[i]) == tgid)
-			return true;
-	return false;
+	return tprof_pid_set_has(w->procs, TPROF_WINDOW_PROCS, task_tgid(p));
 }
 
-static void tprof_window_forget(struct tprof_window *w, u32 tgid)
+/* From a hook of a task of @p's process (see pid_set.h). */
+static void tprof_window_forget(struct tprof_window *w, struct task_struct *p)
 {
-	int i;
-
-	for (i = 0; i < TPROF_WINDOW_PROCS; i++)
-		atomic_cmpxchg(&w->procs[i], tgid, 0);
+	tprof_pid_set_remove(w->procs, TPROF_WINDOW_PROCS, task_tgid(p));
 }
 
 /* ---- Sample path and hooks (IRQ/NMI, preemption off) ------------------------ */
@@ -114,7 +110,7 @@ void tprof_windows_sample(struct tprof_session *s, u64 pc,
 		}
 		if (w->g.kind == TPROF_WINDOW_KERNEL)
 			in = !user && tprof_wm_index(&w->g, pc, &idx);
-		else if (tprof_window_follows(w, task->tgid))
+		else if (tprof_window_follows(w, task))
 			in = user && tprof_wm_index(&w->g, pc, &idx);
 		else
 			continue;	/* not this window's process */
@@ -133,7 +129,6 @@ void tprof_windows_on_fork(struct tprof_session *s, struct task_struct *parent,
 {
 	struct tprof_window_table *t = rcu_dereference_sched(s->windows);
 	unsigned int i, n;
-	int j;
 
 	if (!t || child->pid != child->tgid)
 		return;
@@ -142,12 +137,9 @@ void tprof_windows_on_fork(struct tprof_session *s, struct task_struct *parent,
 		struct tprof_window *w = t->w[i];
 
 		if (w->g.kind != TPROF_WINDOW_PROFIL || w->g.off ||
-		    !tprof_window_follows(w, parent->tgid))
+		    !tprof_window_follows(w, parent))
 			continue;
-		for (j = 0; j < TPROF_WINDOW_PROCS; j++)
-			if (atomic_cmpxchg(&w->procs[j], 0, child->tgid) == 0)
-				break;
-		if (j == TPROF_WINDOW_PROCS)
+		if (!tprof_pid_set_add(w->procs, TPROF_WINDOW_PROCS, task_tgid(child)))
 			atomic64_inc(&w->untracked_forks);
 	}
 }
@@ -170,7 +162,7 @@ void tprof_windows_on_exec(struct tprof_session *s, struct task_struct *p)
 	for (i = 0; i < n; i++)
 		if (t->w[i]->g.kind == TPROF_WINDOW_PROFIL ||
 		    (secure && t->w[i]->g.kind == TPROF_WINDOW_PROCESS))
-			tprof_window_forget(t->w[i], p->tgid);
+			tprof_window_forget(t->w[i], p);
 }
 
 /* The last thread of a process exits: its pid may be reused, forget it. */
@@ -184,7 +176,7 @@ void tprof_windows_on_exit(struct tprof_session *s, struct task_struct *p)
 	n = smp_load_acquire(&t->nr);
 	for (i = 0; i < n; i++)
 		if (t->w[i]->g.kind != TPROF_WINDOW_KERNEL)
-			tprof_window_forget(t->w[i], p->tgid);
+			tprof_window_forget(t->w[i], p);
 }
 
 /* ---- Ioctls (process context) ------------------------------------------------ */
@@ -197,8 +189,11 @@ static long tprof_windows_owner(struct file *file)
 	return tprof_sampling_state() == TPROF_STATE_SAMPLING ? -EPERM : -ENODATA;
 }
 
+/* Process context, once no sample or hook can see @w. */
 static void tprof_window_free(struct tprof_window *w)
 {
+	tprof_pid_set_clear(w->procs, TPROF_WINDOW_PROCS);
+	put_pid(w->target);
 	kvfree(w->cells);
 	kfree(w);
 }
@@ -211,7 +206,6 @@ long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *u
 	struct tprof_wm_geom g;
 	struct tprof_admission adm = {};
 	struct tprof_window *w;
-	u32 pid = 0;
 	long ret;
 
 	ret = tprof_windows_owner(file);
@@ -235,7 +229,6 @@ long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *u
 		ret = tprof_admit(a.pid, PIDTYPE_TGID, 0, &adm);
 		if (ret)
 			return ret;
-		pid = pid_nr(adm.pid);
 	}
 
 	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
@@ -252,10 +245,16 @@ long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *u
 		}
 	}
 	w->g = g;
-	w->pid = pid;
 	w->flags = (a.flags & TPROF_WINDOW_CELLS32) | (g.off ? TPROF_WINDOW_OFF : 0);
-	if (pid)
-		atomic_set(&w->procs[0], pid);
+	if (adm.pid) {
+		/*
+		 * By identity: had the process exited already (a zombie is
+		 * admitted), the exit hook that would forget it has run, and
+		 * its number may go to another process: that one never matches.
+		 */
+		w->target = get_pid(adm.pid);
+		tprof_pid_set_add(w->procs, TPROF_WINDOW_PROCS, adm.pid);
+	}
 
 	mutex_lock(&tprof_windows_mutex);
 	t = tprof_windows_locked(s);
@@ -293,29 +292,22 @@ unlock:
 }
 
 /*
- * A window keeps the global tgid it was added for; the reader gets it in
- * its own pid namespace (0 if the process is not visible there or gone).
+ * The process a window was added for, as the reader's pid namespace numbers
+ * it: 0 if it is not visible there or gone.
  */
-static u32 tprof_window_pid_vnr(u32 global)
+static u32 tprof_window_pid_vnr(struct pid *target)
 {
-	u32 nr;
-
-	if (!global)
+	if (!target || !pid_has_task(target, PIDTYPE_TGID))
 		return 0;
-	rcu_read_lock();
-	nr = pid_vnr(find_pid_ns(global, &init_pid_ns));
-	rcu_read_unlock();
-	return nr;
+	return pid_vnr(target);
 }
 
 static void tprof_window_fill_info(struct tprof_window *w, struct tprof_window_info *i)
 {
-	int j;
-
 	memset(i, 0, sizeof(*i));
 	i->id = w->id;
 	i->kind = w->g.kind;
-	i->pid = tprof_window_pid_vnr(w->pid);
+	i->pid = tprof_window_pid_vnr(w->target);
 	i->flags = w->flags;
 	i->start = w->g.start;
 	i->length = w->g.length;
@@ -323,9 +315,7 @@ static void tprof_window_fill_info(struct tprof_window *w, struct tprof_window_i
 	i->scale = w->g.scale;
 	i->nr_cells = w->g.nr_cells;
 	i->cell_bytes = w->g.cell_bytes;
-	for (j = 0; j < TPROF_WINDOW_PROCS; j++)
-		if (atomic_read(&w->procs[j]))
-			i->nr_procs++;
+	i->nr_procs = tprof_pid_set_count(w->procs, TPROF_WINDOW_PROCS);
 	i->in_range = atomic64_read(&w->in_range);
 	i->out_of_range = atomic64_read(&w->out_of_range);
 	i->wait = atomic64_read(&w->wait);

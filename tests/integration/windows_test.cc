@@ -439,6 +439,43 @@ uint64_t KernelTextWindowStart() {
 #endif
 }
 
+// A process window follows its process by identity, never by number: one
+// added for a process that has already exited (a zombie, admitted, whose
+// exit hook has run) never counts the next process given its pid, and
+// names no pid once that process is gone. The module before identities
+// counted every sample of the newcomer.
+TEST(WindowTest, AWindowOfAnExitedProcessNeverCountsTheNextOneWithItsPid) {
+  pid_t gone = fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) _exit(0);
+  for (int i = 0; i < 500 && ProcState(gone) != 'Z'; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(ProcState(gone), 'Z');
+  SamplingSession s = StartOrDie(SamplingOptions{});
+  tprof_window_add w = ProcessWindow(SpinAddr() - 256, 1024, 64);
+  w.pid = uint32_t(gone);
+  auto added = AddWindow(s.fd(), w);
+  ASSERT_TRUE(added) << added.error().message();
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  {
+    std::ofstream last_pid("/proc/sys/kernel/ns_last_pid");
+    last_pid << gone - 1 << std::flush;
+    ASSERT_TRUE(last_pid) << "/proc/sys/kernel/ns_last_pid not writable";
+  }
+  // The newcomer runs this binary's spin function, inside the window.
+  Child next([] { tprof_windows_test_spin(200); });
+  ASSERT_EQ(next.pid(), gone) << "the pid was not reused";
+  next.Go();
+  next.WaitDone();
+  WaitUntilSleeping(next.pid());
+  std::vector<tprof_rec_sample> samples = StopAndCollect(s);
+  ASSERT_GT(UserSamplesOf(samples, uint32_t(gone)), 0u) << "the newcomer ran unsampled";
+  WindowCounts c = ReadOrFail(s.fd(), added->id);
+  EXPECT_EQ(c.info.in_range + c.info.out_of_range, 0u)
+      << "the window counted the process that got its process's pid";
+  EXPECT_EQ(c.info.pid, 0u) << "the window's process is gone";
+}
+
 TEST(WindowTest, KernelWindowCountsWaitStateOnAnIdleGuest) {
   SamplingSession s = StartOrDie(SamplingOptions{});
   tprof_window_add k{};

@@ -8,6 +8,7 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -143,22 +144,52 @@ TEST_F(Stacks, CallTreeSharesThroughFramelessLeafAndSharedLibrary) {
   std::vector<Stack> stacks;
   for (const Stack& s : all)
     if (s.Has("main")) stacks.push_back(s);
-  const uint64_t total = Total(stacks);
+  // Every sample in the call tree's functions has main in its stack; the
+  // samples under main but outside wl_a are main's own clock reads (a system
+  // call for a thread's CPU time: 1% of main's samples here, 5% in the KASAN
+  // kernel, whose slow startup also took 20% of the process).
+  // (A sample caught in a prologue may miss a frame: 2% of the tree's
+  // samples may lack main, as 5% of a path's may below.)
+  const std::set<std::string> tree_fns = {"wl_a", "wl_b", "wl_c", "wl_d", "wl_lib_call"};
+  uint64_t in_tree = 0, without_main = 0;
+  for (const Stack& s : all) {
+    if (!tree_fns.count(s.UserLeaf())) continue;
+    in_tree += s.samples;
+    if (!s.Has("main")) without_main += s.samples;
+  }
+  EXPECT_LE(without_main * 50, in_tree) << "call-tree samples without main, of " << in_tree;
+  auto reads_the_clock = [](const Stack& s) {
+    for (const std::string& f : s.frames)
+      if (f.find("clock_gettime") != std::string::npos) return true;
+    return false;
+  };
+  std::vector<Stack> tree;
+  uint64_t elsewhere = 0;  // e.g. the final printf
+  std::string elsewhere_paths;
+  for (const Stack& s : stacks) {
+    if (s.Has("wl_a")) {
+      tree.push_back(s);
+    } else if (!reads_the_clock(s) && s.UserLeaf() != "main") {
+      elsewhere += s.samples;
+      elsewhere_paths += s.UserPath() + "\n";
+    }
+  }
+  EXPECT_LE(elsewhere * 50, Total(stacks)) << "under main, outside wl_a and its clock reads:\n"
+                                           << elsewhere_paths;
+  const uint64_t total = Total(tree);
   ASSERT_GE(total, 300u) << "3 s of CPU at 1 kHz\n" << workload_;
-  EXPECT_GE(Percent(total, Total(all)), 80) << "most samples are under main";
   // Exclusive (self) shares: the innermost user frame, so the sampler's
   // own kernel time stays with the function it interrupted.
   const std::map<std::string, double> self = {
       {"wl_d", 50}, {"wl_c", 30}, {"wl_a", 10}, {"wl_b", 10}};
   for (const auto& [fn, want] : self)
-    EXPECT_NEAR(Percent(UserSelf(stacks, fn), total), want, Margin(want, total, 5))
+    EXPECT_NEAR(Percent(UserSelf(tree, fn), total), want, Margin(want, total, 5))
         << fn << " self of " << total;
   // Inclusive shares: what the call tree holds.
-  const std::map<std::string, double> inclusive = {{"main", 100}, {"wl_a", 100},
-                                                   {"wl_b", 60},  {"wl_lib_call", 50},
+  const std::map<std::string, double> inclusive = {{"wl_b", 60},  {"wl_lib_call", 50},
                                                    {"wl_d", 50},  {"wl_c", 30}};
   for (const auto& [fn, want] : inclusive)
-    EXPECT_NEAR(Percent(Inclusive(stacks, fn), total), want, Margin(want, total, 5))
+    EXPECT_NEAR(Percent(Inclusive(tree, fn), total), want, Margin(want, total, 5))
         << fn << " inclusive of " << total;
   // The frameless leaf keeps its caller (the word at its stack pointer),
   // and wl_d is reached through the library's frame.
@@ -183,7 +214,7 @@ TEST_F(Stacks, CallTreeSharesThroughFramelessLeafAndSharedLibrary) {
     found = true;
     for (const Json& f : pf.at("functions")) {
       const std::string fn = f.at("function").get<std::string>();
-      if (inclusive.count(fn)) {
+      if (inclusive.count(fn) || fn == "main" || fn == "wl_a") {
         EXPECT_EQ(f.at("inclusive").get<uint64_t>(), Inclusive(stacks, fn)) << fn;
       }
     }

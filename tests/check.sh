@@ -76,21 +76,6 @@ count_gtest() {
 	fi
 }
 
-# Runs the integration tests in a guest (tools/tprof-vm ARGS...: the
-# programs are built) into $LOG_DIR/integration-NAME.log, shows what
-# failed (and the known-count lines), counts the results.
-guest_suite() {
-	local name=$1 log=$LOG_DIR/integration-$1.log rc
-	shift
-	TPROF_VM_NO_BUILD=1 tools/tprof-vm "$@" >"$log" 2>&1
-	rc=$?
-	# A failure's next lines carry its values ("Which is: 20"): CI shows them.
-	awk '/: Failure/ { n = 4; print; next }
-		n > 0 { n--; print; next }
-		/^\[  FAILED  \]|^tprof-vm:|^kernel log:|^  (instructions|cycles):|known loop/' "$log" | head -n 80
-	count_gtest "integration $name" "$log" "$rc"
-}
-
 stage "dependencies"
 if make -s deps; then pass "make deps"; else fail "make deps"; fi
 

@@ -58,7 +58,9 @@ struct tprof_pmu_ctr {
 	/* arm64: its user breakpoint's address, claimed (pmu_probe.c). */
 	struct list_head claim_node;
 	u64 claim_addr;
+	kuid_t claim_uid;	/* the creator's real uid */
 	bool claim_uprobe;	/* a uprobe, else a debug register */
+	bool claim_every_task;	/* scope CPUS: traps in every process */
 	bool claimed;
 };
 

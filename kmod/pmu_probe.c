@@ -33,6 +33,7 @@
  * places one and a uprobe at the same user address: each claims its
  * address, and the later of the two kinds is EBUSY (tprof_pmu_claim()).
  */
+#include <linux/cred.h>
 #include <linux/errno.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -249,30 +250,49 @@ void tprof_pmu_probe_free(struct tprof_pmu_ctr *ctr)
 
 /*
  * User breakpoints of tprof by address: a uprobe's (in its target's mm at
- * creation) and a debug register's (any scope). Keyed by the address alone,
- * whatever the process: a breakpoint of an every-CPU program traps in every
- * process, and an inherited one in the target's descendants. Programs with
+ * creation) and a debug register's (any scope). The two kinds can meet in
+ * one task only when one user's programs target related processes (an
+ * inherited breakpoint reaches the target's descendants) or when one of
+ * them is every-CPU (it traps in every process): a claim conflicts with
+ * the other kind at the same address of the same creator (real uid), or
+ * of any creator when either is every-CPU. Another user's per-task claims
+ * never make a call EBUSY (nor tell which addresses they watch): their
+ * targets are processes this user may not attach to. Programs with
  * breakpoints are few: a list.
  */
 static DEFINE_MUTEX(tprof_pmu_claims_lock);
 static LIST_HEAD(tprof_pmu_claims);
 
-/* -EBUSY: the other kind holds @addr (see the top of this file). */
+static bool tprof_pmu_claims_meet(const struct tprof_pmu_ctr *a,
+				  const struct tprof_pmu_ctr *b)
+{
+	return a->claim_addr == b->claim_addr &&
+	       a->claim_uprobe != b->claim_uprobe &&
+	       (a->claim_every_task || b->claim_every_task ||
+		uid_eq(a->claim_uid, b->claim_uid));
+}
+
+/*
+ * In the creator's context. -EBUSY: the other kind holds @addr where the
+ * two could meet (see the top of this file).
+ */
 int tprof_pmu_claim(struct tprof_pmu_ctr *ctr, u64 addr, bool uprobe)
 {
 	struct tprof_pmu_ctr *o;
 	int ret = 0;
 
+	ctr->claim_addr = addr;
+	ctr->claim_uprobe = uprobe;
+	ctr->claim_uid = current_uid();
+	ctr->claim_every_task = ctr->prog->config.scope == TPROF_PMU_SCOPE_CPUS;
 	mutex_lock(&tprof_pmu_claims_lock);
 	list_for_each_entry(o, &tprof_pmu_claims, claim_node) {
-		if (o->claim_addr == addr && o->claim_uprobe != uprobe) {
+		if (tprof_pmu_claims_meet(ctr, o)) {
 			ret = -EBUSY;
 			break;
 		}
 	}
 	if (!ret) {
-		ctr->claim_addr = addr;
-		ctr->claim_uprobe = uprobe;
 		ctr->claimed = true;
 		list_add(&ctr->claim_node, &tprof_pmu_claims);
 	}

@@ -9,6 +9,7 @@
 #include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -995,6 +996,76 @@ TEST(PmuTest, UprobeAndDebugRegisterBreakpointAtOneInstructionAreEbusy) {
                                      "miscounted, 13 second refused after the first closed, 14 "
                                      "second miscounted";
   }
+}
+
+// Claims are per user (issue 25 item 8): root's uprobe (a thread program
+// of a caller with CAP_PERFMON) at an address does not make an
+// unprivileged user's debug-register breakpoint at the same address of
+// its own process EBUSY, nor the other way round; both count exactly and
+// the user's process lives. It failed with EBUSY when claims were keyed by
+// the address alone: one user learnt, and was blocked by, what another
+// watched.
+TEST(PmuTest, AnotherUsersUprobeAtTheSameAddressIsNoConflict) {
+  Device dev = OpenDeviceOrFail();
+  ScopedParanoid level(2);  // the user's own thread, user-mode events
+  char text[64];
+  std::snprintf(text, sizeof(text), "x=bp:0x%llx",
+                (unsigned long long)reinterpret_cast<uintptr_t>(&tprof_pmu_xol_visited));
+  ProgramSpec spec;
+  ASSERT_TRUE(spec.AddCounter(text, nullptr));
+  const tprof_pmu_program thread = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
+  int go[2], ready[2];
+  ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
+  std::fflush(stdout);
+  // Forked before root's uprobe exists: its mm never gets the uprobe's BRK.
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char c;
+    if (::setresgid(65534, 65534, 65534) || ::setresuid(65534, 65534, 65534)) ::_exit(1);
+    // The uid change left it non-dumpable: as a process the user started.
+    if (::prctl(PR_SET_DUMPABLE, 1) != 0) ::_exit(1);
+    if (::read(go[0], &c, 1) != 1) ::_exit(2);
+    auto user_dev = Device::Open();  // the user's own descriptor
+    if (!user_dev) ::_exit(4);
+    auto own = Program::Create(*user_dev, thread);  // a debug register: no CAP_PERFMON
+    const char verdict = own ? 'y' : static_cast<char>(own.error().code().value());
+    if (::write(ready[1], &verdict, 1) != 1 || !own) ::_exit(own ? 3 : 10);
+    if (::read(go[0], &c, 1) != 1) ::_exit(2);  // root made a second uprobe meanwhile
+    for (int i = 0; i < 100; i++) tprof_pmu_xol_visited();
+    auto v = own->Read();
+    ::_exit(v && v->values[0] == 100 ? 0 : 11);
+  }
+  ::close(go[0]);
+  ::close(ready[1]);
+  auto first = Program::Create(dev, thread);  // root: a uprobe
+  ASSERT_TRUE(first) << first.error().message();
+  char verdict = 0;
+  EXPECT_EQ(::write(go[1], "x", 1), 1);
+  EXPECT_EQ(::read(ready[0], &verdict, 1), 1);
+  EXPECT_EQ(verdict, 'y') << "the user's breakpoint failed with errno " << int(verdict)
+                          << (verdict == EBUSY ? " (EBUSY: root's uprobe claimed the address)" : "");
+  auto second = Program::Create(dev, thread);  // while the user's debug register exists
+  EXPECT_TRUE(second) << (second ? "" : second.error().message())
+                      << ": another user's debug register must not make root's uprobe EBUSY";
+  for (int i = 0; i < 50; i++) tprof_pmu_xol_visited();
+  auto a = first->Read();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->values[0], 50u) << "root's uprobe counts its own calls only";
+  if (second) {
+    auto b = second->Read();
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->values[0], 50u);
+  }
+  EXPECT_EQ(::write(go[1], "x", 1), 1);
+  ::close(go[1]);
+  ::close(ready[0]);
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  ASSERT_FALSE(WIFSIGNALED(st)) << "the user's process died of signal " << WTERMSIG(st);
+  EXPECT_EQ(WEXITSTATUS(st), 0)
+      << "1 could not drop root, 4 could not open the device, 10 refused, 11 miscounted";
 }
 #endif
 

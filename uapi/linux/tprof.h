@@ -817,8 +817,10 @@ struct tprof_window_list {
  * user instruction make arm64's kernel kill the task that runs it
  * (SIGILL: the breakpoint's single-step swallows the uprobe's), so a user
  * breakpoint of tprof's that would be a debug register at an address where
- * one of tprof's uprobes is (in any program, any process), or a uprobe
- * where one of tprof's debug-register breakpoints is, is EBUSY.
+ * one of tprof's uprobes is, or a uprobe where one of tprof's debug-register
+ * breakpoints is, is EBUSY: when both programs have the same creator (real
+ * uid), in any process, or when either is scope CPUS. Other users'
+ * per-task breakpoints never make it EBUSY.
  *
  * Instruction range (TPROF_PMU_CTR_RANGE): only events whose user-mode
  * instruction address (the interrupted or faulting instruction; for a
@@ -905,8 +907,9 @@ struct tprof_window_list {
  *   ENOENT: no such event (unknown software event or tracepoint id).
  *   EOPNOTSUPP: hardware events without a usable PMU; on arm64 an
  *   instruction a uprobe cannot step over. EBUSY (arm64): a user breakpoint
- *   at an address where another program of tprof's has a uprobe while this
- *   one would be a debug register, or the other way round (see Counting).
+ *   at an address where another program of tprof's (the same user's, or
+ *   an every-CPU one) has a uprobe while this one would be a debug
+ *   register, or the other way round (see Counting).
  *   ENOSPC: no free
  *   debug register for a breakpoint or watchpoint, counting the
  *   breakpoints a target thread's perf context holds (any thread's in

@@ -101,7 +101,10 @@ struct tprof_pmu_prog {
 	/* The monitor: the generic netlink socket that subscribed. */
 	spinlock_t monitor_lock;
 	struct sock *monitor;	/* holds a reference; NULL: no monitor */
-	struct list_head node;	/* tprof_pmu_programs, for socket releases */
+	/* With a monitor: in pmu_netlink.c's index, by its port id. */
+	struct hlist_node monitor_node;
+	u32 monitor_portid;
+	struct list_head node;	/* tprof_pmu_programs, for the exec hook */
 };
 
 /* pmu.c */

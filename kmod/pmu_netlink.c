@@ -12,8 +12,14 @@
  * send that read the port id before then would reach the new owner. A
  * closing socket is SOCK_DEAD, and is dropped by the next send or by the
  * NETLINK_URELEASE notification, whichever comes first.
+ *
+ * Every generic netlink socket on the machine announces its release, so
+ * the notification must cost little: programs with a monitor are indexed
+ * by the monitor's port id, under a spinlock of their own, and a release
+ * looks at its port id's bucket only.
  */
 #include <linux/file.h>
+#include <linux/hashtable.h>
 #include <linux/netlink.h>
 #include <linux/notifier.h>
 #include <net/genetlink.h>
@@ -29,15 +35,28 @@ static const struct nla_policy tprof_pmu_policy[TPROF_PMU_A_MAX + 1] = {
 
 static struct genl_family tprof_pmu_family;
 
-static void tprof_pmu_set_monitor(struct tprof_pmu_prog *p, struct sock *sk)
+/*
+ * Programs with a monitor, by its port id. The lock nests outside each
+ * program's monitor_lock; the send path takes only the latter.
+ */
+static DEFINE_HASHTABLE(tprof_pmu_monitored, 8);
+static DEFINE_SPINLOCK(tprof_pmu_monitored_lock);
+
+static void tprof_pmu_set_monitor(struct tprof_pmu_prog *p, struct sock *sk,
+				  u32 portid)
 {
 	struct sock *old;
 
 	sock_hold(sk);
-	spin_lock_bh(&p->monitor_lock);
+	spin_lock_bh(&tprof_pmu_monitored_lock);
+	spin_lock(&p->monitor_lock);
 	old = p->monitor;
 	p->monitor = sk;
-	spin_unlock_bh(&p->monitor_lock);
+	spin_unlock(&p->monitor_lock);
+	hash_del(&p->monitor_node);
+	p->monitor_portid = portid;
+	hash_add(tprof_pmu_monitored, &p->monitor_node, portid);
+	spin_unlock_bh(&tprof_pmu_monitored_lock);
 	if (old)
 		sock_put(old);
 }
@@ -48,12 +67,16 @@ static void tprof_pmu_drop_monitor_if(struct tprof_pmu_prog *p,
 {
 	struct sock *old = NULL;
 
-	spin_lock_bh(&p->monitor_lock);
+	spin_lock_bh(&tprof_pmu_monitored_lock);
+	spin_lock(&p->monitor_lock);
 	if (!sk || p->monitor == sk) {
 		old = p->monitor;
 		p->monitor = NULL;
 	}
-	spin_unlock_bh(&p->monitor_lock);
+	spin_unlock(&p->monitor_lock);
+	if (!p->monitor)
+		hash_del(&p->monitor_node);
+	spin_unlock_bh(&tprof_pmu_monitored_lock);
 	if (old)
 		sock_put(old);
 }
@@ -111,7 +134,7 @@ static int tprof_pmu_subscribe(struct sk_buff *skb, struct genl_info *info)
 		return ret;
 	}
 	/* The sending socket (the request's sender, alive while it sends). */
-	tprof_pmu_set_monitor(p, NETLINK_CB(skb).sk);
+	tprof_pmu_set_monitor(p, NETLINK_CB(skb).sk, info->snd_portid);
 	/* Events queued before the subscription go out now. */
 	queue_work(system_unbound_wq, &p->send_work);
 	fput(file);
@@ -190,29 +213,44 @@ void tprof_pmu_send_work(struct work_struct *work)
 	}
 }
 
-/* A generic netlink socket closes: drop it (it is SOCK_DEAD by now). */
+/*
+ * A generic netlink socket closes: drop it where it is a monitor (it is
+ * SOCK_DEAD by now). Its port id finds the candidates; the flag tells the
+ * closing socket from a new one that took the port id meanwhile. One at a
+ * time, so that the last reference goes with no lock held.
+ */
 static int tprof_pmu_netlink_event(struct notifier_block *nb,
 				   unsigned long event, void *ptr)
 {
 	struct netlink_notify *n = ptr;
 	struct tprof_pmu_prog *p;
+	struct sock *dead;
 
 	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC)
 		return NOTIFY_DONE;
-	mutex_lock(&tprof_pmu_programs_lock);
-	list_for_each_entry(p, &tprof_pmu_programs, node) {
-		struct sock *dead = NULL;
-
-		spin_lock_bh(&p->monitor_lock);
-		if (p->monitor && sock_flag(p->monitor, SOCK_DEAD)) {
-			dead = p->monitor;
-			p->monitor = NULL;
+	do {
+		dead = NULL;
+		spin_lock_bh(&tprof_pmu_monitored_lock);
+		hash_for_each_possible(tprof_pmu_monitored, p, monitor_node,
+				       n->portid) {
+			if (p->monitor_portid != n->portid)
+				continue;
+			spin_lock(&p->monitor_lock);
+			if (p->monitor && sock_flag(p->monitor, SOCK_DEAD) &&
+			    net_eq(sock_net(p->monitor), n->net)) {
+				dead = p->monitor;
+				p->monitor = NULL;
+			}
+			spin_unlock(&p->monitor_lock);
+			if (dead) {
+				hash_del(&p->monitor_node);
+				break;
+			}
 		}
-		spin_unlock_bh(&p->monitor_lock);
+		spin_unlock_bh(&tprof_pmu_monitored_lock);
 		if (dead)
 			sock_put(dead);
-	}
-	mutex_unlock(&tprof_pmu_programs_lock);
+	} while (dead);
 	return NOTIFY_DONE;
 }
 

@@ -58,6 +58,7 @@ struct tprof_pmu_probe {
 	struct file *file;	/* holds the inode while the uprobe exists */
 	loff_t offset;
 	struct tprof_uprobe up;
+	struct tprof_charge charge;	/* a uprobe's, to its creator (uprobes_per_user=) */
 	bool kernel;
 	bool registered;
 };
@@ -157,6 +158,10 @@ int tprof_pmu_probe_create(struct tprof_pmu_ctr *ctr, struct task_struct *task)
 	pr->uc.filter = tprof_pmu_probe_filter;
 	/* Published first: released with the program whatever happens next. */
 	ctr->probe = pr;
+	/* Each uprobe on a file slows every mmap of it, system-wide: bounded. */
+	ret = tprof_limit_charge(TPROF_LIMIT_UPROBES, 1, &pr->charge);
+	if (ret)
+		return ret;
 	ret = tprof_uprobe_register(&pr->up, file_inode(pr->file), pr->offset,
 				    &pr->uc);
 	if (ret)
@@ -244,6 +249,7 @@ void tprof_pmu_probe_free(struct tprof_pmu_ctr *ctr)
 		return;
 	if (pr->file)
 		fput(pr->file);
+	tprof_limit_uncharge(TPROF_LIMIT_UPROBES, &pr->charge);
 	kfree(pr);
 	ctr->probe = NULL;
 }

@@ -24,19 +24,37 @@ module_param(self_pages_per_user, uint, 0644);
 MODULE_PARM_DESC(self_pages_per_user,
 		 "self page mappings per user (EDQUOT beyond; CAP_SYS_ADMIN exempt)");
 
-static DEFINE_XARRAY(tprof_limit_pmu_events);
-static DEFINE_XARRAY(tprof_limit_self_pages);
+/*
+ * A uprobe on a file makes every mmap of it (an exec, a dlopen) look at it,
+ * in every process: perf bounds its uprobes only by open files; tprof by
+ * 32 programs' worth of breakpoint counters.
+ */
+static unsigned int uprobes_per_user = 256;
+module_param(uprobes_per_user, uint, 0644);
+MODULE_PARM_DESC(uprobes_per_user,
+		 "uprobes (arm64 user breakpoints seen per hit) per user (EDQUOT beyond; CAP_SYS_ADMIN exempt)");
+
+static struct xarray tprof_limit_counts[TPROF_NR_LIMITS] = {
+	[TPROF_LIMIT_PMU_EVENTS] = XARRAY_INIT(tprof_limit_counts[TPROF_LIMIT_PMU_EVENTS], 0),
+	[TPROF_LIMIT_SELF_PAGES] = XARRAY_INIT(tprof_limit_counts[TPROF_LIMIT_SELF_PAGES], 0),
+	[TPROF_LIMIT_UPROBES] = XARRAY_INIT(tprof_limit_counts[TPROF_LIMIT_UPROBES], 0),
+};
 
 static struct xarray *tprof_limit_xa(enum tprof_limit which)
 {
-	return which == TPROF_LIMIT_PMU_EVENTS ? &tprof_limit_pmu_events :
-						 &tprof_limit_self_pages;
+	return &tprof_limit_counts[which];
 }
 
 static unsigned long tprof_limit_max(enum tprof_limit which)
 {
-	return which == TPROF_LIMIT_PMU_EVENTS ? READ_ONCE(pmu_user_events) :
-						 READ_ONCE(self_pages_per_user);
+	switch (which) {
+	case TPROF_LIMIT_PMU_EVENTS:
+		return READ_ONCE(pmu_user_events);
+	case TPROF_LIMIT_SELF_PAGES:
+		return READ_ONCE(self_pages_per_user);
+	default:
+		return READ_ONCE(uprobes_per_user);
+	}
 }
 
 /* Adds @n to @uid's count, refused beyond @max (0: no bound). */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Per-user bounds on what a user makes tprof hold: the perf events of PMU
- * programs (pmu_user_events=) and mapped self pages (self_pages_per_user=).
+ * programs (pmu_user_events=), mapped self pages (self_pages_per_user=) and
+ * the uprobes of arm64 breakpoints (uprobes_per_user=).
  * Each is charged to the real uid of the caller that creates the object
  * (like RLIMIT_NPROC and perf's locked_vm) and uncharged when the object
  * is freed; beyond the bound the creation fails with EDQUOT. Callers with
@@ -18,6 +19,7 @@
 enum tprof_limit {
 	TPROF_LIMIT_PMU_EVENTS,
 	TPROF_LIMIT_SELF_PAGES,
+	TPROF_LIMIT_UPROBES,
 	TPROF_NR_LIMITS
 };
 

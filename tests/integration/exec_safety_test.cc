@@ -656,14 +656,6 @@ uint64_t KernelSymbol(const std::string& want) {
   return 0;
 }
 
-// Keeps only CAP_PERFMON (effective and permitted).
-bool KeepOnlyPerfmon() {
-  __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct d[2] = {};
-  d[CAP_PERFMON / 32].effective = d[CAP_PERFMON / 32].permitted = 1U << (CAP_PERFMON % 32);
-  return ::syscall(SYS_capset, &h, d) == 0;
-}
-
 // Breakpoints and watchpoints at kernel addresses need CAP_SYS_ADMIN in
 // every scope: EPERM with CAP_PERFMON alone; accepted with CAP_SYS_ADMIN
 // (on arm64 a kernel watchpoint of a thread or process is EINVAL even then).

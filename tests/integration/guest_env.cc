@@ -1,6 +1,7 @@
 #include "guest_env.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -104,6 +105,13 @@ int RunUnprivileged(const std::function<int()>& body) {
     if (::setresgid(65534, 65534, 65534) || ::setresuid(65534, 65534, 65534)) return 100;
     return body();
   });
+}
+
+bool KeepOnlyPerfmon() {
+  __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct d[2] = {};
+  d[CAP_PERFMON / 32].effective = d[CAP_PERFMON / 32].permitted = 1U << (CAP_PERFMON % 32);
+  return ::syscall(SYS_capset, &h, d) == 0;
 }
 
 int RunCommand(const std::string& command, std::string* out) {

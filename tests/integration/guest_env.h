@@ -54,6 +54,10 @@ int RunInChild(const std::function<int()>& body);
 // RunInChild as uid/gid 65534 without capabilities (100: could not drop them).
 int RunUnprivileged(const std::function<int()>& body);
 
+// Keeps only CAP_PERFMON of the caller's capabilities (effective and
+// permitted): root's uid, none of its other powers. False on failure.
+bool KeepOnlyPerfmon();
+
 // Runs a shell command, returns its exit status and captures stdout.
 int RunCommand(const std::string& command, std::string* out);
 

@@ -1,6 +1,7 @@
 // Per-user bounds on what a user makes the kernel hold (kmod/user_limits.h):
 // the perf events of PMU programs (pmu_user_events=) and self page mappings
-// (self_pages_per_user=). With a bound lowered, an unprivileged user's
+// (self_pages_per_user=), and on arm64 uprobes (uprobes_per_user=). With a
+// bound lowered, an unprivileged user's
 // creations beyond it fail with EDQUOT, and once everything is closed or
 // unmapped the whole allowance is there again (nothing leaks, failures
 // included).
@@ -19,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "guest_env.h"
+#include "tprof/pmu.h"
 
 namespace tprof::test {
 namespace {
@@ -103,6 +105,47 @@ TEST(LimitsTest, PmuEventsOfRootAreNotBounded) {
   if (a >= 0) ::close(a);
   if (b >= 0) ::close(b);
 }
+
+#if defined(__aarch64__)
+extern "C" __attribute__((noinline)) void tprof_limits_probed() { asm volatile(""); }
+
+using pmu::Program;
+using pmu::ProgramSpec;
+
+// On arm64 a breakpoint counter on the caller's own code, created with
+// CAP_PERFMON (without CAP_SYS_ADMIN), is a uprobe on the executable's file,
+// which slows every mmap of that file: at most uprobes_per_user per user,
+// EDQUOT beyond, all of it back once the programs are closed. Without the
+// bound the third program was accepted.
+TEST(LimitsTest, UprobesPerUserAreBoundedAndGivenBack) {
+  ScopedModuleParam bound("uprobes_per_user", "2");
+  ASSERT_TRUE(bound.ok()) << "no uprobes_per_user parameter";
+  EXPECT_EQ(RunInChild([] {
+              CHECK_OR_EXIT(KeepOnlyPerfmon(), 1);
+              auto dev = Device::Open();
+              CHECK_OR_EXIT(dev, 2);
+              char text[64];
+              std::snprintf(text, sizeof(text), "x=bp:0x%llx",
+                            (unsigned long long)reinterpret_cast<uintptr_t>(&tprof_limits_probed));
+              ProgramSpec spec;
+              CHECK_OR_EXIT(spec.AddCounter(text, nullptr), 3);
+              const tprof_pmu_program thread = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
+              for (int round = 0; round < 2; round++) {
+                auto a = Program::Create(*dev, thread);
+                auto b = Program::Create(*dev, thread);
+                CHECK_OR_EXIT(a && b, 10 + round);
+                auto c = Program::Create(*dev, thread);
+                CHECK_OR_EXIT(!c && c.error().code().value() == EDQUOT, 20 + round);
+                // Uprobes, counting each call of the routine.
+                for (int i = 0; i < 5; i++) tprof_limits_probed();
+                auto va = a->Read();
+                CHECK_OR_EXIT(va && va->values[0] == 5, 30 + round);
+              }  // closed: round 2 gets the whole allowance again
+              return 0;
+            }),
+            0) << "1 capset, 2 open, 3 spec, 1x creation refused, 2x third not EDQUOT, 3x miscounted";
+}
+#endif
 
 class LimitsSelfPageTest : public MetricsOnTest {};
 

@@ -924,7 +924,9 @@ struct tprof_window_list {
  *   pmu_user_events allows (default 16384; callers with CAP_SYS_ADMIN are
  *   not counted): a program counts its threads at creation x its perf
  *   events per thread (as for E2BIG), scope CPUS its events x every
- *   possible CPU, until its descriptor is closed. EMFILE, ENOMEM: no
+ *   possible CPU, until its descriptor is closed; or, on arm64, more
+ *   uprobes (breakpoints seen per hit) than uprobes_per_user allows
+ *   (default 256, one per such counter). EMFILE, ENOMEM: no
  *   descriptor or memory (the program's memory is charged to the caller's
  *   memory cgroup).
  *   Rules are edge-triggered: a rule is first evaluated when one of its

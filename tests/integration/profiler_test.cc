@@ -1235,13 +1235,17 @@ TEST_F(Profiler, RecordFollowsTheCommandAndItsChildrenOnly) {
 }
 
 // `record -p PID` without a command records that running process until it
-// exits (as perf record -p), then reports it and nothing else.
-// 3 s of CPU: a CI run's debug kernel on a busy host saw rc 1 with 1.5 s,
-// most likely the process gone before tprofctl had loaded and attached.
+// exits (as perf record -p), then reports it and nothing else. The process
+// waits stopped until the session runs (`tprofctl status`): in the KASAN
+// kernel tprofctl took longer to load and attach than the process's 3 s of
+// CPU ("no such process"), so no fixed run time is safe.
 TEST_F(Profiler, RecordOfARunningProcessEndsWhenItExits) {
   Result r = Sh("cd " + dir_.path() +
-                " && { tprof-wl-shares --ms 3000 >/dev/null & tprofctl record -p $! -o p.data "
-                "--by process; }");
+                " || exit 1; tprof-wl-shares --ms 1000 >/dev/null & w=$!; kill -STOP $w; "
+                "tprofctl record -p $w -o p.data --by process > rec.out 2>&1 & r=$!; "
+                "i=0; until tprofctl status | grep -q '^sampling: running'; do "
+                "i=$((i+1)); [ $i -lt 120 ] || break; sleep 0.5; done; "
+                "kill -CONT $w; wait $r; rc=$?; cat rec.out; exit $rc");
   ASSERT_EQ(r.rc, 0) << r.out;
   auto w = ParseWritten(r.out);
   ASSERT_TRUE(w) << r.out;

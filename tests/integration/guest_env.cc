@@ -107,6 +107,13 @@ int RunUnprivileged(const std::function<int()>& body) {
   });
 }
 
+std::string BreakpointAt(void (*fn)()) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "x=bp:0x%llx",
+                static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(fn)));
+  return text;
+}
+
 bool KeepOnlyPerfmon() {
   __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct d[2] = {};

@@ -54,6 +54,9 @@ int RunInChild(const std::function<int()>& body);
 // RunInChild as uid/gid 65534 without capabilities (100: could not drop them).
 int RunUnprivileged(const std::function<int()>& body);
 
+// A PMU program counter "x=bp:0xADDR": a breakpoint at the code of `fn`.
+std::string BreakpointAt(void (*fn)());
+
 // Keeps only CAP_PERFMON of the caller's capabilities (effective and
 // permitted): root's uid, none of its other powers. False on failure.
 bool KeepOnlyPerfmon();

@@ -124,11 +124,8 @@ TEST(LimitsTest, UprobesPerUserAreBoundedAndGivenBack) {
               CHECK_OR_EXIT(KeepOnlyPerfmon(), 1);
               auto dev = Device::Open();
               CHECK_OR_EXIT(dev, 2);
-              char text[64];
-              std::snprintf(text, sizeof(text), "x=bp:0x%llx",
-                            (unsigned long long)reinterpret_cast<uintptr_t>(&tprof_limits_probed));
               ProgramSpec spec;
-              CHECK_OR_EXIT(spec.AddCounter(text, nullptr), 3);
+              CHECK_OR_EXIT(spec.AddCounter(BreakpointAt(&tprof_limits_probed), nullptr), 3);
               const tprof_pmu_program thread = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
               for (int round = 0; round < 2; round++) {
                 auto a = Program::Create(*dev, thread);

@@ -960,11 +960,8 @@ asm(".text\n.globl tprof_pmu_xol_visited\n.type tprof_pmu_xol_visited,%function\
 // a SIGILL shows as its death.
 TEST(PmuTest, UprobeAndDebugRegisterBreakpointAtOneInstructionAreEbusy) {
   Device dev = OpenDeviceOrFail();
-  char text[64];
-  std::snprintf(text, sizeof(text), "x=bp:0x%llx",
-                (unsigned long long)reinterpret_cast<uintptr_t>(&tprof_pmu_xol_visited));
   ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter(text, nullptr));
+  ASSERT_TRUE(spec.AddCounter(BreakpointAt(&tprof_pmu_xol_visited), nullptr));
   const tprof_pmu_program cpus = spec.Build(TPROF_PMU_SCOPE_CPUS, 0);
   const tprof_pmu_program thread = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
   for (bool cpus_first : {true, false}) {
@@ -1008,11 +1005,8 @@ TEST(PmuTest, UprobeAndDebugRegisterBreakpointAtOneInstructionAreEbusy) {
 TEST(PmuTest, AnotherUsersUprobeAtTheSameAddressIsNoConflict) {
   Device dev = OpenDeviceOrFail();
   ScopedParanoid level(2);  // the user's own thread, user-mode events
-  char text[64];
-  std::snprintf(text, sizeof(text), "x=bp:0x%llx",
-                (unsigned long long)reinterpret_cast<uintptr_t>(&tprof_pmu_xol_visited));
   ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter(text, nullptr));
+  ASSERT_TRUE(spec.AddCounter(BreakpointAt(&tprof_pmu_xol_visited), nullptr));
   const tprof_pmu_program thread = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
   int go[2], ready[2];
   ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);

@@ -285,20 +285,13 @@ double Tolerance(const SplitRun& run, double nominal_pct, uint64_t n, double ext
   return std::max(run.tolerance + extra, SamplingPoints(nominal_pct, n));
 }
 
-// A part's expected share of the samples. The sampler's own kernel time
-// (its interrupt and handler) is charged by the workload's clock to
-// whatever part it interrupted, yet it is kernel time. Where the workload
-// reports getrusage's split (the kernel's own, independent of tprof), the
-// kernel's share is its system share and the user parts divide the rest
-// in their nominal proportions: under TCG the system share is 29-31% on
-// x86 and 33-36% on arm64 for a nominal 30. Otherwise a tick ratio r above
-// 1 (samples beyond the CPU time the workload accounts) estimates the
-// same: a part's share is nominal / r, and the kernel's gains 100 (r - 1) / r.
-double ExpectedShare(const SplitRun& run, double nominal_pct, double nominal_kernel_pct, bool kernel = false) {
-  const double sys = run.workload.rusage_sys_pct;
-  if (sys >= 0) return kernel ? sys : nominal_pct * (100 - sys) / (100 - nominal_kernel_pct);
-  const double r = std::max(run.tick_ratio, 1.0);
-  return (nominal_pct + (kernel ? 100 * (r - 1) : 0)) / r;
+// A part's expected share of the samples: the share of the thread's CPU
+// time the workload measured in it (its thread CPU clock, read around each
+// part). The sampler's own interrupt time is charged to whichever part it
+// interrupted, in proportion to that part's samples, so it leaves the
+// shares as they are.
+double ExpectedShare(const SplitRun& run, const std::string& part) {
+  return run.workload.percent.at(part);
 }
 
 // Fewer samples than this and a split says nothing (3 sigma > 13 points).
@@ -408,7 +401,7 @@ uint64_t FoldedThrough(const std::string& folded, const std::string& function) {
   return n;
 }
 
-// (a) Three functions at 60:30:10 of the process's CPU time.
+// (a) Three functions at 60:30:10 of the process's CPU time (as measured).
 TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   SplitRun run = RecordUndisturbed(dir_, "--callers", "tprof-wl-shares", 2000, "tprof-wl-shares",
                                    {{"wl_alpha", 60}, {"wl_beta", 30}, {"wl_gamma", 10}});
@@ -438,9 +431,10 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   // Between the three functions.
   const double alpha = Percent(a, a + b + c), beta = Percent(b, a + b + c),
                gamma = Percent(c, a + b + c);
-  EXPECT_NEAR(alpha, 60, Tolerance(run, 60, a + b + c));
-  EXPECT_NEAR(beta, 30, Tolerance(run, 30, a + b + c));
-  EXPECT_NEAR(gamma, 10, Tolerance(run, 10, a + b + c));
+  for (const auto& [fn, pct] : {std::pair{"wl_alpha", alpha}, {"wl_beta", beta},
+                                {"wl_gamma", gamma}})
+    EXPECT_NEAR(pct, ExpectedShare(run, fn), Tolerance(run, ExpectedShare(run, fn), a + b + c))
+        << fn;
   for (const char* fn : {"wl_alpha", "wl_beta", "wl_gamma"}) {
     const Json* row = FunctionRow(pf, fn);
     ASSERT_TRUE(row) << fn;
@@ -505,10 +499,36 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
               alpha, beta, gamma, Percent(a + b + c, total), static_cast<unsigned long long>(total));
 }
 
-// (b) Kernel / main executable / shared library at 30:40:30.
+// Samples of one part of a workload, from the folded stacks: all of those
+// whose stack passes through the part's function (what its thread CPU
+// clock charges to it: the kernel time of interrupts that land in it
+// included), and those whose leaf is in the part's own space (the function
+// itself for a user part, any kernel frame for a kernel part).
+struct PartSamples {
+  uint64_t inclusive = 0, own_space = 0;
+};
+PartSamples FoldedPart(const std::string& folded, const std::string& function, bool kernel) {
+  PartSamples part;
+  std::istringstream in(folded);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    const std::string stack = ";" + line.substr(0, space) + ";";
+    if (!Contains(stack, ";" + function + ";")) continue;
+    const uint64_t n = std::stoull(line.substr(space + 1));
+    const size_t leaf_start = line.rfind(';', space) + 1;  // npos + 1 == 0
+    const std::string leaf = line.substr(leaf_start, space - leaf_start);
+    part.inclusive += n;
+    if (kernel ? EndsWith(leaf, "_[k]") : leaf == function) part.own_space += n;
+  }
+  return part;
+}
+
+// (b) Kernel / main executable / shared library at 30:40:30 (as measured).
 TEST_F(Profiler, KernelUserSharedSplitMatchesTheWorkload) {
-  SplitRun run = RecordUndisturbed(dir_, "--by process", "tprof-wl-split", 1000, "tprof-wl-split",
-                                   {{"main", 40}, {"lib", 30}, {"kernel", 30}});
+  SplitRun run = RecordUndisturbed(dir_, "--by process --callers", "tprof-wl-split", 1000,
+                                   "tprof-wl-split", {{"main", 40}, {"lib", 30}, {"kernel", 30}});
   ASSERT_TRUE(run.json);
   SCOPED_TRACE(run.note);
   const Json& j = *run.json;
@@ -516,16 +536,6 @@ TEST_F(Profiler, KernelUserSharedSplitMatchesTheWorkload) {
   ASSERT_TRUE(p);
   const uint64_t total = N((*p).at("samples"));
   EXPECT_GE(total, kMinSplitSamples) << "1 s of CPU at 1 kHz; tick ratio " << run.tick_ratio;
-  // The process's own columns: startup in the loader and libc (slow in
-  // TCG) adds to shared, and the kernel side of the clock reads of the two
-  // user loops (which the workload charges to them) to kernel.
-  // The sampler's own kernel time: ExpectedShare.
-  EXPECT_NEAR(Percent(N((*p).at("kernel")), total), ExpectedShare(run, 30, 30, true),
-              Tolerance(run, 30, total, 2));
-  EXPECT_NEAR(Percent(N((*p).at("user")), total), ExpectedShare(run, 40, 30),
-              Tolerance(run, 40, total, 2));
-  EXPECT_NEAR(Percent(N((*p).at("shared")), total), ExpectedShare(run, 30, 30),
-              Tolerance(run, 30, total, 2));
   // [vdso] samples are unresolved (no MAP record for it), a few at most.
   EXPECT_LE(N((*p).at("unresolved")) * 100, total * 2);
 
@@ -541,8 +551,7 @@ TEST_F(Profiler, KernelUserSharedSplitMatchesTheWorkload) {
   EXPECT_EQ((*lib_spin).at("kind").get<std::string>(), "shared");
   EXPECT_TRUE(EndsWith((*lib_spin).at("object").get<std::string>(), "/libtprofwl.so"))
       << (*lib_spin).at("object").get<std::string>();
-  // The three named functions' spaces, without the loader's and libc's
-  // startup: main executable, libtprofwl.so, kernel.
+  // The function rows' spaces add up to the process's columns.
   uint64_t main_space = 0, lib_space = 0, kernel_space = 0, kernel_resolved = 0;
   for (const Json& f : pf.at("functions")) {
     const std::string& kind = f.at("kind").get<std::string>();
@@ -559,19 +568,50 @@ TEST_F(Profiler, KernelUserSharedSplitMatchesTheWorkload) {
     }
   }
   EXPECT_EQ(kernel_space, N((*p).at("kernel")));
+  EXPECT_EQ(main_space, N((*p).at("user")));
   EXPECT_GE(kernel_resolved, kernel_space * 95 / 100) << "root sees kernel symbols";
   EXPECT_TRUE(j.at("kernel_symbols_available").get<bool>());
-  const uint64_t three = main_space + lib_space + kernel_space;
-  const double main_pct = Percent(main_space, three), lib_pct = Percent(lib_space, three),
-               kernel_pct = Percent(kernel_space, three);
-  EXPECT_NEAR(main_pct, ExpectedShare(run, 40, 30), Tolerance(run, 40, three));
-  EXPECT_NEAR(lib_pct, ExpectedShare(run, 30, 30), Tolerance(run, 30, three));
-  EXPECT_NEAR(kernel_pct, ExpectedShare(run, 30, 30, true), Tolerance(run, 30, three));
   // Each user space is (nearly) its named function.
   EXPECT_GE(N((*main_spin).at("samples")) * 100, main_space * 95);
   EXPECT_GE(N((*lib_spin).at("samples")) * 100, lib_space * 95);
-  std::printf("  [tprof-wl-split] profile: main %.1f%% lib %.1f%% kernel %.1f%% of %llu\n",
-              main_pct, lib_pct, kernel_pct, static_cast<unsigned long long>(three));
+
+  // Each part's samples, by the stacks, against the CPU time the workload
+  // measured in it. Its thread CPU clock charges everything that runs on
+  // the thread inside a part (the interrupts that land in a user loop, the
+  // return from a syscall) to that part, and so do the stacks. The kernel
+  // space's share of the process is no measure of the kernel part: under
+  // arm64 TCG it holds 6-8 points more (exec, the sampler's interrupts).
+  // Nor is getrusage's system share, which the kernel splits by what its
+  // 250 Hz tick interrupted: 26-31% in six 6.12 runs whose kernel part
+  // measured 30.1% (the CI failure of 0618908).
+  const uint32_t pid = static_cast<uint32_t>(N(pf.at("pid")));
+  Result folded =
+      Sh("tprofctl dump -i " + run.file + " --format folded --pid " + std::to_string(pid));
+  ASSERT_EQ(folded.rc, 0) << folded.out;
+  const std::map<std::string, PartSamples> parts = {
+      {"main", FoldedPart(folded.out, "wl_main_spin", false)},
+      {"lib", FoldedPart(folded.out, "wl_lib_spin", false)},
+      {"kernel", FoldedPart(folded.out, "wl_kernel_spin", true)}};
+  uint64_t three = 0;
+  for (const auto& [name, part] : parts) three += part.inclusive;
+  ASSERT_GE(three, kMinSplitSamples) << folded.out;
+  std::printf("  [tprof-wl-split] profile by stacks:");
+  for (const auto& [name, part] : parts) {
+    const double pct = Percent(part.inclusive, three);
+    EXPECT_NEAR(pct, ExpectedShare(run, name), Tolerance(run, ExpectedShare(run, name), three))
+        << name;
+    // Most of a part is in its own space: a user loop's code in its
+    // object, the read of /dev/zero in the kernel. Under TCG the rest (the
+    // interrupts in a user loop, libc's read around the syscall) was 1-5%
+    // of a user part and 2-11% of the kernel one; a fifth elsewhere is a
+    // space gone wrong.
+    EXPECT_GE(part.own_space * 10, part.inclusive * 8)
+        << name << ": " << part.own_space << " of " << part.inclusive
+        << " samples in its own space";
+    std::printf(" %s %.1f%% (%.0f%% in its space)", name.c_str(), pct,
+                Percent(part.own_space, part.inclusive));
+  }
+  std::printf(" of %llu\n", static_cast<unsigned long long>(three));
 }
 
 // (c) Short-lived processes keep their own name and code.

@@ -130,10 +130,17 @@ struct tprof_metrics_state *tprof_metrics_state_get(void)
 }
 
 /*
- * Tombstones piled up in the index: rebuild it into the spare array (under
- * table_lock, IRQs off: O(hash size), rare), then wait until no lookup can
- * see the old array before it becomes the spare. Disable flushes this work
- * after the hooks that queue it are gone.
+ * Entries of the index one rehash step copies under table_lock: the lock
+ * (IRQs off) is dropped between steps, so a hash of 2^21 entries never
+ * keeps a CPU's interrupts off for more than a few microseconds at a time.
+ */
+#define TPROF_REHASH_STEP 4096
+
+/*
+ * Tombstones piled up in the index: rebuild it into the spare array, a
+ * step at a time (forks and exits in between update both arrays), then
+ * wait until no lookup can see the old array before it becomes the spare.
+ * Disable flushes this work after the hooks that queue it are gone.
  */
 static void tprof_metrics_rehash_fn(struct work_struct *work)
 {
@@ -142,15 +149,23 @@ static void tprof_metrics_rehash_fn(struct work_struct *work)
 	size_t bytes = sizeof(struct tprof_ti_entry) * (st->index.hash_mask + 1);
 	struct tprof_ti_entry *old = NULL;
 	unsigned long flags;
+	bool started = false;
 
 	raw_spin_lock_irqsave(&st->table_lock, flags);
 	if (st->spare && tprof_thread_index_needs_rehash(&st->index)) {
-		old = tprof_thread_index_rehash(&st->index, st->spare);
+		tprof_thread_index_rehash_begin(&st->index, st->spare);
 		st->spare = NULL;
+		started = true;
 	}
 	raw_spin_unlock_irqrestore(&st->table_lock, flags);
-	if (!old)
+	if (!started)
 		return;
+	while (!old) {
+		cond_resched();
+		raw_spin_lock_irqsave(&st->table_lock, flags);
+		old = tprof_thread_index_rehash_step(&st->index, TPROF_REHASH_STEP);
+		raw_spin_unlock_irqrestore(&st->table_lock, flags);
+	}
 	synchronize_rcu();	/* lookups run with preemption or IRQs off */
 	memset(old, 0, bytes);
 	raw_spin_lock_irqsave(&st->table_lock, flags);

@@ -95,6 +95,46 @@ static void tprof_ti_rehash_keeps_live_keys(struct kunit *test)
 				key % 2 ? TPROF_TI_NONE : slot[key - 1]);
 }
 
+/*
+ * A rehash one entry per step, with an insert and a removal between every
+ * two steps (the kernel drops table_lock between steps): the published
+ * array holds exactly the live keys.
+ */
+static void tprof_ti_incremental_rehash_with_writers(struct kunit *test)
+{
+	struct tprof_thread_index *ti = tprof_ti_new(test, 64);
+	u32 hash = ti->hash_mask + 1;
+	struct tprof_ti_entry *fresh = kunit_kcalloc(test, hash, sizeof(*fresh), GFP_KERNEL);
+	struct tprof_ti_entry *old = NULL;
+	u32 slot[64];
+	u64 key, next = 33;
+	bool existed;
+
+	KUNIT_ASSERT_NOT_NULL(test, fresh);
+	for (key = 1; key <= 32; key++) {
+		slot[key - 1] = tprof_thread_index_insert(ti, key * 4096, &existed);
+		KUNIT_ASSERT_NE(test, slot[key - 1], TPROF_TI_NONE);
+	}
+	tprof_thread_index_rehash_begin(ti, fresh);
+	KUNIT_EXPECT_FALSE(test, tprof_thread_index_needs_rehash(ti));
+	for (key = 1; !old; key++) {
+		old = tprof_thread_index_rehash_step(ti, 1);
+		if (key <= 32 && key % 2) {	/* odd keys go ... */
+			tprof_thread_index_remove(ti, key * 4096);
+			tprof_thread_index_release(ti, slot[key - 1]);
+		}
+		if (next <= 64) {		/* ... new ones come */
+			slot[next - 1] = tprof_thread_index_insert(ti, next * 4096, &existed);
+			KUNIT_ASSERT_NE(test, slot[next - 1], TPROF_TI_NONE);
+			next++;
+		}
+	}
+	KUNIT_EXPECT_PTR_EQ(test, ti->hash, fresh);
+	for (key = 1; key < next; key++)
+		KUNIT_EXPECT_EQ(test, tprof_thread_index_lookup(ti, key * 4096),
+				key <= 32 && key % 2 ? TPROF_TI_NONE : slot[key - 1]);
+}
+
 static void tprof_ti_capacity_is_bounded(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, tprof_thread_index_hash_size(0x7fffffffU),
@@ -106,6 +146,7 @@ static struct kunit_case tprof_ti_cases[] = {
 	KUNIT_CASE(tprof_ti_full_table_refuses),
 	KUNIT_CASE(tprof_ti_churn_reclaims_tombstones),
 	KUNIT_CASE(tprof_ti_rehash_keeps_live_keys),
+	KUNIT_CASE(tprof_ti_incremental_rehash_with_writers),
 	KUNIT_CASE(tprof_ti_capacity_is_bounded),
 	{}
 };

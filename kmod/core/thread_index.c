@@ -30,17 +30,20 @@ void tprof_thread_index_init(struct tprof_thread_index *ti,
 	ti->free_head = capacity ? 0 : TPROF_TI_NONE;
 }
 
-/* Entry of @key (found), else the first reusable entry on its chain, or -1. */
-static s64 tprof_ti_find(const struct tprof_thread_index *ti, u64 key,
-			 bool *found)
+/*
+ * Entry of @key in @hash (found), else the first reusable entry on its
+ * chain, or -1.
+ */
+static s64 tprof_ti_find_in(const struct tprof_ti_entry *hash, u32 mask,
+			    u64 key, bool *found)
 {
-	u32 i = tprof_thread_index_hash(key) & ti->hash_mask;
+	u32 i = tprof_thread_index_hash(key) & mask;
 	s64 reusable = -1;
 	u32 n;
 
 	*found = false;
-	for (n = 0; n <= ti->hash_mask; n++, i = (i + 1) & ti->hash_mask) {
-		u64 k = ti->hash[i].key;
+	for (n = 0; n <= mask; n++, i = (i + 1) & mask) {
+		u64 k = hash[i].key;
 
 		if (k == key) {
 			*found = true;
@@ -55,6 +58,42 @@ static s64 tprof_ti_find(const struct tprof_thread_index *ti, u64 key,
 			return reusable >= 0 ? reusable : (s64)i;
 	}
 	return reusable;
+}
+
+static s64 tprof_ti_find(const struct tprof_thread_index *ti, u64 key,
+			 bool *found)
+{
+	return tprof_ti_find_in(ti->hash, ti->hash_mask, key, found);
+}
+
+/*
+ * Puts @key -> @slot into @hash at @i (from tprof_ti_find_in(), not found):
+ * the index first, then the key, as lockless lookups load them the other
+ * way. Returns true if it replaced a tombstone.
+ */
+static bool tprof_ti_store(struct tprof_ti_entry *hash, s64 i, u64 key, u32 slot)
+{
+	bool was_tombstone = hash[i].key == TPROF_TI_TOMBSTONE;
+
+	WRITE_ONCE(hash[i].slot, slot);
+	smp_store_release(&hash[i].key, key);
+	return was_tombstone;
+}
+
+/* A rehash in progress: @key -> @slot in its target too, if not there yet. */
+static void tprof_ti_fresh_insert(struct tprof_thread_index *ti, u64 key, u32 slot)
+{
+	bool found;
+	s64 i;
+
+	if (!ti->fresh)
+		return;
+	i = tprof_ti_find_in(ti->fresh, ti->hash_mask, key, &found);
+	/* Never full: it holds at most the live keys, fewer than its size. */
+	if (found || i < 0)
+		return;
+	if (tprof_ti_store(ti->fresh, i, key, slot))
+		ti->fresh_tombstones--;
 }
 
 u32 tprof_thread_index_insert(struct tprof_thread_index *ti, u64 key,
@@ -73,60 +112,87 @@ u32 tprof_thread_index_insert(struct tprof_thread_index *ti, u64 key,
 	ti->free_head = ti->next_free[slot];
 	ti->next_free[slot] = TPROF_TI_NONE;
 	ti->used++;
-	if (ti->hash[i].key == TPROF_TI_TOMBSTONE)
+	if (tprof_ti_store(ti->hash, i, key, slot))
 		ti->tombstones--;
-	/* Index first, then the key: lockless lookups load them the other way. */
-	WRITE_ONCE(ti->hash[i].slot, slot);
-	smp_store_release(&ti->hash[i].key, key);
+	tprof_ti_fresh_insert(ti, key, slot);
 	return slot;
+}
+
+/*
+ * Forgets @key in @hash. Returns the change in its tombstones: +1 (one
+ * left), 0 (not there), or -n (the entry and n tombstones before it
+ * became empty again: no chain ran through them).
+ */
+static int tprof_ti_remove_in(struct tprof_ti_entry *hash, u32 mask, u64 key)
+{
+	bool found;
+	s64 i = tprof_ti_find_in(hash, mask, key, &found);
+	int change = 0;
+	u32 j;
+
+	if (!found)
+		return 0;
+	if (hash[(i + 1) & mask].key != 0) {
+		WRITE_ONCE(hash[i].key, TPROF_TI_TOMBSTONE);
+		return 1;
+	}
+	WRITE_ONCE(hash[i].key, 0);
+	for (j = (u32)(i - 1) & mask; hash[j].key == TPROF_TI_TOMBSTONE && j != (u32)i;
+	     j = (j - 1) & mask) {
+		WRITE_ONCE(hash[j].key, 0);
+		change--;
+	}
+	return change;
 }
 
 void tprof_thread_index_remove(struct tprof_thread_index *ti, u64 key)
 {
-	bool found;
-	s64 i = tprof_ti_find(ti, key, &found);
-	u32 j;
+	ti->tombstones += tprof_ti_remove_in(ti->hash, ti->hash_mask, key);
+	if (ti->fresh)
+		ti->fresh_tombstones += tprof_ti_remove_in(ti->fresh, ti->hash_mask, key);
+}
 
-	if (!found)
-		return;
-	if (ti->hash[(i + 1) & ti->hash_mask].key != 0) {
-		WRITE_ONCE(ti->hash[i].key, TPROF_TI_TOMBSTONE);
-		ti->tombstones++;
-		return;
+void tprof_thread_index_rehash_begin(struct tprof_thread_index *ti,
+				     struct tprof_ti_entry *fresh)
+{
+	ti->fresh = fresh;
+	ti->fresh_pos = 0;
+	ti->fresh_tombstones = 0;
+}
+
+struct tprof_ti_entry *tprof_thread_index_rehash_step(struct tprof_thread_index *ti,
+						      u32 budget)
+{
+	struct tprof_ti_entry *old = ti->hash, *fresh = ti->fresh;
+	u32 end;
+
+	if (!fresh)
+		return NULL;
+	if (!budget)
+		budget = 1;
+	end = ti->hash_mask + 1 - ti->fresh_pos > budget ?
+		ti->fresh_pos + budget : ti->hash_mask + 1;
+	/* A key a writer put there since the rehash began is not copied twice. */
+	for (; ti->fresh_pos < end; ti->fresh_pos++) {
+		u64 k = old[ti->fresh_pos].key;
+
+		if (k != 0 && k != TPROF_TI_TOMBSTONE)
+			tprof_ti_fresh_insert(ti, k, old[ti->fresh_pos].slot);
 	}
-	/*
-	 * The next entry is empty, so no chain runs through this one: it and
-	 * the tombstones just before it become empty again.
-	 */
-	WRITE_ONCE(ti->hash[i].key, 0);
-	for (j = (u32)(i - 1) & ti->hash_mask;
-	     ti->hash[j].key == TPROF_TI_TOMBSTONE && j != (u32)i;
-	     j = (j - 1) & ti->hash_mask) {
-		WRITE_ONCE(ti->hash[j].key, 0);
-		ti->tombstones--;
-	}
+	if (ti->fresh_pos <= ti->hash_mask)
+		return NULL;
+	ti->tombstones = ti->fresh_tombstones;
+	ti->fresh = NULL;
+	/* Whole before published: lookups load the pointer with acquire. */
+	smp_store_release(&ti->hash, fresh);
+	return old;
 }
 
 struct tprof_ti_entry *tprof_thread_index_rehash(struct tprof_thread_index *ti,
 						 struct tprof_ti_entry *fresh)
 {
-	struct tprof_ti_entry *old = ti->hash;
-	u32 i, j;
-
-	for (i = 0; i <= ti->hash_mask; i++) {
-		u64 k = old[i].key;
-
-		if (k == 0 || k == TPROF_TI_TOMBSTONE)
-			continue;
-		j = tprof_thread_index_hash(k) & ti->hash_mask;
-		while (fresh[j].key)
-			j = (j + 1) & ti->hash_mask;
-		fresh[j] = old[i];
-	}
-	ti->tombstones = 0;
-	/* Whole before published: lookups load the pointer with acquire. */
-	smp_store_release(&ti->hash, fresh);
-	return old;
+	tprof_thread_index_rehash_begin(ti, fresh);
+	return tprof_thread_index_rehash_step(ti, ti->hash_mask + 1);
 }
 
 void tprof_thread_index_release(struct tprof_thread_index *ti, u32 slot)

@@ -15,11 +15,14 @@
  *    entry become empty again (no probe chain goes past an empty entry, so
  *    no lookup can miss a key that is present);
  *  - when tombstones pile up (tprof_thread_index_needs_rehash()), the caller
- *    rebuilds the hash into a second, zeroed array and publishes it with one
- *    pointer store (release); lookups load that pointer once (acquire), so
- *    they see the old array whole or the new one whole. The old array may
- *    be reused only after every lookup that could see it has finished (the
- *    kernel waits for an RCU grace period);
+ *    rebuilds the hash into a second, zeroed array, a bounded number of
+ *    entries per step (rehash_begin(), then rehash_step() until it returns
+ *    the old array) so that its lock need not be held for the whole hash;
+ *    writers between steps change both arrays. The last step publishes the
+ *    new array with one pointer store (release); lookups load that pointer
+ *    once (acquire), so they see the old array whole or the new one whole.
+ *    The old array may be reused only after every lookup that could see it
+ *    has finished (the kernel waits for an RCU grace period);
  *  - a lookup may still return the slot of a key removed meanwhile: the
  *    caller validates the slot (its own key field, under its own lock).
  */
@@ -60,6 +63,10 @@ struct tprof_thread_index {
 	u32 free_head TPROF_CACHELINE_ALIGNED;
 	u32 used;		/* slots allocated */
 	u32 tombstones;		/* removed keys still in the hash */
+	/* A rehash in progress: its target (never read by lookups), else NULL. */
+	struct tprof_ti_entry *fresh;
+	u32 fresh_pos;		/* entries of the live hash below it are copied */
+	u32 fresh_tombstones;	/* removals since the rehash began, in fresh */
 };
 
 /* Hash entries for @capacity slots (capacity <= TPROF_TI_MAX_CAPACITY). */
@@ -112,14 +119,27 @@ void tprof_thread_index_remove(struct tprof_thread_index *ti, u64 key);
 /* True when tombstones fill a quarter of the hash: time to rehash. */
 static inline bool tprof_thread_index_needs_rehash(const struct tprof_thread_index *ti)
 {
-	return ti->tombstones > (ti->hash_mask + 1) / 4;
+	return !ti->fresh && ti->tombstones > (ti->hash_mask + 1) / 4;
 }
 
 /*
- * Rebuilds the hash without tombstones into @fresh (hash_mask + 1 zeroed
- * entries), publishes it and returns the old array (reusable as the next
- * @fresh once no lookup can see it any more).
+ * Starts rebuilding the hash without tombstones into @fresh (hash_mask + 1
+ * zeroed entries). Until the last step, inserts and removals go to both
+ * arrays and lookups still use the live one.
  */
+void tprof_thread_index_rehash_begin(struct tprof_thread_index *ti,
+				     struct tprof_ti_entry *fresh);
+
+/*
+ * Copies up to @budget entries of the live hash (at least one). Returns
+ * NULL while entries remain; after the last one it publishes the new array
+ * and returns the old one (reusable as the next @fresh once no lookup can
+ * see it any more).
+ */
+struct tprof_ti_entry *tprof_thread_index_rehash_step(struct tprof_thread_index *ti,
+						      u32 budget);
+
+/* The whole rehash in one call (begin, then one step over every entry). */
 struct tprof_ti_entry *tprof_thread_index_rehash(struct tprof_thread_index *ti,
 						 struct tprof_ti_entry *fresh);
 

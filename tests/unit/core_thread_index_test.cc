@@ -77,6 +77,76 @@ TEST(CoreThreadIndex, RandomChurnMatchesModel) {
   EXPECT_LT(ix.rehashes, 100000 / 16);
 }
 
+uint32_t CountTombstones(const tprof_ti_entry* hash, uint32_t size) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < size; ++i) n += hash[i].key == TPROF_TI_TOMBSTONE;
+  return n;
+}
+
+// The kernel rehashes a bounded number of entries per step, its lock
+// dropped between steps (IRQs back on): random inserts and removals between
+// every two steps never lose a key, never show a removed one, and the
+// published array holds exactly the live keys, its tombstone count exact.
+TEST(CoreThreadIndex, IncrementalRehashWithWritersBetweenStepsMatchesModel) {
+  constexpr uint32_t kCapacity = 64;
+  Index ix(kCapacity);
+  std::mt19937_64 rng(4242);
+  std::map<u64, uint32_t> live;
+  u64 next_key = 1;
+  int published = 0;
+  bool rehashing = false;
+  for (int step = 0; step < 200000; ++step) {
+    if (rehashing) {
+      tprof_ti_entry* old = tprof_thread_index_rehash_step(&ix.ti, 1 + uint32_t(rng() % 5));
+      if (old) {
+        rehashing = false;
+        ++published;
+        std::vector<tprof_ti_entry>& was = old == ix.entries.data() ? ix.entries : ix.spare;
+        std::fill(was.begin(), was.end(), tprof_ti_entry{});
+        uint32_t keys = 0;
+        for (uint32_t i = 0; i < ix.hash; ++i) {
+          const u64 k = ix.ti.hash[i].key;
+          if (k == 0 || k == TPROF_TI_TOMBSTONE) continue;
+          ++keys;
+          ASSERT_EQ(live.count(k), 1u) << "a removed key was published";
+          ASSERT_EQ(ix.ti.hash[i].slot, live[k]);
+        }
+        ASSERT_EQ(keys, live.size()) << "a key was lost or copied twice";
+        ASSERT_EQ(ix.ti.tombstones, CountTombstones(ix.ti.hash, ix.hash));
+      } else {
+        ASSERT_FALSE(tprof_thread_index_needs_rehash(&ix.ti)) << "one rehash at a time";
+      }
+    } else if (tprof_thread_index_needs_rehash(&ix.ti)) {
+      std::vector<tprof_ti_entry>& fresh = ix.ti.hash == ix.entries.data() ? ix.spare : ix.entries;
+      tprof_thread_index_rehash_begin(&ix.ti, fresh.data());
+      rehashing = true;
+    }
+    if (rng() % 10 < 6) {  // inserts outnumber removals: the table runs full
+      const u64 key = (rng() % 4 == 0 && !live.empty())
+                          ? std::next(live.begin(), long(rng() % live.size()))->first
+                          : (next_key++) << 12;
+      bool existed = false;
+      const uint32_t s = tprof_thread_index_insert(&ix.ti, key, &existed);
+      if (live.count(key)) {
+        ASSERT_TRUE(existed);
+        ASSERT_EQ(s, live[key]);
+      } else if (live.size() == kCapacity) {
+        ASSERT_EQ(s, TPROF_TI_NONE);
+      } else {
+        ASSERT_NE(s, TPROF_TI_NONE);
+        live[key] = s;
+      }
+    } else if (!live.empty()) {
+      auto it = std::next(live.begin(), long(rng() % live.size()));
+      tprof_thread_index_remove(&ix.ti, it->first);
+      tprof_thread_index_release(&ix.ti, it->second);
+      live.erase(it);
+    }
+    for (const auto& [k, slot] : live) ASSERT_EQ(tprof_thread_index_lookup(&ix.ti, k), slot);
+  }
+  EXPECT_GT(published, 10);
+}
+
 TEST(CoreThreadIndex, RemovingEverythingLeavesNoTombstone) {
   Index ix(32);
   std::vector<u64> keys;

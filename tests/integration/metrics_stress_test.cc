@@ -60,6 +60,18 @@ class Ledger {
   std::map<uint64_t, Totals> by_identity_;
 };
 
+// Time all CPUs spent in hard and soft interrupts (/proc/stat), in ns.
+uint64_t InterruptNs() {
+  std::FILE* f = std::fopen("/proc/stat", "r");
+  if (!f) return 0;
+  unsigned long long user, nice, system, idle, iowait, irq = 0, softirq = 0;
+  const int n = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system,
+                            &idle, &iowait, &irq, &softirq);
+  std::fclose(f);
+  if (n != 7) return 0;
+  return (irq + softirq) * (1'000'000'000ull / uint64_t(::sysconf(_SC_CLK_TCK)));
+}
+
 struct WorkerResult {
   uint64_t identity = 0;
   uint32_t tid = 0;
@@ -71,6 +83,7 @@ TEST(MetricsStress, SwitchStormTotalsMatchTheSchedulersCpuTime) {
   ASSERT_TRUE(specs);
   ASSERT_TRUE(dev.EnableMetrics(*specs));
   Ledger ledger;
+  const uint64_t interrupts_before = InterruptNs();
   std::atomic<bool> stop_drain{false};
   std::atomic<uint64_t> drains{0};
 
@@ -178,7 +191,12 @@ TEST(MetricsStress, SwitchStormTotalsMatchTheSchedulersCpuTime) {
   // picking the next task. Whatever passes in between (a few us; under
   // TCG, milliseconds when the host deschedules the vCPU right there)
   // goes to the next task in schedstat and to the previous one in tprof,
-  // so single workers may differ by a slice while the totals agree.
+  // so single workers may differ by a slice while the totals agree. And
+  // with IRQ time accounting (Debian's kernels) schedstat leaves out the
+  // interrupts that land in a thread's slice, which tprof's clock keeps:
+  // at most all the interrupt time of the run (4-6% of the workers' time
+  // in the KASAN kernel under TCG).
+  const uint64_t interrupts = InterruptNs() - interrupts_before;
   uint64_t all_time = 0, all_cpu = 0, all_switches = 0;
   for (int w = 0; w < nworkers; ++w) {
     const WorkerResult& r = results[size_t(w)];
@@ -194,9 +212,12 @@ TEST(MetricsStress, SwitchStormTotalsMatchTheSchedulersCpuTime) {
                 (unsigned long long)cpu_ns);
   }
   uint64_t diff = all_time > all_cpu ? all_time - all_cpu : all_cpu - all_time;
-  EXPECT_LE(diff, all_cpu / 33 + 100'000 * all_switches)
+  EXPECT_LE(diff, all_cpu / 33 + 100'000 * all_switches + interrupts)
       << "workers' time: tprof " << all_time << " ns vs schedstat " << all_cpu << " ns over "
-      << all_switches << " switches";
+      << all_switches << " switches, " << interrupts << " ns in interrupts";
+  std::printf("note: workers' time: tprof %llu ns, schedstat %llu ns, %llu ns in interrupts\n",
+              (unsigned long long)all_time, (unsigned long long)all_cpu,
+              (unsigned long long)interrupts);
   for (int w = 0; w < nworkers; ++w) {
     exit_turn[size_t(w)]->release();
     workers[size_t(w)].join();

@@ -52,6 +52,36 @@ module_param_cb(max_threads, &tprof_max_threads_ops, &max_threads, 0444);
 MODULE_PARM_DESC(max_threads,
 		 "threads the per-thread metrics table can hold (1..1048576)");
 
+/*
+ * Tombstones (exited threads' keys) that make the thread index rebuild
+ * its hash, in percent of it: fewer means shorter lookups and more
+ * rebuilds. Read at enable.
+ */
+static unsigned int index_rebuild_pct = 25;
+
+static int tprof_index_rebuild_pct_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n;
+	int ret = kstrtouint(val, 0, &n);
+
+	if (ret)
+		return ret;
+	if (n < 1 || n > 50) {
+		pr_err("index_rebuild_pct=%u: must be 1..50\n", n);
+		return -EINVAL;
+	}
+	*(unsigned int *)kp->arg = n;
+	return 0;
+}
+
+static const struct kernel_param_ops tprof_index_rebuild_pct_ops = {
+	.set = tprof_index_rebuild_pct_set,
+	.get = param_get_uint,
+};
+module_param_cb(index_rebuild_pct, &tprof_index_rebuild_pct_ops, &index_rebuild_pct, 0444);
+MODULE_PARM_DESC(index_rebuild_pct,
+		 "tombstones in the thread index, in percent of its hash, that make it rebuild (1..50, default 25)");
+
 static char *metrics;
 module_param(metrics, charp, 0444);
 MODULE_PARM_DESC(metrics,
@@ -134,7 +164,7 @@ struct tprof_metrics_state *tprof_metrics_state_get(void)
  * (IRQs off) is dropped between steps, so a hash of 2^21 entries never
  * keeps a CPU's interrupts off for more than a few microseconds at a time.
  */
-#define TPROF_REHASH_STEP 4096
+#define TPROF_REHASH_STEP 1024
 
 /*
  * Tombstones piled up in the index: rebuild it into the spare array, a
@@ -171,6 +201,7 @@ static void tprof_metrics_rehash_fn(struct work_struct *work)
 	raw_spin_lock_irqsave(&st->table_lock, flags);
 	st->spare = old;
 	raw_spin_unlock_irqrestore(&st->table_lock, flags);
+	atomic64_inc(&st->rehashes);
 }
 
 /* ---- References dropped by the hooks ------------------------------------ */
@@ -334,6 +365,7 @@ static struct tprof_metrics_state *tprof_metrics_state_alloc(u32 capacity)
 	hash = st->index_mem;
 	tprof_thread_index_init(&st->index, hash, hash_size,
 				(u32 *)(hash + 2 * hash_size), capacity);
+	st->index.rehash_at = (u32)((u64)hash_size * index_rebuild_pct / 100);
 	st->spare = hash + hash_size;
 	INIT_WORK(&st->rehash_work, tprof_metrics_rehash_fn);
 	for (i = 0; i < capacity; i++) {

@@ -164,6 +164,7 @@ struct tprof_metrics_state {
 	struct kref ref;
 	struct tprof_ti_entry *spare;	/* the next rehash's array, or NULL */
 	struct work_struct rehash_work;
+	atomic64_t rehashes;		/* completed, for the status */
 	struct llist_head reap;		/* slots with dead references */
 	struct work_struct reap_work;
 	void *index_mem;

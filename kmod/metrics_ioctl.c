@@ -41,6 +41,7 @@ long tprof_ioctl_metrics_status(struct tprof_metrics_status __user *uarg)
 		raw_spin_unlock_irqrestore(&st->table_lock, flags);
 		out.untracked_threads = atomic64_read(&st->untracked);
 		out.reclaimed_threads = atomic64_read(&st->reclaimed);
+		out.index_rehashes = atomic64_read(&st->rehashes);
 		for_each_possible_cpu(cpu) {
 			out.listed += READ_ONCE(per_cpu_ptr(st->cpu, cpu)->nr_listed);
 			out.uncounted_switches +=

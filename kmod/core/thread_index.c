@@ -23,6 +23,7 @@ void tprof_thread_index_init(struct tprof_thread_index *ti,
 	ti->hash = hash;
 	ti->next_free = next_free;
 	ti->hash_mask = hash_size - 1;
+	ti->rehash_at = hash_size / 4;
 	ti->capacity = capacity;
 	memset(hash, 0, sizeof(*hash) * hash_size);
 	for (i = 0; i < capacity; i++)

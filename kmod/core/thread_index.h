@@ -63,6 +63,7 @@ struct tprof_thread_index {
 	u32 free_head TPROF_CACHELINE_ALIGNED;
 	u32 used;		/* slots allocated */
 	u32 tombstones;		/* removed keys still in the hash */
+	u32 rehash_at;		/* more tombstones than this: rebuild (a quarter) */
 	/* A rehash in progress: its target (never read by lookups), else NULL. */
 	struct tprof_ti_entry *fresh;
 	u32 fresh_pos;		/* entries of the live hash below it are copied */
@@ -116,10 +117,10 @@ u32 tprof_thread_index_insert(struct tprof_thread_index *ti, u64 key,
 /* Forgets @key (its slot stays allocated until released). */
 void tprof_thread_index_remove(struct tprof_thread_index *ti, u64 key);
 
-/* True when tombstones fill a quarter of the hash: time to rehash. */
+/* True when tombstones pass rehash_at (no rebuild under way): time to rehash. */
 static inline bool tprof_thread_index_needs_rehash(const struct tprof_thread_index *ti)
 {
-	return !ti->fresh && ti->tombstones > (ti->hash_mask + 1) / 4;
+	return !ti->fresh && ti->tombstones > ti->rehash_at;
 }
 
 /*

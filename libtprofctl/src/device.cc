@@ -165,6 +165,7 @@ Expected<MetricsStatus> Device::GetMetricsStatus() const {
   st.table_used = raw.table_used;
   st.untracked_threads = raw.untracked_threads;
   st.reclaimed_threads = raw.reclaimed_threads;
+  st.index_rehashes = raw.index_rehashes;
   st.uncounted_switches = raw.uncounted_switches;
   st.listed = raw.listed;
   return st;

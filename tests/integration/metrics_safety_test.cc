@@ -500,6 +500,8 @@ TEST(MetricsSafety, MaxThreadsIsBounded) {
   EXPECT_EQ(LoadModule(ModulePath(), "max_threads=0 metrics=time"), EINVAL);
   ASSERT_EQ(LoadModule(ModulePath(), "max_threads=1048576 metrics=time"), 0);
   ASSERT_EQ(UnloadModule(), 0);
+  EXPECT_EQ(LoadModule(ModulePath(), "index_rebuild_pct=0"), EINVAL);
+  EXPECT_EQ(LoadModule(ModulePath(), "index_rebuild_pct=51"), EINVAL);
   ASSERT_EQ(LoadModule(ModulePath()), 0);
 }
 
@@ -541,6 +543,86 @@ TEST(MetricsSafety, PidsAreInTheReadersNamespace) {
             }),
             0) << "10/11 unshare/fork, 12 not pid 1, 14 READ pid/tid not namespaced, "
                   "16 saw another namespace's process, 17 own worker missing";
+}
+
+// Exited threads leave tombstones in the thread index's hash; past a share
+// of it (index_rebuild_pct), a work item rebuilds it 1024 entries per hold
+// of the table lock while forks and exits go on between the steps (issue
+// 25: the whole rebuild with IRQs off kept a CPU deaf for a whole hash).
+// With max_threads=2048 (a hash of 4096 entries: four steps), 1200 threads
+// kept alive and a rebuild at 1% of tombstones, thread churn makes the
+// index rebuild within a few hundred exits. Every live thread must still
+// be found by its own READ_SELF after the rebuilds, and the status must
+// count them.
+struct LiveThreads {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false;
+  std::atomic<int> found{0}, lost{0};
+  const Device* dev = nullptr;
+
+  // Each waits for `go`, then reads its own metrics.
+  static void* Run(void* arg) {
+    auto* self = static_cast<LiveThreads*>(arg);
+    {
+      std::unique_lock<std::mutex> lock(self->mu);
+      self->cv.wait(lock, [&] { return self->go; });
+    }
+    uint64_t v[TPROF_MAX_METRICS];
+    auto id = self->dev->ReadSelf(v);
+    (id && v[1] > 0 ? self->found : self->lost).fetch_add(1);  // dispatches: it ran
+    return nullptr;
+  }
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      go = true;
+    }
+    cv.notify_all();
+  }
+};
+
+TEST(MetricsSafety, ThreadIndexRebuildsUnderChurnLoseNoLiveThread) {
+  ReloadedModule mod("metrics=time,dispatches max_threads=2048 index_rebuild_pct=1");
+  ASSERT_TRUE(mod.ok());
+  Device dev = OpenDeviceOrFail();
+  constexpr int kLive = 1200, kMaxChurn = 60000, kBatch = 16;
+  constexpr uint64_t kRebuilds = 4;
+  LiveThreads live;
+  live.dev = &dev;
+  pthread_attr_t attr;
+  ASSERT_EQ(::pthread_attr_init(&attr), 0);
+  ASSERT_EQ(::pthread_attr_setstacksize(&attr, 64 * 1024), 0);
+  std::vector<pthread_t> threads;
+  for (int i = 0; i < kLive; ++i) {
+    pthread_t t;
+    if (::pthread_create(&t, &attr, LiveThreads::Run, &live) != 0) break;
+    threads.push_back(t);
+  }
+  EXPECT_EQ(threads.size(), size_t(kLive)) << "pthread_create failed";
+  // Churn: short-lived threads, until the index has been rebuilt enough.
+  uint64_t rebuilds = 0;
+  int churn = 0;
+  while (churn < kMaxChurn && rebuilds < kRebuilds) {
+    pthread_t batch[kBatch];
+    int n = 0;
+    for (; n < kBatch; ++n)
+      if (::pthread_create(&batch[n], &attr, [](void*) -> void* { return nullptr; }, nullptr))
+        break;
+    for (int i = 0; i < n; ++i) ::pthread_join(batch[i], nullptr);
+    churn += n;
+    auto st = dev.GetMetricsStatus();
+    ASSERT_TRUE(st);
+    rebuilds = st->index_rehashes;
+  }
+  live.Release();
+  for (pthread_t t : threads) ::pthread_join(t, nullptr);
+  ::pthread_attr_destroy(&attr);
+  EXPECT_GE(rebuilds, kRebuilds) << "after " << churn << " thread exits";
+  EXPECT_EQ(live.found.load(), int(threads.size()))
+      << live.lost.load() << " live threads not found by READ_SELF";
+  std::printf("  [index] %llu rebuilds in %d thread exits beside %zu live threads\n",
+              static_cast<unsigned long long>(rebuilds), churn, threads.size());
 }
 
 }  // namespace

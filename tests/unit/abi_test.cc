@@ -94,7 +94,7 @@ TEST(Abi, VersionMacrosUnpackModuleVersion) {
   const unsigned v = (2u << 16) | (7u << 8) | 3u;
   EXPECT_EQ(TPROF_VERSION_MAJOR(v), 2u);
   EXPECT_EQ(TPROF_VERSION_MINOR(v), 7u);
-  EXPECT_EQ(TPROF_ABI_MINOR, 12) << "1.12: the setuid-exec transition says so (EXIT flags, exec_left)";
+  EXPECT_EQ(TPROF_ABI_MINOR, 13) << "1.13: index_rehashes in the metrics status";
   EXPECT_EQ(TPROF_VERSION_PATCH(v), 3u);
 }
 

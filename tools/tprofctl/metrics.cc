@@ -44,6 +44,7 @@ int Status(const Device& dev, bool json) {
                                 {"untracked_threads", st->untracked_threads},
                                 {"reclaimed_threads", st->reclaimed_threads},
                                 {"uncounted_switches", st->uncounted_switches},
+                                {"index_rehashes", st->index_rehashes},
                                 {"listed", st->listed}};
     std::printf("%s\n", j.dump().c_str());
     return 0;

@@ -269,7 +269,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 12 /* 1.12: the setuid-exec transition says so (EXIT flags, exec_left); per-user bounds (EDQUOT) */
+#define TPROF_ABI_MINOR 13 /* 1.13: index_rehashes in the metrics status */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -399,7 +399,13 @@ struct tprof_metrics_status {
 	 * events of those slices are missing (counted here, never silently).
 	 */
 	__u64 uncounted_switches;
-	__u64 resv[2];
+	/*
+	 * (ABI 1.13) rebuilds of the thread index (exited threads leave
+	 * tombstones in its hash; a rebuild clears them a few thousand entries
+	 * at a time, IRQs on in between), since enable: diagnostics.
+	 */
+	__u64 index_rehashes;
+	__u64 resv[1];
 };
 
 /* tprof_thread_metrics.flags */

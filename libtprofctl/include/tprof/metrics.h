@@ -58,6 +58,7 @@ struct MetricsStatus {
   uint32_t table_used = 0;
   uint64_t untracked_threads = 0;
   uint64_t reclaimed_threads = 0;  // exited threads dropped undrained (table full)
+  uint64_t index_rehashes = 0;     // thread-index rebuilds since enable (diagnostics)
   uint64_t uncounted_switches = 0;  // slices whose event metrics were missed (a CPU just online)
   uint32_t listed = 0;
 };

@@ -29,19 +29,26 @@ static u64 tprof_metrics_epoch;
 /* Bounded: the table is kvmalloc'ed whole at enable. */
 static unsigned int max_threads = 16384;
 
-static int tprof_max_threads_set(const char *val, const struct kernel_param *kp)
+/* An unsigned parameter in [min, max]; anything else fails with EINVAL. */
+static int tprof_param_set_range(const char *val, const struct kernel_param *kp,
+				 unsigned int min, unsigned int max)
 {
 	unsigned int n;
 	int ret = kstrtouint(val, 0, &n);
 
 	if (ret)
 		return ret;
-	if (n < 1 || n > TPROF_TI_MAX_CAPACITY) {
-		pr_err("max_threads=%u: must be 1..%u\n", n, TPROF_TI_MAX_CAPACITY);
+	if (n < min || n > max) {
+		pr_err("%s=%u: must be %u..%u\n", kp->name, n, min, max);
 		return -EINVAL;
 	}
 	*(unsigned int *)kp->arg = n;
 	return 0;
+}
+
+static int tprof_max_threads_set(const char *val, const struct kernel_param *kp)
+{
+	return tprof_param_set_range(val, kp, 1, TPROF_TI_MAX_CAPACITY);
 }
 
 static const struct kernel_param_ops tprof_max_threads_ops = {
@@ -61,17 +68,7 @@ static unsigned int index_rebuild_pct = 25;
 
 static int tprof_index_rebuild_pct_set(const char *val, const struct kernel_param *kp)
 {
-	unsigned int n;
-	int ret = kstrtouint(val, 0, &n);
-
-	if (ret)
-		return ret;
-	if (n < 1 || n > 50) {
-		pr_err("index_rebuild_pct=%u: must be 1..50\n", n);
-		return -EINVAL;
-	}
-	*(unsigned int *)kp->arg = n;
-	return 0;
+	return tprof_param_set_range(val, kp, 1, 50);
 }
 
 static const struct kernel_param_ops tprof_index_rebuild_pct_ops = {

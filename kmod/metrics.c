@@ -62,13 +62,14 @@ MODULE_PARM_DESC(max_threads,
 /*
  * Tombstones (exited threads' keys) that make the thread index rebuild
  * its hash, in percent of it: fewer means shorter lookups and more
- * rebuilds. Read at enable.
+ * rebuilds (0: after any removal that leaves one, which keeps a rebuild
+ * going under churn). Read at enable.
  */
 static unsigned int index_rebuild_pct = 25;
 
 static int tprof_index_rebuild_pct_set(const char *val, const struct kernel_param *kp)
 {
-	return tprof_param_set_range(val, kp, 1, 50);
+	return tprof_param_set_range(val, kp, 0, 50);
 }
 
 static const struct kernel_param_ops tprof_index_rebuild_pct_ops = {
@@ -77,7 +78,7 @@ static const struct kernel_param_ops tprof_index_rebuild_pct_ops = {
 };
 module_param_cb(index_rebuild_pct, &tprof_index_rebuild_pct_ops, &index_rebuild_pct, 0444);
 MODULE_PARM_DESC(index_rebuild_pct,
-		 "tombstones in the thread index, in percent of its hash, that make it rebuild (1..50, default 25)");
+		 "tombstones in the thread index, in percent of its hash, that make it rebuild (0..50, default 25)");
 
 static char *metrics;
 module_param(metrics, charp, 0444);

@@ -4,6 +4,8 @@
 // module parameters, pid namespaces, and a switch storm whose totals must
 // match the scheduler's own.
 #include <dirent.h>
+#include <limits.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <linux/tprof.h>
 #include <linux/userfaultfd.h>
@@ -16,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -500,7 +503,6 @@ TEST(MetricsSafety, MaxThreadsIsBounded) {
   EXPECT_EQ(LoadModule(ModulePath(), "max_threads=0 metrics=time"), EINVAL);
   ASSERT_EQ(LoadModule(ModulePath(), "max_threads=1048576 metrics=time"), 0);
   ASSERT_EQ(UnloadModule(), 0);
-  EXPECT_EQ(LoadModule(ModulePath(), "index_rebuild_pct=0"), EINVAL);
   EXPECT_EQ(LoadModule(ModulePath(), "index_rebuild_pct=51"), EINVAL);
   ASSERT_EQ(LoadModule(ModulePath()), 0);
 }
@@ -550,8 +552,11 @@ TEST(MetricsSafety, PidsAreInTheReadersNamespace) {
 // of the table lock while forks and exits go on between the steps (issue
 // 25: the whole rebuild with IRQs off kept a CPU deaf for a whole hash).
 // With max_threads=2048 (a hash of 4096 entries: four steps), 1200 threads
-// kept alive and a rebuild at 1% of tombstones, thread churn makes the
-// index rebuild within a few hundred exits. Every live thread must still
+// kept alive and index_rebuild_pct=0 (a rebuild after any removal that
+// leaves a tombstone), thread churn keeps a rebuild going. (At 1% the
+// x86 guests rebuilt within ~1000 exits, arm64 6.12 not in 60000: the
+// slab hands the same task_structs back, whose keys reuse their own
+// tombstones.) Every live thread must still
 // be found by its own READ_SELF after the rebuilds, and the status must
 // count them.
 struct LiveThreads {
@@ -583,16 +588,17 @@ struct LiveThreads {
 };
 
 TEST(MetricsSafety, ThreadIndexRebuildsUnderChurnLoseNoLiveThread) {
-  ReloadedModule mod("metrics=time,dispatches max_threads=2048 index_rebuild_pct=1");
+  ReloadedModule mod("metrics=time,dispatches max_threads=2048 index_rebuild_pct=0");
   ASSERT_TRUE(mod.ok());
   Device dev = OpenDeviceOrFail();
-  constexpr int kLive = 1200, kMaxChurn = 60000, kBatch = 16;
-  constexpr uint64_t kRebuilds = 4;
+  constexpr int kLive = 1200, kMaxChurn = 20000, kBatch = 16;
+  constexpr uint64_t kRebuilds = 8;
   LiveThreads live;
   live.dev = &dev;
   pthread_attr_t attr;
   ASSERT_EQ(::pthread_attr_init(&attr), 0);
-  ASSERT_EQ(::pthread_attr_setstacksize(&attr, 64 * 1024), 0);
+  // Small stacks (aarch64's glibc wants at least 128 KiB).
+  ASSERT_EQ(::pthread_attr_setstacksize(&attr, std::max<size_t>(64 * 1024, PTHREAD_STACK_MIN)), 0);
   std::vector<pthread_t> threads;
   for (int i = 0; i < kLive; ++i) {
     pthread_t t;

@@ -175,25 +175,23 @@ static void tprof_metrics_rehash_fn(struct work_struct *work)
 	struct tprof_metrics_state *st =
 		container_of(work, struct tprof_metrics_state, rehash_work);
 	size_t bytes = sizeof(struct tprof_ti_entry) * (st->index.hash_mask + 1);
-	struct tprof_ti_entry *old = NULL;
+	struct tprof_ti_entry *old;
 	unsigned long flags;
-	bool started = false;
 
 	raw_spin_lock_irqsave(&st->table_lock, flags);
-	if (st->spare && tprof_thread_index_needs_rehash(&st->index)) {
-		tprof_thread_index_rehash_begin(&st->index, st->spare);
-		st->spare = NULL;
-		started = true;
-	}
-	raw_spin_unlock_irqrestore(&st->table_lock, flags);
-	if (!started)
+	if (!st->spare || !tprof_thread_index_needs_rehash(&st->index)) {
+		raw_spin_unlock_irqrestore(&st->table_lock, flags);
 		return;
-	while (!old) {
+	}
+	tprof_thread_index_rehash_begin(&st->index, st->spare);
+	st->spare = NULL;
+	raw_spin_unlock_irqrestore(&st->table_lock, flags);
+	do {
 		cond_resched();
 		raw_spin_lock_irqsave(&st->table_lock, flags);
 		old = tprof_thread_index_rehash_step(&st->index, TPROF_REHASH_STEP);
 		raw_spin_unlock_irqrestore(&st->table_lock, flags);
-	}
+	} while (!old);
 	synchronize_rcu();	/* lookups run with preemption or IRQs off */
 	memset(old, 0, bytes);
 	raw_spin_lock_irqsave(&st->table_lock, flags);

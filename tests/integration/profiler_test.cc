@@ -380,25 +380,39 @@ std::optional<PprofTop> ParsePprofTop(const std::string& out) {
   return t;
 }
 
-// The samples of the folded stacks ("process;caller;function count") that
-// have `function` as one of their frames.
-uint64_t FoldedThrough(const std::string& folded, const std::string& function) {
-  uint64_t n = 0;
+// Samples of one part of a workload, from the folded stacks
+// ("process;caller;function count"): all of those whose stack passes
+// through the part's function (what its thread CPU clock charges to it:
+// the kernel time of interrupts that land in it included), and those whose
+// leaf is in the part's own space (the function itself for a user part,
+// any kernel frame for a kernel part).
+struct PartSamples {
+  uint64_t inclusive = 0, own_space = 0;
+};
+PartSamples FoldedPart(const std::string& folded, const std::string& function, bool kernel) {
+  PartSamples part;
   std::istringstream in(folded);
   std::string line;
   while (std::getline(in, line)) {
     const size_t space = line.rfind(' ');
     if (space == std::string::npos) continue;
-    std::istringstream frames(line.substr(0, space));
-    std::string frame;
-    std::getline(frames, frame, ';');  // the process
-    while (std::getline(frames, frame, ';'))
-      if (frame == function) {
-        n += std::stoull(line.substr(space + 1));
-        break;
-      }
+    const size_t process_end = line.find(';');  // the frames come after the process
+    if (process_end >= space) continue;
+    const std::string stack = line.substr(process_end, space - process_end) + ";";
+    if (!Contains(stack, ";" + function + ";")) continue;
+    const uint64_t n = std::stoull(line.substr(space + 1));
+    const size_t leaf_start = line.rfind(';', space) + 1;
+    const std::string leaf = line.substr(leaf_start, space - leaf_start);
+    part.inclusive += n;
+    if (kernel ? EndsWith(leaf, "_[k]") : leaf == function) part.own_space += n;
   }
-  return n;
+  return part;
+}
+
+// The samples of the folded stacks that have `function` as one of their
+// frames.
+uint64_t FoldedThrough(const std::string& folded, const std::string& function) {
+  return FoldedPart(folded, function, false).inclusive;
 }
 
 // (a) Three functions at 60:30:10 of the process's CPU time (as measured).
@@ -497,32 +511,6 @@ TEST_F(Profiler, SharesOfThreeFunctionsMatchTheWorkload) {
   std::printf("  [tprof-wl-shares] profile: wl_alpha %.1f%% wl_beta %.1f%% wl_gamma %.1f%% of the "
               "three (%.1f%% of the process's %llu samples)\n",
               alpha, beta, gamma, Percent(a + b + c, total), static_cast<unsigned long long>(total));
-}
-
-// Samples of one part of a workload, from the folded stacks: all of those
-// whose stack passes through the part's function (what its thread CPU
-// clock charges to it: the kernel time of interrupts that land in it
-// included), and those whose leaf is in the part's own space (the function
-// itself for a user part, any kernel frame for a kernel part).
-struct PartSamples {
-  uint64_t inclusive = 0, own_space = 0;
-};
-PartSamples FoldedPart(const std::string& folded, const std::string& function, bool kernel) {
-  PartSamples part;
-  std::istringstream in(folded);
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t space = line.rfind(' ');
-    if (space == std::string::npos) continue;
-    const std::string stack = ";" + line.substr(0, space) + ";";
-    if (!Contains(stack, ";" + function + ";")) continue;
-    const uint64_t n = std::stoull(line.substr(space + 1));
-    const size_t leaf_start = line.rfind(';', space) + 1;  // npos + 1 == 0
-    const std::string leaf = line.substr(leaf_start, space - leaf_start);
-    part.inclusive += n;
-    if (kernel ? EndsWith(leaf, "_[k]") : leaf == function) part.own_space += n;
-  }
-  return part;
 }
 
 // (b) Kernel / main executable / shared library at 30:40:30 (as measured).

@@ -41,7 +41,10 @@ CPPFLAGS := -Iuapi -Ilibtprofctl/include -Ikmod $(EXTRA_CPPFLAGS) -isystem /usr/
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
 CXXFLAGS := -std=c++20 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -MMD -MP
 CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -MMD -MP
-SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all
+# The unit tests' build: -O1 as the AddressSanitizer documentation advises
+# (it comes after -O2 and wins); -O2 with ASan and UBSan instrumentation took
+# a third longer to compile (36 s against 23 s for profile_test.cc).
+SANITIZE := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
 GTEST_LIBS := -lgtest -lgtest_main -pthread
 # elfutils: symbols and source lines for reports (tprofctl dump); libnl:
 # PMU program events over generic netlink. libnl's headers are the same on
@@ -265,7 +268,9 @@ $(B)/bench/tprof_%: $(B)/obj/bench/%.o $(LIB)
 # pprof, Google's profile viewer, for the integration tests (an independent
 # reader of `tprofctl dump --format pprof`): built offline from Debian's Go
 # source (golang-github-google-pprof-dev) in GOPATH mode, static, for
-# GO_ARCH (make arm64-tools passes arm64).
+# GO_ARCH (make arm64-tools passes arm64). Go's build cache is content-addressed
+# and safe to share, so it lives with the other caches outside the clone: a new
+# clone reuses the compiled packages.
 GO ?= go
 GO_ARCH ?= $(patsubst x86_64,amd64,$(patsubst aarch64,arm64,$(shell uname -m)))
 GOPATH_DEBIAN := /usr/share/gocode
@@ -275,7 +280,7 @@ $(PPROF):
 	@test -d $(GOPATH_DEBIAN)/src/github.com/google/pprof || \
 		{ echo "pprof: no Go source in $(GOPATH_DEBIAN): run \`make deps\` (golang-go, golang-github-google-pprof-dev)" >&2; exit 1; }
 	@mkdir -p $(@D)
-	GO111MODULE=off GOPATH=$(GOPATH_DEBIAN) GOFLAGS= GOCACHE=$(abspath $(B))/go-cache \
+	GO111MODULE=off GOPATH=$(GOPATH_DEBIAN) GOFLAGS= GOCACHE=$(or $(TPROF_CACHE),$(HOME)/.cache/tprof)/go-build \
 		CGO_ENABLED=0 GOARCH=$(GO_ARCH) $(GO) build -ldflags='-s -w' -o $@ github.com/google/pprof
 
 # Workloads the sampling tests and the demo profile (tests/workloads/): CPU

@@ -3,12 +3,12 @@
 #   make               module (for KVER), library, tprofctl, test programs
 #   make deps          install every Debian package the project needs, and the
 #                      arm64 guests' sysroot (~/.cache/tprof/arm64)
-#   make check         the one test command: unit, KUnit, integration (debug, 6.1,
-#                      6.12, arm64 6.1), a 60 s /dev/tprof fuzz in the debug kernel
-#                      and a 50 s one in the arm64 6.12 kernel
+#   make check         the one test command: unit, KUnit, integration (x86 and
+#                      arm64 debug kernels, 6.1, 6.12, 6.1-rt, arm64 6.1 and 6.12),
+#                      /dev/tprof fuzz runs in both debug kernels and arm64 6.12
 #   make fuzz          a longer fuzz run (tests/fuzz/run.sh): FUZZ_SECONDS=600,
-#                      FUZZ_SEED= (random, printed), FUZZ_KERNEL=debug|6.1|6.12|
-#                      arm64-6.1|arm64-6.12 (tprof-vm builds the arm64 inputs),
+#                      FUZZ_SEED= (random, printed), FUZZ_KERNEL=debug|arm64-debug|
+#                      6.1|6.12|arm64-6.1|arm64-6.12 (the arm64 inputs are built there),
 #                      FUZZ_THREADS=4; a failure prints the seed that repeats it
 #   make demo          boot a Debian 6.1 guest and show what tprof does
 #   make bench         benchmarks in a guest (ratios against a same-boot baseline)
@@ -108,7 +108,8 @@ vm-inputs: module guest-programs
 # `make deps-arm64` unpacks into $(ARM64_SYSROOT) (tools/vm/arm64-sysroot).
 ARM64_SYSROOT ?= $(or $(TPROF_CACHE),$(HOME)/.cache/tprof)/arm64/sysroot
 ARM64_CROSS_COMPILE ?= aarch64-linux-gnu-
-kmod_cross = $(if $(filter %-arm64,$(1)),KDIR=$(ARM64_SYSROOT)/usr/src/linux-headers-$(1) \
+# KDIR given on the command line wins (the arm64 debug kernel's own tree).
+kmod_cross = $(if $(filter %-arm64,$(1)),KDIR=$(or $(KDIR),$(ARM64_SYSROOT)/usr/src/linux-headers-$(1)) \
 	ARCH=arm64 CROSS_COMPILE=$(ARM64_CROSS_COMPILE))
 
 # The module is built in a copy of kmod/ and uapi/ per kernel release, so

@@ -9,7 +9,8 @@
 #   4. KUnit suites (ktests/) in a KUnit-enabled 6.1 kernel, under QEMU
 #   5. the guests, in two lanes that run side by side (one host thread
 #      each): integration tests (GoogleTest) inside the KUnit kernel (the
-#      debug kernel: KASAN, UBSAN, lockdep, kmemleak), Debian's 6.1, 6.12
+#      debug kernel: KASAN, UBSAN, lockdep, kmemleak) and its arm64 build
+#      (the tests of kernel paths), Debian's 6.1, 6.12
 #      and 6.1 PREEMPT_RT kernels, and Debian's arm64 6.1 and 6.12 kernels
 #      (qemu-system-aarch64, emulated PMU: hardware counters count there; the
 #      known-count tests run again under --icount); the /dev/tprof fuzzer
@@ -17,7 +18,8 @@
 #      CHECK_FUZZ_SECONDS/2 each (default 60 in all), kmemleak after, and in
 #      Debian's arm64 6.12 kernel (CHECK_ARM64_FUZZ_SECONDS, default 50:
 #      uprobes for breakpoints at user addresses), with one random seed
-#      printed (CHECK_FUZZ_SEED=N repeats it)
+#      printed (CHECK_FUZZ_SEED=N repeats it), and in the arm64 debug kernel
+#      (CHECK_ARM64_FUZZ_SECONDS too)
 # Ends with "N passed, M failed" and exits nonzero on any failure. A stage
 # that cannot run (build failure, guest that does not boot) counts as failed.
 #
@@ -26,12 +28,12 @@
 #   KERNELS="6.1 arm64-6.12" tests/check.sh (make check KERNELS=...): steps
 #   1-3 and only these kernels' guests, of debug (with KUnit and the
 #   fuzzer), 6.1, 6.12, 6.1-rt, arm64-6.1 (with --icount), arm64-6.12
-#   (with its fuzzer)
+#   (with its fuzzer), arm64-debug (with its fuzzer)
 set -uo pipefail
 
 host_tier=0
 [ "${1:-}" = --host ] && host_tier=1
-KERNELS=${KERNELS:-debug 6.1 6.12 6.1-rt arm64-6.1 arm64-6.12}
+KERNELS=${KERNELS:-debug 6.1 6.12 6.1-rt arm64-6.1 arm64-6.12 arm64-debug}
 # want KERNEL: is this kernel's guest part of the run?
 want() { [[ " $KERNELS " == *" $1 "* ]]; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -167,8 +169,8 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	# (text_poke_bp). Under multi-threaded TCG a vCPU has twice been seen
 	# executing the breakpoint after the patch completed (Oops: int3 in
 	# __schedule, 6.12) and once a guest wedged during module reloads.
-	stage "builds for the guests (the debug kernel's module, arm64 cross builds)"
-	debug_ok=0 arm64_61_ok=0 arm64_612_ok=0
+	stage "builds for the guests (the debug kernels and their modules, arm64 cross builds)"
+	debug_ok=0 arm64_61_ok=0 arm64_612_ok=0 arm64_debug_ok=0
 	if ! want debug; then
 		:
 	elif tree=$(ktests/build-kunit-kernel.sh 2>>"$LOG_DIR/kunit.log") &&
@@ -198,7 +200,24 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		tail -n 30 "$LOG_DIR/arm64-build.log"
 		fail "integration arm64 6.12 and its fuzz: cannot build for ${KA612:-the arm64 6.12 kernel (none in the sysroot: make deps)} (see $LOG_DIR/arm64-build.log)"
 	fi
+	# The arm64 debug kernel: the same configuration, cross-built (cached
+	# like the x86 one); its guest runs the arm64 programs built above.
+	if ! want arm64-debug; then
+		:
+	elif atree=$(ktests/build-kunit-kernel.sh --arch arm64 2>>"$LOG_DIR/arm64-build.log") &&
+		akv=kunit-$(basename "$atree") &&
+		make -s module KVER="$akv" KDIR="$atree" >>"$LOG_DIR/arm64-build.log" 2>&1 &&
+		make -s -j"$(nproc)" arm64-guest-programs arm64-tools >>"$LOG_DIR/arm64-build.log" 2>&1; then
+		arm64_debug_ok=1
+	else
+		tail -n 30 "$LOG_DIR/arm64-build.log"
+		fail "integration arm64 debug and its fuzz: cannot build the arm64 debug kernel or its module (see $LOG_DIR/arm64-build.log)"
+	fi
 
+	# Tests of userspace alone (annotate, archive, diff, CLI parsing): no
+	# kernel path of their own. They run in the three x86 Debian kernels and,
+	# on arm64, once (6.12: the programs are the same in both arm64 guests).
+	USERSPACE_TESTS='Annotate.*:Archive.*:Tprofctl.*:Profiler.DiffShowsTheFunctionsWhoseSharesMoved'
 	# The debug kernel (the KUnit kernel: KASAN, UBSAN, lockdep,
 	# atomic-sleep checks, kmemleak, debug objects, hung-task and lockup
 	# detectors; kmemleak is scanned after the run) runs every test that
@@ -209,18 +228,11 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	#   the splits measure KASAN, not tprof;
 	# - the enable-vs-exit race test, which needs ~1000 enables to meet its
 	#   race (75 s there; the fuzzer exercises those paths under KASAN);
-	# - tests that count syscall tracepoints or need user namespaces: the
-	#   KUnit kernel has neither FTRACE_SYSCALLS nor USER_NS (adding them
-	#   changes its cache key: a 20-minute rebuild);
 	# - tests of userspace alone (annotate, archive, diff, CLI parsing), whose
 	#   kernel paths (a sampling session) the Profiler tests drive there.
 	DEBUG_KERNEL_EXCLUDED=Profiler.SharesOfThreeFunctionsMatchTheWorkload:Profiler.KernelUserSharedSplitMatchesTheWorkload
 	DEBUG_KERNEL_EXCLUDED+=:MetricsSafety.EnablingWhileThreadsExitTracksNoHalfGoneThread
-	DEBUG_KERNEL_EXCLUDED+=:PmuTest.RuleFiresAtTheExactStepItBecomesTrue
-	DEBUG_KERNEL_EXCLUDED+=:ExecSafety.ProcessCountersStopAtTheSetuidExec
-	DEBUG_KERNEL_EXCLUDED+=:ExecSafety.ProgramCreatedDuringTheSetuidExecCountsNothing
-	DEBUG_KERNEL_EXCLUDED+=:ExecSafetyUserns.*
-	DEBUG_KERNEL_EXCLUDED+=:Annotate.*:Archive.*:Tprofctl.*:Profiler.DiffShowsTheFunctionsWhoseSharesMoved
+	DEBUG_KERNEL_EXCLUDED+=:$USERSPACE_TESTS
 	# arm64 (qemu-system-aarch64 -M virt -cpu max, whose emulated PMUv3
 	# counts for real): the suite runs as is (cycles count; instructions do
 	# not), then the tests that assert known hardware counts run again with
@@ -229,12 +241,27 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	# instead of 34 s). PMU programs' CPI rules run again at shifts 1 and 2
 	# (CPI 2 and 4).
 	HW_TESTS='ThreadMetricsTest.HardwareMetricsCountAKnownLoopOrAreRefused:SamplingTest.InstructionSamplesOfAKnownLoopMatchItsLength:PmuHardwareTest.*'
-	# arm64 6.12 runs the same suite but one test: TooSmallBufferLosesNothing
+	# arm64 6.12 runs the whole suite but one test: TooSmallBufferLosesNothing
 	# compares 20 new threads' time with schedstat, and there the 6.12
 	# kernel's sum_exec_runtime of a new thread woken onto an idle CPU
 	# includes milliseconds of that CPU's idle time (traced: tprof's time
 	# equals the sched_switch intervals exactly); the arm64 guest's slow idle
 	# exits make that common. It runs in the three x86 guests.
+	# The arm64 debug kernel runs the suites that drive kernel paths whose
+	# code differs on arm64: uprobes and debug registers for PMU programs,
+	# the exec transition, stack walks, the self page's counter, sampling
+	# and per-thread metrics. Not there, but in the x86 debug kernel and
+	# both arm64 Debian kernels: the thread-churn safety tests of the
+	# metrics table (arch-neutral code; 130-250 s each there), the filter
+	# tests that compare profiles (the KASAN sample handler tops them) and
+	# the CLI and userspace tests, and the share of a syscall's kernel time
+	# under its caller (96.8% for 98%: KASAN's quarantine and kmemleak in
+	# the loader's munmap). Known hardware counts need --icount (see
+	# below); TooSmallBufferLosesNothing as in arm64 6.12 (below).
+	ARM64_DEBUG_TESTS=ExecSafety*:PmuTest.*:PmuDataRange.*:SamplingSafety.*:SamplingTest.*:Stacks.*
+	ARM64_DEBUG_TESTS+=:SelfPageTest.*:ThreadMetrics*:LimitsTest.*:LimitsSelfPageTest.*:GetInfo.*
+	ARM64_DEBUG_TESTS+=:IoctlErrors.*:ModuleLifecycle.*:KernelLog.*
+	ARM64_DEBUG_EXCLUDED=ThreadMetricsTest.TooSmallBufferLosesNothing:Stacks.SyscallKernelTimeSitsUnderTheCallingFunction
 	fuzz_seed=${CHECK_FUZZ_SEED:-$(($(date +%s%N) % 1000000000))}
 	afs=${CHECK_ARM64_FUZZ_SECONDS:-50}
 
@@ -257,7 +284,12 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 				"${GT[@]}" --gtest_filter="-$DEBUG_KERNEL_EXCLUDED"
 			job fuzz fuzz --kernel debug --seconds "${CHECK_FUZZ_SECONDS:-60}" --seed "$fuzz_seed"
 		fi
-		want 6.12 && job integration-6.12 vm --kernel 6.12 -- "${GT[@]}"
+		if [ "$arm64_debug_ok" = 1 ]; then
+			job integration-arm64-debug vm --arch arm64 --kmemleak --timeout 1800 \
+				--vmlinuz "$atree/arch/arm64/boot/Image" --module "build/kmod/$akv/kmod/tprof.ko" -- \
+				"${GT[@]}" --gtest_filter="$ARM64_DEBUG_TESTS:-$HW_TESTS:$ARM64_DEBUG_EXCLUDED"
+			job fuzz-arm64-debug fuzz --kernel arm64-debug --seconds "$afs" --seed "$fuzz_seed"
+		fi
 		# The fuzzer in Debian's arm64 6.12 kernel, where execution
 		# breakpoints at user addresses are uprobes or debug registers with
 		# steppers (never both at one address: EBUSY). Same seed.
@@ -267,7 +299,7 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	}
 	lane_b() {
 		local k shift
-		for k in 6.1 6.1-rt; do
+		for k in 6.1 6.1-rt 6.12; do
 			want "$k" && job "integration-$k" vm --kernel "$k" -- "${GT[@]}"
 		done
 		# The guests above have constant_tsc (tools/tprof-vm's CPU model);
@@ -277,7 +309,7 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 			"${GT[@]}" --gtest_filter='SelfPageTest.Tsc*'
 		if [ "$arm64_61_ok" = 1 ]; then
 			job integration-arm64-6.1 vm --arch arm64 --timeout 1500 -- \
-				"${GT[@]}" --gtest_filter="-$HW_TESTS"
+				"${GT[@]}" --gtest_filter="-$HW_TESTS:$USERSPACE_TESTS"
 			job integration-arm64-6.1-icount vm --arch arm64 --icount --timeout 900 -- \
 				"${GT[@]}" --gtest_filter="$HW_TESTS"
 			for shift in 1 2; do
@@ -290,11 +322,12 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 				"${GT[@]}" --gtest_filter="-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"
 		fi
 	}
-	# Balanced by what each took in a clean-clone run on 2 cores (seconds):
-	# A = debug 1284 + its fuzz 164 + 6.12 261 + arm64 fuzz 71;
-	# B = 6.1 234 + 6.1-rt 314 + arm64 6.1 492 + --icount 46 + arm64 6.12 ~550.
+	# Balanced by what each took (seconds; clean-clone runs on 2 cores, the
+	# arm64 debug kernel's alone):
+	# A = debug ~1250 + its fuzz 142 + arm64 debug ~330 + its fuzz ~135 + arm64 fuzz 65;
+	# B = 6.1 253 + 6.1-rt 286 + 6.12 269 + arm64 6.1 ~450 + --icount 48 + arm64 6.12 574.
 	rm -f "$LOG_DIR"/*.result
-	stage "guest suites, two lanes: debug kernel, its fuzz, 6.12, arm64 fuzz | 6.1, 6.1-rt, arm64 6.1, arm64 6.12"
+	stage "guest suites, two lanes: debug kernels and the fuzzers | 6.1, 6.1-rt, 6.12, arm64 6.1, arm64 6.12"
 	lane_a &
 	lane_a_pid=$!
 	lane_b
@@ -344,10 +377,13 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		report_suite "arm64-6.1-icount$shift" "PMU program CPI rules in the arm64 6.1 kernel (--icount=$shift: CPI $((1 << shift)))"
 	done
 	report_suite arm64-6.12 "integration tests in Debian's arm64 6.12 kernel (emulated PMU)"
+	report_suite arm64-debug "integration tests of kernel paths in the arm64 debug kernel (KASAN, UBSAN, lockdep, kmemleak)"
 	report_fuzz fuzz "fuzz /dev/tprof in the debug kernel (kmemleak after)" \
 		"make fuzz FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-60}"
 	report_fuzz fuzz-arm64 "fuzz /dev/tprof in Debian's arm64 6.12 kernel" \
 		"make fuzz FUZZ_KERNEL=arm64-6.12 FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=$afs"
+	report_fuzz fuzz-arm64-debug "fuzz /dev/tprof in the arm64 debug kernel (kmemleak after)" \
+		"make fuzz FUZZ_KERNEL=arm64-debug FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=$afs"
 fi
 [ -z "$stage_name" ] || echo "($stage_name: $((SECONDS - stage_start)) s)"
 

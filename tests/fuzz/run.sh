@@ -3,14 +3,15 @@
 # unprivileged half, in one boot. `make check` runs it briefly in the debug
 # kernel; `make fuzz` runs it longer.
 #
-#   tests/fuzz/run.sh [--kernel debug|6.1|6.12|arm64-6.1|arm64-6.12] [--seconds S] [--seed N] [--threads T]
+#   tests/fuzz/run.sh [--kernel debug|arm64-debug|6.1|6.12|arm64-6.1|arm64-6.12] [--seconds S] [--seed N] [--threads T]
 #
 #   --kernel   debug (default): the KUnit kernel of ktests/ (KASAN, UBSAN,
 #              lockdep, kmemleak, debug objects, hung-task and lockup
-#              detectors), with tools/tprof-vm --kmemleak; or a Debian
-#              kernel; arm64-6.1 and arm64-6.12 are Debian's arm64 kernels
-#              (tools/tprof-vm --arch arm64, as make check's arm64 stages:
-#              breakpoints at user addresses are uprobes there)
+#              detectors), with tools/tprof-vm --kmemleak; arm64-debug: its
+#              arm64 build (ktests/build-kunit-kernel.sh --arch arm64); or a
+#              Debian kernel; arm64-6.1 and arm64-6.12 are Debian's arm64
+#              kernels (tools/tprof-vm --arch arm64, as make check's arm64
+#              stages: breakpoints at user addresses are uprobes there)
 #   --seconds  total fuzzing time, split between the halves (default 60)
 #   --seed     default: random; printed first, with the command that repeats it
 #   --threads  worker threads per half (default 4)
@@ -53,6 +54,15 @@ if [ "$kernel" = debug ]; then
 		make -s guest-programs >&2
 	fi
 	vm+=(--kmemleak --vmlinuz "$tree/arch/x86/boot/bzImage" --module "build/kmod/$kv/kmod/tprof.ko")
+	export TPROF_VM_NO_BUILD=1
+elif [ "$kernel" = arm64-debug ]; then
+	tree=$(ktests/build-kunit-kernel.sh --arch arm64)
+	kv=kunit-$(basename "$tree")  # ends in -arm64: the Makefile cross-builds
+	if [ "${TPROF_VM_NO_BUILD:-0}" != 1 ]; then
+		make -s module KVER="$kv" KDIR="$tree" >&2
+		make -s arm64-vm-inputs KVER="$(tools/vm/arm64-sysroot --kernel 6.12 --print-release)" >&2
+	fi
+	vm+=(--arch arm64 --kmemleak --vmlinuz "$tree/arch/arm64/boot/Image" --module "build/kmod/$kv/kmod/tprof.ko")
 	export TPROF_VM_NO_BUILD=1
 elif [ "${kernel#arm64-}" != "$kernel" ]; then
 	# The flags of make check's arm64 guests.

@@ -288,7 +288,6 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 			job integration-arm64-debug vm --arch arm64 --kmemleak --timeout 1800 \
 				--vmlinuz "$atree/arch/arm64/boot/Image" --module "build/kmod/$akv/kmod/tprof.ko" -- \
 				"${GT[@]}" --gtest_filter="$ARM64_DEBUG_TESTS:-$HW_TESTS:$ARM64_DEBUG_EXCLUDED"
-			job fuzz-arm64-debug fuzz --kernel arm64-debug --seconds "$afs" --seed "$fuzz_seed"
 		fi
 		# The fuzzer in Debian's arm64 6.12 kernel, where execution
 		# breakpoints at user addresses are uprobes or debug registers with
@@ -321,11 +320,14 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 			job integration-arm64-6.12 vm --arch arm64 --kernel 6.12 --timeout 1500 -- \
 				"${GT[@]}" --gtest_filter="-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"
 		fi
+		if [ "$arm64_debug_ok" = 1 ]; then
+			job fuzz-arm64-debug fuzz --kernel arm64-debug --seconds "$afs" --seed "$fuzz_seed"
+		fi
 	}
-	# Balanced by what each took (seconds; clean-clone runs on 2 cores, the
-	# arm64 debug kernel's alone):
-	# A = debug ~1250 + its fuzz 142 + arm64 debug ~330 + its fuzz ~135 + arm64 fuzz 65;
-	# B = 6.1 253 + 6.1-rt 286 + 6.12 269 + arm64 6.1 ~450 + --icount 48 + arm64 6.12 574.
+	# Balanced by what each took in a clean-clone run on 2 cores (seconds):
+	# A = debug 1346 + its fuzz 186 + arm64 debug 387 + arm64 6.12 fuzz 67;
+	# B = 6.1 247 + 6.1-rt 277 + 6.12 282 + arm64 6.1 436 + --icount 50
+	#     + arm64 6.12 552 + arm64 debug fuzz 128.
 	rm -f "$LOG_DIR"/*.result
 	stage "guest suites, two lanes: debug kernels and the fuzzers | 6.1, 6.1-rt, 6.12, arm64 6.1, arm64 6.12"
 	lane_a &

@@ -60,7 +60,7 @@ elif [ "$kernel" = arm64-debug ]; then
 	kv=kunit-$(basename "$tree")  # ends in -arm64: the Makefile cross-builds
 	if [ "${TPROF_VM_NO_BUILD:-0}" != 1 ]; then
 		make -s module KVER="$kv" KDIR="$tree" >&2
-		make -s arm64-vm-inputs KVER="$(tools/vm/arm64-sysroot --kernel 6.12 --print-release)" >&2
+		make -s arm64-guest-programs arm64-tools >&2  # the programs, as make check builds them
 	fi
 	vm+=(--arch arm64 --kmemleak --vmlinuz "$tree/arch/arm64/boot/Image" --module "build/kmod/$kv/kmod/tprof.ko")
 	export TPROF_VM_NO_BUILD=1

@@ -23,15 +23,16 @@
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include "admission.h"
+#include "compat.h"
 
-bool tprof_mm_user_dumpable(struct mm_struct *mm)
+bool tprof_image_user_dumpable(struct task_struct *task, struct mm_struct *mm)
 {
-	return get_dumpable(mm) == SUID_DUMP_USER;
+	return tprof_user_dumpable(task, mm);
 }
 
 bool tprof_exec_leaves_observers(struct task_struct *p)
 {
-	return p->mm && !tprof_mm_user_dumpable(p->mm);
+	return p->mm && !tprof_user_dumpable(p, p->mm);
 }
 
 bool tprof_may_read_task(struct task_struct *task)
@@ -67,8 +68,7 @@ bool tprof_may_read_task(struct task_struct *task)
 
 	task_lock(task);
 	mm = task->mm;
-	if (mm && !tprof_mm_user_dumpable(mm) &&
-	    !ns_capable_noaudit(mm->user_ns, CAP_SYS_PTRACE))
+	if (mm && !tprof_may_see_image(task, mm))
 		ok = false;
 	task_unlock(task);
 	return ok;

@@ -66,11 +66,12 @@ bool tprof_may_read_task(struct task_struct *task);
 int tprof_perf_event_paranoid(void);
 
 /*
- * @mm may be seen by ordinary observers (SUID_DUMP_USER). Not for a
+ * @task's image, @mm, may be seen by ordinary observers (dumpable: not
+ * made by a setuid, setgid or file-capability exec). Not for a
  * kernel-mode sample's mm: use it from the task's own context or under
- * the mm's reference.
+ * references to both.
  */
-bool tprof_mm_user_dumpable(struct mm_struct *mm);
+bool tprof_image_user_dumpable(struct task_struct *task, struct mm_struct *mm);
 
 /* At sched_process_exec: @p's new image is not for its observers. */
 bool tprof_exec_leaves_observers(struct task_struct *p);

@@ -1,26 +1,90 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Kernel-version differences, in one place. Targets: Debian 12's 6.1 and
- * 6.12 kernels; later kernels are handled where the difference is known.
+ * Kernel API differences, in one place. Each is chosen by a probe compiled
+ * against the kernel's own headers at build time (probes/NAME.c, which
+ * defines TPROF_HAVE_NAME in probed.h: see Kbuild), never by version
+ * number. Targets: Debian's 6.1, 6.12 and newest (7.x) kernels.
  */
 #ifndef TPROF_COMPAT_H
 #define TPROF_COMPAT_H
 
-#include <linux/version.h>
+#include "probed.h"
 
-/* sched_process_exit gained a group_dead argument in 6.16. */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+/* sched_process_exit gained a group_dead argument (6.16). */
+#ifdef TPROF_HAVE_SCHED_PROCESS_EXIT_GROUP_DEAD
 #define TPROF_SCHED_PROCESS_EXIT_PROTO struct task_struct *p, bool group_dead
 #else
 #define TPROF_SCHED_PROCESS_EXIT_PROTO struct task_struct *p
 #endif
 
-/* vm_flags became read-only behind helpers in 6.3. */
+/* task_newtask's clone_flags became u64 (7.x). */
+#ifdef TPROF_HAVE_TASK_NEWTASK_U64_FLAGS
+typedef u64 tprof_clone_flags_t;
+#else
+typedef unsigned long tprof_clone_flags_t;
+#endif
+
+/*
+ * Dumpability: whether a task's image may be seen by ordinary observers
+ * (perf's and ptrace's rule: not after an exec of a setuid, setgid or
+ * file-capability image). Flags of the mm until 7.x, where it moved to
+ * the task's exec state with the user namespace the image was made in.
+ * Callers pass the task and its mm; each kernel reads its own.
+ */
+#include <linux/capability.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
+#include <linux/sched/coredump.h>
+#ifdef TPROF_HAVE_TASK_EXEC_STATE
+#include <linux/sched/exec_state.h>
+static inline bool tprof_user_dumpable(struct task_struct *task,
+				       struct mm_struct *mm)
+{
+	struct task_exec_state *es;
+	bool ok;
+
+	rcu_read_lock();
+	es = rcu_dereference(task->exec_state);
+	ok = es && READ_ONCE(es->dumpable) == TASK_DUMPABLE_OWNER;
+	rcu_read_unlock();
+	return ok;
+}
+
+/* ptrace's image rule: dumpable, or CAP_SYS_PTRACE where it was made. */
+static inline bool tprof_may_see_image(struct task_struct *task,
+				       struct mm_struct *mm)
+{
+	struct task_exec_state *es;
+	bool ok;
+
+	rcu_read_lock();
+	es = rcu_dereference(task->exec_state);
+	ok = es && (READ_ONCE(es->dumpable) == TASK_DUMPABLE_OWNER ||
+		    ns_capable_noaudit(es->user_ns, CAP_SYS_PTRACE));
+	rcu_read_unlock();
+	return ok;
+}
+#else
+static inline bool tprof_user_dumpable(struct task_struct *task,
+				       struct mm_struct *mm)
+{
+	return get_dumpable(mm) == SUID_DUMP_USER;
+}
+
+static inline bool tprof_may_see_image(struct task_struct *task,
+				       struct mm_struct *mm)
+{
+	return get_dumpable(mm) == SUID_DUMP_USER ||
+	       ns_capable_noaudit(mm->user_ns, CAP_SYS_PTRACE);
+}
+#endif
+
+/* vm_flags became read-only behind helpers (6.3). */
 #include <linux/mm.h>
 static inline void tprof_vm_flags_clear(struct vm_area_struct *vma,
 					unsigned long flags)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#ifdef TPROF_HAVE_VM_FLAGS_SET
 	vm_flags_clear(vma, flags);
 #else
 	vma->vm_flags &= ~flags;
@@ -30,7 +94,7 @@ static inline void tprof_vm_flags_clear(struct vm_area_struct *vma,
 static inline void tprof_vm_flags_set(struct vm_area_struct *vma,
 				      unsigned long flags)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#ifdef TPROF_HAVE_VM_FLAGS_SET
 	vm_flags_set(vma, flags);
 #else
 	vma->vm_flags |= flags;
@@ -46,14 +110,19 @@ static inline void tprof_vm_flags_set(struct vm_area_struct *vma,
  */
 #include <linux/err.h>
 #include <linux/uprobes.h>
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+#ifdef TPROF_HAVE_UPROBE_HANDLER_DATA
 #define TPROF_UPROBE_HANDLER_PROTO struct uprobe_consumer *uc, struct pt_regs *regs, \
 	__u64 *data
 #else
 #define TPROF_UPROBE_HANDLER_PROTO struct uprobe_consumer *uc, struct pt_regs *regs
 #endif
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#ifdef TPROF_HAVE_UPROBE_FILTER_NO_CTX
 #define TPROF_UPROBE_FILTER_PROTO struct uprobe_consumer *uc, struct mm_struct *mm
+#else
+#define TPROF_UPROBE_FILTER_PROTO struct uprobe_consumer *uc, \
+	enum uprobe_filter_ctx ctx, struct mm_struct *mm
+#endif
+#ifdef TPROF_HAVE_UPROBE_REGISTER_RETURNS_UPROBE
 struct tprof_uprobe {
 	struct uprobe *uprobe;
 };
@@ -81,8 +150,6 @@ static inline void tprof_uprobe_unregister_sync(void)
 	uprobe_unregister_sync();
 }
 #else
-#define TPROF_UPROBE_FILTER_PROTO struct uprobe_consumer *uc, \
-	enum uprobe_filter_ctx ctx, struct mm_struct *mm
 struct tprof_uprobe {
 };
 
@@ -113,7 +180,7 @@ static inline void tprof_uprobe_unregister_sync(void)
 #include <asm/pointer_auth.h>
 static inline unsigned long tprof_strip_pac(unsigned long ptr, bool user)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+#ifdef TPROF_HAVE_PTRAUTH_STRIP_USER_INSN_PAC
 	return user ? ptrauth_strip_user_insn_pac(ptr) :
 		      ptrauth_strip_kernel_insn_pac(ptr);
 #else
@@ -128,7 +195,7 @@ static inline unsigned long tprof_strip_pac(unsigned long ptr, bool user)
  */
 #include <linux/perf_event.h>
 #include <linux/sched.h>
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#ifdef TPROF_HAVE_PERF_TASK_SINGLE_CTX
 #define TPROF_TASK_PERF_CTXS 1
 #define tprof_task_perf_ctx(task, i) ((task)->perf_event_ctxp)
 #else

@@ -39,7 +39,7 @@ static void tprof_probe_sched_process_fork(void *data,
  * sched_process_fork), once copy_process() can no longer fail.
  */
 static void tprof_probe_task_newtask(void *data, struct task_struct *p,
-				     unsigned long clone_flags)
+				     tprof_clone_flags_t clone_flags)
 {
 	tprof_metrics_newtask(p);
 }

@@ -74,7 +74,9 @@ struct tprof_pmu_probe {
 static bool tprof_pmu_probe_mm_ok(const struct tprof_pmu_prog *p,
 				  struct mm_struct *mm)
 {
-	return mm == p->target_mm || (mm && tprof_mm_user_dumpable(mm));
+	/* Both callers ask about current's own mm. */
+	return mm == p->target_mm ||
+	       (mm && tprof_image_user_dumpable(current, mm));
 }
 
 /* Which mms get the breakpoint: the target's, and the scope's own. */

@@ -51,6 +51,8 @@ struct tprof_map_request {
 	 */
 	u64 time_ns;
 	struct mm_struct *mm;	/* mmget() reference */
+	/* Whose image it is (get_task_struct()): dumpability is the task's on 7.x. */
+	struct task_struct *task;
 };
 
 struct tprof_map_cache_entry {

@@ -52,6 +52,8 @@ void tprof_request_maps(struct tprof_session *s,
 			return;
 		}
 		r->mm = mm;
+		get_task_struct(current);	/* a refcount: NMI-safe */
+		r->task = current;
 		r->pid = task_tgid_nr_ns(current, s->pid_ns);
 		r->space_id = space_id;
 		r->time_ns = local_clock();
@@ -298,7 +300,7 @@ static void tprof_capture_maps(struct tprof_session *s,
 	 * A sample between exec_mmap() and the exec hook may have asked for
 	 * a setuid image's maps: not for an owner without CAP_PERFMON.
 	 */
-	if (!s->show_kernel && !tprof_mm_user_dumpable(r->mm))
+	if (!s->show_kernel && !tprof_image_user_dumpable(r->task, r->mm))
 		return;
 	mmap_read_lock(r->mm);
 	for_each_vma(vmi, vma) {
@@ -349,7 +351,9 @@ void tprof_map_worker(struct work_struct *work)
 		if (READ_ONCE(s->running))
 			tprof_capture_maps(s, r, s->path_buf);
 		mmput(r->mm);
+		put_task_struct(r->task);
 		r->mm = NULL;
+		r->task = NULL;
 		atomic_set_release(&r->state, MAP_REQ_FREE);
 	}
 }

@@ -13,18 +13,18 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
 
 namespace tprof::test {
 
+void FailTest(const std::string& why) { throw std::runtime_error(why); }
+
 Device OpenDeviceOrFail() {
   auto dev = Device::Open();
-  if (!dev) {
-    ADD_FAILURE() << "cannot open /dev/tprof: " << dev.error().message();
-    std::exit(1);  // every integration test needs the device
-  }
+  if (!dev) FailTest("cannot open /dev/tprof: " + dev.error().message());
   return std::move(dev).value();
 }
 

@@ -15,6 +15,12 @@
 
 namespace tprof::test {
 
+// Ends the current test as failed, with WHY as its message: throws an
+// exception, which GoogleTest catches and reports as the test's failure.
+// For helpers that return a value the test cannot go on without; an
+// abort() there would end the whole suite's run instead of one test.
+[[noreturn]] void FailTest(const std::string& why);
+
 // Opens /dev/tprof or fails the current test with the library's message.
 Device OpenDeviceOrFail();
 

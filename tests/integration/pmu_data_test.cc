@@ -48,11 +48,7 @@ std::string DataRange(const FreshPages& pages) {
 
 Program CreateOrDie(const Device& dev, const ProgramSpec& spec, uint32_t scope = TPROF_PMU_SCOPE_THREAD) {
   auto p = Program::Create(dev, spec.Build(scope, 0));
-  if (!p) {
-    ADD_FAILURE() << p.error().message();
-    std::fflush(stdout);
-    std::abort();
-  }
+  if (!p) FailTest(p.error().message());
   return std::move(*p);
 }
 
@@ -130,10 +126,7 @@ TEST(PmuDataRange, ThresholdFiresAtTheNthFaultWithItsAddress) {
   Program prog = CreateOrDie(dev, spec);
   Monitor mon = [&] {
     auto m = Monitor::Open();
-    if (!m) {
-      ADD_FAILURE() << m.error().message();
-      std::abort();
-    }
+    if (!m) FailTest(m.error().message());
     auto st = m->Subscribe(prog);
     EXPECT_TRUE(st) << st.error().message();
     return std::move(*m);

@@ -71,20 +71,13 @@ pmu::SymbolResolver SelfSymbols() {
 Program CreateOrFail(const Device& dev, const ProgramSpec& spec,
                      uint32_t scope = TPROF_PMU_SCOPE_THREAD, uint32_t pid = 0) {
   auto p = Program::Create(dev, spec.Build(scope, pid));
-  if (!p) {
-    ADD_FAILURE() << p.error().message();
-    std::fflush(stdout);  // a pipe's buffer would be lost with the abort
-    std::abort();
-  }
+  if (!p) FailTest(p.error().message());
   return std::move(*p);
 }
 
 Monitor SubscribedMonitor(const Program& p) {
   auto m = Monitor::Open();
-  if (!m) {
-    ADD_FAILURE() << m.error().message();
-    std::abort();
-  }
+  if (!m) FailTest(m.error().message());
   auto st = m->Subscribe(p);
   EXPECT_TRUE(st) << st.error().message();
   return std::move(*m);
@@ -687,7 +680,7 @@ TEST(PmuTest, ClosingAProgramWhileItsEventsFireIsClean) {
     while (!stop.load()) tprof_pmu_visited();
   });
   for (int round = 0; round < 30; round++) {
-    // Not ASSERT (nor CreateOrFail's abort): returning would destroy the
+    // Not ASSERT (nor CreateOrFail, which throws): returning would destroy the
     // joinable thread (abort) and lose the message.
     auto prog = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_PROCESS, 0));
     if (!prog) {

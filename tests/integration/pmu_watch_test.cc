@@ -77,11 +77,7 @@ std::string Hex(const void* p) {
 
 Program CreateOrDie(const Device& dev, const tprof_pmu_program& p) {
   auto prog = Program::Create(dev, p);
-  if (!prog) {
-    ADD_FAILURE() << prog.error().message();
-    std::fflush(stdout);
-    std::abort();
-  }
+  if (!prog) FailTest(prog.error().message());
   return std::move(*prog);
 }
 

@@ -126,10 +126,7 @@ void StopAndDrain(SamplingSession& s, Collected* c) {
 
 SamplingSession StartOrDie(const SamplingOptions& o) {
   auto s = SamplingSession::Start(o);
-  if (!s) {
-    ADD_FAILURE() << s.error().message();
-    std::abort();
-  }
+  if (!s) FailTest(s.error().message());
   return std::move(*s);
 }
 

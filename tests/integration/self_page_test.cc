@@ -46,10 +46,7 @@ class SelfPageTest : public MetricsOnTest {
  protected:
   SelfMeter OpenMeterOrFail() {
     auto m = SelfMeter::Open(dev_);
-    if (!m) {
-      ADD_FAILURE() << m.error().message();
-      std::abort();
-    }
+    if (!m) FailTest(m.error().message());
     return std::move(*m);
   }
 };

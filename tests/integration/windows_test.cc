@@ -47,10 +47,7 @@ uint64_t SpinAddr() { return reinterpret_cast<uintptr_t>(&tprof_windows_test_spi
 
 SamplingSession StartOrDie(const SamplingOptions& o) {
   auto s = SamplingSession::Start(o);
-  if (!s) {
-    ADD_FAILURE() << s.error().message();
-    std::abort();
-  }
+  if (!s) FailTest(s.error().message());
   return std::move(*s);
 }
 
@@ -99,7 +96,7 @@ class Child {
   template <typename F>
   explicit Child(F body) {
     int a[2], b[2], c[2];
-    if (pipe(a) || pipe(b) || pipe(c)) std::abort();
+    if (pipe(a) || pipe(b) || pipe(c)) FailTest("pipe failed");
     pid_ = fork();
     if (pid_ == 0) {
       char ch;

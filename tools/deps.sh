@@ -8,6 +8,10 @@
 # headers, busybox, libdw/libelf, libnl, protobuf, zlib and GoogleTest into
 # ~/.cache/tprof/arm64
 # (about 900 MB, once; the host's dpkg architectures are not changed).
+# Then Debian's newer kernel lines, trixie's 6.12 and sid's newest, for
+# amd64 and arm64: tools/vm/debian-kernel makes a chroot per suite with the
+# compiler its kernel was built with, its headers and images, in
+# ~/.cache/tprof/debian (about 1.5 GB, a few minutes, once; needs root).
 # `make deps-arm64` (tools/deps.sh --arm64) is the same, kept for old habits.
 set -euo pipefail
 
@@ -53,12 +57,24 @@ packages=(
 	python3 dkms linux-perf
 	# The arm64 guests: emulator and cross-compilers (the rest: the sysroot).
 	qemu-system-arm gcc-aarch64-linux-gnu g++-aarch64-linux-gnu
+	# Debian's newer kernel lines are built for in chroots of their suites.
+	debootstrap
+	# make deb (dpkg-buildpackage with debhelper's DKMS addon) and lintian,
+	# which checks the packages in make check.
+	dpkg-dev debhelper dh-dkms lintian
 )
 
-# After the host packages: the arm64 sysroot (cached; prints what it does).
-arm64_sysroot() {
+# After the host packages: the arm64 sysroot and the newer lines' chroots
+# (cached; print what they do).
+guest_kernels() {
 	"$(dirname "${BASH_SOURCE[0]}")/vm/arm64-sysroot" --kernel 6.1 --userspace
 	"$(dirname "${BASH_SOURCE[0]}")/vm/arm64-sysroot" --kernel 6.12
+	local suite arch
+	for suite in trixie sid; do
+		for arch in amd64 arm64; do
+			"$(dirname "${BASH_SOURCE[0]}")/vm/debian-kernel" --arch "$arch" "$suite" --print-release >/dev/null
+		done
+	done
 }
 
 missing=()
@@ -69,7 +85,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "deps: all ${#packages[@]} packages installed"
-	arm64_sysroot
+	guest_kernels
 	exit 0
 fi
 
@@ -81,4 +97,4 @@ fi
 echo "deps: installing ${missing[*]}"
 $sudo apt-get update -q
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
-arm64_sysroot
+guest_kernels

@@ -3,13 +3,13 @@
 # unprivileged half, in one boot. `make check` runs it briefly in the debug
 # kernel; `make fuzz` runs it longer.
 #
-#   tests/fuzz/run.sh [--kernel debug|arm64-debug|6.1|6.12|arm64-6.1|arm64-6.12] [--seconds S] [--seed N] [--threads T]
+#   tests/fuzz/run.sh [--kernel debug|arm64-debug|6.1|6.12|trixie|sid|arm64-6.1|arm64-6.12|arm64-trixie|arm64-sid] [--seconds S] [--seed N] [--threads T]
 #
 #   --kernel   debug (default): the KUnit kernel of ktests/ (KASAN, UBSAN,
 #              lockdep, kmemleak, debug objects, hung-task and lockup
 #              detectors), with tools/tprof-vm --kmemleak; arm64-debug: its
 #              arm64 build (ktests/build-kunit-kernel.sh --arch arm64); or a
-#              Debian kernel; arm64-6.1 and arm64-6.12 are Debian's arm64
+#              Debian kernel; arm64-6.1, arm64-6.12, arm64-trixie, arm64-sid are Debian's arm64
 #              kernels (tools/tprof-vm --arch arm64, as make check's arm64
 #              stages: breakpoints at user addresses are uprobes there)
 #   --seconds  total fuzzing time, split between the halves (default 60)

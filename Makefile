@@ -4,11 +4,14 @@
 #   make deps          install every Debian package the project needs, and the
 #                      arm64 guests' sysroot (~/.cache/tprof/arm64)
 #   make check         the one test command: unit, KUnit, integration (x86 and
-#                      arm64 debug kernels, 6.1, 6.12, 6.1-rt, arm64 6.1 and 6.12),
-#                      /dev/tprof fuzz runs in both debug kernels and arm64 6.12
+#                      arm64 debug kernels, Debian's 6.1, 6.1-rt, 6.12, trixie's
+#                      6.12 and sid's newest on amd64 and arm64), the Debian
+#                      packages installed with DKMS, /dev/tprof fuzz runs in
+#                      both debug kernels and arm64 sid
 #   make fuzz          a longer fuzz run (tests/fuzz/run.sh): FUZZ_SECONDS=600,
 #                      FUZZ_SEED= (random, printed), FUZZ_KERNEL=debug|arm64-debug|
-#                      6.1|6.12|arm64-6.1|arm64-6.12 (the arm64 inputs are built there),
+#                      6.1|6.12|trixie|sid|arm64-6.1|arm64-6.12|arm64-trixie|
+#                      arm64-sid (the arm64 inputs are built there),
 #                      FUZZ_THREADS=4; a failure prints the seed that repeats it
 #   make demo          boot a Debian 6.1 guest and show what tprof does
 #   make bench         benchmarks in a guest (ratios against a same-boot baseline)
@@ -17,7 +20,8 @@
 #                      libtprofctl.so.0, headers, pkg-config file, man pages,
 #                      bash completion; make uninstall removes exactly those
 #   make man           the man pages (help2man, from tprofctl's --help)
-#   make dkms-install  register the module with DKMS
+#   make deb           Debian packages (tprof-dkms, tprofctl, libtprofctl0,
+#                      libtprofctl-dev) in build/deb
 #
 # Everything is built under build/. Warnings are errors everywhere.
 
@@ -62,7 +66,7 @@ TPROFCTL_UNIT_SRCS := tools/tprofctl/command_line.cc tools/tprofctl/hints.cc
 INTEGRATION_TEST_SRCS := $(wildcard tests/integration/*.cc)
 BENCH_SRCS := $(wildcard bench/*.cc)
 RUNTIME_EXAMPLE_SRCS := $(wildcard tools/runtime-example/*.cc)
-KMOD_SRCS := kmod/Kbuild kmod/Makefile $(wildcard kmod/*.[ch] kmod/core/*.[ch]) uapi/linux/tprof.h
+KMOD_SRCS := kmod/Kbuild kmod/Makefile $(wildcard kmod/*.[ch] kmod/core/*.[ch] kmod/probes/*.c) uapi/linux/tprof.h
 
 obj = $(patsubst %.cc,$(B)/obj/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B)/obj/%.o,$(filter %.c,$(1)))
 pic_obj = $(patsubst %.cc,$(B)/pic/%.o,$(filter %.cc,$(1)))
@@ -91,8 +95,8 @@ RUNTIME_EXAMPLE := $(B)/bin/tprof-runtime-example
 UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
 
-.PHONY: all module lib tools unit-tests guest-programs vm-inputs arm64-guest-programs arm64-tools arm64-vm-inputs deps deps-arm64 check check-host fuzz demo \
-	bench bench-programs man install uninstall dkms-install clean
+.PHONY: all module lib tools unit-tests guest-programs vm-inputs arm64-guest-programs arm64-tools arm64-vm-inputs deps deps-arm64 check check-host fuzz demo deb \
+	bench bench-programs man install uninstall clean
 .DELETE_ON_ERROR:
 
 all: module lib tools unit-tests guest-programs bench-programs man
@@ -113,13 +117,21 @@ kmod_cross = $(if $(filter %-arm64,$(1)),KDIR=$(or $(KDIR),$(ARM64_SYSROOT)/usr/
 	ARCH=arm64 CROSS_COMPILE=$(ARM64_CROSS_COMPILE))
 
 # The module is built in a copy of kmod/ and uapi/ per kernel release, so
-# builds for several kernels do not trample each other's objects.
+# builds for several kernels do not trample each other's objects. The
+# kernels of trixie and sid (KVER=$$(tools/vm/debian-kernel sid
+# --print-release), and --arch arm64) are built in their suite's chroot,
+# with the gcc they were built with.
 module: $(MODULE)
 $(B)/kmod/%/kmod/tprof.ko: $(KMOD_SRCS)
 	rm -rf $(B)/kmod/$*
 	mkdir -p $(B)/kmod/$*
 	cp -r kmod uapi $(B)/kmod/$*/
-	$(MAKE) -C $(B)/kmod/$*/kmod KVER=$* $(call kmod_cross,$*)
+	if suite=$$(tools/vm/debian-kernel --suite-of $*); then \
+		tools/vm/debian-kernel --arch $(if $(filter %-arm64,$*),arm64,amd64) $$suite \
+			--build-module $(B)/kmod/$*/kmod; \
+	else \
+		$(MAKE) -C $(B)/kmod/$*/kmod KVER=$* $(call kmod_cross,$*); \
+	fi
 
 $(B)/obj/%.o: %.cc
 	@mkdir -p $(@D)
@@ -450,14 +462,20 @@ uninstall:
 		if [ -d "$(DESTDIR)$(INCLUDEDIR)/tprof/$$d" ]; then rmdir --ignore-fail-on-non-empty "$(DESTDIR)$(INCLUDEDIR)/tprof/$$d"; fi; \
 	done
 
-# DKMS builds from a copy of the sources in /usr/src/tprof-$(VERSION).
-dkms-install:
-	rm -rf $(DESTDIR)/usr/src/tprof-$(VERSION)
-	install -d $(DESTDIR)/usr/src/tprof-$(VERSION)
-	cp -r dkms.conf kmod uapi $(DESTDIR)/usr/src/tprof-$(VERSION)/
-	dkms add -m tprof -v $(VERSION) || true
-	dkms build -m tprof -v $(VERSION) -k $(KVER)
-	dkms install -m tprof -v $(VERSION) -k $(KVER)
+# Debian packages (debian/): tprof-dkms, tprofctl, libtprofctl0 and
+# libtprofctl-dev (and their -dbgsym), by dpkg-buildpackage, which writes
+# them to the parent directory: they are moved to $(B)/deb. The package
+# build shares build/ with make, so after `make` it only links and installs.
+# tests/packages_test.sh installs them as an administrator would.
+DEB_NAMES := tprof tprof-dkms tprofctl tprofctl-dbgsym libtprofctl0 libtprofctl0-dbgsym libtprofctl-dev
+deb:
+	rm -rf $(B)/deb
+	dpkg-buildpackage -us -uc -b
+	mkdir -p $(B)/deb
+	for f in $(patsubst %,../%_$(VERSION)_*,$(DEB_NAMES)); do \
+		if [ -e "$$f" ]; then mv "$$f" $(B)/deb/; fi; \
+	done
+	@echo "make deb: packages in $(B)/deb"
 
 clean:
 	rm -rf $(B)

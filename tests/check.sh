@@ -7,18 +7,22 @@
 #      and make install/uninstall into a DESTDIR (tests/install_test.sh)
 #   3. self-tests of the VM bench (tools/tprof-vm, tools/vm/scan-kernel-log)
 #   4. KUnit suites (ktests/) in a KUnit-enabled 6.1 kernel, under QEMU
-#   5. the guests, in two lanes that run side by side (one host thread
+#   5. the Debian packages (make deb, lintian), installed with DKMS in a
+#      Debian 12 root with two kernels, then purged (tests/packages_test.sh)
+#   6. the guests, in two lanes that run side by side (one host thread
 #      each): integration tests (GoogleTest) inside the KUnit kernel (the
 #      debug kernel: KASAN, UBSAN, lockdep, kmemleak) and its arm64 build
-#      (the tests of kernel paths), Debian's 6.1, 6.12
-#      and 6.1 PREEMPT_RT kernels, and Debian's arm64 6.1 and 6.12 kernels
-#      (qemu-system-aarch64, emulated PMU: hardware counters count there; the
-#      known-count tests run again under --icount); the /dev/tprof fuzzer
-#      (tests/fuzz/) in the debug kernel, root and unprivileged halves of
-#      CHECK_FUZZ_SECONDS/2 each (default 60 in all), kmemleak after, and in
-#      Debian's arm64 6.12 kernel (CHECK_ARM64_FUZZ_SECONDS, default 50:
-#      uprobes for breakpoints at user addresses), with one random seed
-#      printed (CHECK_FUZZ_SEED=N repeats it), and in the arm64 debug kernel
+#      (the tests of kernel paths); every Debian kernel line on amd64 and
+#      arm64 (qemu-system-aarch64, emulated PMU: hardware counters count
+#      there; the known-count tests run again under --icount): the whole
+#      suite in 6.1 (with the module DKMS built), 6.1 PREEMPT_RT and sid's
+#      newest (amd64 and arm64), the smoke suite in bookworm's and trixie's
+#      6.12 and arm64 6.1; the /dev/tprof fuzzer (tests/fuzz/) in the debug
+#      kernel, root and unprivileged halves of CHECK_FUZZ_SECONDS/2 each
+#      (default 60 in all), kmemleak after, and in Debian sid's arm64
+#      kernel (CHECK_ARM64_FUZZ_SECONDS, default 50: uprobes for
+#      breakpoints at user addresses), with one random seed printed
+#      (CHECK_FUZZ_SEED=N repeats it), and in the arm64 debug kernel
 #      (CHECK_ARM64_FUZZ_SECONDS too)
 # Ends with "N passed, M failed" and exits nonzero on any failure. A stage
 # that cannot run (build failure, guest that does not boot) counts as failed.
@@ -27,13 +31,14 @@
 #   tests/check.sh --host (make check-host): steps 1 and 2, no guest
 #   KERNELS="6.1 arm64-6.12" tests/check.sh (make check KERNELS=...): steps
 #   1-3 and only these kernels' guests, of debug (with KUnit and the
-#   fuzzer), 6.1, 6.12, 6.1-rt, arm64-6.1 (with --icount), arm64-6.12
-#   (with its fuzzer), arm64-debug (with its fuzzer)
+#   fuzzer), 6.1, 6.12 (these two with the packages' stage), 6.1-rt,
+#   trixie, sid, arm64-6.1 (with --icount), arm64-6.12, arm64-trixie,
+#   arm64-sid (with its fuzzer), arm64-debug (with its fuzzer)
 set -uo pipefail
 
 host_tier=0
 [ "${1:-}" = --host ] && host_tier=1
-KERNELS=${KERNELS:-debug 6.1 6.12 6.1-rt arm64-6.1 arm64-6.12 arm64-debug}
+KERNELS=${KERNELS:-debug 6.1 6.12 6.1-rt trixie sid arm64-6.1 arm64-6.12 arm64-trixie arm64-sid arm64-debug}
 # want KERNEL: is this kernel's guest part of the run?
 want() { [[ " $KERNELS " == *" $1 "* ]]; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -157,6 +162,28 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		fi
 	fi
 
+	# The Debian packages, installed with DKMS in a Debian 12 root (two
+	# kernels), then purged; the two modules DKMS built are the ones the 6.1
+	# and 6.12 guests below load (a failure here falls back to the tree's).
+	rm -rf "$ROOT/build/packages"
+	if want 6.1 || want 6.12; then
+		stage "Debian packages (make deb, lintian, apt install with DKMS, apt remove --purge)"
+		tests/packages_test.sh "$ROOT/build/packages" "$K61" "$K612" >"$LOG_DIR/packages.log" 2>&1
+		rc=$?
+		grep -E '^(PASS|FAIL)' "$LOG_DIR/packages.log"
+		np=$(grep -c '^PASS' "$LOG_DIR/packages.log")
+		nf=$(grep -c '^FAIL' "$LOG_DIR/packages.log")
+		passed=$((passed + np))
+		if [ "$nf" -gt 0 ] || [ "$rc" != 0 ]; then
+			fail "Debian packages ($nf failed, exit $rc), see $LOG_DIR/packages.log" "$((nf > 0 ? nf : 1))"
+		fi
+	fi
+	# dkms_module KVER: the module DKMS built for KVER, as tprof-vm flags.
+	dkms_module() {
+		local ko=$ROOT/build/packages/tprof-$1.ko
+		[ -e "$ko" ] && echo "--module $ko"
+	}
+
 	# ---- Guest suites, in two lanes ----
 	# Every guest below emulates all its vCPUs on one host thread
 	# (--tcg-single), so two lanes of guests keep both cores of a 2-core
@@ -200,6 +227,30 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		tail -n 30 "$LOG_DIR/arm64-build.log"
 		fail "integration arm64 6.12 and its fuzz: cannot build for ${KA612:-the arm64 6.12 kernel (none in the sysroot: make deps)} (see $LOG_DIR/arm64-build.log)"
 	fi
+	# Debian's newer lines (trixie's 6.12, sid's newest), each built in its
+	# suite's chroot with the gcc its kernel was built with (tools/vm/debian-kernel:
+	# the chroots and images are cached in ~/.cache/tprof/debian).
+	newer_ok=
+	for k in trixie sid arm64-trixie arm64-sid; do
+		want "$k" || continue
+		suite=${k#arm64-} darch=amd64
+		[ "$k" = "$suite" ] || darch=arm64
+		if rel=$(tools/vm/debian-kernel --arch "$darch" "$suite" --print-release 2>>"$LOG_DIR/newer-build.log") &&
+			make -s module KVER="$rel" >>"$LOG_DIR/newer-build.log" 2>&1; then
+			newer_ok+=" $k"
+			echo "$k: $rel"
+		else
+			tail -n 30 "$LOG_DIR/newer-build.log"
+			fail "integration $k: cannot build tprof.ko for ${rel:-the $darch kernel of $suite} (see $LOG_DIR/newer-build.log)"
+		fi
+	done
+	# sid's arm64 guest runs the arm64 programs.
+	if [[ " $newer_ok " == *" arm64-"* ]] && [ "$arm64_61_ok$arm64_612_ok" = 00 ]; then
+		make -s -j"$(nproc)" arm64-guest-programs arm64-tools >>"$LOG_DIR/arm64-build.log" 2>&1 ||
+			fail "integration arm64 trixie/sid: cannot build the arm64 programs (see $LOG_DIR/arm64-build.log)"
+	fi
+	newer() { [[ " $newer_ok " == *" $1 "* ]]; }
+
 	# The arm64 debug kernel: the same configuration, cross-built (cached
 	# like the x86 one); its guest runs the arm64 programs built above.
 	if ! want arm64-debug; then
@@ -262,6 +313,21 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	ARM64_DEBUG_TESTS+=:SelfPageTest.*:ThreadMetrics*:LimitsTest.*:LimitsSelfPageTest.*:GetInfo.*
 	ARM64_DEBUG_TESTS+=:IoctlErrors.*:ModuleLifecycle.*:KernelLog.*
 	ARM64_DEBUG_EXCLUDED=ThreadMetricsTest.TooSmallBufferLosesNothing:Stacks.SyscallKernelTimeSitsUnderTheCallingFunction
+	# The kernel lines: the oldest (6.1) and the newest (sid) run the whole
+	# suite on amd64, sid on arm64 too (its fuzzer as well); 6.1-rt runs it
+	# whole for PREEMPT_RT's locking. The 6.12 lines (bookworm's and
+	# trixie's, on both architectures) and arm64 6.1 run the smoke suite:
+	# every suite whose kernel path depends on the kernel's version or
+	# architecture (the API probes of kmod/probes: tracepoints, uprobes,
+	# dumpability, perf contexts, vm flags), and the recorder's end-to-end
+	# session and teardown. Left out of the smoke suite: the CLI's
+	# end-to-end and filter tests, the thread-churn safety tests and the
+	# userspace tests, which run in the full-suite kernels (and the debug
+	# kernels). All of it does not fit CI's time.
+	SMOKE_TESTS=GetInfo.*:IoctlErrors.*:ModuleLifecycle.*:KernelLog.*:ExecSafety*:SamplingSafety.*
+	SMOKE_TESTS+=:SamplingTest.*:Stacks.*:SelfPageTest.*:ThreadMetrics*:LimitsTest.*:LimitsSelfPageTest.*
+	SMOKE_TESTS+=:PmuTest.*:PmuDataRange.*:WindowTest.*:MetricsStress.*
+	SMOKE_TESTS+=:Profiler.UnprivilegedUserProfilesOnlyItsOwnCommand:Profiler.KilledRecorderFreesTheSession
 	fuzz_seed=${CHECK_FUZZ_SEED:-$(($(date +%s%N) % 1000000000))}
 	afs=${CHECK_ARM64_FUZZ_SECONDS:-50}
 
@@ -289,18 +355,22 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 				--vmlinuz "$atree/arch/arm64/boot/Image" --module "build/kmod/$akv/kmod/tprof.ko" -- \
 				"${GT[@]}" --gtest_filter="$ARM64_DEBUG_TESTS:-$HW_TESTS:$ARM64_DEBUG_EXCLUDED"
 		fi
-		# The fuzzer in Debian's arm64 6.12 kernel, where execution
+		# The fuzzer in Debian's newest arm64 kernel, where execution
 		# breakpoints at user addresses are uprobes or debug registers with
 		# steppers (never both at one address: EBUSY). Same seed.
-		if [ "$arm64_612_ok" = 1 ]; then
-			job fuzz-arm64 fuzz --kernel arm64-6.12 --seconds "$afs" --seed "$fuzz_seed"
+		if newer arm64-sid; then
+			job fuzz-arm64 fuzz --kernel arm64-sid --seconds "$afs" --seed "$fuzz_seed"
 		fi
+		newer sid && job integration-sid vm --kernel sid -- "${GT[@]}"
 	}
 	lane_b() {
 		local k shift
-		for k in 6.1 6.1-rt 6.12; do
-			want "$k" && job "integration-$k" vm --kernel "$k" -- "${GT[@]}"
-		done
+		# shellcheck disable=SC2046  # dkms_module's words are flags
+		want 6.1 && job integration-6.1 vm --kernel 6.1 $(dkms_module "$K61") -- "${GT[@]}"
+		want 6.1-rt && job integration-6.1-rt vm --kernel 6.1-rt -- "${GT[@]}"
+		# shellcheck disable=SC2046
+		want 6.12 && job integration-6.12 vm --kernel 6.12 $(dkms_module "$K612") -- \
+			"${GT[@]}" --gtest_filter="$SMOKE_TESTS"
 		# The guests above have constant_tsc (tools/tprof-vm's CPU model);
 		# one whose CPU model lacks it checks that the self page then offers
 		# no TSC.
@@ -308,7 +378,7 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 			"${GT[@]}" --gtest_filter='SelfPageTest.Tsc*'
 		if [ "$arm64_61_ok" = 1 ]; then
 			job integration-arm64-6.1 vm --arch arm64 --timeout 1500 -- \
-				"${GT[@]}" --gtest_filter="-$HW_TESTS:$USERSPACE_TESTS"
+				"${GT[@]}" --gtest_filter="$SMOKE_TESTS:-$HW_TESTS"
 			job integration-arm64-6.1-icount vm --arch arm64 --icount --timeout 900 -- \
 				"${GT[@]}" --gtest_filter="$HW_TESTS"
 			for shift in 1 2; do
@@ -318,8 +388,13 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		fi
 		if [ "$arm64_612_ok" = 1 ]; then
 			job integration-arm64-6.12 vm --arch arm64 --kernel 6.12 --timeout 1500 -- \
-				"${GT[@]}" --gtest_filter="-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"
+				"${GT[@]}" --gtest_filter="$SMOKE_TESTS:-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"
 		fi
+		newer arm64-sid && job integration-arm64-sid vm --arch arm64 --kernel sid --timeout 1500 -- \
+			"${GT[@]}" --gtest_filter="-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"
+		newer trixie && job integration-trixie vm --kernel trixie -- "${GT[@]}" --gtest_filter="$SMOKE_TESTS"
+		newer arm64-trixie && job integration-arm64-trixie vm --arch arm64 --kernel trixie --timeout 1500 -- \
+			"${GT[@]}" --gtest_filter="$SMOKE_TESTS:-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"
 		if [ "$arm64_debug_ok" = 1 ]; then
 			job fuzz-arm64-debug fuzz --kernel arm64-debug --seconds "$afs" --seed "$fuzz_seed"
 		fi
@@ -369,21 +444,25 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		echo "($2: $secs s)"
 	}
 	report_suite debug "integration tests in the KUnit debug kernel (KASAN, UBSAN, lockdep, kmemleak)"
-	for k in 6.1 6.12 6.1-rt; do
-		report_suite "$k" "integration tests in Debian's $k kernel"
-	done
+	report_suite 6.1 "integration tests in Debian's 6.1 kernel (the module DKMS built from tprof-dkms)"
+	report_suite 6.1-rt "integration tests in Debian's 6.1 PREEMPT_RT kernel"
+	report_suite 6.12 "smoke suite in Debian 12's 6.12 kernel (the module DKMS built from tprof-dkms)"
+	report_suite trixie "smoke suite in Debian 13's (trixie's) 6.12 kernel"
+	report_suite sid "integration tests in Debian sid's newest kernel"
 	report_suite no-constant-tsc "self page on a CPU without constant_tsc (6.1)"
-	report_suite arm64-6.1 "integration tests in Debian's arm64 6.1 kernel (emulated PMU)"
+	report_suite arm64-6.1 "smoke suite in Debian's arm64 6.1 kernel (emulated PMU)"
 	report_suite arm64-6.1-icount "hardware counts of known loops in the arm64 6.1 kernel (--icount)"
 	for shift in 1 2; do
 		report_suite "arm64-6.1-icount$shift" "PMU program CPI rules in the arm64 6.1 kernel (--icount=$shift: CPI $((1 << shift)))"
 	done
-	report_suite arm64-6.12 "integration tests in Debian's arm64 6.12 kernel (emulated PMU)"
+	report_suite arm64-6.12 "smoke suite in Debian 12's arm64 6.12 kernel (emulated PMU)"
+	report_suite arm64-trixie "smoke suite in Debian 13's arm64 6.12 kernel (emulated PMU)"
+	report_suite arm64-sid "integration tests in Debian sid's newest arm64 kernel (emulated PMU)"
 	report_suite arm64-debug "integration tests of kernel paths in the arm64 debug kernel (KASAN, UBSAN, lockdep, kmemleak)"
 	report_fuzz fuzz "fuzz /dev/tprof in the debug kernel (kmemleak after)" \
 		"make fuzz FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-60}"
-	report_fuzz fuzz-arm64 "fuzz /dev/tprof in Debian's arm64 6.12 kernel" \
-		"make fuzz FUZZ_KERNEL=arm64-6.12 FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=$afs"
+	report_fuzz fuzz-arm64 "fuzz /dev/tprof in Debian sid's arm64 kernel" \
+		"make fuzz FUZZ_KERNEL=arm64-sid FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=$afs"
 	report_fuzz fuzz-arm64-debug "fuzz /dev/tprof in the arm64 debug kernel (kmemleak after)" \
 		"make fuzz FUZZ_KERNEL=arm64-debug FUZZ_SEED=$fuzz_seed FUZZ_SECONDS=$afs"
 fi

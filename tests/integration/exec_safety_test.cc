@@ -419,9 +419,12 @@ TEST_F(ExecSafetyMetrics, CloneVmSelfPageIsRetiredAtTheSetuidExec) {
         bad |= 1 << 3;
       const uint32_t t = before.time_index < TPROF_MAX_METRICS ? before.time_index : 0;
       if (::write(go[1], "x", 1) != 1) return 7;
-      // The program burns its CPU time, prints its line and holds.
+      // The program burns its CPU time, prints its line and holds: once
+      // it sleeps in that read it has switched out, and its burn is
+      // charged (the line alone can arrive before that switch).
       std::string line;
       for (char ch; ::read(out[0], &ch, 1) == 1 && ch != '\n';) line += ch;
+      if (!WaitUntilSleeping(c)) bad |= 1 << 4;
       tprof_self_page during = Snapshot(a.page);
       ::close(in[1]);
       int st = 0;

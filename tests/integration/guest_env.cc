@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -61,6 +62,20 @@ char ThreadState(uint32_t tid) {
   std::getline(in, line);
   size_t paren = line.rfind(')');
   return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
+}
+
+char ProcState(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
+}
+
+bool WaitUntilSleeping(pid_t pid) {
+  for (int i = 0; i < 12000 && ProcState(pid) != 'S'; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return ProcState(pid) == 'S';
 }
 
 uint64_t VoluntarySwitches(uint32_t tid) {

@@ -4,6 +4,8 @@
 #ifndef TPROF_TESTS_INTEGRATION_GUEST_ENV_H_
 #define TPROF_TESTS_INTEGRATION_GUEST_ENV_H_
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -43,6 +45,12 @@ uint32_t Gettid();
 // context switches (each is one sched_switch with it as prev).
 uint64_t SchedstatNs(uint32_t tid);
 char ThreadState(uint32_t tid);
+// The state letter of process PID (/proc/PID/stat), '?' once it is gone.
+char ProcState(pid_t pid);
+// Waits until process PID sleeps ('S'): it has then switched out, and the
+// CPU time it ran until then is charged (per-thread metrics, self page).
+// Polls for up to 60 s, ending as soon as it sleeps; false if it never did.
+[[nodiscard]] bool WaitUntilSleeping(pid_t pid);
 // voluntary_ctxt_switches of /proc/self/task/TID/status: counted under the
 // runqueue lock right before the switch-out (and tprof's charge of the
 // slice), so unlike the state 'S' (set before schedule() is called) an

@@ -74,20 +74,6 @@ WindowCounts ReadOrFail(int fd, uint32_t id) {
   return w ? *w : WindowCounts{};
 }
 
-char ProcState(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(f, line);
-  size_t p = line.rfind(')');
-  return p != std::string::npos && p + 2 < line.size() ? line[p + 2] : '?';
-}
-
-void WaitUntilSleeping(pid_t pid) {
-  for (int i = 0; i < 500 && ProcState(pid) != 'S'; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ASSERT_EQ(ProcState(pid), 'S');
-}
-
 // A child that sleeps on a pipe, then runs `body`, reports, and sleeps
 // again until released: all its samples fall between the windows' creation
 // and the session's stop.
@@ -149,7 +135,7 @@ struct ChildRun {
 // Samples `child` alone with the given windows (pid 0 = the child).
 ChildRun SampleChild(Child& child, std::vector<tprof_window_add> windows, int mid_ms) {
   ChildRun r;
-  WaitUntilSleeping(child.pid());
+  EXPECT_TRUE(WaitUntilSleeping(child.pid()));
   SamplingOptions o;
   o.pid = child.pid();
   SamplingSession s = StartOrDie(o);
@@ -167,7 +153,7 @@ ChildRun SampleChild(Child& child, std::vector<tprof_window_add> windows, int mi
     if (mid) r.mid = *mid;
   }
   child.WaitDone();
-  WaitUntilSleeping(child.pid());
+  EXPECT_TRUE(WaitUntilSleeping(child.pid()));
   r.samples = StopAndCollect(s);
   auto fin = ReadWindows(s.fd());
   EXPECT_TRUE(fin) << fin.error().message();
@@ -361,7 +347,7 @@ TEST(WindowTest, ProfilFollowsForkAndStopsAtExec) {
     if (waitpid(g, &st, 0) != g || !WIFEXITED(st) || WEXITSTATUS(st) != 0) _exit(32);
     tprof_windows_test_spin(100);
   });
-  WaitUntilSleeping(child.pid());
+  EXPECT_TRUE(WaitUntilSleeping(child.pid()));
   SamplingOptions o;  // system-wide: the children are sampled too
   SamplingSession s = StartOrDie(o);
   auto a = AddWindow(s.fd(), ProfilWindow(child.pid(), off, 0x10000, 2048));
@@ -375,7 +361,7 @@ TEST(WindowTest, ProfilFollowsForkAndStopsAtExec) {
   child.WaitDone();
   WindowCounts after = ReadOrFail(s.fd(), 0);
   EXPECT_EQ(after.info.nr_procs, 1u) << "the exec'd child is no longer followed";
-  WaitUntilSleeping(child.pid());
+  EXPECT_TRUE(WaitUntilSleeping(child.pid()));
   std::vector<tprof_rec_sample> samples = StopAndCollect(s);
   WindowCounts w = ReadOrFail(s.fd(), 0);
   // The grandchild's pid: the one other process running our spin function.
@@ -464,7 +450,7 @@ TEST(WindowTest, AWindowOfAnExitedProcessNeverCountsTheNextOneWithItsPid) {
   ASSERT_EQ(next.pid(), gone) << "the pid was not reused";
   next.Go();
   next.WaitDone();
-  WaitUntilSleeping(next.pid());
+  EXPECT_TRUE(WaitUntilSleeping(next.pid()));
   std::vector<tprof_rec_sample> samples = StopAndCollect(s);
   ASSERT_GT(UserSamplesOf(samples, uint32_t(gone)), 0u) << "the newcomer ran unsampled";
   WindowCounts c = ReadOrFail(s.fd(), added->id);

@@ -83,6 +83,23 @@ count_gtest() {
 	fi
 }
 
+# run_script NAME TITLE CMD...: runs a script that prints PASS:/FAIL: lines
+# into $LOG_DIR/NAME.log and counts them; a nonzero exit without a FAIL
+# line still counts as one failure.
+run_script() {
+	local name=$1 title=$2 rc np nf
+	shift 2
+	"$@" >"$LOG_DIR/$name.log" 2>&1
+	rc=$?
+	grep -E '^(PASS|FAIL)' "$LOG_DIR/$name.log"
+	np=$(grep -c '^PASS' "$LOG_DIR/$name.log")
+	nf=$(grep -c '^FAIL' "$LOG_DIR/$name.log")
+	passed=$((passed + np))
+	if [ "$nf" -gt 0 ] || [ "$rc" != 0 ]; then
+		fail "$title ($nf failed, exit $rc), see $LOG_DIR/$name.log" "$((nf > 0 ? nf : 1))"
+	fi
+}
+
 stage "dependencies"
 if make -s deps; then pass "make deps"; else fail "make deps"; fi
 
@@ -110,39 +127,15 @@ if [ "$build_ok" = 1 ]; then
 	count_gtest "unit" "$LOG_DIR/unit.log" "$rc"
 
 	stage "flame graph in a browser (headless Chromium)"
-	tests/flamegraph_browser.sh >"$LOG_DIR/flamegraph_browser.log" 2>&1
-	rc=$?
-	grep -E '^(PASS|FAIL)' "$LOG_DIR/flamegraph_browser.log"
-	np=$(grep -c '^PASS' "$LOG_DIR/flamegraph_browser.log")
-	nf=$(grep -c '^FAIL' "$LOG_DIR/flamegraph_browser.log")
-	passed=$((passed + np))
-	if [ "$nf" -gt 0 ] || [ "$rc" != 0 ]; then
-		fail "flame graph in a browser ($nf failed, exit $rc), see $LOG_DIR/flamegraph_browser.log" "$((nf > 0 ? nf : 1))"
-	fi
+	run_script flamegraph_browser "flame graph in a browser" tests/flamegraph_browser.sh
 
 	stage "make install / uninstall (pkg-config user, man pages, completion)"
-	tests/install_test.sh >"$LOG_DIR/install.log" 2>&1
-	rc=$?
-	grep -E '^(PASS|FAIL)' "$LOG_DIR/install.log"
-	np=$(grep -c '^PASS' "$LOG_DIR/install.log")
-	nf=$(grep -c '^FAIL' "$LOG_DIR/install.log")
-	passed=$((passed + np))
-	if [ "$nf" -gt 0 ] || [ "$rc" != 0 ]; then
-		fail "make install ($nf failed, exit $rc), see $LOG_DIR/install.log" "$((nf > 0 ? nf : 1))"
-	fi
+	run_script install "make install" tests/install_test.sh
 
 fi
 if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	stage "VM bench self-tests"
-	tests/vm_selftest.sh >"$LOG_DIR/vm_selftest.log" 2>&1
-	rc=$?
-	cat "$LOG_DIR/vm_selftest.log" | grep -E '^(PASS|FAIL)'
-	np=$(grep -c '^PASS' "$LOG_DIR/vm_selftest.log")
-	nf=$(grep -c '^FAIL' "$LOG_DIR/vm_selftest.log")
-	passed=$((passed + np))
-	if [ "$nf" -gt 0 ] || [ "$rc" != 0 ]; then
-		fail "VM bench self-tests ($nf failed, exit $rc), see $LOG_DIR/vm_selftest.log" "$((nf > 0 ? nf : 1))"
-	fi
+	run_script vm_selftest "VM bench self-tests" tests/vm_selftest.sh
 
 	if want debug; then
 		stage "KUnit (ktests/, KUnit-enabled 6.1 kernel)"
@@ -168,15 +161,7 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	rm -rf "$ROOT/build/packages"
 	if want 6.1 || want 6.12; then
 		stage "Debian packages (make deb, lintian, apt install with DKMS, apt remove --purge)"
-		tests/packages_test.sh "$ROOT/build/packages" "$K61" "$K612" >"$LOG_DIR/packages.log" 2>&1
-		rc=$?
-		grep -E '^(PASS|FAIL)' "$LOG_DIR/packages.log"
-		np=$(grep -c '^PASS' "$LOG_DIR/packages.log")
-		nf=$(grep -c '^FAIL' "$LOG_DIR/packages.log")
-		passed=$((passed + np))
-		if [ "$nf" -gt 0 ] || [ "$rc" != 0 ]; then
-			fail "Debian packages ($nf failed, exit $rc), see $LOG_DIR/packages.log" "$((nf > 0 ? nf : 1))"
-		fi
+		run_script packages "Debian packages" tests/packages_test.sh "$ROOT/build/packages" "$K61" "$K612"
 	fi
 	# dkms_module KVER: the module DKMS built for KVER, as tprof-vm flags.
 	dkms_module() {
@@ -370,6 +355,7 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 			job fuzz-arm64 fuzz --kernel arm64-sid --seconds "$afs" --seed "$fuzz_seed"
 		fi
 		newer sid && job integration-sid vm --kernel sid -- "${GT[@]}"
+		newer trixie && job integration-trixie vm --kernel trixie -- "${GT[@]}" --gtest_filter="$SMOKE_TESTS"
 	}
 	lane_b() {
 		local k shift
@@ -400,7 +386,6 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		fi
 		newer arm64-sid && job integration-arm64-sid vm --arch arm64 --kernel sid --timeout 1500 -- \
 			"${GT[@]}" --gtest_filter="-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"
-		newer trixie && job integration-trixie vm --kernel trixie -- "${GT[@]}" --gtest_filter="$SMOKE_TESTS"
 		newer arm64-trixie && job integration-arm64-trixie vm --arch arm64 --kernel trixie --timeout 1500 -- \
 			"${GT[@]}" --gtest_filter="$SMOKE_TESTS:-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"
 		if [ "$arm64_debug_ok" = 1 ]; then

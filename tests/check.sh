@@ -393,11 +393,13 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		fi
 	}
 	# Balanced by what each took in a clean-clone run on 2 cores (seconds):
-	# A = debug 1346 + its fuzz 186 + arm64 debug 387 + arm64 6.12 fuzz 67;
-	# B = 6.1 247 + 6.1-rt 277 + 6.12 282 + arm64 6.1 436 + --icount 50
-	#     + arm64 6.12 552 + arm64 debug fuzz 128.
+	# A = debug 1206 + its fuzz 183 + arm64 debug 393 + arm64 sid fuzz 72
+	#     + sid 301 + trixie smoke 128 = 2283;
+	# B = 6.1 255 + 6.1-rt 286 + 6.12 smoke 128 + no-tsc 14 + arm64 6.1
+	#     smoke 197 + --icount 48 + arm64 6.12 smoke 198 + arm64 sid 572
+	#     + arm64 trixie smoke 204 + arm64 debug fuzz 349 = 2251.
 	rm -f "$LOG_DIR"/*.result
-	stage "guest suites, two lanes: debug kernels and the fuzzers | 6.1, 6.1-rt, 6.12, arm64 6.1, arm64 6.12"
+	stage "guest suites, two lanes: debug kernels, fuzzers, sid, trixie | 6.1, 6.1-rt, 6.12, arm64 6.1, 6.12, sid, trixie"
 	lane_a &
 	lane_a_pid=$!
 	lane_b

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "tprof/thread_top.h"
 
 namespace tprof::test {
 
@@ -72,10 +75,19 @@ char ProcState(pid_t pid) {
   return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
 }
 
+bool WaitFor(const std::function<bool()>& ready, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  auto step = std::chrono::milliseconds(1);
+  for (;;) {
+    if (ready()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return ready();
+    std::this_thread::sleep_for(step);
+    step = std::min(step * 2, std::chrono::milliseconds(20));
+  }
+}
+
 bool WaitUntilSleeping(pid_t pid) {
-  for (int i = 0; i < 12000 && ProcState(pid) != 'S'; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  return ProcState(pid) == 'S';
+  return WaitFor([pid] { return ProcState(pid) == 'S'; });
 }
 
 uint64_t VoluntarySwitches(uint32_t tid) {
@@ -98,6 +110,45 @@ uint64_t ContextSwitches(uint32_t tid) {
     }
   }
   return total;
+}
+
+bool WaitUntilSwitchedOut(uint32_t tid, uint64_t voluntary_before) {
+  return WaitFor([&] { return ThreadState(tid) == 'S' && VoluntarySwitches(tid) > voluntary_before; });
+}
+
+bool SwitchOutSelf(uint64_t switches_before) {
+  const uint32_t self = Gettid();
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  // A sleep whose timer expires before the thread reaches schedule() (a
+  // vCPU the host descheduled) does not switch: sleep again until one did.
+  while (ContextSwitches(self) <= switches_before) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+bool WaitUntilCharged(const Device& dev, uint32_t tid) {
+  auto st = dev.GetMetricsStatus();
+  const int time = st && st->enabled ? TimeMetricIndex(st->metrics) : -1;
+  if (time < 0) return true;
+  const uint64_t sched = SchedstatNs(tid);
+  return WaitFor([&] {
+    auto t = dev.ReadThreadTotals(tid);
+    return !t || t->values[size_t(time)] + std::max(2 * kTickNs, sched / 50) >= sched;
+  });
+}
+
+uint64_t RecordUntil(unsigned first_ms, uint64_t floor, const std::function<uint64_t(unsigned ms)>& record) {
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  uint64_t got = 0;
+  for (unsigned ms = first_ms;; ms *= 2) {
+    got = record(ms);
+    if (got >= floor || std::chrono::steady_clock::now() >= deadline || ::testing::Test::HasFatalFailure())
+      return got;
+    std::printf("  [%llu of the %llu wanted after %u ms: running again for %u ms]\n",
+                static_cast<unsigned long long>(got), static_cast<unsigned long long>(floor), ms, 2 * ms);
+  }
 }
 
 void BurnCpu(std::chrono::milliseconds ms) {

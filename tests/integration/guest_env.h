@@ -47,9 +47,27 @@ uint64_t SchedstatNs(uint32_t tid);
 char ThreadState(uint32_t tid);
 // The state letter of process PID (/proc/PID/stat), '?' once it is gone.
 char ProcState(pid_t pid);
+
+// How long a test waits for a state it needs (a thread asleep, a record
+// delivered, a count reached) before it gives up and fails. Long: CI's host
+// is shared and slow, and the debug kernel (KASAN, lockdep, kmemleak under
+// TCG) runs 5-50x slower than Debian's kernels. Every wait ends as soon as
+// the state is reached, so a fast host pays nothing for it.
+constexpr std::chrono::seconds kPatience{120};
+
+// How long a test listens for something that must NOT arrive (an event, a
+// message) after its last action: long enough for a late delivery through
+// a work item on a loaded host. One per test, not one per check.
+constexpr std::chrono::milliseconds kQuietPeriod{2000};
+
+// Polls `ready` until it returns true (first at once, then 1 ms apart,
+// growing to 20 ms) or `limit` has passed; returns its last answer.
+[[nodiscard]] bool WaitFor(const std::function<bool()>& ready,
+                           std::chrono::milliseconds limit = kPatience);
+
 // Waits until process PID sleeps ('S'): it has then switched out, and the
 // CPU time it ran until then is charged (per-thread metrics, self page).
-// Polls for up to 60 s, ending as soon as it sleeps; false if it never did.
+// Polls for up to kPatience, ending as soon as it sleeps; false if it never did.
 [[nodiscard]] bool WaitUntilSleeping(pid_t pid);
 // voluntary_ctxt_switches of /proc/self/task/TID/status: counted under the
 // runqueue lock right before the switch-out (and tprof's charge of the
@@ -57,6 +75,32 @@ char ProcState(pid_t pid);
 // increase means the thread is off the CPU or just leaving it.
 uint64_t VoluntarySwitches(uint32_t tid);
 uint64_t ContextSwitches(uint32_t tid);
+// Waits until thread TID of this process has gone to sleep and switched
+// out: state 'S' and more voluntary switches than `voluntary_before` (read
+// by the thread itself before it went to sleep). Up to kPatience.
+[[nodiscard]] bool WaitUntilSwitchedOut(uint32_t tid, uint64_t voluntary_before);
+// Waits until the calling thread has been switched out and back in at least
+// once since it read ContextSwitches(Gettid()) as `switches_before`: what
+// it ran until then is charged (per-thread metrics are charged at the
+// switch). Sleeps 1 ms at a time; up to kPatience.
+[[nodiscard]] bool SwitchOutSelf(uint64_t switches_before);
+// The module charges a thread's last slice at the sched_switch tracepoint, a
+// little after the switch count moved (same __schedule call; a vCPU
+// preempted in between widens that to milliseconds). For thread TID of this
+// process, asleep: waits until the module's totals (which a read takes
+// nothing from) hold the time the scheduler counted (its schedstat is final
+// once the thread sleeps), within the tests' tolerance (2% or two
+// ticks). True at once when per-thread
+// time is not accounted; up to kPatience.
+[[nodiscard]] bool WaitUntilCharged(const Device& dev, uint32_t tid);
+
+// For a sample-count floor: runs `record(ms)` (a recording of a workload
+// that burns `ms` of CPU, returning the samples the test counts in it) with
+// ms = first_ms, then twice as long each time, until it returns at least
+// `floor` or kPatience has passed; returns the last count. A host that
+// delivers fewer samples for the same CPU time (loaded, or the debug
+// kernel) gets a longer run, never a weaker check.
+uint64_t RecordUntil(unsigned first_ms, uint64_t floor, const std::function<uint64_t(unsigned ms)>& record);
 
 // Burns `ms` of the calling thread's CPU time (not wall time).
 void BurnCpu(std::chrono::milliseconds ms);

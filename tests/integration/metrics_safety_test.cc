@@ -156,7 +156,7 @@ TEST(MetricsSafety, StalledDrainCopyDoesNotDoubleCount) {
   std::condition_variable cv;
   int phase = 0;  // 1: burned, 2: go read, 3: read done, 4: exit
   std::atomic<uint32_t> tid{0};
-  uint64_t self_read = 0, cpu_at_read = 0, identity = 0, before_burn = 0;
+  uint64_t self_read = 0, cpu_at_read = 0, identity = 0, before_burn = 0, switches_at_park = 0;
   // The thread runs on CPU 0, so its slot waits on CPU 0's nonzero list,
   // the first one a drain visits (and copies out, into the stalled page).
   cpu_set_t cpu0;
@@ -176,9 +176,11 @@ TEST(MetricsSafety, StalledDrainCopyDoesNotDoubleCount) {
     if (dev.ReadSelf(v0)) before_burn = v0[0];
     BurnCpu(milliseconds(200));
     std::unique_lock<std::mutex> lock(mu);
+    switches_at_park = VoluntarySwitches(tid);
     phase = 1;
     cv.notify_all();
-    cv.wait(lock, [&] { return phase == 2; });
+    cv.wait(lock, [&] { return phase == 2 || phase == 4; });
+    if (phase == 4) return;  // the test gave up
     uint64_t v[TPROF_MAX_METRICS];
     auto id = dev.ReadSelf(v);
     cpu_at_read = ThreadCpuNs();
@@ -192,7 +194,17 @@ TEST(MetricsSafety, StalledDrainCopyDoesNotDoubleCount) {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return phase == 1; });
   }
-  std::this_thread::sleep_for(milliseconds(20));  // it sleeps: its time is charged
+  // It sleeps: once it has switched out, its burn is charged.
+  const bool parked = WaitUntilSwitchedOut(tid, switches_at_park) && WaitUntilCharged(dev, tid);
+  if (!parked) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      phase = 4;
+    }
+    cv.notify_all();
+    t.join();
+    FAIL() << "the burning thread never parked and was charged";
+  }
 
   int uffd = int(::syscall(SYS_userfaultfd, O_CLOEXEC));
   ASSERT_GE(uffd, 0) << "userfaultfd: " << std::strerror(errno);
@@ -431,8 +443,8 @@ TEST(MetricsSafety, DrainOfOneProcessPassesOverOtherProcessesSlots) {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return started == kThreads; });
   }
-  for (uint32_t tid : tids)
-    while (ThreadState(tid) != 'S') std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (uint32_t tid : tids)  // EXPECT: the threads must be released below
+    EXPECT_TRUE(WaitFor([tid] { return ThreadState(tid) == 'S'; })) << "thread " << tid << " never slept";
   auto r = dev.Drain(0, 1000);
   ASSERT_TRUE(r) << r.error().message();
   std::map<uint32_t, int> seen;
@@ -524,22 +536,24 @@ TEST(MetricsSafety, PidsAreInTheReadersNamespace) {
                 std::thread w([&] {
                   worker_tid = Gettid();
                   BurnCpu(milliseconds(10));
-                  // A slice is charged when its thread is switched out; join()
-                  // returns before the exiting thread's last switch, so without
-                  // this sleep the drain can run while its time is uncharged.
-                  std::this_thread::sleep_for(milliseconds(1));
                 });
                 w.join();
                 auto self = d->ReadThread(0);
                 if (!self || self->pid != 1 || self->tid != 1) ::_exit(14);
-                auto all = d->DrainAll(TPROF_PID_ALL);  // root inside: allowed
-                if (!all) ::_exit(15);
+                // A slice is charged when its thread is switched out, and
+                // join() returns before the exiting thread's last switch:
+                // drain until the worker's row has come.
                 bool saw_worker = false;
-                for (const ThreadMetrics& t : all->threads) {
-                  if (t.pid != 1) ::_exit(16);  // a process outside the namespace
-                  if (t.tid == worker_tid) saw_worker = true;
-                }
-                ::_exit(saw_worker ? 0 : 17);
+                const bool drained = WaitFor([&] {
+                  auto all = d->DrainAll(TPROF_PID_ALL);  // root inside: allowed
+                  if (!all) ::_exit(15);
+                  for (const ThreadMetrics& t : all->threads) {
+                    if (t.pid != 1) ::_exit(16);  // a process outside the namespace
+                    if (t.tid == worker_tid) saw_worker = true;
+                  }
+                  return saw_worker;
+                });
+                ::_exit(drained ? 0 : 17);
               }
               return int(WaitExit(init));
             }),

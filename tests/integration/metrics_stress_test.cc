@@ -167,24 +167,23 @@ TEST(MetricsStress, SwitchStormTotalsMatchTheSchedulersCpuTime) {
   // last switch-out is charged, a drain hands out all that is left and the
   // ledger must equal the scheduler's counts. 'S' is set just before the
   // switch, so a worker seen short by one is looked at again.
+  // (EXPECT, not ASSERT, from here on: the workers must be released and
+  // joined below whatever happens.)
   for (const WorkerResult& r : results) {
-    ASSERT_NE(r.identity, 0u);
-    while (ThreadState(r.tid) != 'S') std::this_thread::sleep_for(milliseconds(1));
+    EXPECT_NE(r.identity, 0u);
+    EXPECT_TRUE(WaitFor([&] { return ThreadState(r.tid) == 'S'; })) << "worker " << r.tid << " never parked";
   }
-  std::vector<bool> settled(results.size(), false);
-  for (int round = 0; round < 50; ++round) {
+  const bool settled = WaitFor([&] {
     auto rest = dev.DrainAll(0);
-    ASSERT_TRUE(rest);
+    EXPECT_TRUE(rest) << rest.error().message();
+    if (!rest) return true;  // stop: failed
     for (const ThreadMetrics& t : rest->threads)
       ledger.Add(t.identity, t.values[0], t.values[1], t.exited);
-    bool all = true;
-    for (size_t w = 0; w < results.size(); ++w) {
-      settled[w] = ledger.Get(results[w].identity).dispatches >= ContextSwitches(results[w].tid);
-      all = all && settled[w];
-    }
-    if (all) break;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
+    for (const WorkerResult& r : results)
+      if (ledger.Get(r.identity).dispatches < ContextSwitches(r.tid)) return false;
+    return true;
+  });
+  EXPECT_TRUE(settled) << "the workers' last switches were never charged";
   // Dispatches are exact per worker. Time is compared in total: both
   // sides read the scheduler's clock, but the runqueue's slice ends where
   // __schedule() updates the clock and tprof's at the switch hook, after

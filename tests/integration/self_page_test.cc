@@ -209,7 +209,7 @@ TEST_F(SelfPageTest, PageFaultsArriveAtTheNextSwitch) {
   ASSERT_NE(p, MAP_FAILED);
   std::memset(p, 1, len);
   ::munmap(p, len);
-  std::this_thread::sleep_for(milliseconds(5));  // a switch charges them
+  ASSERT_TRUE(SwitchOutSelf(ContextSwitches(Gettid()))) << "never switched out";  // charges them
   ASSERT_TRUE(meter.Read(v));
   EXPECT_GE(v[2], 64u) << "page-faults";
 }
@@ -247,13 +247,9 @@ TEST_F(SelfPageTest, PageOfAnExitedThreadIsNotLive) {
   }).join();
   ASSERT_NE(addr, MAP_FAILED) << std::strerror(errno);
   auto* page = static_cast<const tprof_self_page*>(addr);
-  bool live = true;
   // The kernel forgets a thread when its task is freed (after an RCU grace period).
-  for (int i = 0; i < 200 && live; ++i) {
-    live = __atomic_load_n(&page->flags, __ATOMIC_ACQUIRE) & TPROF_SELF_LIVE;
-    if (live) std::this_thread::sleep_for(milliseconds(10));
-  }
-  EXPECT_FALSE(live);
+  EXPECT_TRUE(WaitFor([page] { return !(__atomic_load_n(&page->flags, __ATOMIC_ACQUIRE) & TPROF_SELF_LIVE); }))
+      << "the exited thread's page stayed live";
   ::munmap(addr, page_size);
 }
 

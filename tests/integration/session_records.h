@@ -4,11 +4,13 @@
 
 #include <linux/tprof.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "guest_env.h"
 #include "tprof/sampling.h"
 
 namespace tprof::test {
@@ -57,9 +59,9 @@ inline std::vector<Rec> StopAndDrain(SamplingSession& s, bool* ok) {
     out.push_back(r);
     return true;
   };
-  for (int i = 0; i < 1000 && *ok && !s.Finished(); ++i) {
-    *ok = bool(s.Consume(fn)) && bool(s.Wait(10));
-  }
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  while (*ok && !s.Finished() && std::chrono::steady_clock::now() < deadline)
+    *ok = bool(s.Consume(fn)) && bool(s.Wait(100));  // returns when records or the hangup come
   *ok = *ok && s.Finished();
   return out;
 }

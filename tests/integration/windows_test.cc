@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <linux/tprof.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,9 +60,10 @@ std::vector<tprof_rec_sample> StopAndCollect(SamplingSession& s) {
     return true;
   };
   EXPECT_TRUE(s.Stop());
-  for (int i = 0; i < 1000 && !s.Finished(); ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  while (!s.Finished() && std::chrono::steady_clock::now() < deadline) {
     EXPECT_TRUE(s.Consume(fn));
-    (void)s.Wait(10);
+    (void)s.Wait(100);  // returns when records or the hangup come
   }
   EXPECT_TRUE(s.Finished());
   EXPECT_EQ(s.TotalsAll().lost_samples, 0u) << "exact comparisons need every sample";
@@ -125,6 +127,24 @@ class Child {
   int go_ = -1, done_ = -1, release_ = -1;
 };
 
+// A flag in memory shared with forked children: the test sets it, a
+// child's body polls it.
+class SharedFlag {
+ public:
+  SharedFlag()
+      : p_(static_cast<int*>(mmap(nullptr, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0))) {
+    if (p_ == MAP_FAILED) FailTest("mmap of a shared flag failed");
+  }
+  ~SharedFlag() { munmap(p_, sizeof(int)); }
+  SharedFlag(const SharedFlag&) = delete;
+  SharedFlag& operator=(const SharedFlag&) = delete;
+  void Set() const { __atomic_store_n(p_, 1, __ATOMIC_RELEASE); }
+  bool IsSet() const { return __atomic_load_n(p_, __ATOMIC_ACQUIRE) != 0; }
+
+ private:
+  int* p_;
+};
+
 struct ChildRun {
   std::vector<tprof_window_add> added;
   std::vector<WindowCounts> mid;    // read while the child ran
@@ -132,8 +152,12 @@ struct ChildRun {
   std::vector<tprof_rec_sample> samples;
 };
 
-// Samples `child` alone with the given windows (pid 0 = the child).
-ChildRun SampleChild(Child& child, std::vector<tprof_window_add> windows, int mid_ms) {
+// Samples `child` alone with the given windows (pid 0 = the child). With
+// `mid_read`, also reads the windows while the child runs, once the first
+// has counted a sample in range, then sets *mid_read: the child's body
+// keeps running until it is set.
+ChildRun SampleChild(Child& child, std::vector<tprof_window_add> windows,
+                     const SharedFlag* mid_read = nullptr) {
   ChildRun r;
   EXPECT_TRUE(WaitUntilSleeping(child.pid()));
   SamplingOptions o;
@@ -146,11 +170,15 @@ ChildRun SampleChild(Child& child, std::vector<tprof_window_add> windows, int mi
     if (a) r.added.push_back(*a);
   }
   child.Go();
-  if (mid_ms) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(mid_ms));
-    auto mid = ReadWindows(s.fd());
-    EXPECT_TRUE(mid);
-    if (mid) r.mid = *mid;
+  if (mid_read) {
+    (void)WaitFor([&] {
+      auto mid = ReadWindows(s.fd());
+      EXPECT_TRUE(mid);
+      if (!mid) return true;  // stop: failed
+      r.mid = *mid;
+      return r.mid.empty() || r.mid[0].info.in_range > 0;
+    });
+    mid_read->Set();
   }
   child.WaitDone();
   EXPECT_TRUE(WaitUntilSleeping(child.pid()));
@@ -220,11 +248,14 @@ TEST(WindowTest, SpinningFunctionFillsItsBlocksAndReadsWhileRunning) {
   // 60 ms are out-of-range samples whatever the clock reads cost.
   const uint64_t burn = reinterpret_cast<uintptr_t>(&BurnCpu);
   ASSERT_TRUE(burn + 4096 < start || burn >= start + 1024 + 4096) << "BurnCpu next to the window";
-  Child child([] {
+  SharedFlag mid_read;
+  Child child([&mid_read] {
+    // 400 ms, and on until the test has read the window while it runs.
     tprof_windows_test_spin(400);
+    while (!mid_read.IsSet()) tprof_windows_test_spin(20);
     BurnCpu(std::chrono::milliseconds(60));
   });
-  ChildRun r = SampleChild(child, {ProcessWindow(start, 1024, 64)}, 150);
+  ChildRun r = SampleChild(child, {ProcessWindow(start, 1024, 64)}, &mid_read);
   ASSERT_EQ(r.final.size(), 1u);
   const WindowCounts& w = r.final[0];
   EXPECT_EQ(w.info.nr_cells, 16u);
@@ -256,8 +287,7 @@ TEST(WindowTest, OverlappingWindowsCountIndependently) {
   Child child([] { tprof_windows_test_spin(300); });
   ChildRun r = SampleChild(child,
                       {ProcessWindow(start, 1024, 64), ProcessWindow(start, 1024, 128),
-                       ProcessWindow(start + 320, 64, 4)},
-                      0);
+                       ProcessWindow(start + 320, 64, 4)});
   ASSERT_EQ(r.final.size(), 3u);
   const WindowCounts &a = r.final[0], &b = r.final[1], &c = r.final[2];
   EXPECT_GT(a.info.in_range, 0u);
@@ -294,8 +324,7 @@ TEST(WindowTest, ProfilCellsFollowTheDocumentedScales) {
   ChildRun r = SampleChild(child,
                       {ProfilWindow(0, off, 0x10000, 2048), ProfilWindow(0, off, 0x8000, 1024),
                        ProfilWindow(0, off, 0x8000, 1024, TPROF_WINDOW_CELLS32),
-                       ProfilWindow(0, off, 2, 2), ProfilWindow(0, off, 1, 64)},
-                      0);
+                       ProfilWindow(0, off, 2, 2), ProfilWindow(0, off, 1, 64)});
   ASSERT_EQ(r.final.size(), 5u);
   const WindowCounts &s1 = r.final[0], &s2 = r.final[1], &s3 = r.final[2], &s4 = r.final[3],
                      &s5 = r.final[4];
@@ -431,9 +460,7 @@ TEST(WindowTest, AWindowOfAnExitedProcessNeverCountsTheNextOneWithItsPid) {
   pid_t gone = fork();
   ASSERT_GE(gone, 0);
   if (gone == 0) _exit(0);
-  for (int i = 0; i < 500 && ProcState(gone) != 'Z'; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ASSERT_EQ(ProcState(gone), 'Z');
+  ASSERT_TRUE(WaitFor([gone] { return ProcState(gone) == 'Z'; })) << "the child never became a zombie";
   SamplingSession s = StartOrDie(SamplingOptions{});
   tprof_window_add w = ProcessWindow(SpinAddr() - 256, 1024, 64);
   w.pid = uint32_t(gone);

@@ -22,6 +22,7 @@
 #include "../common/json.h"
 #include "fresh_pages.h"
 #include "guest_env.h"
+#include "pmu_events.h"
 #include "tprof/pmu.h"
 
 // pmu_test.cc's routines: each touches `pages` pages of `base`, one fault each.
@@ -61,16 +62,6 @@ tprof_pmu_values ReadOrFail(const Program& p) {
   auto v = p.Read();
   EXPECT_TRUE(v) << v.error().message();
   return v ? *v : tprof_pmu_values{};
-}
-
-std::vector<tprof_pmu_event> Collect(Monitor& m, size_t want) {
-  std::vector<tprof_pmu_event> out;
-  while (out.size() < want) {
-    auto n = m.Wait(std::chrono::milliseconds(2000), [&](const tprof_pmu_event& e) { out.push_back(e); });
-    EXPECT_TRUE(n) << n.error().message();
-    if (!n || *n == 0) break;
-  }
-  return out;
 }
 
 // N pages of A and M of B: each data range counts its own buffer's faults,
@@ -133,7 +124,7 @@ TEST(PmuDataRange, ThresholdFiresAtTheNthFaultWithItsAddress) {
   }();
   tprof_pmu_touch_g(b.base, kM, kPageSize);
   tprof_pmu_touch_f(a.base, kN, kPageSize);
-  auto events = Collect(mon, 2);
+  auto events = CollectAll(mon, 1);
   ASSERT_EQ(events.size(), 1u) << "one threshold event, nothing else";
   const tprof_pmu_event& e = events[0];
   EXPECT_EQ(e.kind, uint32_t(TPROF_PMU_EVENT_THRESHOLD));
@@ -165,7 +156,7 @@ TEST(PmuDataRange, RuleOverTwoDataRangesFiresAtTheExactFault) {
   ASSERT_TRUE(m->Subscribe(prog));
   tprof_pmu_touch_g(b.base, 10, kPageSize);
   tprof_pmu_touch_f(a.base, 8, kPageSize);
-  auto events = Collect(*m, 2);
+  auto events = CollectAll(*m, 1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_RULE));
   EXPECT_EQ(events[0].values[0], 6u);

@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include "guest_env.h"
+#include "pmu_events.h"
 #include "tprof/pmu.h"
 
 // A 32-byte struct with fields on every piece, between two guard words,
@@ -193,13 +194,7 @@ TEST(PmuTest, WideWatchpointThresholdFiresAtTheNthWriteAcrossPieces) {
   EXPECT_EQ(v->threshold_fired[0], 0u);
   Store(&w->f, 6L);  // the 10th, on the fourth piece
   Repeat(5, [&] { Store(&w->f, 7L); });
-  std::vector<tprof_pmu_event> events;
-  while (events.empty()) {
-    auto n = mon->Wait(std::chrono::milliseconds(2000),
-                       [&](const tprof_pmu_event& e) { events.push_back(e); });
-    ASSERT_TRUE(n) << n.error().message();
-    if (*n == 0) break;
-  }
+  std::vector<tprof_pmu_event> events = Collect(*mon, 1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_THRESHOLD));
   EXPECT_EQ(events[0].values[0], 10u);
@@ -246,13 +241,7 @@ TEST(PmuTest, WideWatchpointThresholdTakesThreeRegistersPerPiece) {
   EXPECT_EQ(v->threshold_fired[0], 0u);
   Store(&w->a, 3L);  // the 10th
   Repeat(5, [&] { Store(&w->a, 4L); });
-  std::vector<tprof_pmu_event> events;
-  while (events.size() < 2) {
-    auto n = mon->Wait(std::chrono::milliseconds(2000),
-                       [&](const tprof_pmu_event& e) { events.push_back(e); });
-    ASSERT_TRUE(n) << n.error().message();
-    if (*n == 0) break;
-  }
+  std::vector<tprof_pmu_event> events = CollectAll(*mon, 1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_THRESHOLD));
   EXPECT_EQ(events[0].values[0], 10u);

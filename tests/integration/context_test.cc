@@ -4,6 +4,7 @@
 // --tid, --cpu, --time and --comm. Thread filters must give exactly the
 // thread's function; CPU, time and process filters must partition the
 // samples exactly.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -46,13 +47,20 @@ class SampleContext : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     std::string out;
+    int rc = -1;
     // Two processes at once: the two threads (1 s of CPU each) and
-    // tprof-wl-shares (0.5 s).
-    const int rc = RunCommand(
-        "cd " + dir_->path() +
-            " && tprofctl record -o ctx.data --by process -- sh -c 'tprof-wl-threads --ms 1000 "
-            ">threads.out & tprof-wl-shares --ms 500 >/dev/null; wait' 2>&1 && cat threads.out",
-        &out);
+    // tprof-wl-shares (0.5 s); longer where that brings either thread's
+    // function no more than the 50 samples the tests want.
+    (void)RecordUntil(1000, 51, [&](unsigned ms) -> uint64_t {
+      out.clear();
+      rc = RunCommand("cd " + dir_->path() + " && tprofctl record -o ctx.data --by process -- sh -c " +
+                          "'tprof-wl-threads --ms " + std::to_string(ms) + " >threads.out & " +
+                          "tprof-wl-shares --ms " + std::to_string(ms / 2) +
+                          " >/dev/null; wait' 2>&1 && cat threads.out",
+                      &out);
+      auto all = rc == 0 ? Dump(Path(), "") : std::nullopt;
+      return all ? std::min(FunctionSamples(*all, "wl_thread_one"), FunctionSamples(*all, "wl_thread_two")) : 0;
+    });
     ASSERT_EQ(rc, 0) << out;
     std::istringstream lines(out.substr(out.find("one tid ")));
     std::string word;

@@ -124,7 +124,7 @@ TEST(PmuDataRange, ThresholdFiresAtTheNthFaultWithItsAddress) {
   }();
   tprof_pmu_touch_g(b.base, kM, kPageSize);
   tprof_pmu_touch_f(a.base, kN, kPageSize);
-  auto events = CollectAll(mon, 1);
+  auto events = CollectAll(mon, prog, 1);
   ASSERT_EQ(events.size(), 1u) << "one threshold event, nothing else";
   const tprof_pmu_event& e = events[0];
   EXPECT_EQ(e.kind, uint32_t(TPROF_PMU_EVENT_THRESHOLD));
@@ -156,7 +156,7 @@ TEST(PmuDataRange, RuleOverTwoDataRangesFiresAtTheExactFault) {
   ASSERT_TRUE(m->Subscribe(prog));
   tprof_pmu_touch_g(b.base, 10, kPageSize);
   tprof_pmu_touch_f(a.base, 8, kPageSize);
-  auto events = CollectAll(*m, 1);
+  auto events = CollectAll(*m, prog, 1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_RULE));
   EXPECT_EQ(events[0].values[0], 6u);

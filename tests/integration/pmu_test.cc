@@ -196,7 +196,7 @@ TEST(PmuTest, BreakpointsAndWatchpointsTakeThresholdsRulesRangesAndArming) {
   Monitor mon = SubscribedMonitor(prog);
   for (int i = 0; i < 300; i++) tprof_pmu_visited();
   tprof_pmu_touch_f(pages.base, 5, kPage);
-  auto events = CollectAll(mon, 1);
+  auto events = CollectAll(mon, prog, 1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].values[2], 3u);
   auto v = ReadOrFail(prog);
@@ -218,7 +218,7 @@ TEST(PmuTest, PerHitWatchpointThresholdFiresAtExactlyTheNthWrite) {
   Program prog = CreateOrFail(dev, spec);
   Monitor mon = SubscribedMonitor(prog);
   for (long i = 0; i < 100; i++) tprof_pmu_watched = i;
-  auto events = CollectAll(mon, 1);
+  auto events = CollectAll(mon, prog, 1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_THRESHOLD));
   EXPECT_EQ(events[0].values[0], 37u);
@@ -259,7 +259,7 @@ TEST(PmuTest, PerHitWatchpointRulesAndArmingAreExact) {
     } else {
       for (int i = 0; i < 100; i++) tprof_pmu_visited();
     }
-    auto events = CollectAll(mon, 1);
+    auto events = CollectAll(mon, *prog, 1);
     EXPECT_EQ(events.size(), 1u);
     if (!events.empty()) {
       EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_RULE));
@@ -317,7 +317,7 @@ TEST(PmuTest, PerHitWatchpointAndBreakpointInEveryCpuScopeAreExact) {
   Monitor mon = SubscribedMonitor(prog);
   for (int i = 0; i < 40; i++) tprof_pmu_visited();  // a write each
   for (long i = 0; i < 7; i++) tprof_pmu_watched = i;
-  auto events = CollectAll(mon, 2);
+  auto events = CollectAll(mon, prog, 2);
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].index, 1u);
   EXPECT_EQ(events[0].values[1], 10u);
@@ -401,7 +401,7 @@ TEST(PmuTest, ThresholdFiresOnceAtTheNthEventAndThenEveryM) {
   EXPECT_EQ(v.threshold_fired[1], 4u);
   EXPECT_EQ(v.events_sent, 5u);
   EXPECT_EQ(v.events_lost, 0u);
-  EXPECT_EQ(Late(mon).size(), 0u);  // nothing more
+  EXPECT_EQ(Rest(mon, prog, events.size()).size(), 0u);  // nothing more
 }
 
 // 2*faults_in_f - getppid_calls > 0 becomes true at the 3rd fault after 5 calls.
@@ -420,7 +420,7 @@ TEST(PmuTest, RuleFiresAtTheExactStepItBecomesTrue) {
   Monitor mon = SubscribedMonitor(prog);
   for (int i = 0; i < 5; i++) ::syscall(SYS_getppid);
   for (long i = 0; i < 10; i++) tprof_pmu_touch_f(pages.base + i * kPage, 1, kPage);
-  auto events = CollectAll(mon, 1);
+  auto events = CollectAll(mon, prog, 1);
   ASSERT_EQ(events.size(), 1u);  // edge-triggered, once
   EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_RULE));
   EXPECT_EQ(events[0].index, 0u);
@@ -448,7 +448,7 @@ TEST(PmuTest, RearmedRuleFiresAgainAfterItWasFalse) {
   Program prog = CreateOrFail(dev, spec);
   Monitor mon = SubscribedMonitor(prog);
   for (int i = 0; i < 3; i++) tprof_pmu_visited();
-  auto events = CollectAll(mon, 3);
+  auto events = CollectAll(mon, prog, 3);
   EXPECT_EQ(events.size(), 3u);
   EXPECT_EQ(ReadOrFail(prog).rule_fired[0], 3u);
 }
@@ -465,7 +465,8 @@ TEST(PmuTest, EventsReachOnlyTheSubscribedSocket) {
   Monitor mon = SubscribedMonitor(prog);
   for (int i = 0; i < 10; i++) tprof_pmu_visited();
   EXPECT_EQ(Collect(mon, 10).size(), 10u);
-  EXPECT_EQ(Late(*other).size(), 0u);
+  EXPECT_EQ(Rest(mon, prog, 10).size(), 0u);
+  EXPECT_EQ(Pending(*other).size(), 0u);
 
   // A descriptor that is not a program, and one that is not open.
   ProgramSpec none;
@@ -581,7 +582,7 @@ TEST(PmuTest, LostEventsAreCountedNeverSilent) {
   EXPECT_EQ(v.events_queued, uint64_t(TPROF_PMU_QUEUE_LEN));
   EXPECT_EQ(v.events_lost, 1000u - TPROF_PMU_QUEUE_LEN);
   Monitor mon = SubscribedMonitor(prog);
-  auto events = CollectAll(mon, TPROF_PMU_QUEUE_LEN);
+  auto events = CollectAll(mon, prog, TPROF_PMU_QUEUE_LEN);
   ASSERT_EQ(events.size(), size_t(TPROF_PMU_QUEUE_LEN));
   uint64_t lost = 0;
   for (size_t i = 0; i < events.size(); i++) {
@@ -656,7 +657,7 @@ TEST(PmuTest, BreakpointsCountTheirScopeNotOtherProcessesOfTheBinary) {
   ::close(go[1]);
   ::close(done[0]);
   for (int i = 0; i < 7; i++) tprof_pmu_visited();
-  auto events = CollectAll(mon, 7);
+  auto events = CollectAll(mon, prog, 7);
   EXPECT_EQ(events.size(), 7u);
   for (const auto& e : events) EXPECT_EQ(e.pid, uint32_t(::getpid()));
   EXPECT_EQ(ReadOrFail(prog).values[0], 7u);
@@ -821,7 +822,7 @@ TEST(PmuTest, KernelBreakpointsFireAtTheExactCallAndCanBeArmed) {
   CallGetppid(80);
   tprof_pmu_touch_f(pages.base, 3, kPage);
   CallGetppid(20);
-  auto events = CollectAll(mon, 3);
+  auto events = CollectAll(mon, *prog, 3);
   ASSERT_EQ(events.size(), 3u);
   for (const auto& e : events) {
     EXPECT_EQ(e.pid, uint32_t(::getpid()));
@@ -886,13 +887,13 @@ TEST(PmuTest, KernelBreakpointsCountTheirScope) {
 
   EXPECT_EQ(ReadOrFail(thread).values[0], 7u) << "a thread program counted another thread's calls";
   EXPECT_EQ(ReadOrFail(process).values[0], 77u);
-  auto mine = CollectAll(thread_mon, 7);
+  auto mine = CollectAll(thread_mon, thread, 7);
   EXPECT_EQ(mine.size(), 7u);
   for (const auto& e : mine) EXPECT_EQ(e.tid, Gettid());
   // Every CPU: whatever else calls getppid meanwhile is counted too; each
   // of ours is an event naming its task (in this pid namespace).
   std::map<std::pair<uint32_t, uint32_t>, int> calls;
-  for (const auto& e : CollectAll(cpus_mon, 77)) calls[{e.pid, e.tid}]++;
+  for (const auto& e : CollectAll(cpus_mon, cpus, 77)) calls[{e.pid, e.tid}]++;
   const uint32_t pid = ::getpid();
   EXPECT_EQ((calls[{pid, Gettid()}]), 7);
   EXPECT_EQ((calls[{pid, other_tid}]), 30);
@@ -1598,7 +1599,7 @@ TEST(PmuHardwareTest, RangeThresholdFiresFromTheOverflowInterrupt) {
   ASSERT_TRUE(prog) << prog.error().message();
   Monitor mon = SubscribedMonitor(*prog);
   tprof_known_loop(1000000);
-  auto events = CollectAll(mon, 1);
+  auto events = CollectAll(mon, *prog, 1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_THRESHOLD));
   EXPECT_EQ(events[0].values[0], 200000u);

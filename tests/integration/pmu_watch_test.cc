@@ -241,7 +241,7 @@ TEST(PmuTest, WideWatchpointThresholdTakesThreeRegistersPerPiece) {
   EXPECT_EQ(v->threshold_fired[0], 0u);
   Store(&w->a, 3L);  // the 10th
   Repeat(5, [&] { Store(&w->a, 4L); });
-  std::vector<tprof_pmu_event> events = CollectAll(*mon, 1);
+  std::vector<tprof_pmu_event> events = CollectAll(*mon, prog, 1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_THRESHOLD));
   EXPECT_EQ(events[0].values[0], 10u);

@@ -6,7 +6,9 @@
 #      graph rendered by headless Chromium (tests/flamegraph_browser.sh),
 #      and make install/uninstall into a DESTDIR (tests/install_test.sh)
 #   3. self-tests of the VM bench (tools/tprof-vm, tools/vm/scan-kernel-log)
-#   4. KUnit suites (ktests/) in a KUnit-enabled 6.1 kernel, under QEMU
+#   4. KUnit suites (ktests/) in a KUnit-enabled 6.1 kernel, under QEMU,
+#      beside step 3 (one guest each); the arm64 cross builds run in the
+#      background from here to step 6
 #   5. the Debian packages (make deb, lintian), installed with DKMS in a
 #      Debian 12 root with two kernels, then purged (tests/packages_test.sh)
 #   6. the guests, in two lanes that run side by side (one host thread
@@ -87,10 +89,15 @@ count_gtest() {
 # into $LOG_DIR/NAME.log and counts them; a nonzero exit without a FAIL
 # line still counts as one failure.
 run_script() {
-	local name=$1 title=$2 rc np nf
+	local name=$1 title=$2
 	shift 2
 	"$@" >"$LOG_DIR/$name.log" 2>&1
-	rc=$?
+	count_script "$name" "$title" $?
+}
+# count_script NAME TITLE RC: counts what run_script NAME (or a run in the
+# background into $LOG_DIR/NAME.log that exited RC) printed.
+count_script() {
+	local name=$1 title=$2 rc=$3 np nf
 	grep -E '^(PASS|FAIL)' "$LOG_DIR/$name.log"
 	np=$(grep -c '^PASS' "$LOG_DIR/$name.log")
 	nf=$(grep -c '^FAIL' "$LOG_DIR/$name.log")
@@ -110,8 +117,8 @@ K61RT=$(tools/vm/find-kernel --image 6.1-rt)
 echo "kernels: $K61, $K612, $K61RT"
 build_ok=1
 if make -j"$(nproc)" all KVER="$K61" >"$LOG_DIR/build.log" 2>&1 &&
-	make module KVER="$K612" >>"$LOG_DIR/build.log" 2>&1 &&
-	make module KVER="$K61RT" >>"$LOG_DIR/build.log" 2>&1; then
+	make -j"$(nproc)" module KVER="$K612" >>"$LOG_DIR/build.log" 2>&1 &&
+	make -j"$(nproc)" module KVER="$K61RT" >>"$LOG_DIR/build.log" 2>&1; then
 	pass "build: module for $K61, $K612 and $K61RT, library, tprofctl, tests"
 else
 	tail -n 40 "$LOG_DIR/build.log"
@@ -134,11 +141,21 @@ if [ "$build_ok" = 1 ]; then
 
 fi
 if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
-	stage "VM bench self-tests"
-	run_script vm_selftest "VM bench self-tests" tests/vm_selftest.sh
+	# The arm64 programs (the library, tprofctl and the tests, cross-built)
+	# build in the background from here to the guests' builds: the stages
+	# in between (the VM bench's guests, KUnit's guest, the packages' DKMS
+	# builds) mostly keep one core busy.
+	arm64_pid=
+	if want arm64-6.1 || want arm64-6.12 || want arm64-trixie || want arm64-sid || want arm64-debug; then
+		nice make -s -j"$(nproc)" arm64-guest-programs arm64-tools >"$LOG_DIR/arm64-build.log" 2>&1 &
+		arm64_pid=$!
+	fi
 
+	# The VM bench's self-tests and KUnit: one guest each, side by side.
 	if want debug; then
-		stage "KUnit (ktests/, KUnit-enabled 6.1 kernel)"
+		stage "VM bench self-tests and KUnit (ktests/, KUnit-enabled 6.1 kernel), side by side"
+		tests/vm_selftest.sh >"$LOG_DIR/vm_selftest.log" 2>&1 &
+		selftest_pid=$!
 		ktests/run.sh >"$LOG_DIR/kunit.log" 2>&1
 		rc=$?
 		grep -E '^(KUNIT|PASS|FAIL)' "$LOG_DIR/kunit.log" | head -n 60
@@ -153,6 +170,11 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 			tail -n 30 "$LOG_DIR/kunit.log"
 			fail "kunit: run failed (exit $rc), see $LOG_DIR/kunit.log"
 		fi
+		wait "$selftest_pid"
+		count_script vm_selftest "VM bench self-tests" $?
+	else
+		stage "VM bench self-tests"
+		run_script vm_selftest "VM bench self-tests" tests/vm_selftest.sh
 	fi
 
 	# The Debian packages, installed with DKMS in a Debian 12 root (two
@@ -183,11 +205,14 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	# __schedule, 6.12) and once a guest wedged during module reloads.
 	stage "builds for the guests (the debug kernels and their modules, arm64 cross builds)"
 	debug_ok=0 arm64_61_ok=0 arm64_612_ok=0 arm64_debug_ok=0
+	# The background build of the arm64 programs ends first (a failure
+	# shows again, with its errors, in the arm64 builds below).
+	[ -z "$arm64_pid" ] || wait "$arm64_pid"
 	if ! want debug; then
 		:
 	elif tree=$(ktests/build-kunit-kernel.sh 2>>"$LOG_DIR/kunit.log") &&
 		kv=kunit-$(basename "$tree") &&
-		make -s module KVER="$kv" KDIR="$tree" >"$LOG_DIR/debug-module.log" 2>&1; then
+		make -s -j"$(nproc)" module KVER="$kv" KDIR="$tree" >"$LOG_DIR/debug-module.log" 2>&1; then
 		debug_ok=1
 	else
 		tail -n 20 "$LOG_DIR/debug-module.log"
@@ -221,7 +246,7 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		suite=${k#arm64-} darch=amd64
 		[ "$k" = "$suite" ] || darch=arm64
 		if rel=$(tools/vm/debian-kernel --arch "$darch" "$suite" --print-release 2>>"$LOG_DIR/newer-build.log") &&
-			make -s module KVER="$rel" >>"$LOG_DIR/newer-build.log" 2>&1; then
+			make -s -j"$(nproc)" module KVER="$rel" >>"$LOG_DIR/newer-build.log" 2>&1; then
 			newer_ok+=" $k"
 			echo "$k: $rel"
 		else
@@ -242,7 +267,7 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		:
 	elif atree=$(ktests/build-kunit-kernel.sh --arch arm64 2>>"$LOG_DIR/arm64-build.log") &&
 		akv=kunit-$(basename "$atree") &&
-		make -s module KVER="$akv" KDIR="$atree" >>"$LOG_DIR/arm64-build.log" 2>&1 &&
+		make -s -j"$(nproc)" module KVER="$akv" KDIR="$atree" >>"$LOG_DIR/arm64-build.log" 2>&1 &&
 		make -s -j"$(nproc)" arm64-guest-programs arm64-tools >>"$LOG_DIR/arm64-build.log" 2>&1; then
 		arm64_debug_ok=1
 	else

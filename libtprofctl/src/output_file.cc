@@ -10,8 +10,23 @@
 
 namespace tprof {
 
+namespace {
+std::string TempPath(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
+}  // namespace
+
+Status CheckWritable(const std::string& path) {
+  const std::string tmp = TempPath(path);
+  ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd) {
+    int err = errno;
+    return Error::FromErrno(err, "cannot write " + path + ": " + std::strerror(err));
+  }
+  ::unlink(tmp.c_str());
+  return OkStatus();
+}
+
 Status WriteFileAtomically(const std::string& path, std::string_view data) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = TempPath(path);
   ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd) {
     int err = errno;

@@ -24,6 +24,16 @@ void BlockStopSignals(bool block) {
   ::pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
 }
 
+void DiscardPendingStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  const timespec now{};
+  while (::sigtimedwait(&set, nullptr, &now) > 0) {
+  }
+}
+
 struct Recorder::State {
   explicit State(SamplingSession s) : session(std::move(s)) {}
 

@@ -1293,6 +1293,35 @@ TEST_F(Profiler, RecordFollowsTheCommandAndItsChildrenOnly) {
 // waits stopped until the session runs (`tprofctl status`): in the KASAN
 // kernel tprofctl took longer to load and attach than the process's 3 s of
 // CPU ("no such process"), so no fixed run time is safe.
+// A failed recording never destroys the last good one (as perf): a
+// command that cannot run ends the recording with nothing written (not a
+// profile of tprofctl's own fork over the previous file), and an output
+// that cannot be written is refused before the command runs.
+TEST_F(Profiler, FailedRecordingsLeaveThePreviousProfileAlone) {
+  const std::string cd = "cd " + dir_.path() + " && ";
+  Result good = Sh(cd + "tprofctl record -o p.data -- tprof-wl-shares --ms 100 >/dev/null");
+  ASSERT_EQ(good.rc, 0) << good.out;
+  const std::string before = ReadFileOrEmpty(dir_.File("p.data"));
+  ASSERT_FALSE(before.empty());
+
+  Result missing = Sh(cd + "tprofctl record -o p.data -- /nonexistent-cmd");
+  EXPECT_EQ(missing.rc, 127) << missing.out;
+  EXPECT_TRUE(Contains(missing.out, "cannot run /nonexistent-cmd: No such file or directory"))
+      << missing.out;
+  EXPECT_FALSE(Contains(missing.out, "profile written")) << missing.out;
+  EXPECT_EQ(ReadFileOrEmpty(dir_.File("p.data")), before) << "the previous profile was overwritten";
+
+  Result unwritable = Sh(cd + "tprofctl record -o /nonexistent/dir/x.data -- touch ran");
+  EXPECT_NE(unwritable.rc, 0) << unwritable.out;
+  EXPECT_TRUE(Contains(unwritable.out, "cannot write /nonexistent/dir/x.data")) << unwritable.out;
+  EXPECT_NE(::access(dir_.File("ran").c_str(), F_OK), 0)
+      << "the command ran although its profile could not be written";
+  Result start = Sh(cd + "tprofctl start -o /nonexistent/dir/x.data");
+  EXPECT_NE(start.rc, 0) << start.out;
+  EXPECT_TRUE(Contains(start.out, "cannot write /nonexistent/dir/x.data")) << start.out;
+  EXPECT_EQ(DeviceState(), static_cast<uint32_t>(TPROF_STATE_IDLE)) << "a refused start left a session";
+}
+
 TEST_F(Profiler, RecordOfARunningProcessEndsWhenItExits) {
   Result r = Sh("cd " + dir_.path() +
                 " || exit 1; tprof-wl-shares --ms 1000 >/dev/null & w=$!; kill -STOP $w; "

@@ -30,6 +30,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "tprof/device.h"
+#include "tprof/output_file.h"
 #include "tprof/profile.h"
 #include "tprof/profile_file.h"
 #include "tprof/recorder.h"
@@ -242,10 +243,13 @@ bool RecorderAlive(pid_t pid) {
 
 // Writes what a finished recording produced: the windows beside the
 // profile (FILE.windows), then the profile. SIGINT/SIGTERM stay blocked
-// from the end of Recorder::Run() until both are written.
+// from the end of Recorder::Run() until both are written; one that came
+// meanwhile asked for the stop that already happened, and is dropped so
+// that the summary and the report still print.
 Status WriteRecording(const Recorder& recorder, const Profile& profile, const std::string& output) {
   if (Status st = SaveWindows(recorder.session().fd(), output); !st) return st;
   Status st = WriteProfile(profile, output);
+  DiscardPendingStopSignals();
   BlockStopSignals(false);
   return st;
 }
@@ -267,6 +271,8 @@ void WriteResult(const std::string& text) {
 int RunStart(RecordOptions o) {
   if (int rc = SettleOptions("start", &o, false)) return rc;
   o.output = AbsolutePath(o.output);
+  // As perf: an output that cannot be written fails now, not at `stop`.
+  if (Status st = CheckWritable(o.output); !st) return ReportError(st.error());
 
   // A pipe tells the caller whether the background recorder got going.
   int ready[2];
@@ -409,28 +415,38 @@ int RunRecord(RecordOptions o) {
   }
   if (int rc = SettleOptions("record", &o, has_cmd)) return rc;
   const Doing doing = o.sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling;
+  // As perf: an output that cannot be written fails before CMD runs.
+  if (Status st = CheckWritable(o.output); !st) return ReportError(st.error());
 
-  // The child waits on a pipe so that sampling covers its exec.
+  // The child waits on a pipe so that sampling covers its exec; a second
+  // pipe (closed by a successful exec) brings back exec's errno, so that a
+  // command that cannot run ends the recording with nothing written (the
+  // last good profile stays).
   pid_t child = 0;
-  ScopedFd go;
+  ScopedFd go, exec_error;
   if (has_cmd) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return ReportError(Error::FromErrno(errno, "pipe"));
+    int fds[2], errs[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0 || ::pipe2(errs, O_CLOEXEC) != 0)
+      return ReportError(Error::FromErrno(errno, "pipe"));
     child = ::fork();
     if (child < 0) return ReportError(Error::FromErrno(errno, "fork"));
     if (child == 0) {
       ::close(fds[1]);
+      ::close(errs[0]);
       char c;
       if (::read(fds[0], &c, 1) != 1) _exit(127);
       std::vector<char*> argv;
       for (const std::string& a : o.cmd) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
       ::execvp(argv[0], argv.data());
-      std::fprintf(stderr, "tprofctl: cannot run %s: %s\n", argv[0], std::strerror(errno));
+      int err = errno;
+      (void)!::write(errs[1], &err, sizeof(err));
       _exit(127);
     }
     ::close(fds[0]);
+    ::close(errs[1]);
     go = ScopedFd(fds[1]);
+    exec_error = ScopedFd(errs[0]);
     if (o.sampling.pid == 0) o.sampling.pid = static_cast<uint32_t>(child);
   }
   auto abandon_child = [&] {
@@ -459,6 +475,16 @@ int RunRecord(RecordOptions o) {
   if (go) {
     (void)!::write(go.get(), "g", 1);  // the child execs CMD now
     go = ScopedFd();
+    int err = 0;
+    ssize_t n;
+    while ((n = ::read(exec_error.get(), &err, sizeof(err))) < 0 && errno == EINTR) {
+    }
+    if (n == sizeof(err)) {
+      ::waitpid(child, nullptr, 0);
+      std::fprintf(stderr, "tprofctl: cannot run %s: %s; nothing was recorded\n", o.cmd[0].c_str(),
+                   std::strerror(err));
+      return 127;
+    }
   }
   auto profile = recorder.Run({.child = child});
   watcher.reset();

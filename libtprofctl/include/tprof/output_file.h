@@ -14,6 +14,13 @@ namespace tprof {
 // write, close or rename, with the file named.
 [[nodiscard]] Status WriteFileAtomically(const std::string& path, std::string_view data);
 
+// Whether WriteFileAtomically(path, ...) could create its temporary file
+// now: creates and removes it. For a command that would otherwise learn
+// only at its end that its output cannot be written (a missing directory,
+// no permission, a read-only file system). Errors as WriteFileAtomically's,
+// naming path.
+[[nodiscard]] Status CheckWritable(const std::string& path);
+
 }  // namespace tprof
 
 #endif  // TPROF_OUTPUT_FILE_H_

@@ -29,12 +29,17 @@ namespace tprof {
 // daemon whose parent has already said "ready") blocks them first: the
 // stop then stays pending and Run() receives it.
 void BlockStopSignals(bool block);
+// Takes the SIGINT and SIGTERM that arrived while they were blocked after
+// Run() (a second Ctrl-C, the SIGTERM of a -p target's exit watcher): the
+// recording has stopped already, and unblocking them must not end the
+// program before it reports.
+void DiscardPendingStopSignals();
 
 struct RecorderRunOptions {
   // Stop on SIGINT or SIGTERM. Run() unblocks them once it handles them
   // and blocks them again when its loop ends, so that a second stop cannot
-  // kill the program while it writes the profile: BlockStopSignals(false)
-  // afterwards delivers it.
+  // kill the program while it writes the profile (then
+  // DiscardPendingStopSignals() and BlockStopSignals(false)).
   bool stop_on_signals = true;
   // Stop when this child exits (it is reaped; see Recorder::child_status()).
   pid_t child = 0;

@@ -56,6 +56,15 @@ assert d["total"]["context_switches"] > 0, d["total"]
 assert len(d["cpus"]) == d["ncpus"] >= 2
 ' "$tmp/status.json"
 
+# --stall-timeout: a guest whose console is silent that long ends (124,
+# saying so); one that prints as it goes may take longer than the limit.
+$VM --stall-timeout 12 -- sh -c 'echo started; sleep 600' >"$tmp/stall.out" 2>&1
+rc=$?
+check "tprof-vm --stall-timeout ends a silent guest (exit 124, got $rc)" test "$rc" = 124
+check "... and says it stalled" grep -q 'stalled: no console output for 12s' "$tmp/stall.out"
+$VM --stall-timeout 12 -- sh -c 'for i in 1 2 3 4; do echo $i; sleep 5; done' >"$tmp/progress.out" 2>&1
+rc=$?
+check "tprof-vm --stall-timeout lets a guest that prints run past it (exit 0, got $rc)" test "$rc" = 0
 $VM -- sh -c 'echo "WARNING: CPU: 0 PID: 1 at selftest.c:1 injected+0x0" >/dev/kmsg' >"$tmp/warn.out" 2>&1
 rc=$?
 check "a WARNING in the guest kernel log fails the run (exit 3, got $rc)" test "$rc" = 3

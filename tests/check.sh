@@ -423,11 +423,11 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		fi
 	}
 	# Balanced by what each took in a clean-clone run on 2 cores (seconds):
-	# A = debug 1206 + its fuzz 183 + arm64 debug 393 + arm64 sid fuzz 72
-	#     + sid 301 + trixie smoke 128 = 2283;
-	# B = 6.1 255 + 6.1-rt 286 + 6.12 smoke 128 + no-tsc 14 + arm64 6.1
-	#     smoke 197 + --icount 48 + arm64 6.12 smoke 198 + arm64 sid 572
-	#     + arm64 trixie smoke 204 + arm64 debug fuzz 349 = 2251.
+	# A = debug ~1250 + its fuzz 180 + arm64 debug 437 + arm64 sid fuzz 70
+	#     + sid 253 + trixie smoke 90 = ~2280;
+	# B = 6.1 239 + 6.1-rt 260 + 6.12 smoke 97 + no-tsc 13 + arm64 6.1
+	#     smoke 179 + --icount 51 + arm64 6.12 smoke 178 + arm64 sid 706
+	#     + arm64 trixie smoke 174 + arm64 debug fuzz 140-350 = 2040-2250.
 	rm -f "$LOG_DIR"/*.result
 	stage "guest suites, two lanes: debug kernels, fuzzers, sid, trixie | 6.1, 6.1-rt, 6.12, arm64 6.1, 6.12, sid, trixie"
 	lane_a &

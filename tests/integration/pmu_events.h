@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -15,13 +16,11 @@
 
 namespace tprof::test {
 
-// Receives until `want` events arrived, waiting up to kPatience for them
-// (a work item sends them: a loaded host or the debug kernel delays it).
-// Asking for more than will come costs kPatience: ask for what is
-// expected, and see what else comes with Late() or CollectAll().
-inline std::vector<tprof_pmu_event> Collect(pmu::Monitor& m, size_t want) {
+// Receives until `want` events arrived or `limit` has passed.
+inline std::vector<tprof_pmu_event> ReceiveFor(pmu::Monitor& m, size_t want,
+                                               std::chrono::milliseconds limit) {
   std::vector<tprof_pmu_event> out;
-  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
   while (out.size() < want) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
@@ -32,19 +31,19 @@ inline std::vector<tprof_pmu_event> Collect(pmu::Monitor& m, size_t want) {
   return out;
 }
 
+// Receives until `want` events arrived, waiting up to kPatience for them
+// (a work item sends them: a loaded host or the debug kernel delays it).
+// Asking for more than will come costs kPatience: ask for what is
+// expected, and see what else comes with Rest() or CollectAll().
+inline std::vector<tprof_pmu_event> Collect(pmu::Monitor& m, size_t want) {
+  return ReceiveFor(m, want, kPatience);
+}
+
 // The events that arrive within kQuietPeriod: those a test says must not
-// come (call it once, after the test's last action).
+// come (call it once, after the test's last action), where no count says
+// when all have come (see Rest()).
 inline std::vector<tprof_pmu_event> Late(pmu::Monitor& m) {
-  std::vector<tprof_pmu_event> out;
-  const auto deadline = std::chrono::steady_clock::now() + kQuietPeriod;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    auto n = m.Wait(left, [&](const tprof_pmu_event& e) { out.push_back(e); });
-    EXPECT_TRUE(n) << n.error().message();
-    if (!n) break;
-  }
-  return out;
+  return ReceiveFor(m, SIZE_MAX, kQuietPeriod);
 }
 
 // What the monitor has already received, without waiting.

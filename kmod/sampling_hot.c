@@ -67,9 +67,23 @@ void *tprof_record_begin(struct tprof_session *s,
 	return rec;
 }
 
+/*
+ * An address space's id for the session's life. The mm's address alone is
+ * not one: a freed mm_struct's memory is soon another's (tprofctl's forked
+ * child execs sh, which execs the command: the command's mm takes the
+ * fork's freed slot), and the two spaces' mappings would merge. So the id
+ * also hashes what exec gives each image and its mm keeps: the executable's
+ * file and the randomised mmap base and stack top. A reused slot with the
+ * same three is the same image at the same layout (ASLR off), whose
+ * mappings are the same. Only pointer values are read, none dereferenced.
+ */
 static u64 tprof_space_id(struct tprof_session *s, struct mm_struct *mm)
 {
-	return mm ? siphash_1u64((u64)(unsigned long)mm, &s->space_key) : 0;
+	if (!mm)
+		return 0;
+	return siphash_4u64((u64)(unsigned long)mm,
+			    (u64)(unsigned long)rcu_access_pointer(mm->exe_file),
+			    mm->mmap_base, mm->start_stack, &s->space_key);
 }
 
 /* The return address of the sampled function, best effort. */

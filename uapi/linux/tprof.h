@@ -602,7 +602,9 @@ struct tprof_rec_sample {
 	__u32 tid;
 	__u64 ip;             /* interrupted instruction address */
 	__u64 caller;         /* return address of its function (if TPROF_SAMPLE_CALLER) */
-	__u64 space_id;       /* address-space id (user samples), matches tprof_rec_map */
+	__u64 space_id;       /* address-space id (user samples), matches tprof_rec_map;
+			       * one space's for the session's life: never an
+			       * earlier space's whose memory the kernel reused */
 	__u32 flags;          /* TPROF_SAMPLE_* */
 	__u32 cpu;
 };

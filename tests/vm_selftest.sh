@@ -5,7 +5,10 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 export TPROF_VM_NO_BUILD=1
-VM=tools/tprof-vm
+# One host thread per guest (--tcg-single), as make check's guests: these
+# run beside the KUnit guest, and multi-threaded TCG guests beside other
+# work took several times as long.
+VM=(tools/tprof-vm --tcg-single)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -35,17 +38,17 @@ for report in 'WARNING: CPU: 1 PID: 9 at kmod/hooks.c:10 x+0x1' 'BUG: sleeping f
 done
 
 # --- tprof-vm ----------------------------------------------------------------
-$VM -- false >"$tmp/out" 2>&1
+"${VM[@]}" -- false >"$tmp/out" 2>&1
 rc=$?
 check "tprof-vm -- false exits nonzero" test "$rc" != 0
 
 echo "hello from the host" >"$tmp/added.txt"
-out=$($VM --add "$tmp/added.txt" -- sh -c 'cat added.txt; exit 7' 2>&1)
+out=$("${VM[@]}" --add "$tmp/added.txt" -- sh -c 'cat added.txt; exit 7' 2>&1)
 rc=$?
 check "tprof-vm passes CMD's exit status through (7, got $rc)" test "$rc" = 7
 check "tprof-vm --add puts files in the guest's working directory" grep -q 'hello from the host' <<<"$out"
 
-$VM --kernel 6.12 -- tprofctl status --json >"$tmp/status.json" 2>"$tmp/status.err"
+"${VM[@]}" --kernel 6.12 -- tprofctl status --json >"$tmp/status.json" 2>"$tmp/status.err"
 rc=$?
 check "tprof-vm --kernel 6.12 -- tprofctl status --json exits 0" test "$rc" = 0
 check "status --json on 6.12 is valid JSON with context switches" python3 -c '
@@ -58,31 +61,31 @@ assert len(d["cpus"]) == d["ncpus"] >= 2
 
 # --stall-timeout: a guest whose console is silent that long ends (124,
 # saying so); one that prints as it goes may take longer than the limit.
-$VM --stall-timeout 12 -- sh -c 'echo started; sleep 600' >"$tmp/stall.out" 2>&1
+"${VM[@]}" --stall-timeout 12 -- sh -c 'echo started; sleep 600' >"$tmp/stall.out" 2>&1
 rc=$?
 check "tprof-vm --stall-timeout ends a silent guest (exit 124, got $rc)" test "$rc" = 124
 check "... and says it stalled" grep -q 'stalled: no console output for 12s' "$tmp/stall.out"
-$VM --stall-timeout 12 -- sh -c 'for i in 1 2 3 4; do echo $i; sleep 5; done' >"$tmp/progress.out" 2>&1
+"${VM[@]}" --stall-timeout 12 -- sh -c 'for i in 1 2 3 4; do echo $i; sleep 5; done' >"$tmp/progress.out" 2>&1
 rc=$?
 check "tprof-vm --stall-timeout lets a guest that prints run past it (exit 0, got $rc)" test "$rc" = 0
-$VM -- sh -c 'echo "WARNING: CPU: 0 PID: 1 at selftest.c:1 injected+0x0" >/dev/kmsg' >"$tmp/warn.out" 2>&1
+"${VM[@]}" -- sh -c 'echo "WARNING: CPU: 0 PID: 1 at selftest.c:1 injected+0x0" >/dev/kmsg' >"$tmp/warn.out" 2>&1
 rc=$?
 check "a WARNING in the guest kernel log fails the run (exit 3, got $rc)" test "$rc" = 3
 
-$VM --no-module -- tprof_integration_tests --gtest_color=no >"$tmp/nomod.out" 2>&1
+"${VM[@]}" --no-module -- tprof_integration_tests --gtest_color=no >"$tmp/nomod.out" 2>&1
 rc=$?
 check "integration tests fail (not skip) without /dev/tprof (exit $rc)" test "$rc" != 0
 check "... and say the device is missing" grep -q 'cannot open /dev/tprof' "$tmp/nomod.out"
 
 # --kmemleak where there is no kmemleak (Debian's kernel): the check cannot
 # run, and that fails the run instead of passing unchecked.
-$VM --kmemleak -- true >"$tmp/nokmemleak.out" 2>&1
+"${VM[@]}" --kmemleak -- true >"$tmp/nokmemleak.out" 2>&1
 rc=$?
 check "tprof-vm --kmemleak fails on a kernel without kmemleak (exit 3, got $rc)" test "$rc" = 3
 check "... and says why" grep -q 'kmemleak is missing' "$tmp/nokmemleak.out"
 
 printf 'not a module' >"$tmp/bogus.ko"
-$VM --module "$tmp/bogus.ko" -- true >"$tmp/bogus.out" 2>&1
+"${VM[@]}" --module "$tmp/bogus.ko" -- true >"$tmp/bogus.out" 2>&1
 rc=$?
 check "a module that does not load fails the run (exit 98, got $rc)" test "$rc" = 98
 exit 0

@@ -13,6 +13,8 @@
 #include <tuple>
 #include <vector>
 
+#include <zlib.h>
+
 #include "base64.h"
 #include "tprof/gzip.h"
 #include "tprof/output_file.h"
@@ -158,6 +160,40 @@ class LineReader {
 
 Error BadFile(const std::string& name, const std::string& what) {
   return Error::FromErrno(EBADMSG, name + ": " + what);
+}
+
+// The start of a line for an error message, safe for a terminal: bytes
+// outside printable ASCII as \xNN, at most 80 of the line's bytes.
+std::string Excerpt(std::string_view line) {
+  std::string out;
+  for (unsigned char c : line.substr(0, 80)) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (line.size() > 80) out += "...";
+  return out;
+}
+
+// zlib's CRC-32 of the bytes before a file's `crc32` line.
+uint32_t Crc32(std::string_view bytes) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  while (!bytes.empty()) {  // zlib takes uInt lengths
+    const uInt n = static_cast<uInt>(std::min<size_t>(bytes.size(), 1u << 30));
+    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), n);
+    bytes.remove_prefix(n);
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+std::string Crc32Hex(uint32_t crc) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%08x", crc);
+  return buf;
 }
 
 // What `ctx` lines refer to: the `csite` lines read so far (id i + 1).
@@ -383,6 +419,9 @@ std::string SerializeProfile(const Profile& p) {
       w.Tag("vdso").Str(hex).End();
     }
   }
+  // Last, the checksum of everything above (1.5): a byte changed after
+  // writing is refused instead of read as a different profile.
+  out += "crc32\t" + Crc32Hex(Crc32(out)) + "\n";
   out += "end\n";
   return out;
 }
@@ -407,22 +446,37 @@ Expected<Profile> ParseProfile(std::string_view text, const std::string& name) {
   bool ended = false;
   size_t line_no = 1;
   size_t pos = eol == std::string_view::npos ? text.size() : eol + 1;
+  bool checked = false;
   while (pos < text.size() && !ended) {
     ++line_no;
+    const size_t line_start = pos;
     size_t next = text.find('\n', pos);
     std::string_view line = text.substr(pos, next == std::string_view::npos ? next : next - pos);
     pos = next == std::string_view::npos ? text.size() : next + 1;
     // A last line without its newline was cut off mid-way (reported below).
     if (next == std::string_view::npos && line != "end") break;
-    if (line.empty() || line[0] == '#') continue;
     if (line == "end") {
       ended = true;
       break;
     }
+    if (checked)
+      return BadFile(name, "line " + std::to_string(line_no) + " comes after the checksum (`" +
+                               Excerpt(line) + "`): only `end` may");
+    if (line.empty() || line[0] == '#') continue;
+    if (line.starts_with("crc32\t")) {
+      const std::string want = Crc32Hex(Crc32(text.substr(0, line_start)));
+      if (line.substr(6) != want)
+        return BadFile(name, "the checksum (line " + std::to_string(line_no) + ", crc32 " +
+                                 Excerpt(line.substr(6)) + ") is not the file's (" + want +
+                                 "): it changed after it was written; record it again, or "
+                                 "delete the crc32 line to read it unchecked");
+      checked = true;
+      continue;
+    }
     LineReader r(line);
     if (!ParseLine(r, &p, &sites))
       return BadFile(name, "line " + std::to_string(line_no) + " is malformed: `" +
-                               std::string(line.substr(0, 80)) + "`");
+                               Excerpt(line) + "`");
   }
   if (!ended)
     return BadFile(name, "the profile is cut short (no `end` line): the recorder did not "

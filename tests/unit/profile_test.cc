@@ -467,7 +467,7 @@ TEST(ProfileFile, ReadsVersion10FilesAndChecksTheStackTable) {
 
 TEST(ProfileFile, CarriesBuildIdsAndTheVdsoGzipped) {
   std::string text = tprof::SerializeProfile(RichProfile());
-  EXPECT_EQ(text.rfind("tprof-profile 1 4\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("tprof-profile 1 5\n", 0), 0u) << text;
   EXPECT_NE(text.find("\nvdso-gz\t10\t"), std::string::npos) << text;
   EXPECT_EQ(text.find("\nvdso\t"), std::string::npos) << "1.4 writes no hex image: " << text;
   EXPECT_NE(text.find("\nbuildid\t/usr/bin/prog%09with tab\t0123456789abcdef\n"),
@@ -504,8 +504,11 @@ TEST(ProfileFile, Reads13FilesWithTheVdsoInHex) {
   // 1.3 wrote them reads as the same profile.
   const Profile rich = RichProfile();
   std::string text = tprof::SerializeProfile(rich);
-  ASSERT_EQ(text.rfind("tprof-profile 1 4\n", 0), 0u);
-  text.replace(0, std::strlen("tprof-profile 1 4"), "tprof-profile 1 3");
+  ASSERT_EQ(text.rfind("tprof-profile 1 5\n", 0), 0u);
+  text.replace(0, std::strlen("tprof-profile 1 5"), "tprof-profile 1 3");
+  const size_t crc = text.find("\ncrc32\t");  // 1.3 had no checksum
+  ASSERT_NE(crc, std::string::npos);
+  text.erase(crc + 1, text.find('\n', crc + 1) - crc);
   const size_t at = text.find("\nvdso-gz\t");
   ASSERT_NE(at, std::string::npos);
   text.replace(at + 1, text.find('\n', at + 1) - at - 1, "vdso\t7f454c460001ff0a0925");
@@ -549,7 +552,7 @@ TEST(ProfileFile, StoresTheContextTableCompactlyAndReads11FilesWithoutIt) {
   ASSERT_EQ(p.context_granularity_ns, tprof::kDefaultContextGranularityNs);
   ASSERT_EQ(p.contexts.size(), 3u);
   const std::string text = tprof::SerializeProfile(p);
-  EXPECT_EQ(text.rfind("tprof-profile 1 4\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("tprof-profile 1 5\n", 0), 0u) << text;
   EXPECT_NE(text.find("\ncontext\t10000000\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\ncsite\t3\t"), std::string::npos) << text;
   // Two samples of one thread on one CPU in one bucket share a ctx line.
@@ -611,6 +614,50 @@ TEST(ProfileFile, RejectsFilesThatAreNotProfilesOrAreCutShort) {
   auto bad = tprof::ParseProfile("tprof-profile 1 0\nsample\t5\tzz\t1\t1\t1\nend\n", "bad.data");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message().find("line 2"), std::string::npos) << bad.error().message();
+}
+
+// 1.5: a checksum of the bytes before it. A count changed by one digit, a
+// header edited, a line deleted: refused, naming the checksum; the same
+// file without its crc32 line (as before 1.5) reads unchecked. Bad lines
+// are quoted escaped, never as raw bytes to a terminal.
+TEST(ProfileFile, RefusesAFileWhoseBytesChangedAfterWriting) {
+  const std::string whole = tprof::SerializeProfile(RichProfile());
+  ASSERT_TRUE(tprof::ParseProfile(whole, "good"));
+  const size_t sample = whole.find("\nsample\t");
+  ASSERT_NE(sample, std::string::npos) << whole;
+  const size_t count = whole.find('\n', sample + 1) - 1;  // the count's last digit
+  std::string edited = whole;
+  edited[count] = edited[count] == '9' ? '8' : static_cast<char>(edited[count] + 1);
+  std::string header = whole;
+  const size_t records = whole.find("\nrecords\t") + 9;  // its SAMPLES field
+  header[records] = header[records] == '9' ? '8' : '9';
+  std::string deleted = whole;
+  deleted.erase(sample + 1, whole.find('\n', sample + 1) - sample);
+  for (const std::string& bad : {edited, header, deleted}) {
+    auto r = tprof::ParseProfile(bad, "bad.data");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code().value(), EBADMSG);
+    EXPECT_NE(r.error().message().find("checksum"), std::string::npos) << r.error().message();
+  }
+  const size_t crc = edited.find("\ncrc32\t");
+  ASSERT_NE(crc, std::string::npos);
+  std::string unchecked = edited;
+  unchecked.erase(crc + 1, edited.find('\n', crc + 1) - crc);
+  EXPECT_TRUE(tprof::ParseProfile(unchecked, "unchecked")) << "no crc32 line: read as before 1.5";
+  std::string after = whole;
+  after.insert(after.size() - 4, "attr\tlate\tx\n");  // before `end`
+  auto late = tprof::ParseProfile(after, "late.data");
+  ASSERT_FALSE(late);
+  EXPECT_NE(late.error().message().find("after the checksum"), std::string::npos)
+      << late.error().message();
+
+  auto binary =
+      tprof::ParseProfile(std::string("tprof-profile 1 0\nsample\t\x1b[31m\xff\0\t1\nend\n", 39),
+                          "binary.data");
+  ASSERT_FALSE(binary);
+  const std::string& message = binary.error().message();
+  EXPECT_NE(message.find("`sample\\x09\\x1b[31m\\xff\\x00\\x091`"), std::string::npos) << message;
+  for (char c : message) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << "a raw byte in: " << message;
 }
 
 // ENOENT and the path; how to record one is tprofctl's hint (hints.cc).

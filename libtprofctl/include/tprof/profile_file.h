@@ -1,8 +1,9 @@
 // The profile file (default tprof.data): what `tprofctl stop`/`record`
 // write and `tprofctl dump` reads.
 //
-// Format, version 1.4 (1.0 had no stacks, 1.1 no buildid/vdso lines, 1.2
-// no per-sample context, 1.3 the vDSO in hex; all read): UTF-8/byte text, one item per line, fields separated
+// Format, version 1.5 (1.0 had no stacks, 1.1 no buildid/vdso lines, 1.2
+// no per-sample context, 1.3 the vDSO in hex, 1.4 no checksum; all read):
+// UTF-8/byte text, one item per line, fields separated
 // by one TAB. The first line is
 //     tprof-profile MAJOR MINOR
 // and the last is `end` (a file without it was cut short). Readers refuse
@@ -43,6 +44,11 @@
 //            '=' padding) (1.4), Profile::vdso_image
 //   vdso     IMAGE                              the same in hex, two digits a
 //            byte: what 1.2 and 1.3 wrote (1.4 writes it only if zlib fails)
+//   crc32    HEX                                zlib's CRC-32 of every byte
+//            before this line, 8 hex digits (1.5); only `end` follows. A
+//            reader refuses a file whose bytes disagree; a file without the
+//            line (before 1.5, or edited by hand and the line deleted) is
+//            read unchecked
 //   end
 #ifndef TPROF_PROFILE_FILE_H_
 #define TPROF_PROFILE_FILE_H_
@@ -57,11 +63,12 @@ namespace tprof {
 
 inline constexpr char kDefaultProfilePath[] = "tprof.data";
 inline constexpr int kProfileFormatMajor = 1;
-inline constexpr int kProfileFormatMinor = 4;
+inline constexpr int kProfileFormatMinor = 5;
 
 std::string SerializeProfile(const Profile& profile);
 // Parses a profile; `name` is used in error messages. Errors: EBADMSG (not
-// a profile, malformed line, cut short), EPROTO (another major version).
+// a profile, malformed line, cut short, checksum mismatch), EPROTO
+// (another major version). Excerpts of bad lines are escaped (\xNN).
 Expected<Profile> ParseProfile(std::string_view text, const std::string& name);
 
 // Writes to a temporary file beside `path` and renames it into place, so a

@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <charconv>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "text_format.h"
 
@@ -224,6 +226,57 @@ Expected<Profile> FilterProfile(const Profile& p, const SampleFilter& f) {
     what += " (" + std::to_string(lost_dropped) +
             " lost samples left out: their thread, process and time are unknown)";
   out.attributes["filter"] = what;
+  return out;
+}
+
+std::string DescribeSelectable(const Profile& p, const SampleFilter& f) {
+  constexpr size_t kShown = 12;
+  std::string out;
+  auto part = [&out](const std::string& s) { out += (out.empty() ? "" : "; ") + s; };
+  auto ids = [&](const char* what, const std::set<uint32_t>& set) {
+    std::vector<uint32_t> shown;
+    for (uint32_t id : set) {
+      if (shown.size() == kShown) break;
+      shown.push_back(id);
+    }
+    std::string s = std::string(what) + " " + IdText(shown);
+    if (set.size() > kShown) s += " and " + std::to_string(set.size() - kShown) + " more";
+    part(s);
+  };
+  if (!f.tids.empty()) {
+    std::set<uint32_t> tids;
+    for (const auto& [key, count] : p.contexts) tids.insert(key.tid);
+    ids("the sampled threads:", tids);
+  }
+  if (!f.cpus.empty()) {
+    std::set<uint32_t> cpus;
+    for (const auto& [cpu, totals] : p.cpus)
+      if (totals.samples) cpus.insert(cpu);
+    ids("the sampled CPUs:", cpus);
+  }
+  if (!f.comms.empty()) {
+    std::set<std::string> names;
+    for (const auto& [key, count] : p.samples) {
+      const uint32_t pid = ReportPid(key);
+      names.insert(pid == 0 ? std::string("idle") : p.ProcessDisplayName(pid));
+    }
+    std::string s;
+    size_t n = 0;
+    for (const std::string& name : names) {
+      if (n++ == kShown) break;
+      s += (s.empty() ? "" : ", ") + name;
+    }
+    if (names.size() > kShown) s += " and " + std::to_string(names.size() - kShown) + " more";
+    part("the processes: " + s);
+  }
+  if (f.start || f.end) {
+    std::string s;
+    text::Appendf(&s, "the samples span 0 to %.2f s (@%llu to @%llu ns on the sampling clock)",
+                  static_cast<double>(p.last_time_ns - std::min(p.last_time_ns, p.first_time_ns)) / 1e9,
+                  static_cast<unsigned long long>(p.first_time_ns),
+                  static_cast<unsigned long long>(p.last_time_ns));
+    part(s);
+  }
   return out;
 }
 

@@ -156,9 +156,16 @@ TEST_F(SampleContext, TwoHalvesOfTheTimePartitionTheSamples) {
   const uint64_t ms = 1'000'000, duration = all->at("duration_ns").get<uint64_t>();
   EXPECT_LE(first->at("duration_ns").get<uint64_t>(), half_ms * ms);
   EXPECT_LE(second->at("duration_ns").get<uint64_t>(), duration - half_ms * ms + 10 * ms);
-  auto after = Dump(Path(), "--time " + std::to_string(duration / ms + 20) + "ms,");
-  ASSERT_TRUE(after);
-  EXPECT_EQ(Samples(*after), 0u) << "samples after the recording's end";
+  // A window after the recording's end selects nothing: an error that
+  // shows the real span, not an empty report with status 0.
+  std::string out;
+  EXPECT_EQ(RunCommand("tprofctl dump -i " + Path() + " --time " +
+                           std::to_string(duration / ms + 20) + "ms, 2>&1",
+                       &out),
+            1)
+      << out;
+  EXPECT_TRUE(Contains(out, "no sample of " + Path() + " matches time [")) << out;
+  EXPECT_TRUE(Contains(out, "the samples span 0 to ")) << out;
 }
 
 TEST_F(SampleContext, ACommFilterSelectsOneProcessOfTwo) {
@@ -177,6 +184,11 @@ TEST_F(SampleContext, ACommFilterSelectsOneProcessOfTwo) {
     EXPECT_EQ(Samples(*j), by_name[name]) << name;
   }
   EXPECT_EQ(FunctionSamples(*Dump(Path(), "--comm tprof-wl-shares"), "wl_thread_one"), 0u);
+  // A name no process had: the names it could have been, status 1.
+  std::string none;
+  EXPECT_EQ(RunCommand("tprofctl dump -i " + Path() + " --comm nosuch 2>&1", &none), 1) << none;
+  EXPECT_TRUE(Contains(none, "the processes: ")) << none;
+  EXPECT_TRUE(Contains(none, "tprof-wl-thread")) << none;
   // Other formats read the same selection.
   std::string folded;
   ASSERT_EQ(RunCommand("tprofctl dump -i " + Path() + " --format folded --comm tprof-wl-thread",
@@ -184,6 +196,16 @@ TEST_F(SampleContext, ACommFilterSelectsOneProcessOfTwo) {
             0);
   EXPECT_EQ(folded.find("tprof-wl-shares"), std::string::npos) << folded;
   EXPECT_NE(folded.find("wl_thread_two"), std::string::npos) << folded;
+  // --top and --by shape the tables; an export has none and says so.
+  for (const char* format : {"folded", "pprof"}) {
+    std::string refused;
+    EXPECT_EQ(RunCommand("tprofctl dump -i " + Path() + " --format " + format +
+                             " --top 3 -o /dev/null 2>&1",
+                         &refused),
+              2)
+        << refused;
+    EXPECT_TRUE(Contains(refused, "--top and --by shape the text and json tables")) << refused;
+  }
 }
 
 TEST_F(SampleContext, DiffTakesTheSameFiltersOnBothProfiles) {

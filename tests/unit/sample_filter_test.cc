@@ -206,6 +206,26 @@ TEST(FilterProfile, FiltersCombineAndAskingForMissingContextIsEnodata) {
   EXPECT_TRUE(FilterProfile(p, {})) << "no filter needs nothing";
 }
 
+// A filter that chose nothing is answered with what it could have chosen,
+// in its own terms: tprofctl prints this instead of an empty report.
+TEST(DescribeSelectable, NamesWhatEachSelectorCouldHaveChosen) {
+  const Profile p = TestProfile();
+  SampleFilter f;
+  f.comms = {"gamma"};
+  f.tids = {99};
+  EXPECT_TRUE(Filtered(p, f).samples.empty());
+  EXPECT_EQ(tprof::DescribeSelectable(p, f),
+            "the sampled threads: 0,10-11,20; the processes: alpha, beta, idle");
+  SampleFilter t;
+  ASSERT_TRUE(tprof::ParseTimeRange("100,200", &t));
+  t.cpus = {5};
+  EXPECT_TRUE(Filtered(p, t).samples.empty());
+  // The last sample is at kStart + 79 ms.
+  EXPECT_EQ(tprof::DescribeSelectable(p, t),
+            "the sampled CPUs: 0-1; the samples span 0 to 0.08 s (@1000000000 to @1079000000 ns "
+            "on the sampling clock)");
+}
+
 TEST(Report, ByThreadAndByCpuCountEachThreadsAndCpusSamples) {
   const Profile p = TestProfile();
   tprof::Symbolizer sym(p);

@@ -45,8 +45,14 @@ int RunDiff(const DiffCliOptions& o) {
   if (!a) return ReportError(a.error(), Doing::kReadProfile);
   auto b = ReadProfile(paths[1]);
   if (!b) return ReportError(b.error(), Doing::kReadProfile);
-  if (int rc = ApplyFilter(o.filter, paths[0], &*a)) return rc;
-  if (int rc = ApplyFilter(o.filter, paths[1], &*b)) return rc;
+  // One side without a match is a diff (everything appeared or went).
+  if (int rc = ApplyFilter(o.filter, paths[0], &*a, NoMatch::kAllow)) return rc;
+  if (int rc = ApplyFilter(o.filter, paths[1], &*b, NoMatch::kAllow)) return rc;
+  if (!o.filter.empty() && a->samples.empty() && b->samples.empty()) {
+    std::fprintf(stderr, "tprofctl: no sample of %s or %s matches %s\n", paths[0].c_str(),
+                 paths[1].c_str(), o.filter.Describe().c_str());
+    return 1;
+  }
   if (options.pid && !HasPid(*a, *options.pid) && !HasPid(*b, *options.pid)) {
     std::fprintf(stderr, "tprofctl: pid %u has no samples in %s or %s\n", *options.pid,
                  paths[0].c_str(), paths[1].c_str());

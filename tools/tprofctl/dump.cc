@@ -54,8 +54,8 @@ void AddReportOptions(CLI::App* sub, DumpOptions& o) {
                   "stacks to open in a browser (hover, click to zoom, search), speedscope: JSON "
                   "for https://www.speedscope.app (a profile per process), or pprof: a gzipped "
                   "profile.proto for `pprof` and other viewers (e.g. `tprofctl dump --format "
-                  "pprof -o cpu.pb.gz; pprof -top cpu.pb.gz`); --by and --top apply to none of "
-                  "the last three")
+                  "pprof -o cpu.pb.gz; pprof -top cpu.pb.gz`); --by and --top apply to text and "
+                  "json only")
       ->check(CLI::IsMember({"text", "json", "folded", "svg", "speedscope", "pprof"}));
 }
 
@@ -96,6 +96,16 @@ int RunDump(const DumpOptions& o) {
   const ReportFormat format = o.format == "json"     ? ReportFormat::kJson
                               : o.format == "folded" ? ReportFormat::kFolded
                                                      : ReportFormat::kText;
+  // The whole stacks have no tables to cut or group: say so rather than
+  // ignore what the user asked for.
+  if ((export_format != Export::kNone || format == ReportFormat::kFolded) &&
+      (options.top || options.by != ReportBy::kAll)) {
+    std::fprintf(stderr,
+                 "tprofctl dump: --top and --by shape the text and json tables, not --format "
+                 "%s (use --pid, --comm, --tid, --cpu or --time to choose what it holds)\n",
+                 o.format.c_str());
+    return 2;
+  }
   if (export_format == Export::kPprof && !output && ::isatty(STDOUT_FILENO)) {
     std::fprintf(stderr,
                  "tprofctl dump: a pprof profile is binary (gzip): write it to a file with "

@@ -1,5 +1,6 @@
 #include "filter_cli.h"
 
+#include <cstdio>
 #include <utility>
 
 #include "cli_util.h"
@@ -52,12 +53,18 @@ void AddFilterOptions(CLI::App* sub, SampleFilter* filter) {
       ->type_name("START,END");
 }
 
-int ApplyFilter(const SampleFilter& filter, const std::string& path, Profile* profile) {
+int ApplyFilter(const SampleFilter& filter, const std::string& path, Profile* profile,
+                NoMatch no_match) {
   if (filter.empty()) return 0;
   auto filtered = FilterProfile(*profile, filter);
   if (!filtered)
     return ReportError(Error(filtered.error().code(), path + ": " + filtered.error().message()),
                        Doing::kReadProfile);
+  if (no_match == NoMatch::kRefuse && filtered->samples.empty() && !profile->samples.empty()) {
+    std::fprintf(stderr, "tprofctl: no sample of %s matches %s; %s\n", path.c_str(),
+                 filter.Describe().c_str(), DescribeSelectable(*profile, filter).c_str());
+    return 1;
+  }
   *profile = std::move(*filtered);
   return 0;
 }

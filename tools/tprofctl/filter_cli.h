@@ -14,9 +14,14 @@ namespace tprof::cli {
 // Registers the four options on `sub`; they fill *filter.
 void AddFilterOptions(CLI::App* sub, SampleFilter* filter);
 
+enum class NoMatch { kRefuse, kAllow };
+
 // FilterProfile on a profile read from `path`, reporting a failure (the
-// status to exit with then, else 0).
-[[nodiscard]] int ApplyFilter(const SampleFilter& filter, const std::string& path, Profile* profile);
+// status to exit with then, else 0). With kRefuse, a filter that selects
+// no sample of a profile that has some fails too (status 1) and says what
+// the profile holds: an empty report would read as a result.
+[[nodiscard]] int ApplyFilter(const SampleFilter& filter, const std::string& path, Profile* profile,
+                              NoMatch no_match = NoMatch::kRefuse);
 
 }  // namespace tprof::cli
 

@@ -64,6 +64,12 @@ struct SampleFilter {
 // ENODATA when the filter needs context the profile does not have.
 [[nodiscard]] Expected<Profile> FilterProfile(const Profile& profile, const SampleFilter& filter);
 
+// What each of the filter's selectors could have chosen in `profile`, for
+// a filter that chose nothing: "the samples span 0 to 3.41 s", "the
+// processes: a, b, idle", "threads 12-15", "CPUs 0-1" (the first dozen
+// names or ids of each, and how many more), joined by "; ".
+std::string DescribeSelectable(const Profile& profile, const SampleFilter& filter);
+
 }  // namespace tprof
 
 #endif  // TPROF_SAMPLE_FILTER_H_

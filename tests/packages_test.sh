@@ -37,7 +37,13 @@ in_root() {
 	unshare --mount --propagation private sh -c 'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"' \
 		"$root" env DEBIAN_FRONTEND=noninteractive LC_ALL=C "$@"
 }
-apt_root() { in_root apt-get -q -y -o APT::Sandbox::User=root "$@"; }
+# A conffile this script wrote (update-initramfs.conf) stays as it is:
+# without --force-confold dpkg asks, reads EOF, and leaves initramfs-tools
+# (and the kernel image that needs it) unconfigured on a fresh root.
+apt_root() {
+	in_root apt-get -q -y -o APT::Sandbox::User=root -o Dpkg::Options::=--force-confdef \
+		-o Dpkg::Options::=--force-confold "$@"
+}
 
 # --- the packages ----------------------------------------------------------------
 make -s deb >"$cache/deb.log" 2>&1

@@ -306,6 +306,11 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	DEBUG_KERNEL_EXCLUDED+=:Profiler.RecordFollowsTheCommandAndItsChildrenOnly
 	DEBUG_KERNEL_EXCLUDED+=:Profiler.ShortLivedChildrenAreNamedAndResolved:Profiler.JitCodeIsNamedFromThePerfMap
 	DEBUG_KERNEL_EXCLUDED+=:Profiler.RecordOfARunningProcessEndsWhenItExits:SampleContext.*
+	# - record's own checks before it runs (a failed exec, an unwritable
+	#   output) and the report's main executable after sh -c (userspace
+	#   over sessions the others start): 36 and 135 s there.
+	DEBUG_KERNEL_EXCLUDED+=:Profiler.FailedRecordingsLeaveThePreviousProfileAlone
+	DEBUG_KERNEL_EXCLUDED+=:Profiler.ProgramExecdByAShellIsTheMainExecutable
 	# arm64 (qemu-system-aarch64 -M virt -cpu max, whose emulated PMUv3
 	# counts for real): the suite runs as is (cycles count; instructions do
 	# not), then the tests that assert known hardware counts run again with

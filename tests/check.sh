@@ -76,9 +76,6 @@ count_gtest() {
 		failed=$((failed + nf))
 		while read -r t; do failures+=("$name: $t"); done < <(tr -d '\r' <"$log" | sed -n 's/^\[  FAILED  \] \([A-Za-z][^ ]*\).*/\1/p' | sort -u)
 	fi
-	# A process a test left running (tests/integration/leftover_processes.cc)
-	# fails that test's run: it slowed every test after it.
-	while read -r line; do fail "$name: $line"; done < <(tr -d '\r' <"$log" | grep '^leftover process ')
 	if [ -z "$np" ] && [ -z "$nf" ]; then
 		fail "$name: no test summary (exit $rc), see $log"
 	elif [ "$rc" != 0 ] && { [ -z "$nf" ] || [ "$nf" = 0 ]; }; then
@@ -461,7 +458,7 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		# A failure's next lines carry its values ("Which is: 20"): CI shows them.
 		awk '/: Failure/ { n = 4; print; next }
 			n > 0 { n--; print; next }
-			/^\[  FAILED  \]|^leftover process |^tprof-vm:|^kernel log:|^  (instructions|cycles):|known loop/' "$log" | head -n 80
+			/^\[  FAILED  \]|^tprof-vm:|^kernel log:|^  (instructions|cycles):|known loop/' "$log" | head -n 80
 		count_gtest "integration $name" "$log" "$rc"
 		echo "($2: $secs s)"
 	}

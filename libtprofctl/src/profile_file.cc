@@ -181,13 +181,8 @@ std::string Excerpt(std::string_view line) {
 
 // zlib's CRC-32 of the bytes before a file's `crc32` line.
 uint32_t Crc32(std::string_view bytes) {
-  uLong crc = ::crc32(0L, Z_NULL, 0);
-  while (!bytes.empty()) {  // zlib takes uInt lengths
-    const uInt n = static_cast<uInt>(std::min<size_t>(bytes.size(), 1u << 30));
-    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), n);
-    bytes.remove_prefix(n);
-  }
-  return static_cast<uint32_t>(crc);
+  return static_cast<uint32_t>(
+      ::crc32_z(0L, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
 }
 
 std::string Crc32Hex(uint32_t crc) {

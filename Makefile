@@ -30,8 +30,14 @@ VERSION := 0.1.0
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-CC := gcc
-CXX := g++
+# ccache (Debian's; make deps installs it) in front of the compilers when
+# present: make check points it at ~/.cache/tprof/ccache, so a run compiles
+# only what changed since the last. CCACHE= turns it off.
+ifeq ($(origin CCACHE),undefined)
+CCACHE := $(shell command -v ccache 2>/dev/null)
+endif
+CC := $(CCACHE) gcc
+CXX := $(CCACHE) g++
 AR := ar
 B := build
 
@@ -365,7 +371,8 @@ arm64-tools:
 	ln -sfn /usr/include/boost $(B)/arm64/boost-include/boost
 	ln -sfn /usr/include/CLI $(B)/arm64/boost-include/CLI
 	ln -sfn /usr/include/nlohmann $(B)/arm64/boost-include/nlohmann
-	$(MAKE) B=$(B)/arm64 CC=$(ARM64_CC) CXX=$(ARM64_CROSS_COMPILE)g++ AR=$(ARM64_CROSS_COMPILE)ar \
+	$(MAKE) B=$(B)/arm64 CC="$(CCACHE) $(ARM64_CC)" CXX="$(CCACHE) $(ARM64_CROSS_COMPILE)g++" \
+		AR=$(ARM64_CROSS_COMPILE)ar \
 		GO_ARCH=arm64 DEBUG_INFO= \
 		EXTRA_CPPFLAGS="-isystem $(ARM64_SYSROOT)/usr/include -isystem $(B)/arm64/boost-include" \
 		EXTRA_LDFLAGS="$(foreach d,$(ARM64_LIBDIRS),-L$(d) -Wl,-rpath-link,$(d))" \

@@ -24,6 +24,8 @@ packages=(
 	# Build: compilers, Kbuild's needs, and the module's target kernels
 	# (images to boot in QEMU, headers to build against).
 	build-essential pkg-config bc bison flex kmod libelf-dev libssl-dev xz-utils
+	# make check's compile cache (~/.cache/tprof/ccache).
+	ccache
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	# PREEMPT_RT 6.1 (tools/tprof-vm --kernel 6.1-rt; never picked for 6.1).

@@ -323,8 +323,9 @@ TEST_F(Stacks, SyscallKernelTimeSitsUnderTheCallingFunction) {
       << " samples in getppid/read under main;wl_syscalls; the others:\n" << misses;
   // Also the process's own exec, dynamic loading and exit are kernel time,
   // under no user frame or under main only: most is still the loop's (92%
-  // on arm64, 78% in the KASAN debug kernel, where exec and loading cost
-  // more; the exact check is the one above).
+  // on arm64; 78% and once 32% in the KASAN debug kernel, where exec and
+  // loading cost far more, so the debug kernels leave this test out; the
+  // exact check is the one above).
   EXPECT_GE(Percent(under, kernel), 50) << under << " of " << kernel;
   EXPECT_GE(Percent(deep, kernel), 80) << "the kernel part is a whole stack, not one frame";
   std::printf("  [syscalls] %llu samples, %llu in the kernel (%.1f%% under wl_syscalls), %llu "

@@ -496,6 +496,18 @@ TEST(WindowTest, KernelWindowCountsWaitStateOnAnIdleGuest) {
   auto a = AddWindow(s.fd(), k);
   ASSERT_TRUE(a) << a.error().message();
   EXPECT_EQ(a->nr_cells, 1024u);
+  // Samples taken until now may predate the window: a flush hands them
+  // over, so every idle sample that comes after is one the window counts.
+  // (Counting from the session's start, a slow guest, arm64 sid under TCG,
+  // took 38 of 69 idle samples before the window was added.)
+  uint64_t samples_before = 0, idle_before = 0;
+  ASSERT_TRUE(s.Flush());
+  ASSERT_TRUE(s.Consume([&](uint32_t, const tprof_rec_header* h, size_t) {
+    if (h->type != TPROF_REC_SAMPLE) return true;
+    ++samples_before;
+    idle_before += (reinterpret_cast<const tprof_rec_sample*>(h)->flags & TPROF_SAMPLE_IDLE) ? 1 : 0;
+    return true;
+  }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const uint64_t end = ThreadCpuNs() + 100'000'000;  // CPU time, not wall time
   while (ThreadCpuNs() < end) getppid();
@@ -504,14 +516,12 @@ TEST(WindowTest, KernelWindowCountsWaitStateOnAnIdleGuest) {
   uint64_t idle = 0, sum = 0;
   for (const tprof_rec_sample& r : samples) idle += (r.flags & TPROF_SAMPLE_IDLE) ? 1 : 0;
   for (uint32_t v : w.cells) sum += v;
-  // Idle samples taken before the window was added are not in it; there
-  // are few of those next to the 300 ms sleep's.
   ASSERT_GT(idle, 0u) << "an idle guest waits most of the time";
-  EXPECT_GE(w.info.wait * 2, idle) << "the window saw too few of the " << idle << " idle samples";
-  EXPECT_LE(w.info.wait, idle);
+  EXPECT_GE(w.info.wait, idle) << "the window missed idle samples taken after it was added";
+  EXPECT_LE(w.info.wait, idle + idle_before);
   EXPECT_GT(w.info.in_range, 0u) << "getppid() runs in the kernel text";
   EXPECT_EQ(sum, w.info.in_range);
-  EXPECT_LE(w.info.in_range + w.info.out_of_range + w.info.wait, samples.size());
+  EXPECT_LE(w.info.in_range + w.info.out_of_range + w.info.wait, samples.size() + samples_before);
 }
 
 TEST(WindowTest, OwnerOnlyArgumentsAndLimits) {

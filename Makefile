@@ -424,15 +424,18 @@ bench: deps
 
 # Man pages: help2man turns `tprofctl --help` into tprofctl(1) (with
 # tools/man/tprofctl.h2m's description and examples) and each `tprofctl CMD
-# --help` into tprofctl-CMD(1), so they follow the options. A command
-# missing here fails tests/install_test.sh.
-TPROFCTL_COMMANDS := status metrics threads start stop record dump annotate diff window pmu top archive
+# --help` into tprofctl-CMD(1) and each `tprofctl CMD SUB --help` into
+# tprofctl-CMD-SUB(1), so they follow the options; tools/man/tprofctl-*.h2m
+# add syntax and examples. A command or subcommand missing here fails
+# tests/install_test.sh.
+TPROFCTL_COMMANDS := status metrics threads start stop record dump annotate diff window pmu top archive \
+	window-list window-show pmu-list pmu-watch
 MAN_PAGES := $(B)/man/tprofctl.1 $(patsubst %,$(B)/man/tprofctl-%.1,$(TPROFCTL_COMMANDS))
 man: $(MAN_PAGES)
 $(B)/man/tprofctl.1: $(TPROFCTL) tools/man/help2man-page tools/man/tprofctl.h2m
 	tools/man/help2man-page $(TPROFCTL) "" $(VERSION) $@ tools/man/tprofctl.h2m
-$(B)/man/tprofctl-%.1: $(TPROFCTL) tools/man/help2man-page
-	tools/man/help2man-page $(TPROFCTL) $* $(VERSION) $@
+$(B)/man/tprofctl-%.1: $(TPROFCTL) tools/man/help2man-page $(wildcard tools/man/tprofctl-*.h2m)
+	tools/man/help2man-page $(TPROFCTL) "$(subst -, ,$*)" $(VERSION) $@
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: what uninstall removes too.
 # The ABI header goes to include/tprof/uapi/linux/tprof.h, found as

@@ -54,11 +54,14 @@ check "headers: include/tprof/*.h (${#headers[@]}) and include/tprof/uapi/linux/
 	all_exist "${headers[@]}" include/tprof/uapi/linux/tprof.h
 check "no header under include/linux" test ! -e "$D$P/include/linux"
 check "lib/pkgconfig/tprofctl.pc installed" all_exist lib/pkgconfig/tprofctl.pc
-# One page per command tprofctl's help lists (a new command without a page
-# in the Makefile's TPROFCTL_COMMANDS fails here).
+# One page per command and subcommand tprofctl's help lists (a new one
+# without a page in the Makefile's TPROFCTL_COMMANDS fails here).
 commands=$(tools/man/tprofctl-commands "$D$P/bin/tprofctl")
 pages=(share/man/man1/tprofctl.1)
-for c in $commands; do pages+=("share/man/man1/tprofctl-$c.1"); done
+for c in $commands; do
+	pages+=("share/man/man1/tprofctl-$c.1")
+	for s in $(tools/man/tprofctl-commands "$D$P/bin/tprofctl" "$c"); do pages+=("share/man/man1/tprofctl-$c-$s.1"); done
+done
 man_pages_complete() { [ -n "$commands" ] && all_exist "${pages[@]}"; }
 check "man pages: tprofctl.1 and one per command (${commands//$'\n'/ })" man_pages_complete
 check "bash completion: share/bash-completion/completions/tprofctl" \
@@ -123,6 +126,14 @@ for page in "${pages[@]}"; do
 		grep -qE '^ +$name +- +[a-zA-Z]' '$tmp/man.out' && grep -q '^SYNOPSIS' '$tmp/man.out'"
 	[ -s "$tmp/man.err" ] && head -n 5 "$tmp/man.err"
 done
+# The hardest syntax has its page: pmu watch's counters, rules and examples.
+MANWIDTH=80 man -l "$D$P/share/man/man1/tprofctl-pmu-watch.1" >"$tmp/man.out" 2>&1
+check "tprofctl-pmu-watch(1) shows --counter, the counter and rule syntax and an example" bash -c "
+	grep -q -- '--counter' '$tmp/man.out' && grep -q '^COUNTERS' '$tmp/man.out' &&
+	grep -q '^RULES' '$tmp/man.out' && grep -q '^EXAMPLES' '$tmp/man.out' &&
+	grep -qE 'tprofctl pmu watch --counter f=page-faults@fault_hot' '$tmp/man.out'"
+MANWIDTH=80 man -l "$D$P/share/man/man1/tprofctl-pmu.1" >"$tmp/man.out" 2>&1
+check "tprofctl-pmu(1) names tprofctl-pmu-watch(1)" grep -q 'tprofctl-pmu-watch(1)' "$tmp/man.out"
 
 # --- bash completion ----------------------------------------------------------
 # The completion function called as bash calls it, with the installed

@@ -211,11 +211,27 @@ Status ProgramSpec::AddCounter(std::string name, EventSpec event, std::optional<
   return OkStatus();
 }
 
+// The name of a counter given without NAME= (`-e cycles`, as perf's -e):
+// its event up to the first range, a hardware granularity (":10000") left
+// out, every other character that a name cannot hold made '_'
+// ("page-faults" -> page_faults, "bp:parse" -> bp_parse).
+std::string NameOfEvent(std::string_view event) {
+  event = event.substr(0, event.find('@'));
+  if (auto colon = event.rfind(':'); colon != std::string_view::npos && colon + 1 < event.size() &&
+                                     event.find_first_not_of("0123456789", colon + 1) == std::string_view::npos)
+    event = event.substr(0, colon);
+  std::string name;
+  for (char c : event) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (!name.empty() && std::isdigit(static_cast<unsigned char>(name[0]))) name.insert(0, "_");
+  return name;
+}
+
 Status ProgramSpec::AddCounter(std::string_view definition, const SymbolResolver* resolver) {
   auto eq = definition.find('=');
-  if (eq == std::string_view::npos)
-    return Invalid("counter '" + std::string(definition) + "': want NAME=EVENT[@RANGE][@data:RANGE]");
-  std::string_view name = definition.substr(0, eq), rest = definition.substr(eq + 1);
+  std::string derived;
+  if (eq == std::string_view::npos) derived = NameOfEvent(definition);
+  std::string_view name = eq == std::string_view::npos ? std::string_view(derived) : definition.substr(0, eq);
+  std::string_view rest = eq == std::string_view::npos ? definition : definition.substr(eq + 1);
   // The data range comes last: "@data:" up to the end.
   std::string_view data_text;
   bool has_data = false;

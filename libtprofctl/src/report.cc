@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <tuple>
@@ -68,6 +69,65 @@ std::string ReportName(const Profile& p, uint32_t pid) {
 
 size_t Limit(size_t rows, size_t top) { return top ? std::min(rows, top) : rows; }
 
+}  // namespace
+
+std::optional<SamplingRate> AchievedSamplingRate(const Profile& p) {
+  auto attribute = [&p](const char* key) {
+    auto it = p.attributes.find(key);
+    return it == p.attributes.end() ? std::string() : it->second;
+  };
+  const std::string hz = attribute("frequency_hz");
+  if (attribute("pid") != "all" || hz.empty() || hz == "0" || p.attributes.count("filter") ||
+      p.cpus.empty() || p.last_time_ns < p.first_time_ns + 500'000'000)
+    return std::nullopt;
+  SamplingRate r;
+  r.requested_hz = std::strtod(hz.c_str(), nullptr);
+  if (!(r.requested_hz > 0)) return std::nullopt;
+  const double seconds = static_cast<double>(p.last_time_ns - p.first_time_ns) / 1e9;
+  r.achieved_hz = static_cast<double>(p.TotalSamples() + p.TotalLostSamples()) / seconds /
+                  static_cast<double>(p.cpus.size());
+  r.low = r.achieved_hz < r.requested_hz / 2;
+  return r;
+}
+
+std::string LowRateWarning(const SamplingRate& rate) {
+  if (!rate.low) return "";
+  std::string out;
+  Appendf(&out,
+          "warning: %.0f samples per second per CPU were taken of the %.0f asked for: the "
+          "machine could not sample that fast, so the profile shows the sampler's own cost "
+          "(interrupts, softirqs) as much as the workload; record again with a lower -F\n",
+          rate.achieved_hz, rate.requested_hz);
+  return out;
+}
+
+namespace {
+
+// One attribute of the recording as a reader wants it: named, with its
+// unit ("frequency_hz: 1000" reads "sampling: on the clock, 1000 Hz per
+// CPU"). Keys this does not know print as they are.
+void TextAttribute(const std::string& key, const std::string& value, std::string* out) {
+  const unsigned long long n = std::strtoull(value.c_str(), nullptr, 10);
+  if (key == "frequency_hz" && n > 0)
+    Appendf(out, "sampling: on the clock, %llu Hz per CPU\n", n);
+  else if (key == "frequency_hz")
+    Appendf(out, "sampling: on an event's overflows\n");
+  else if (key == "half_bytes")
+    Appendf(out, "buffers: two halves of %llu KiB per CPU\n", n / 1024);
+  else if (key == "pid" && value == "all")
+    Appendf(out, "recorded: every process\n");
+  else if (key == "pid")
+    Appendf(out, "recorded: process %s and the processes it created\n", value.c_str());
+  else if (key == "kernel_release")
+    Appendf(out, "kernel: %s\n", value.c_str());
+  else if (key == "malformed_halves")
+    Appendf(out, "malformed buffer halves: %s (their records were skipped)\n", value.c_str());
+  else if (key == kLeftAtSetuidExec)
+    Appendf(out, "left at a setuid exec: %s\n", value.c_str());
+  else
+    Appendf(out, "%s: %s\n", key.c_str(), value.c_str());
+}
+
 void TextHeader(const Profile& p, const ReportData& d, std::string* out) {
   Appendf(out, "tprof profile: %" PRIu64 " samples taken (%" PRIu64 " delivered, %" PRIu64
                " lost), %zu CPUs",
@@ -75,7 +135,10 @@ void TextHeader(const Profile& p, const ReportData& d, std::string* out) {
   if (p.last_time_ns > p.first_time_ns)
     Appendf(out, ", %.3f s", static_cast<double>(p.last_time_ns - p.first_time_ns) / 1e9);
   *out += "\n";
-  for (const auto& [key, value] : p.attributes) Appendf(out, "%s: %s\n", key.c_str(), value.c_str());
+  for (const auto& [key, value] : p.attributes) TextAttribute(key, value, out);
+  if (auto rate = AchievedSamplingRate(p))
+    Appendf(out, "sampling rate: %.0f Hz per CPU achieved, %.0f asked for%s\n", rate->achieved_hz,
+            rate->requested_hz, rate->low ? " (low: see the warning)" : "");
   if (!p.kernel_symbols.available)
     Appendf(out, "kernel symbols: unavailable%s%s\n", p.kernel_symbols.note.empty() ? "" : ": ",
             p.kernel_symbols.note.c_str());
@@ -214,6 +277,11 @@ void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
   j["unresolved_samples"] = d.unresolved_samples;
   j["unresolved_addresses"] = sym.stats().unresolved;
   j["duration_ns"] = p.last_time_ns - p.first_time_ns;
+  if (auto rate = AchievedSamplingRate(p))
+    j["sampling_rate"] = {{"requested_hz", rate->requested_hz},
+                          {"achieved_hz", rate->achieved_hz},
+                          {"low", rate->low},
+                          {"warning", LowRateWarning(*rate)}};
   j["kernel_symbols_available"] = p.kernel_symbols.available;
   j["kernel_symbols_note"] = p.kernel_symbols.note;
   j["records"] = {{"samples", p.records.samples}, {"comms", p.records.comms},

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <utility>
 
 #include "tprof/event_names.h"
@@ -17,6 +19,13 @@
 namespace tprof {
 
 namespace {
+
+// kernel.perf_event_paranoid, -1000 when unreadable.
+int Paranoid() {
+  std::ifstream in("/proc/sys/kernel/perf_event_paranoid");
+  int level = -1000;
+  return in >> level ? level : -1000;
+}
 
 Error SamplingError(const char* what, int err) {
   std::string msg = std::string(what) + ": ";
@@ -26,6 +35,13 @@ Error SamplingError(const char* what, int err) {
                                          "CAP_PERFMON or CAP_SYS_ADMIN, and the buffers must "
                                          "fit the locked-memory allowance");
     case EACCES:
+      // The module checks the paranoid level first (as perf): above 2 it
+      // refuses even the caller's own child, which is not another user's.
+      if (const int level = Paranoid(); level > 2)
+        return Error::FromErrno(err, msg + "permission denied: kernel.perf_event_paranoid is " +
+                                         std::to_string(level) +
+                                         ", which lets no one sample without CAP_PERFMON or "
+                                         "CAP_SYS_ADMIN (2 allows your own processes)");
       return Error::FromErrno(err, msg + "permission denied: that process belongs to "
                                          "another user (needs CAP_PERFMON or CAP_SYS_ADMIN)");
     case EBUSY:

@@ -974,6 +974,65 @@ TEST_F(Profiler, TopShowsTheHeaviestFunctionOfEachInterval) {
   EXPECT_EQ(frames, 4u) << top;
 }
 
+// A recording of every CPU at a rate the guest cannot take (100 kHz per
+// CPU under TCG) says so on stderr and in the JSON report; one at 100 Hz
+// does not.
+TEST_F(Profiler, AnUnreachableRateIsReportedAsLow) {
+  Result fast = Record("fast.data", "-a -F 100000 --by process", "tprof-wl-shares --ms 1500");
+  ASSERT_EQ(fast.rc, 0) << fast.out;
+  EXPECT_TRUE(Contains(fast.out, "per CPU were taken of the 100000 asked for")) << fast.out;
+  EXPECT_TRUE(Contains(fast.out, "record again with a lower -F")) << fast.out;
+  auto j = DumpJson(dir_.File("fast.data"));
+  ASSERT_TRUE(j);
+  ASSERT_TRUE((*j).contains("sampling_rate")) << "a recording of every CPU states its rate";
+  EXPECT_TRUE((*j).at("sampling_rate").at("low").get<bool>());
+  EXPECT_LT((*j).at("sampling_rate").at("achieved_hz").get<double>(), 50000);
+
+  Result slow = Record("slow.data", "-a -F 100 --by process", "tprof-wl-shares --ms 1500");
+  ASSERT_EQ(slow.rc, 0) << slow.out;
+  EXPECT_FALSE(Contains(slow.out, "warning:")) << slow.out;
+  j = DumpJson(dir_.File("slow.data"));
+  ASSERT_TRUE(j);
+  ASSERT_TRUE((*j).contains("sampling_rate"));
+  EXPECT_FALSE((*j).at("sampling_rate").at("low").get<bool>())
+      << (*j).at("sampling_rate").dump();
+}
+
+// top of every process: its own samples (it drains and symbolizes every
+// interval) are one labelled line, never a row, and its first refresh
+// counts the rate from when sampling started: at most the CPUs' clock
+// rate (it said 1.7 times that when it counted from after reading
+// kallsyms). 30% over: a late tick's catch-up, never a 1.7x error.
+TEST_F(Profiler, TopLeavesItselfOutAndCountsFromTheStart) {
+  Result r = Sh("tprof-wl-shares --ms 3600000 >/dev/null & p=$!; tprofctl top --batch -d 1 -n 3 "
+                "--by process --rows 50 > " + dir_.File("top.txt") + "; rc=$?; kill $p; exit $rc");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string top = ReadFileOrEmpty(dir_.File("top.txt"));
+  const double ncpus = double(::sysconf(_SC_NPROCESSORS_ONLN));
+  size_t frames = 0;
+  std::istringstream in(top);
+  for (std::string line; std::getline(in, line);) {
+    unsigned long long samples = 0;
+    double seconds = 0, rate = 0;
+    if (std::sscanf(line.c_str(), "tprofctl top: %llu samples in %lf s (%lf/s)", &samples, &seconds,
+                    &rate) == 3) {
+      if (++frames == 1) {
+        EXPECT_LE(rate, 1.3 * 1000 * ncpus) << line << "\n" << top;
+      }
+      continue;
+    }
+    std::istringstream row(line);
+    std::string count, share, pid, name;
+    row >> count >> share >> pid >> name;
+    EXPECT_NE(name, "tprofctl") << "top's own process is a row:\n" << top;
+  }
+  EXPECT_EQ(frames, 3u) << top;
+  size_t labelled = 0;
+  for (size_t at = top.find("[tprofctl top]"); at != std::string::npos; at = top.find("[tprofctl top]", at + 1))
+    ++labelled;
+  EXPECT_EQ(labelled, 3u) << top;
+}
+
 // `tprofctl diff` of two runs of tprof-wl-shares with the split turned
 // around (80/10/10, then 10/10/80): wl_alpha's share falls and wl_gamma's
 // rises, nominally eightfold, and they are the process's largest changes;
@@ -1209,6 +1268,20 @@ TEST_F(Profiler, UnprivilegedUserProfilesOnlyItsOwnCommand) {
   EXPECT_TRUE(Contains(folded.out, "[unknown] [kernel]_[k]")) << folded.out;
   for (const std::string* text : {&own.out, &folded.out})
     EXPECT_FALSE(std::regex_search(*text, kernel_address)) << *text;
+}
+
+// At perf_event_paranoid 3 (Debian's default) an unprivileged record of
+// its own command is refused for the level, not as another user's process,
+// and the hint says how to lower it.
+TEST_F(Profiler, ParanoidThreeNamesTheLevelNotAnotherUser) {
+  ScopedParanoid paranoid(3);
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
+  Result r = RunAsNobody(dir_.path(), "tprofctl record -o own.data -- true");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, "kernel.perf_event_paranoid is 3")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "belongs to another user")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "sysctl kernel.perf_event_paranoid=2")) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("own.data")));
 }
 
 // The processes of a profile that are not the recorded tree's.

@@ -108,6 +108,20 @@ TEST(PmuSpec, DataSymbolsAreWatchedWhole) {
   EXPECT_EQ(e->len, 16u);
 }
 
+// `-e EVENT` as perf's -e: without NAME=, the event names the counter.
+TEST(PmuSpec, ACounterWithoutANameIsNamedByItsEvent) {
+  ProgramSpec s;
+  ASSERT_TRUE(s.AddCounter("page-faults@0x1000-0x2000", nullptr));
+  ASSERT_TRUE(s.AddCounter("cycles:10000", nullptr));
+  ASSERT_TRUE(s.AddCounter("bp:0x401000", nullptr));
+  EXPECT_EQ(s.CounterIndex("page_faults"), std::optional<size_t>(0));
+  EXPECT_EQ(s.CounterIndex("cycles"), std::optional<size_t>(1));
+  EXPECT_EQ(s.CounterIndex("bp_0x401000"), std::optional<size_t>(2));
+  EXPECT_TRUE(s.AddRule("page_faults - cycles > 0"));
+  EXPECT_FALSE(s.AddCounter("page-faults", nullptr)) << "the same event twice: the name is taken";
+  EXPECT_FALSE(s.AddCounter("no-such-event", nullptr));
+}
+
 TEST(PmuSpec, CountersThresholdsAndBuild) {
   ProgramSpec s;
   ASSERT_TRUE(s.AddCounter("f=page-faults@0x1000-0x2000/4", nullptr));

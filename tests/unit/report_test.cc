@@ -65,6 +65,56 @@ Profile TestProfile() {
 
 // What Recorder::Finish() leaves out of a file: processes without a sample
 // (an idle machine's daemons and kernel threads); no report changes.
+// 100 samples taken on 2 CPUs over 1 s: 50 Hz per CPU achieved. Asked
+// 1000 Hz, that is low (a warning and the JSON say so); asked 80 it is not;
+// a process's recording, an event's or a filtered one cannot tell.
+TEST(Report, SamplingRateOfARecordingOfEveryCpu) {
+  Profile p = TestProfile();
+  p.first_time_ns = 1'000'000'000;
+  p.last_time_ns = 2'000'000'000;
+  EXPECT_FALSE(tprof::AchievedSamplingRate(p)) << "no attributes";
+  p.attributes["pid"] = "all";
+  p.attributes["frequency_hz"] = "1000";
+  auto rate = tprof::AchievedSamplingRate(p);
+  ASSERT_TRUE(rate);
+  EXPECT_DOUBLE_EQ(rate->achieved_hz, 50);
+  EXPECT_DOUBLE_EQ(rate->requested_hz, 1000);
+  EXPECT_TRUE(rate->low);
+  EXPECT_NE(tprof::LowRateWarning(*rate).find("50 samples per second per CPU were taken of the 1000"),
+            std::string::npos);
+  Symbolizer sym(p);
+  ReportOptions o;
+  std::string text = tprof::RenderReport(p, sym, o, ReportFormat::kText);
+  EXPECT_NE(text.find("sampling rate: 50 Hz per CPU achieved, 1000 asked for (low"), std::string::npos)
+      << text;
+  // The settings are named, with units, not raw keys.
+  EXPECT_NE(text.find("sampling: on the clock, 1000 Hz per CPU\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("recorded: every process\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("frequency_hz"), std::string::npos) << text;
+  std::string error;
+  auto j = ParseJson(tprof::RenderReport(p, sym, o, ReportFormat::kJson), &error);
+  ASSERT_TRUE(j) << error;
+  EXPECT_EQ((*j).at("sampling_rate").at("low").get<bool>(), true);
+  EXPECT_EQ((*j).at("sampling_rate").at("achieved_hz").get<double>(), 50.0);
+
+  p.attributes["frequency_hz"] = "80";
+  rate = tprof::AchievedSamplingRate(p);
+  ASSERT_TRUE(rate);
+  EXPECT_FALSE(rate->low);
+  EXPECT_EQ(tprof::LowRateWarning(*rate), "");
+  p.attributes["pid"] = "42";
+  EXPECT_FALSE(tprof::AchievedSamplingRate(p)) << "a process runs part of the time";
+  p.attributes["pid"] = "all";
+  p.attributes["frequency_hz"] = "0";
+  EXPECT_FALSE(tprof::AchievedSamplingRate(p)) << "samples on an event";
+  p.attributes["frequency_hz"] = "1000";
+  p.attributes["filter"] = "--cpu 0";
+  EXPECT_FALSE(tprof::AchievedSamplingRate(p)) << "a filtered profile";
+  p.attributes.erase("filter");
+  p.last_time_ns = p.first_time_ns + 100'000'000;
+  EXPECT_FALSE(tprof::AchievedSamplingRate(p)) << "too short to tell";
+}
+
 TEST(Report, SaysTheSameWithoutTheProcessesNoSampleBelongsTo) {
   Profile p = TestProfile();
   ProfileBuilder extra;

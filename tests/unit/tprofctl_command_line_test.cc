@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -127,6 +128,35 @@ TEST_F(CommandLineTest, VersionAndHelpExitZeroOnStdout) {
   EXPECT_NE(p.out.find("--top"), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("More words."), std::string::npos) << p.out;
   EXPECT_EQ(ran_, 0);
+}
+
+// perf's `report` is dump.
+TEST_F(CommandLineTest, ReportIsDump) {
+  Parsed p = Parse({"report", "--top", "3"});
+  ASSERT_FALSE(p.status) << p.err;
+  EXPECT_EQ(top_, 3u);
+  EXPECT_EQ(cli_.RunChosen(), 0);
+  EXPECT_EQ(ran_, 1);
+}
+
+// --buffer-kb takes what the module takes, and its help says so once.
+TEST_F(CommandLineTest, BufferKbIsAPowerOfTwoTheModuleTakes) {
+  uint32_t kb = 0;
+  CLI::App* rec = cli_.Add(cli_.app(), "rec", "Records.", [] { return 0; });
+  rec->add_option("--buffer-kb", kb, kBufferKbHelp)->transform(Decimal())->check(BufferKb());
+  for (const char* bad : {"0", "1", "2", "100", "32768", "99999999999999999999"}) {
+    Parsed p = Parse({"rec", "--buffer-kb", bad});
+    EXPECT_EQ(p.status, kExitUsage) << bad;
+    EXPECT_NE(p.err.find("is not a power of two from 4 to 16384"), std::string::npos) << p.err;
+  }
+  for (const char* good : {"4", "64", "16384"}) {
+    Parsed p = Parse({"rec", "--buffer-kb", good});
+    EXPECT_FALSE(p.status) << good << ": " << p.err;
+    EXPECT_EQ(std::to_string(kb), good);
+  }
+  Parsed p = Parse({"rec", "--help"});
+  EXPECT_NE(p.out.find("a power of two from 4 to 16384"), std::string::npos) << p.out;
+  EXPECT_EQ(p.out.find(" in ["), std::string::npos) << "a second range beside the type: " << p.out;
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #include "command_line.h"
 
+#include <linux/tprof.h>
+
 #include <cctype>
 #include <iostream>
+#include <string>
 #include <vector>
 
 namespace tprof::cli {
@@ -52,6 +55,23 @@ const CLI::Validator& Decimal() {
   return v;
 }
 
+const CLI::Validator& BufferKb() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        // After Decimal(): digits only, at most 20 of them (stoull's range
+        // ends at 20 digits: nine are plenty).
+        const unsigned long long kb = text.size() > 9 ? ~0ull : std::stoull(text);
+        constexpr unsigned long long kMin = TPROF_SAMPLING_MIN_HALF_BYTES / 1024;
+        constexpr unsigned long long kMax = TPROF_SAMPLING_MAX_HALF_BYTES / 1024;
+        if (kb < kMin || kb > kMax || (kb & (kb - 1)) != 0)
+          return text + " KiB is not a power of two from " + std::to_string(kMin) + " to " +
+                 std::to_string(kMax);
+        return "";
+      },
+      "");  // the option's help says it: no second, different range beside its type
+  return v;
+}
+
 std::string UsageMessage(const CLI::Error& e) {
   const std::string what = e.what();
   auto starts = [&](const std::string& p) { return what.compare(0, p.size(), p) == 0; };
@@ -73,11 +93,12 @@ std::string UsageMessage(const CLI::Error& e) {
 
 CommandLine::CommandLine(const std::string& version)
     : app_("tprof's command-line tool: a sampling profiler, per-thread metrics, counting "
-           "windows and PMU programs (see README.md).",
+           "windows and PMU programs.",
            "tprofctl") {
   app_.set_version_flag("--version", version, "print tprofctl's version and the ABI it speaks");
   app_.require_subcommand(1);
-  app_.footer("`tprofctl COMMAND --help` describes a command's options.");
+  app_.footer("`tprofctl COMMAND --help` describes a command's options; `tprofctl report` is "
+              "`tprofctl dump`, as perf names it.");
 }
 
 CLI::App* CommandLine::Add(CLI::App& parent, const std::string& name,
@@ -101,6 +122,9 @@ std::optional<int> CommandLine::Parse(int argc, const char* const* argv, std::os
     return kExitUsage;
   }
   if (args[0] == "help") args[0] = "--help";  // `tprofctl help`, as before
+  // perf's name for it. Not a CLI11 alias: the lists of commands (help,
+  // man pages, completion) keep one name per command.
+  if (args[0] == "report") args[0] = "dump";
   bool known = false;
   for (const CLI::App* sub : app_.get_subcommands({})) known |= sub->check_name(args[0]);
   if (args[0][0] != '-' && !known) {

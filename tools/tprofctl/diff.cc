@@ -1,5 +1,6 @@
 // tprofctl diff: compares two recorded profiles, per function or per
 // process: each row's share of A's and B's samples and the change.
+#include <array>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -18,7 +19,7 @@ namespace tprof::cli {
 namespace {
 
 struct DiffCliOptions {
-  std::vector<std::string> paths;  // A and B
+  std::array<std::string, 2> paths;  // A and B
   DiffOptions diff;
   std::string format = "text";
   SampleFilter filter;  // applied to both
@@ -34,7 +35,7 @@ bool HasPid(const Profile& p, uint32_t pid) {
 }
 
 int RunDiff(const DiffCliOptions& o) {
-  const std::vector<std::string>& paths = o.paths;
+  const std::array<std::string, 2>& paths = o.paths;
   const DiffOptions& options = o.diff;
   const DiffFormat format = o.format == "json" ? DiffFormat::kJson : DiffFormat::kText;
   if (o.symfs.size() > 2) {
@@ -81,7 +82,8 @@ void AddDiffCommand(CommandLine& cli) {
       "change first. Rows found in one profile only show 0 in the other. Processes are matched "
       "by name, since pids differ between recordings.",
       [o] { return RunDiff(*o); });
-  sub->add_option("A B", o->paths, "the two profiles")->required()->expected(2);
+  sub->add_option("A", o->paths[0], "the profile before (the baseline)")->required();
+  sub->add_option("B", o->paths[1], "the profile after")->required();
   sub->add_option_function<std::string>(
          "--by",
          [o](const std::string& by) {

@@ -319,7 +319,8 @@ void AddPmuCommand(CommandLine& cli) {
                             "CPU, print its events as they come and the totals at the end",
                             [o] { return RunWatch(*o); });
   watch->add_option("-e,--counter", o->counters,
-                    "NAME=EVENT[@RANGE][@data:RANGE][/K]: EVENT see `tprofctl pmu list`; RANGE a "
+                    "[NAME=]EVENT[@RANGE][@data:RANGE][/K] (without NAME=, the event names the counter: "
+                    "page-faults as page_faults, cycles:10000 as cycles); EVENT see `tprofctl pmu list`; RANGE a "
                     "function or data symbol of the target, file.c:func, 0xSTART-0xEND or "
                     "0xSTART+LEN; @RANGE counts events whose instruction address is in it, "
                     "@data:RANGE (page-faults, minor-faults, major-faults) those whose faulting "

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -68,11 +69,9 @@ void AddSamplingOptions(CLI::App* sub, RecordOptions& o) {
       ->transform(Decimal())
       ->check(CLI::Range(1u, static_cast<unsigned>(TPROF_SAMPLING_MAX_HZ)));
   sub->add_option_function<uint32_t>(
-         "--buffer-kb", [&o](uint32_t kb) { o.sampling.half_bytes = kb * 1024; },
-         "size of each half of a CPU's double buffer (default 64, with -g 256; a power of two "
-         "from 4 to 16384)")
+         "--buffer-kb", [&o](uint32_t kb) { o.sampling.half_bytes = kb * 1024; }, kBufferKbHelp)
       ->transform(Decimal())
-      ->check(CLI::Range(1u, 1u << 20));
+      ->check(BufferKb());
   sub->add_option("-p,--pid", o.pid, "sample one process and the processes it creates")
       ->transform(Decimal())
       ->check(CLI::Range(0u, TPROF_PID_ALL - 1));
@@ -431,6 +430,9 @@ int RunRecord(RecordOptions o) {
     child = ::fork();
     if (child < 0) return ReportError(Error::FromErrno(errno, "fork"));
     if (child == 0) {
+      // Until its exec the child is tprofctl's code: its samples say so
+      // under a name of their own, as perf's "perf-exec".
+      ::prctl(PR_SET_NAME, "tprofctl-exec");
       ::close(fds[1]);
       ::close(errs[0]);
       char c;

@@ -47,6 +47,13 @@ double Share(uint64_t n, uint64_t base) {
   return base ? 100.0 * static_cast<double>(n) / static_cast<double>(base) : 0.0;
 }
 
+// top's own samples (its recorder drains and symbolizes every interval)
+// are not rows: one line under the table says how many there were.
+void PrintSelf(uint64_t samples, uint64_t base) {
+  std::printf("%8" PRIu64 " %5.1f%%  %7u %-16s\n", samples, Share(samples, base),
+              static_cast<unsigned>(::getpid()), "[tprofctl top]");
+}
+
 // The interval's heaviest functions over every process, one flat table as
 // perf top shows them (dump's text report groups them by process).
 void PrintFunctions(const ReportData& d, size_t rows) {
@@ -55,9 +62,13 @@ void PrintFunctions(const ReportData& d, size_t rows) {
     const FunctionRow* function;
   };
   std::vector<Row> all;
-  for (const ProcessFunctions& pf : d.functions)
-    if (pf.pid != 0)  // idle/wait has its own line
+  const uint32_t self = static_cast<uint32_t>(::getpid());
+  uint64_t own = 0;
+  for (const ProcessFunctions& pf : d.functions) {
+    if (pf.pid == self) own += pf.samples;
+    if (pf.pid != 0 && pf.pid != self)  // idle/wait and top itself have their own lines
       for (const FunctionRow& f : pf.functions) all.push_back({&pf, &f});
+  }
   std::stable_sort(all.begin(), all.end(), [](const Row& a, const Row& b) {
     return a.function->samples > b.function->samples;
   });
@@ -71,13 +82,22 @@ void PrintFunctions(const ReportData& d, size_t rows) {
   }
   std::printf("%8" PRIu64 " %5.1f%%  %7s %-16s\n", d.idle_samples, Share(d.idle_samples, d.all_samples),
               "-", "[idle/wait]");
+  PrintSelf(own, d.all_samples);
 }
 
 void PrintProcesses(const ReportData& d, size_t rows) {
   std::printf("%8s %6s  %7s %-16s %7s %7s %7s\n", "SAMPLES", "SHARE", "PID", "PROCESS", "KERNEL",
               "USER", "SHARED");
-  for (size_t i = 0; i < d.processes.size() && (rows == 0 || i < rows); ++i) {
-    const ProcessSummary& s = d.processes[i];
+  const uint32_t self = static_cast<uint32_t>(::getpid());
+  uint64_t own = 0;
+  size_t shown = 0;
+  for (const ProcessSummary& s : d.processes) {
+    if (s.pid == self) {
+      own += s.samples;
+      continue;
+    }
+    if (rows != 0 && shown == rows) continue;
+    ++shown;
     std::printf("%8" PRIu64 " %5.1f%%  %7u %-16s %6.1f%% %6.1f%% %6.1f%%\n", s.samples,
                 Share(s.samples, d.all_samples), s.pid, s.name.c_str(),
                 Share(s.kernel, d.all_samples), Share(s.user, d.all_samples),
@@ -85,6 +105,7 @@ void PrintProcesses(const ReportData& d, size_t rows) {
   }
   std::printf("%8" PRIu64 " %5.1f%%  %7s %-16s\n", d.idle_samples, Share(d.idle_samples, d.all_samples),
               "-", "[idle/wait]");
+  PrintSelf(own, d.all_samples);
 }
 
 int RunTop(TopOptions o) {
@@ -101,6 +122,9 @@ int RunTop(TopOptions o) {
     return kExitUsage;
   }
 
+  // The first refresh's rate counts from here, where sampling starts (not
+  // from after the kallsyms read below: that made it 1.7x the real rate).
+  uint64_t last = MonotonicNs();
   auto recorder = Recorder::Start(sampling);
   if (!recorder)
     return ReportError(recorder.error(),
@@ -115,7 +139,6 @@ int RunTop(TopOptions o) {
   // The previous refresh's counts: each refresh shows what came since.
   ProfileCounts before;
   uint64_t n = 0;
-  uint64_t last = MonotonicNs();
   recorder->SetContextOptions({.granularity_ns = 0});  // a live view needs no context
   RecorderRunOptions run;
   run.interval = std::chrono::milliseconds(std::max<long long>(1, std::llround(o.delay_s * 1e3)));
@@ -189,10 +212,9 @@ void AddTopCommand(CommandLine& cli) {
       ->transform(Decimal())
       ->check(CLI::Range(uint64_t{1}, UINT64_MAX));
   sub->add_option_function<uint32_t>(
-         "--buffer-kb", [o](uint32_t kb) { o->sampling.half_bytes = kb * 1024; },
-         "each half of a CPU's buffer (default 64)")
+         "--buffer-kb", [o](uint32_t kb) { o->sampling.half_bytes = kb * 1024; }, kBufferKbHelp)
       ->transform(Decimal())
-      ->check(CLI::Range(1u, 16384u));
+      ->check(BufferKb());
   sub->add_option("-d,--delay", o->delay_s,
                   "refresh interval in seconds (default 1; decimals allowed)")
       ->check(CLI::Range(0.05, 3600.0));

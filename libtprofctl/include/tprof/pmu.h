@@ -81,7 +81,9 @@ enum class Rearm { kOnce, kOnFalse };
 
 class ProgramSpec {
  public:
-  // "NAME=EVENT[@RANGE[/K]][@data:RANGE[/K]]": an instruction range, a
+  // "[NAME=]EVENT[@RANGE[/K]][@data:RANGE[/K]]" (without NAME=, the event
+  // names the counter: "page-faults" page_faults, "cycles:10000" cycles,
+  // "bp:parse" bp_parse): an instruction range, a
   // data range (page-faults, minor-faults, major-faults only: events whose
   // faulting address is in it; a data symbol stands for its whole size),
   // or both; K splits the range into K counted parts (the data range's

@@ -128,6 +128,23 @@ struct StackRow {
 // rows above, processes of the same name summed).
 std::string FoldedStacks(const Profile& profile, Symbolizer& symbolizer,
                          const ReportOptions& options);
+// The clock rate a recording of every CPU achieved: the samples it took
+// (delivered and lost) per second per CPU between its first and last
+// sample, beside the rate it asked for. Low when under half of it: the
+// machine could not take samples that fast, and the profile then measures
+// the sampler as much as the workload (perf throttles and warns there).
+struct SamplingRate {
+  double requested_hz = 0;
+  double achieved_hz = 0;
+  bool low = false;
+};
+// nullopt where the profile cannot say: a process's recording (it runs
+// only part of the time), samples on an event, a filtered profile, a span
+// under half a second.
+[[nodiscard]] std::optional<SamplingRate> AchievedSamplingRate(const Profile& profile);
+// The warning a low rate gets, with what to do ("" when not low).
+[[nodiscard]] std::string LowRateWarning(const SamplingRate& rate);
+
 // The whole report in one format (kFolded ignores `by` and `top`).
 std::string RenderReport(const Profile& profile, Symbolizer& symbolizer,
                          const ReportOptions& options, ReportFormat format);

@@ -43,10 +43,11 @@ rc=$?
 check "tprof-vm -- false exits nonzero" test "$rc" != 0
 
 echo "hello from the host" >"$tmp/added.txt"
-out=$("${VM[@]}" --add "$tmp/added.txt" -- sh -c 'cat added.txt; exit 7' 2>&1)
+out=$("${VM[@]}" --add "$tmp/added.txt" -- sh -c 'cat added.txt; su user -c "echo ids \$(id -u) \$(id -g)"; exit 7' 2>&1)
 rc=$?
 check "tprof-vm passes CMD's exit status through (7, got $rc)" test "$rc" = 7
 check "tprof-vm --add puts files in the guest's working directory" grep -q 'hello from the host' <<<"$out"
+check "su user -c CMD runs CMD as uid and gid 1000 in the guest (as the README says)" grep -q '^ids 1000 1000' <<<"$out"
 
 "${VM[@]}" --kernel 6.12 -- tprofctl status --json >"$tmp/status.json" 2>"$tmp/status.err"
 rc=$?

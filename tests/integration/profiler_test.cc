@@ -1389,6 +1389,12 @@ TEST_F(Profiler, FailedRecordingsLeaveThePreviousProfileAlone) {
   EXPECT_TRUE(Contains(unwritable.out, "cannot write /nonexistent/dir/x.data")) << unwritable.out;
   EXPECT_NE(::access(dir_.File("ran").c_str(), F_OK), 0)
       << "the command ran although its profile could not be written";
+  // Report options an export cannot honour are refused before CMD runs.
+  Result shape = Sh(cd + "tprofctl record -o p.data --format pprof --top 3 -- touch ran");
+  EXPECT_EQ(shape.rc, 2) << shape.out;
+  EXPECT_TRUE(Contains(shape.out, "--top and --by shape the text and json tables")) << shape.out;
+  EXPECT_NE(::access(dir_.File("ran").c_str(), F_OK), 0) << "the command ran before the refusal";
+  EXPECT_EQ(ReadFileOrEmpty(dir_.File("p.data")), before) << "the previous profile was overwritten";
   Result start = Sh(cd + "tprofctl start -o /nonexistent/dir/x.data");
   EXPECT_NE(start.rc, 0) << start.out;
   EXPECT_TRUE(Contains(start.out, "cannot write /nonexistent/dir/x.data")) << start.out;

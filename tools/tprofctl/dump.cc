@@ -84,6 +84,15 @@ void AddDumpCommand(CommandLine& cli) {
       ->type_name("DIR");
 }
 
+std::string ShapeConflict(const DumpOptions& o) {
+  // The whole stacks have no tables to cut or group: say so rather than
+  // ignore what the user asked for.
+  const bool tables = o.format == "text" || o.format == "json";
+  if (tables || (!o.report.top && o.report.by == ReportBy::kAll)) return "";
+  return "--top and --by shape the text and json tables, not --format " + o.format +
+         " (use --pid, --comm, --tid, --cpu or --time to choose what it holds)";
+}
+
 int RunDump(const DumpOptions& o) {
   const std::string& path = o.input;
   const ReportOptions& options = o.report;
@@ -96,14 +105,8 @@ int RunDump(const DumpOptions& o) {
   const ReportFormat format = o.format == "json"     ? ReportFormat::kJson
                               : o.format == "folded" ? ReportFormat::kFolded
                                                      : ReportFormat::kText;
-  // The whole stacks have no tables to cut or group: say so rather than
-  // ignore what the user asked for.
-  if ((export_format != Export::kNone || format == ReportFormat::kFolded) &&
-      (options.top || options.by != ReportBy::kAll)) {
-    std::fprintf(stderr,
-                 "tprofctl dump: --top and --by shape the text and json tables, not --format "
-                 "%s (use --pid, --comm, --tid, --cpu or --time to choose what it holds)\n",
-                 o.format.c_str());
+  if (std::string conflict = ShapeConflict(o); !conflict.empty()) {
+    std::fprintf(stderr, "tprofctl dump: %s\n", conflict.c_str());
     return 2;
   }
   if (export_format == Export::kPprof && !output && ::isatty(STDOUT_FILENO)) {

@@ -24,6 +24,11 @@ struct DumpOptions {
 // Adds --by, --top and --format (the report's shape), which record shares.
 void AddReportOptions(CLI::App* sub, DumpOptions& o);
 
+// The usage error of --top or --by with an export format (folded, svg,
+// speedscope, pprof), which has no tables to cut or group; "" if none.
+// record asks before it records anything.
+[[nodiscard]] std::string ShapeConflict(const DumpOptions& o);
+
 // Prints (or writes) the report; returns the exit status.
 int RunDump(const DumpOptions& o);
 

@@ -413,6 +413,10 @@ int RunRecord(RecordOptions o) {
     return kExitUsage;
   }
   if (int rc = SettleOptions("record", &o, has_cmd)) return rc;
+  if (std::string conflict = ShapeConflict(o.report); !conflict.empty()) {
+    std::fprintf(stderr, "tprofctl record: %s\n", conflict.c_str());
+    return kExitUsage;
+  }
   const Doing doing = o.sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling;
   // As perf: an output that cannot be written fails before CMD runs.
   if (Status st = CheckWritable(o.output); !st) return ReportError(st.error());

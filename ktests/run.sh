@@ -25,11 +25,7 @@ make -C "$tree" M="$work/ktests" modules >"$work/build.log" 2>&1 || {
 
 log=$work/ktap.log
 set +e
-# One host thread for the guest's CPUs (--tcg-single), as make check's
-# other guests: with a vCPU thread each, a busy host (the VM bench's
-# self-tests run beside it) once starved one for 22 s at boot, and the
-# guest's soft-lockup watchdog failed the run.
-tools/tprof-vm --tcg-single --vmlinuz "$tree/arch/x86/boot/bzImage" --no-module \
+tools/tprof-vm --vmlinuz "$tree/arch/x86/boot/bzImage" --no-module \
 	--add "$work/ktests/tprof_kunit.ko" -- sh -c 'insmod tprof_kunit.ko && dmesg' >"$log" 2>&1
 vm_rc=$?
 set -e

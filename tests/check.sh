@@ -417,6 +417,11 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		if newer arm64-sid; then
 			job fuzz-arm64 fuzz --kernel arm64-sid --seconds "$afs" --seed "$fuzz_seed"
 		fi
+		newer trixie && job integration-trixie vm --kernel trixie -- "${GT[@]}" --gtest_filter="$SMOKE_TESTS"
+		if [ "$arm64_612_ok" = 1 ]; then
+			job integration-arm64-6.12 vm --arch arm64 --kernel 6.12 -- \
+				"${GT[@]}" --gtest_filter="$LOAD_SMOKE_TESTS:-$HW_TESTS"
+		fi
 	}
 	lane_b() {
 		local k shift
@@ -441,10 +446,6 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 					"${GT[@]}" --gtest_filter='PmuHardwareTest.Cpi*'
 			done
 		fi
-		if [ "$arm64_612_ok" = 1 ]; then
-			job integration-arm64-6.12 vm --arch arm64 --kernel 6.12 -- \
-				"${GT[@]}" --gtest_filter="$LOAD_SMOKE_TESTS:-$HW_TESTS"
-		fi
 		newer arm64-sid && job integration-arm64-sid vm --arch arm64 --kernel sid -- \
 			"${GT[@]}" --gtest_filter="-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing:$CLI_ONLY_TESTS:$ARM64_SID_EXCLUDED"
 		newer arm64-trixie && job integration-arm64-trixie vm --arch arm64 --kernel trixie -- \
@@ -452,18 +453,16 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		if [ "$arm64_debug_ok" = 1 ]; then
 			job fuzz-arm64-debug fuzz --kernel arm64-debug --seconds "$afs" --seed "$fuzz_seed"
 		fi
-		newer trixie && job integration-trixie vm --kernel trixie -- "${GT[@]}" --gtest_filter="$SMOKE_TESTS"
 	}
 	# Balanced by what each took in a clean-clone run on 2 cores (seconds,
-	# 5662337's run, less the tests left out since):
-	# A = debug ~790 + its fuzz 262 + arm64 debug 632 + sid 427 + arm64 sid
-	#     fuzz 75 = ~2190;
-	# B = 6.1 356 + 6.1-rt 317 + 6.12 smoke 118 + no-tsc 12 + arm64 6.1
-	#     load smoke 109 + --icount 53 + arm64 6.12 load smoke 110 + arm64
-	#     sid 455 + arm64 trixie smoke 228 + arm64 debug fuzz 324 + trixie
-	#     smoke 121 = 2203.
+	# bd48c3a's run on a slower day than 5662337's):
+	# A = debug 481 + its fuzz 297 + arm64 debug 709 + sid ~450 + arm64 sid
+	#     fuzz ~75 + trixie smoke 125 + arm64 6.12 load smoke 113 = ~2250;
+	# B = 6.1 397 + 6.1-rt 341 + 6.12 smoke 125 + no-tsc 12 + arm64 6.1
+	#     load smoke 113 + --icount 58 + arm64 sid 557 + arm64 trixie smoke
+	#     ~240 + arm64 debug fuzz ~330 = ~2170.
 	rm -f "$LOG_DIR"/*.result
-	stage "guest suites, two lanes: debug kernels, sid, fuzzers | 6.1, 6.1-rt, 6.12, arm64 lines, trixie"
+	stage "guest suites, two lanes: debug kernels, sid, fuzzers, trixie, arm64 6.12 | 6.1, 6.1-rt, 6.12, arm64 6.1, sid, trixie"
 	lane_a &
 	lane_a_pid=$!
 	lane_b

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "function_rows.h"
 #include "json.h"
 #include "text_format.h"
 #include "tprof/stacks.h"
@@ -68,6 +69,21 @@ std::string ReportName(const Profile& p, uint32_t pid) {
 }
 
 size_t Limit(size_t rows, size_t top) { return top ? std::min(rows, top) : rows; }
+
+double PercentLimit(const ReportOptions& o, ReportFormat format) {
+  return o.percent_limit.value_or(format == ReportFormat::kText ? kDefaultTextPercentLimit : 0);
+}
+
+// How many of the rows, heaviest first, a table shows: those with at least
+// `percent` of `base`, at most `top`. One process asked for (--pid) shows.
+template <typename Row>
+size_t ShownRows(const std::vector<Row>& rows, uint64_t base, double percent, size_t top,
+                 const ReportOptions& o) {
+  size_t n = 0;
+  const double floor = percent / 100.0 * static_cast<double>(base);
+  while (n < rows.size() && (o.pid || static_cast<double>(rows[n].samples) >= floor)) ++n;
+  return Limit(n, top);
+}
 
 }  // namespace
 
@@ -156,7 +172,8 @@ void TextProcesses(const ReportData& d, const ReportOptions& o, std::string* out
   const uint64_t base = d.all_samples;
   Appendf(out, "\n%7s %-16s %10s %7s %7s %7s %7s %7s\n", "PID", "NAME", "SAMPLES", "TOTAL",
           "KERNEL", "USER", "SHARED", "OTHER");
-  size_t shown = Limit(d.processes.size(), o.top);
+  const size_t shown =
+      ShownRows(d.processes, base, PercentLimit(o, ReportFormat::kText), o.top, o);
   for (size_t i = 0; i < shown; ++i) {
     const ProcessSummary& s = d.processes[i];
     Appendf(out, "%7u %-16s %10" PRIu64 " %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%%\n", s.pid,
@@ -181,42 +198,90 @@ void TextProcesses(const ReportData& d, const ReportOptions& o, std::string* out
           "mapping\n");
 }
 
+// The width of a text column: its widest cell, within [min, max] (a longer
+// cell overflows its row alone).
+size_t ColumnWidth(size_t min, size_t max, const std::vector<std::string>& cells) {
+  size_t w = min;
+  for (const std::string& c : cells) w = std::max(w, c.size());
+  return std::min(w, max);
+}
+
+// Drops the blanks a padded last column leaves before the line's end.
+void TrimLineEnd(std::string* out) {
+  if (out->empty() || out->back() != '\n') return;
+  out->pop_back();
+  while (!out->empty() && out->back() == ' ') out->pop_back();
+  out->push_back('\n');
+}
+
+void TextFunctionTable(const ReportData& d, const ProcessFunctions& pf, const ReportOptions& o,
+                       std::string* out) {
+  const FunctionTableCut cut = CutFunctionRows(
+      pf.functions, pf.samples, PercentLimit(o, ReportFormat::kText), o.top, o.children);
+  std::vector<std::string> spaces, names;
+  for (size_t i : cut.shown) {
+    spaces.push_back(ShortSpace(pf.functions[i].location));
+    names.push_back(pf.functions[i].function);
+  }
+  for (const LeftOutRows& l : cut.left_out) spaces.push_back(ShortSpace(l.first->location));
+  const int sw = static_cast<int>(ColumnWidth(5, 40, spaces));
+  const int fw = static_cast<int>(ColumnWidth(8, 48, names));
+  if (o.children)
+    Appendf(out, "%10s %10s %7s %7s  %-*s %-*s %s\n", "CHILDREN", "SELF", "CHILD%", "SELF%", sw,
+            "SPACE", fw, "FUNCTION", "SOURCE");
+  else
+    Appendf(out, "%10s %7s %7s  %-*s %-*s %s\n", "SAMPLES", "PROC", "ALL", sw, "SPACE", fw,
+            "FUNCTION", "SOURCE");
+  for (size_t k = 0; k < cut.shown.size(); ++k) {
+    const FunctionRow& f = pf.functions[cut.shown[k]];
+    const std::string source = SourceText(f.location, false);
+    if (o.children)
+      Appendf(out, "%10" PRIu64 " %10" PRIu64 " %6.1f%% %6.1f%%  %-*s %-*s %s\n", f.inclusive,
+              f.samples, Percent(f.inclusive, pf.samples), Percent(f.samples, pf.samples), sw,
+              spaces[k].c_str(), fw, names[k].c_str(), source.c_str());
+    else
+      Appendf(out, "%10" PRIu64 " %6.1f%% %6.1f%%  %-*s %-*s %s\n", f.samples,
+              Percent(f.samples, pf.samples), Percent(f.samples, d.all_samples), sw,
+              spaces[k].c_str(), fw, names[k].c_str(), source.c_str());
+    TrimLineEnd(out);
+  }
+  // The rows left out, one per space: their self samples (inclusive
+  // samples do not add up across functions).
+  for (size_t k = 0; k < cut.left_out.size(); ++k) {
+    const LeftOutRows& l = cut.left_out[k];
+    const std::string what = "(" + std::to_string(l.functions) + " more function" +
+                             (l.functions == 1 ? "" : "s") + ")";
+    const char* space = spaces[cut.shown.size() + k].c_str();
+    if (o.children)
+      Appendf(out, "%10s %10" PRIu64 " %7s %6.1f%%  %-*s %s\n", "-", l.samples, "-",
+              Percent(l.samples, pf.samples), sw, space, what.c_str());
+    else
+      Appendf(out, "%10" PRIu64 " %6.1f%% %6.1f%%  %-*s %s\n", l.samples,
+              Percent(l.samples, pf.samples), Percent(l.samples, d.all_samples), sw, space,
+              what.c_str());
+  }
+}
+
 void TextFunctions(const ReportData& d, const ReportOptions& o, std::string* out) {
-  size_t procs = Limit(d.functions.size(), o.top);
+  const double percent = PercentLimit(o, ReportFormat::kText);
+  const size_t procs = ShownRows(d.functions, d.all_samples, percent, o.top, o);
   for (size_t i = 0; i < procs; ++i) {
     const ProcessFunctions& pf = d.functions[i];
     Appendf(out, "\nPID %u %s: %" PRIu64 " samples, %.1f%% of all\n", pf.pid, pf.name.c_str(),
             pf.samples, Percent(pf.samples, d.all_samples));
-    if (o.children)
-      Appendf(out, "%10s %10s %7s %7s  %-20s %-40s %s\n", "CHILDREN", "SELF", "CHILD%", "SELF%",
-              "SPACE", "FUNCTION", "SOURCE");
-    else
-      Appendf(out, "%10s %7s %7s  %-20s %-40s %s\n", "SAMPLES", "PROC", "ALL", "SPACE",
-              "FUNCTION", "SOURCE");
-    size_t rows = Limit(pf.functions.size(), o.top);
-    for (size_t r = 0; r < rows; ++r) {
-      const FunctionRow& f = pf.functions[r];
-      if (o.children)
-        Appendf(out, "%10" PRIu64 " %10" PRIu64 " %6.1f%% %6.1f%%  %-20s %-40s %s\n",
-                f.inclusive, f.samples, Percent(f.inclusive, pf.samples),
-                Percent(f.samples, pf.samples), ShortSpace(f.location).c_str(),
-                f.function.c_str(), SourceText(f.location, false).c_str());
-      else
-        Appendf(out, "%10" PRIu64 " %6.1f%% %6.1f%%  %-20s %-40s %s\n", f.samples,
-                Percent(f.samples, pf.samples), Percent(f.samples, d.all_samples),
-                ShortSpace(f.location).c_str(), f.function.c_str(),
-                SourceText(f.location, false).c_str());
-    }
-    if (rows < pf.functions.size()) {
-      uint64_t rest = 0;
-      for (size_t r = rows; r < pf.functions.size(); ++r) rest += pf.functions[r].samples;
-      Appendf(out, "%10" PRIu64 " %6.1f%% %6.1f%%  (%zu more functions)\n", rest,
-              Percent(rest, pf.samples), Percent(rest, d.all_samples), pf.functions.size() - rows);
-    }
+    TextFunctionTable(d, pf, o, out);
   }
   if (procs < d.functions.size())
-    Appendf(out, "\n(%zu more processes: raise --top or pick one with --pid)\n",
-            d.functions.size() - procs);
+    Appendf(out, "\n(%zu more processes, under %g%% of all samples or past --top: lower "
+                 "--percent-limit, raise --top or pick one with --pid)\n",
+            d.functions.size() - procs, percent);
+  if (o.children)
+    *out += "CHILDREN: samples whose stack holds the function; SELF: samples in the function "
+            "itself; CHILD%/SELF%: of the process's samples; rows under the --percent-limit "
+            "are summed per space\n";
+  else
+    *out += "SAMPLES: samples in the function itself; PROC: % of the process's samples; ALL: % "
+            "of all samples taken; rows under the --percent-limit are summed per space\n";
 }
 
 void TextCallers(const ReportData& d, const ReportOptions& o, std::string* out) {
@@ -318,7 +383,9 @@ void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
   }
   if (o.by != ReportBy::kSymbol) {
     Json procs = Json::array();
-    for (size_t i = 0; i < Limit(d.processes.size(), o.top); ++i) {
+    const size_t shown =
+        ShownRows(d.processes, base, PercentLimit(o, ReportFormat::kJson), o.top, o);
+    for (size_t i = 0; i < shown; ++i) {
       const ProcessSummary& s = d.processes[i];
       auto proc = p.processes.find(s.pid);
       bool exited = proc != p.processes.end() && proc->second.exited;
@@ -347,10 +414,13 @@ void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
   }
   if (o.by != ReportBy::kProcess) {
     Json tables = Json::array();
-    for (size_t i = 0; i < Limit(d.functions.size(), o.top); ++i) {
+    const double percent = PercentLimit(o, ReportFormat::kJson);
+    const size_t procs = ShownRows(d.functions, base, percent, o.top, o);
+    for (size_t i = 0; i < procs; ++i) {
       const ProcessFunctions& pf = d.functions[i];
+      const FunctionTableCut cut = CutFunctionRows(pf.functions, pf.samples, percent, o.top, o.children);
       Json rows = Json::array();
-      for (size_t r = 0; r < Limit(pf.functions.size(), o.top); ++r) {
+      for (size_t r : cut.shown) {
         const FunctionRow& f = pf.functions[r];
         rows.push_back({{"space", f.space},
                         {"kind", SpaceKindName(f.location.kind)},
@@ -373,10 +443,17 @@ void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
                            {"callee", c.callee},
                            {"samples", c.samples}});
       }
+      Json left_out = Json::array();
+      for (const LeftOutRows& l : cut.left_out)
+        left_out.push_back({{"space", l.first->space},
+                            {"functions", l.functions},
+                            {"samples", l.samples},
+                            {"percent", DecimalPercent(l.samples, base)}});
       tables.push_back({{"pid", pf.pid},
                         {"name", pf.name},
                         {"samples", pf.samples},
                         {"functions", std::move(rows)},
+                        {"left_out", std::move(left_out)},
                         {"callers", std::move(callers)}});
     }
     j["functions"] = std::move(tables);
@@ -512,13 +589,7 @@ ReportData BuildReport(const Profile& p, Symbolizer& sym, const ReportOptions& o
       pf.samples += a.row.samples;
       pf.functions.push_back(std::move(a.row));
     }
-    const bool children = o.children;
-    std::sort(pf.functions.begin(), pf.functions.end(),
-              [children](const FunctionRow& a, const FunctionRow& b) {
-                if (children && a.inclusive != b.inclusive) return a.inclusive > b.inclusive;
-                if (a.samples != b.samples) return a.samples > b.samples;
-                return std::tie(a.space, a.function) < std::tie(b.space, b.function);
-              });
+    OrderFunctionRows(o.sort, o.children, &pf.functions);
     for (const auto& [step, count] : steps[pid])
       pf.callers.push_back({step.first.first, step.first.second, step.second.first,
                             step.second.second, count});

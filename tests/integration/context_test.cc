@@ -204,8 +204,46 @@ TEST_F(SampleContext, ACommFilterSelectsOneProcessOfTwo) {
                          &refused),
               2)
         << refused;
-    EXPECT_TRUE(Contains(refused, "--top and --by shape the text and json tables")) << refused;
+    EXPECT_TRUE(Contains(refused, "--top, --by, --percent-limit and --sort shape the text and json tables")) << refused;
   }
+}
+
+// --percent-limit and --sort on a real recording, as a perf user types them.
+TEST_F(SampleContext, PercentLimitAndSortShapeTheFunctionTables) {
+  auto all = Dump(Path(), "--percent-limit 0 --by symbol");
+  ASSERT_TRUE(all);
+  ASSERT_FALSE(all->at("functions").empty());
+  const Json& heaviest = all->at("functions")[0];
+  const std::string pid = std::to_string(heaviest.at("pid").get<uint32_t>());
+  // 100% of the heaviest process (--pid: its table shows whatever its
+  // share): every row is left out, its samples stay in the per-space rows.
+  auto none = Dump(Path(), "--percent-limit 100 --by symbol --pid " + pid);
+  ASSERT_TRUE(none);
+  ASSERT_EQ(none->at("functions").size(), 1u);
+  const Json& cut = none->at("functions")[0];
+  size_t left_out = 0;
+  uint64_t left_out_samples = 0, shown_samples = 0;
+  for (const Json& f : cut.at("functions")) shown_samples += f.at("samples").get<uint64_t>();
+  for (const Json& l : cut.at("left_out")) {
+    left_out += l.at("functions").get<size_t>();
+    left_out_samples += l.at("samples").get<uint64_t>();
+  }
+  EXPECT_LE(cut.at("functions").size(), 1u) << "only a row of 100% may stay";
+  EXPECT_EQ(cut.at("functions").size() + left_out, heaviest.at("functions").size());
+  EXPECT_EQ(shown_samples + left_out_samples, heaviest.at("samples").get<uint64_t>())
+      << "no sample vanishes with its row";
+  std::string text;
+  ASSERT_EQ(RunCommand("tprofctl dump -i " + Path() + " --by symbol --sort dso --percent-limit 0",
+                       &text),
+            0)
+      << text;
+  EXPECT_TRUE(Contains(text, "SAMPLES: samples in the function itself; PROC:")) << text;
+  EXPECT_TRUE(Contains(text, "wl_thread_two")) << text;
+  std::string refused;
+  EXPECT_EQ(RunCommand("tprofctl dump -i " + Path() + " --sort nosuch 2>&1", &refused), 2)
+      << refused;
+  EXPECT_EQ(RunCommand("tprofctl dump -i " + Path() + " --percent-limit 101 2>&1", &refused), 2)
+      << refused;
 }
 
 TEST_F(SampleContext, DiffTakesTheSameFiltersOnBothProfiles) {

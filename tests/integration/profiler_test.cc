@@ -1392,7 +1392,7 @@ TEST_F(Profiler, FailedRecordingsLeaveThePreviousProfileAlone) {
   // Report options an export cannot honour are refused before CMD runs.
   Result shape = Sh(cd + "tprofctl record -o p.data --format pprof --top 3 -- touch ran");
   EXPECT_EQ(shape.rc, 2) << shape.out;
-  EXPECT_TRUE(Contains(shape.out, "--top and --by shape the text and json tables")) << shape.out;
+  EXPECT_TRUE(Contains(shape.out, "--top, --by, --percent-limit and --sort shape the text and json tables")) << shape.out;
   EXPECT_NE(::access(dir_.File("ran").c_str(), F_OK), 0) << "the command ran before the refusal";
   EXPECT_EQ(ReadFileOrEmpty(dir_.File("p.data")), before) << "the previous profile was overwritten";
   Result start = Sh(cd + "tprofctl start -o /nonexistent/dir/x.data");

@@ -188,8 +188,9 @@ TEST(Report, ListsFunctionsPerProcessByCountWithPercentages) {
   std::string text = tprof::RenderReport(p, sym, {ReportBy::kSymbol, 100, 0}, ReportFormat::kText);
   EXPECT_EQ(text.find("[idle/wait]"), std::string::npos) << "--by symbol has no process table";
   EXPECT_NE(text.find("PID 100 app: 70 samples, 70.0% of all"), std::string::npos) << text;
-  EXPECT_NE(text.find("        10   14.3%   10.0%  kernel               do_syscall_64"),
+  EXPECT_NE(text.find("        10   14.3%   10.0%  kernel           do_syscall_64\n"),
             std::string::npos)
+      << "the SPACE column is as wide as its widest cell (shared:libc.so.6); no trailing blanks\n"
       << text;
   EXPECT_EQ(text.find("PID 200"), std::string::npos) << "--pid 100 shows only pid 100";
 }
@@ -200,8 +201,103 @@ TEST(Report, TopNLimitsRowsAndSaysWhatItLeftOut) {
   std::string text = tprof::RenderReport(p, sym, {ReportBy::kAll, std::nullopt, 1}, ReportFormat::kText);
   EXPECT_EQ(text.find("w;rk"), std::string::npos) << text;
   EXPECT_NE(text.find("(1 more)"), std::string::npos) << text;
-  EXPECT_NE(text.find("(4 more functions)"), std::string::npos) << text;
+  // The rows past --top, one per space, with their samples.
+  EXPECT_NE(text.find("        20   28.6%   20.0%  shared:libc.so.6 (1 more function)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("        10   14.3%   10.0%  kernel           (1 more function)\n"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("(2 more processes"), std::string::npos) << text;
+}
+
+// 1000 samples of one process: 900 in main, then libc's 40 + 10, then 50
+// one-sample rows of the loader (each 0.1%, under the default 0.5%).
+Profile ManySmallRowsProfile() {
+  ProfileBuilder b;
+  Records r;
+  r.Add(CommRec(100, TPROF_COMM_EXISTING, "app"));
+  r.Map(100, 1, 0x400000, 0x500000, 0, "/nonexistent/app");
+  r.Map(100, 1, 0x7f0000, 0x7f8000, 0, "/nonexistent/libc.so.6");
+  r.Map(100, 1, 0x600000, 0x700000, 0, "/nonexistent/ld-linux-x86-64.so.2");
+  r.AddN(900, SampleRec(100, 1, 0x400100, U));
+  r.AddN(40, SampleRec(100, 1, 0x7f0100, U));
+  r.AddN(10, SampleRec(100, 1, 0x7f0200, U));
+  for (int i = 0; i < 50; ++i) r.Add(SampleRec(100, 1, 0x600000 + 0x100 * i, U));
+  b.AddRecords(r.data(), r.size());
+  b.SetCpuTotals(0, 1000, 0, 0);
+  return b.Finish();
+}
+
+TEST(Report, TextLeavesOutRowsUnderTheDefaultPercentLimitSummedPerSpace) {
+  Profile p = ManySmallRowsProfile();
+  Symbolizer sym(p);
+  ReportOptions o;
+  o.by = ReportBy::kSymbol;
+  std::string text = tprof::RenderReport(p, sym, o, ReportFormat::kText);
+  EXPECT_NE(text.find("libc.so.6+0x200"), std::string::npos) << "1.0% is over 0.5%\n" << text;
+  EXPECT_EQ(text.find("ld-linux-x86-64.so.2+0x"), std::string::npos) << text;
+  EXPECT_NE(text.find("        50    5.0%    5.0%  shared:ld-linux-x86-64.so.2 (50 more functions)\n"),
+            std::string::npos)
+      << text;
+  // --percent-limit 0 shows every row; 2 leaves out libc's 1% row too.
+  o.percent_limit = 0;
+  text = tprof::RenderReport(p, sym, o, ReportFormat::kText);
+  EXPECT_NE(text.find("ld-linux-x86-64.so.2+0x3100"), std::string::npos) << text;
+  EXPECT_EQ(text.find("more function"), std::string::npos) << text;
+  o.percent_limit = 2;
+  text = tprof::RenderReport(p, sym, o, ReportFormat::kText);
+  EXPECT_EQ(text.find("libc.so.6+0x200"), std::string::npos) << text;
+  EXPECT_NE(text.find("shared:libc.so.6            (1 more function)"), std::string::npos) << text;
+}
+
+TEST(Report, JsonKeepsEveryRowUnlessAPercentLimitIsGiven) {
+  Profile p = ManySmallRowsProfile();
+  Symbolizer sym(p);
+  ReportOptions o;
+  o.by = ReportBy::kSymbol;
+  std::string error;
+  auto all = ParseJson(tprof::RenderReport(p, sym, o, ReportFormat::kJson), &error);
+  ASSERT_TRUE(all) << error;
+  EXPECT_EQ((*all)["functions"][0]["functions"].size(), 53u);
+  EXPECT_TRUE((*all)["functions"][0]["left_out"].empty());
+  o.percent_limit = 0.5;
+  auto cut = ParseJson(tprof::RenderReport(p, sym, o, ReportFormat::kJson), &error);
+  ASSERT_TRUE(cut) << error;
+  EXPECT_EQ((*cut)["functions"][0]["functions"].size(), 3u);
+  ASSERT_EQ((*cut)["functions"][0]["left_out"].size(), 1u);
+  EXPECT_EQ((*cut)["functions"][0]["left_out"][0]["functions"], 50);
+  EXPECT_EQ((*cut)["functions"][0]["left_out"][0]["samples"], 50);
+  EXPECT_EQ((*cut)["functions"][0]["left_out"][0]["space"],
+            "shared:/nonexistent/ld-linux-x86-64.so.2");
+}
+
+TEST(Report, SortOrdersFunctionRowsBySpaceOrName) {
+  Profile p = ManySmallRowsProfile();
+  Symbolizer sym(p);
+  ReportOptions o;
+  o.percent_limit = 0;
+  auto names = [&] {
+    std::vector<std::string> out;
+    const tprof::ReportData d = tprof::BuildReport(p, sym, o);
+    for (const tprof::FunctionRow& f : d.functions[0].functions) out.push_back(f.function);
+    return out;
+  };
+  std::vector<std::string> by_samples = names();
+  ASSERT_EQ(by_samples.size(), 53u);
+  EXPECT_EQ(by_samples[0], "app+0x100");
+  EXPECT_EQ(by_samples[1], "libc.so.6+0x100");
+  EXPECT_EQ(by_samples[2], "libc.so.6+0x200");
+  // By space: main (900), ld-linux (50 in all), then libc (50: the name breaks the tie).
+  o.sort = tprof::ReportSort::kSpace;
+  std::vector<std::string> by_space = names();
+  EXPECT_EQ(by_space[0], "app+0x100");
+  EXPECT_EQ(by_space[1], "ld-linux-x86-64.so.2+0x0");
+  EXPECT_EQ(by_space[51], "libc.so.6+0x100");
+  EXPECT_EQ(by_space[52], "libc.so.6+0x200");
+  o.sort = tprof::ReportSort::kFunction;
+  std::vector<std::string> by_name = names();
+  EXPECT_TRUE(std::is_sorted(by_name.begin(), by_name.end()));
 }
 
 TEST(Report, JsonHoldsTheSplitLostAndUnresolvedCounts) {

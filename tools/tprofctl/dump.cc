@@ -27,6 +27,16 @@
 
 namespace tprof::cli {
 
+namespace {
+
+std::string FormatPercent(double percent) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g%%", percent);
+  return buf;
+}
+
+}  // namespace
+
 void AddReportOptions(CLI::App* sub, DumpOptions& o) {
   sub->add_option_function<std::string>(
          "--by",
@@ -48,6 +58,26 @@ void AddReportOptions(CLI::App* sub, DumpOptions& o) {
   sub->add_option_function<size_t>(
          "--top", [&o](size_t top) { o.report.top = top; }, "N rows per table (default: all)")
       ->transform(Decimal());
+  sub->add_option_function<double>(
+         "--percent-limit",
+         [&o](double percent) { o.report.percent_limit = percent; },
+         "leave out the rows under PCT% (of the process's samples in a function table, of all "
+         "samples in the process table), summed per space in a \"(N more functions)\" row; "
+         "default " + FormatPercent(kDefaultTextPercentLimit) + " in text, 0 in json")
+      ->type_name("PCT")
+      ->check(CLI::Range(0.0, 100.0));
+  sub->add_option_function<std::string>(
+         "--sort",
+         [&o](const std::string& key) {
+           o.report.sort = key == "function" || key == "symbol" || key == "sym" ? ReportSort::kFunction
+                           : key == "space" || key == "dso"                      ? ReportSort::kSpace
+                                                                                 : ReportSort::kSamples;
+         },
+         "the order of the function tables: samples (default; inclusive with --children), "
+         "function (by name; perf's sym), space (the libraries, kernel and executable "
+         "heaviest first, each one's functions by samples; perf's dso)")
+      ->type_name("KEY")
+      ->check(CLI::IsMember({"samples", "overhead", "function", "symbol", "sym", "space", "dso"}));
   sub->add_option("--format", o.format,
                   "text (default), json, folded stacks for flame graphs (e.g. `tprofctl dump "
                   "--format folded | flamegraph.pl`), svg: an interactive flame graph of those "
@@ -88,8 +118,11 @@ std::string ShapeConflict(const DumpOptions& o) {
   // The whole stacks have no tables to cut or group: say so rather than
   // ignore what the user asked for.
   const bool tables = o.format == "text" || o.format == "json";
-  if (tables || (!o.report.top && o.report.by == ReportBy::kAll)) return "";
-  return "--top and --by shape the text and json tables, not --format " + o.format +
+  const bool shaped = o.report.top || o.report.by != ReportBy::kAll ||
+                      o.report.percent_limit || o.report.sort != ReportSort::kSamples;
+  if (tables || !shaped) return "";
+  return "--top, --by, --percent-limit and --sort shape the text and json tables, not --format " +
+         o.format +
          " (use --pid, --comm, --tid, --cpu or --time to choose what it holds)";
 }
 

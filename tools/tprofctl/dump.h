@@ -21,10 +21,11 @@ struct DumpOptions {
   std::string symfs;            // dump --symfs: a `tprofctl archive` directory
 };
 
-// Adds --by, --top and --format (the report's shape), which record shares.
+// Adds --by, --top, --percent-limit, --sort and --format (the report's
+// shape), which record shares.
 void AddReportOptions(CLI::App* sub, DumpOptions& o);
 
-// The usage error of --top or --by with an export format (folded, svg,
+// The usage error of --top, --by, --percent-limit or --sort with an export format (folded, svg,
 // speedscope, pprof), which has no tables to cut or group; "" if none.
 // record asks before it records anything.
 [[nodiscard]] std::string ShapeConflict(const DumpOptions& o);

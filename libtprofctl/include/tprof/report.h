@@ -28,10 +28,25 @@ enum class ReportFormat { kText, kJson, kFolded };
 // per-sample context, Profile::contexts).
 enum class ReportBy { kAll, kProcess, kSymbol, kCaller, kThread, kCpu };
 
+// The order of a function table: by samples (self, or inclusive with
+// children), by function name, or by space (the spaces heaviest first,
+// each one's functions by samples).
+enum class ReportSort { kSamples, kFunction, kSpace };
+
+// Text tables leave out the rows under this share (of their process's
+// samples, or of all samples for the process table), as perf report's
+// call graphs do below 0.5%; JSON keeps every row unless asked.
+inline constexpr double kDefaultTextPercentLimit = 0.5;
+
 struct ReportOptions {
   ReportBy by = ReportBy::kAll;
   std::optional<uint32_t> pid;  // only this process (0: the idle row)
   size_t top = 0;               // rows per table; 0 = all
+  // Rows under this percentage are left out, summed per space (function
+  // tables) or in one row (processes). nullopt: kDefaultTextPercentLimit
+  // in text, 0 in JSON.
+  std::optional<double> percent_limit;
+  ReportSort sort = ReportSort::kSamples;
   // Function tables show inclusive samples ("children", the samples whose
   // stack holds the function, as perf report --children) beside the
   // self samples, sorted by them.

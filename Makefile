@@ -249,7 +249,8 @@ $(SYMFILES)/stamp: tests/unit/symfiles/symtest.c Makefile
 PLTFILES := $(SYMFILES)/plt
 PLT_CFLAGS := -std=gnu11 -O2 $(WARNINGS)
 unit-tests: $(PLTFILES)/stamp
-$(PLTFILES)/stamp: tests/unit/symfiles/plttest.c Makefile
+# After $(SYMFILES)/stamp, whose rm -rf would remove these files too.
+$(PLTFILES)/stamp: tests/unit/symfiles/plttest.c Makefile $(SYMFILES)/stamp
 	@rm -rf $(PLTFILES) && mkdir -p $(PLTFILES)
 	$(CC) $(PLT_CFLAGS) -o $(PLTFILES)/x86-pie $<
 	$(CC) $(PLT_CFLAGS) -fno-pie -no-pie -o $(PLTFILES)/x86-nopie $<

@@ -429,7 +429,7 @@ bench: deps
 # tprofctl-CMD-SUB(1), so they follow the options; tools/man/tprofctl-*.h2m
 # add syntax and examples. A command or subcommand missing here fails
 # tests/install_test.sh.
-TPROFCTL_COMMANDS := status metrics threads start stop record dump annotate diff window pmu top archive \
+TPROFCTL_COMMANDS := status metrics threads start stop record stat dump annotate diff window pmu top archive \
 	window-list window-show pmu-list pmu-watch
 MAN_PAGES := $(B)/man/tprofctl.1 $(patsubst %,$(B)/man/tprofctl-%.1,$(TPROFCTL_COMMANDS))
 man: $(MAN_PAGES)

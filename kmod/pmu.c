@@ -466,6 +466,8 @@ static u32 tprof_pmu_stepped_events(const struct tprof_pmu_counter *k)
 
 static bool tprof_pmu_counts_only(const struct tprof_pmu_program *c, u32 i)
 {
+	if (c->counters[i].flags & TPROF_PMU_CTR_COUNT)
+		return true;	/* checked: nothing needs its hits */
 	return tprof_pmu_debug_reg(&c->counters[i]) && !tprof_pmu_needs_hits(c, i);
 }
 
@@ -1423,7 +1425,8 @@ static long tprof_pmu_read(struct tprof_pmu_prog *p,
 	for (i = 0; i < p->config.nr_counters; i++) {
 		v.values[i] = atomic64_read(&p->ctr[i].value);
 		v.threshold_fired[i] = atomic64_read(&p->ctr[i].threshold_fired);
-		if (tprof_pmu_kind_is_exact(p->config.counters[i].kind))
+		if (tprof_pmu_kind_is_exact(p->config.counters[i].kind) ||
+		    p->config.counters[i].flags & TPROF_PMU_CTR_COUNT)
 			v.exact |= 1U << i;
 	}
 	for (i = 0; i < p->config.nr_rules; i++)

@@ -42,7 +42,7 @@ struct tprof_pmu_ctr {
 	u32 armed_mask;		/* 0, or the rule bit that arms this counter */
 	u64 sub_width;		/* bytes per subrange */
 	atomic64_t *sub;	/* nr_subranges values, or NULL */
-	bool counts_only;	/* perf counts, no handler of ours (arm64) */
+	bool counts_only;	/* perf counts, no handler of ours (COUNT; arm64 registers) */
 	/*
 	 * arm64, per hit: events[k]'s stepper (a counting event on the same
 	 * debug register setup, so the kernel steps over the hit), released

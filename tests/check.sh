@@ -290,10 +290,11 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	# The suites that drive the module's kernel paths (the debug kernels'
 	# core): the exec transition, PMU programs (uprobes and debug registers,
 	# data ranges), sampling and its admission rules, stack walks, the self
-	# page, per-thread metrics, limits, the ioctls' errors, load and unload.
+	# page, per-thread metrics, limits, the ioctls' errors, load and unload,
+	# stat's counts-only counters.
 	KERNEL_PATH_TESTS=ExecSafety*:PmuTest.*:PmuDataRange.*:SamplingSafety.*:SamplingTest.*:Stacks.*
 	KERNEL_PATH_TESTS+=:SelfPageTest.*:ThreadMetrics*:LimitsTest.*:LimitsSelfPageTest.*:GetInfo.*
-	KERNEL_PATH_TESTS+=:IoctlErrors.*:ModuleLifecycle.*:KernelLog.*
+	KERNEL_PATH_TESTS+=:IoctlErrors.*:ModuleLifecycle.*:KernelLog.*:StatTest.*
 	# The debug kernel (the KUnit kernel: KASAN, UBSAN, lockdep,
 	# atomic-sleep checks, kmemleak, debug objects, hung-task and lockup
 	# detectors; kmemleak is scanned after the run) runs the kernel-path

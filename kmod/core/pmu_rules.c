@@ -59,13 +59,24 @@ static int tprof_pmu_counter_check(const struct tprof_pmu_counter *c,
 {
 	bool watch = c->kind == TPROF_PMU_EV_WATCHPOINT;
 	bool data = c->flags & TPROF_PMU_CTR_DATA_RANGE;
+	bool count = c->flags & TPROF_PMU_CTR_COUNT;
 	u32 watch_flags = c->flags & (TPROF_PMU_CTR_WATCH_READ | TPROF_PMU_CTR_WATCH_WRITE);
 
 	if (c->flags & ~TPROF_PMU_CTR_FLAGS || !tprof_pmu_zero(c->resv, sizeof(c->resv)))
 		return -EINVAL;
+	if (count) {
+		/* perf's count, read: nothing of ours looks at single events. */
+		if (c->kind == TPROF_PMU_EV_BREAKPOINT || watch || c->period ||
+		    c->flags & (TPROF_PMU_CTR_RANGE | TPROF_PMU_CTR_DATA_RANGE) ||
+		    c->threshold || c->armed_by || c->nr_subranges)
+			return -EINVAL;
+	}
 	switch (c->kind) {
 	case TPROF_PMU_EV_SOFTWARE:
-		if (!tprof_pmu_sw_ok(c->config))
+		/* The clocks sample from a timer: counted, never per event. */
+		if (!tprof_pmu_sw_ok(c->config) &&
+		    !(count && (c->config == PERF_COUNT_SW_TASK_CLOCK ||
+				c->config == PERF_COUNT_SW_CPU_CLOCK)))
 			return -EINVAL;
 		break;
 	case TPROF_PMU_EV_HARDWARE:
@@ -103,7 +114,7 @@ static int tprof_pmu_counter_check(const struct tprof_pmu_counter *c,
 	if (data && watch_flags)
 		return -EINVAL;
 	/* Exact kinds are seen event by event; hardware ones every K. */
-	if (tprof_pmu_kind_is_exact(c->kind) ? c->period > 1 : c->period == 0)
+	if (!count && (tprof_pmu_kind_is_exact(c->kind) ? c->period > 1 : c->period == 0))
 		return -EINVAL;
 	if (c->flags & TPROF_PMU_CTR_RANGE) {
 		if (c->range_start >= c->range_end)
@@ -231,6 +242,22 @@ int tprof_pmu_program_check(const struct tprof_pmu_program *p)
 		} else if (tprof_pmu_rule_check(&p->rules[i], p->nr_counters)) {
 			return -EINVAL;
 		}
+	}
+	/*
+	 * A counts-only counter is read, never seen per event: no rule may
+	 * name it, and scope CPUS (whose events come and go with the CPUs)
+	 * would lose an offlined CPU's count.
+	 */
+	for (i = 0; i < p->nr_counters; i++) {
+		u32 r;
+
+		if (!(p->counters[i].flags & TPROF_PMU_CTR_COUNT))
+			continue;
+		if (p->scope == TPROF_PMU_SCOPE_CPUS)
+			return -EINVAL;
+		for (r = 0; r < p->nr_rules; r++)
+			if (tprof_pmu_rule_counters(&p->rules[r]) & (1U << i))
+				return -EINVAL;
 	}
 	return 0;
 }

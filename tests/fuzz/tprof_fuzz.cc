@@ -1103,7 +1103,51 @@ void FillPmuCreate(Rng& r, Worker&, void* a, Call& c) {
     if (r.OneIn(4)) in->counters[i].armed_by = 1 + uint32_t(r.Below(in->nr_rules));
   tprof_pmu_counter& c0 = in->counters[0];
   tprof_pmu_rule& r0 = in->rules[0];
-  switch (r.Below(24)) {
+  switch (r.Below(25)) {
+    case 24: {  // ABI 1.14: counts only (perf stat's counters), half with one thing it refuses
+      if (in->scope == TPROF_PMU_SCOPE_CPUS) {
+        in->scope = TPROF_PMU_SCOPE_PROCESS;
+        c.must_fail = false;
+        c.defect.clear();
+      }
+      in->nr_rules = 0;
+      std::memset(in->rules, 0, sizeof(in->rules));
+      for (uint32_t i = 0; i < in->nr_counters; ++i) {
+        tprof_pmu_counter& k = in->counters[i];
+        k = {};
+        k.flags = TPROF_PMU_CTR_COUNT | (r.OneIn(8) ? TPROF_PMU_CTR_USER_ONLY : 0);
+        switch (r.Below(3)) {
+          case 0: k.kind = TPROF_PMU_EV_HARDWARE; k.config = r.Below(10); break;
+          case 1: k.kind = TPROF_PMU_EV_TRACEPOINT; k.config = r.Below(2000); break;
+          default:
+            k.kind = TPROF_PMU_EV_SOFTWARE;
+            k.config = r.Pick<u64>({0, 1, 2, 3, 4, 5, 6});  // the clocks too
+            break;
+        }
+      }
+      if (r.OneIn(2)) break;  // valid
+      switch (r.Below(5)) {
+        case 0: c0.period = 1 + r.Below(100000); break;
+        case 1: c0.threshold = 1 + r.Below(100); break;
+        case 2:
+          c0.flags |= TPROF_PMU_CTR_RANGE;
+          c0.range_start = u64(uintptr_t(&tprof_fuzz_spin));
+          c0.range_end = c0.range_start + 64;
+          break;
+        case 3:
+          c0 = {};
+          c0.kind = TPROF_PMU_EV_BREAKPOINT;
+          c0.flags = TPROF_PMU_CTR_COUNT;
+          c0.addr = u64(uintptr_t(&tprof_fuzz_spin));
+          break;
+        default:
+          in->scope = TPROF_PMU_SCOPE_CPUS;
+          in->pid = 0;
+          break;
+      }
+      c.must_fail = true; c.defect = "counts only";
+      break;
+    }
     case 13:
       c0 = {};
       c0.kind = TPROF_PMU_EV_WATCHPOINT;

@@ -131,6 +131,10 @@ struct Result {
 // RunCommand with stderr folded into stdout (a failing check shows both).
 Result Sh(const std::string& cmd);
 
+// Runs `sh -c cmd` in dir as nobody (uid/gid 65534, no capabilities),
+// stdout and stderr together (kept in dir/nobody.out).
+Result RunAsNobody(const std::string& dir, const std::string& cmd);
+
 bool Contains(const std::string& s, const std::string& what);
 
 // part / whole in percent, 0 when whole is 0.

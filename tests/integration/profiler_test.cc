@@ -1186,34 +1186,6 @@ TEST_F(Profiler, ModuleUnloadIsRefusedWhileRecording) {
   EXPECT_GE(WaitForIdle(kSessionEndMs), 0);
 }
 
-// Runs `sh -c cmd` in dir as nobody (uid/gid 65534, no capabilities).
-Result RunAsNobody(const std::string& dir, const std::string& cmd) {
-  Result r;
-  const std::string log = dir + "/nobody.out";
-  pid_t pid = ::fork();
-  if (pid < 0) return r;
-  if (pid == 0) {
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) _exit(120);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    if (::setgroups(0, nullptr) || ::setresgid(65534, 65534, 65534) ||
-        ::setresuid(65534, 65534, 65534))
-      _exit(121);
-    if (::chdir(dir.c_str()) != 0) _exit(122);
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  if (::waitpid(pid, &status, 0) != pid) return r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream in(log);
-  std::ostringstream s;
-  s << in.rdbuf();
-  r.out = s.str();
-  return r;
-}
-
 // (j) Unprivileged: not the whole machine, but its own command, with
 // kernel samples counted and their addresses withheld.
 TEST_F(Profiler, UnprivilegedUserProfilesOnlyItsOwnCommand) {

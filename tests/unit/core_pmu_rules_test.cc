@@ -86,6 +86,69 @@ TEST(CorePmuRules, CheckAcceptsAMaximalProgram) {
   EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL);
 }
 
+// Counts only (ABI 1.14): perf's count, read; the clocks allowed, period
+// 0, nothing that needs single events, no scope CPUS.
+TEST(CorePmuRules, CountsOnlyCheck) {
+  tprof_pmu_program p{};
+  p.scope = TPROF_PMU_SCOPE_PROCESS;
+  p.nr_counters = 1;
+  tprof_pmu_counter& c = p.counters[0];
+  c.flags = TPROF_PMU_CTR_COUNT;
+  c.kind = TPROF_PMU_EV_SOFTWARE;
+  for (u64 config : {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_PAGE_FAULTS,
+                     PERF_COUNT_SW_CONTEXT_SWITCHES}) {
+    c.config = config;
+    EXPECT_EQ(tprof_pmu_program_check(&p), 0) << config;
+  }
+  c.flags = 0;
+  c.config = PERF_COUNT_SW_TASK_CLOCK;
+  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL) << "a clock is counted, never per event";
+  c.flags = TPROF_PMU_CTR_COUNT;
+  c.kind = TPROF_PMU_EV_HARDWARE;
+  c.config = PERF_COUNT_HW_INSTRUCTIONS;
+  EXPECT_EQ(tprof_pmu_program_check(&p), 0) << "no period";
+  c.period = 100000;
+  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL) << "a period with counts only";
+  c.period = 0;
+  c.threshold = 10;
+  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL) << "a threshold needs the events";
+  c.threshold = 0;
+  c.flags |= TPROF_PMU_CTR_RANGE;
+  c.range_start = 0x400000;
+  c.range_end = 0x400010;
+  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL) << "a range needs the events";
+  c.flags = TPROF_PMU_CTR_COUNT;
+  c.range_start = c.range_end = 0;
+  p.scope = TPROF_PMU_SCOPE_CPUS;
+  p.pid = 0;
+  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL) << "scope CPUS";
+  p.scope = TPROF_PMU_SCOPE_THREAD;
+  EXPECT_EQ(tprof_pmu_program_check(&p), 0);
+  // A rule naming it: refused; naming another counter: fine.
+  p.nr_counters = 2;
+  p.counters[1].kind = TPROF_PMU_EV_SOFTWARE;
+  p.counters[1].config = PERF_COUNT_SW_PAGE_FAULTS;
+  p.nr_rules = 1;
+  p.rules[0].nr_terms = 1;
+  p.rules[0].op = TPROF_PMU_OP_GE;
+  p.rules[0].rearm = TPROF_PMU_REARM_ONCE;
+  p.rules[0].constant = 1;
+  p.rules[0].terms[0] = {1, 0, 1};
+  EXPECT_EQ(tprof_pmu_program_check(&p), 0);
+  p.rules[0].terms[0] = {0, 0, 1};
+  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL);
+  p.nr_rules = 0;
+  p.rules[0] = {};
+  for (u32 kind : {TPROF_PMU_EV_BREAKPOINT, TPROF_PMU_EV_WATCHPOINT}) {
+    c.kind = kind;
+    c.config = 0;
+    c.addr = 0x400000;
+    c.len = kind == TPROF_PMU_EV_WATCHPOINT ? 8 : 0;
+    if (kind == TPROF_PMU_EV_WATCHPOINT) c.flags |= TPROF_PMU_CTR_WATCH_WRITE;
+    EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL) << kind;
+  }
+}
+
 // A data range (ABI 1.11): page faults only, [addr, addr + len) of any
 // nonzero length that does not wrap; subranges cut it.
 TEST(CorePmuRules, DataRangeCheck) {

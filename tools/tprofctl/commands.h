@@ -19,6 +19,7 @@ void AddWindowCommand(CommandLine& cli);   // windows.cc
 void AddPmuCommand(CommandLine& cli);      // pmu.cc
 void AddTopCommand(CommandLine& cli);      // top.cc
 void AddArchiveCommand(CommandLine& cli);  // archive.cc
+void AddStatCommand(CommandLine& cli);     // stat.cc
 
 }  // namespace tprof::cli
 

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   AddThreadsCommand(cli);
   AddTopCommand(cli);
   AddRecordCommands(cli);
+  AddStatCommand(cli);
   AddDumpCommand(cli);
   AddAnnotateCommand(cli);
   AddDiffCommand(cli);

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -37,6 +36,7 @@
 #include "tprof/recorder.h"
 #include "tprof/sampling.h"
 #include "dump.h"
+#include "held_child.h"
 #include "tprof/scoped_fd.h"
 #include "windows_cli.h"
 
@@ -421,45 +421,20 @@ int RunRecord(RecordOptions o) {
   // As perf: an output that cannot be written fails before CMD runs.
   if (Status st = CheckWritable(o.output); !st) return ReportError(st.error());
 
-  // The child waits on a pipe so that sampling covers its exec; a second
-  // pipe (closed by a successful exec) brings back exec's errno, so that a
-  // command that cannot run ends the recording with nothing written (the
-  // last good profile stays).
+  // The command waits until sampling covers it (held_child.h); one that
+  // cannot run ends the recording with nothing written (the last good
+  // profile stays).
+  std::optional<HeldChild> held;
   pid_t child = 0;
-  ScopedFd go, exec_error;
   if (has_cmd) {
-    int fds[2], errs[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0 || ::pipe2(errs, O_CLOEXEC) != 0)
-      return ReportError(Error::FromErrno(errno, "pipe"));
-    child = ::fork();
-    if (child < 0) return ReportError(Error::FromErrno(errno, "fork"));
-    if (child == 0) {
-      // Until its exec the child is tprofctl's code: its samples say so
-      // under a name of their own, as perf's "perf-exec".
-      ::prctl(PR_SET_NAME, "tprofctl-exec");
-      ::close(fds[1]);
-      ::close(errs[0]);
-      char c;
-      if (::read(fds[0], &c, 1) != 1) _exit(127);
-      std::vector<char*> argv;
-      for (const std::string& a : o.cmd) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execvp(argv[0], argv.data());
-      int err = errno;
-      (void)!::write(errs[1], &err, sizeof(err));
-      _exit(127);
-    }
-    ::close(fds[0]);
-    ::close(errs[1]);
-    go = ScopedFd(fds[1]);
-    exec_error = ScopedFd(errs[0]);
+    auto forked = HeldChild::Fork(o.cmd);
+    if (!forked) return ReportError(forked.error());
+    held.emplace(std::move(*forked));
+    child = held->pid();
     if (o.sampling.pid == 0) o.sampling.pid = static_cast<uint32_t>(child);
   }
-  auto abandon_child = [&] {
-    if (child <= 0) return;
-    go = ScopedFd();  // the child exits without running CMD
-    ::waitpid(child, nullptr, 0);
-  };
+  // The held child exits without running CMD.
+  auto abandon_child = [&] { held.reset(); };
   auto session = StartSampling(o.sampling);
   if (!session) {
     abandon_child();
@@ -478,15 +453,8 @@ int RunRecord(RecordOptions o) {
   }
   Recorder recorder(std::move(*session));
   recorder.SetContextOptions(o.context);
-  if (go) {
-    (void)!::write(go.get(), "g", 1);  // the child execs CMD now
-    go = ScopedFd();
-    int err = 0;
-    ssize_t n;
-    while ((n = ::read(exec_error.get(), &err, sizeof(err))) < 0 && errno == EINTR) {
-    }
-    if (n == sizeof(err)) {
-      ::waitpid(child, nullptr, 0);
+  if (held) {
+    if (int err = held->Release()) {
       std::fprintf(stderr, "tprofctl: cannot run %s: %s; nothing was recorded\n", o.cmd[0].c_str(),
                    std::strerror(err));
       return 127;

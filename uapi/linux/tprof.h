@@ -269,7 +269,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 13 /* 1.13: index_rehashes in the metrics status */
+#define TPROF_ABI_MINOR 14 /* 1.14: counts-only PMU counters (TPROF_PMU_CTR_COUNT) */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -821,6 +821,15 @@ struct tprof_window_list {
  * (scope THREAD and PROCESS; in scope CPUS it is not counted). Such a
  * counter takes 3 watchpoint registers per piece, or 2 breakpoint
  * registers (see ENOSPC).
+ * Counts only (TPROF_PMU_CTR_COUNT, ABI 1.14; perf stat's counting): the
+ * counter is a counting perf event (no period, no handler of ours) whose
+ * value is perf's exact count of the scope, inherited copies included,
+ * taken when the program is read (events the other counters raise carry
+ * the value of the last read). For software, hardware, raw and tracepoint
+ * kinds; software ones may then be task-clock and cpu-clock too (ns of CPU
+ * time). Its period is 0, and it takes no range, data range, subranges,
+ * threshold, arming or rule, nor scope CPUS (else EINVAL). Its bit in
+ * tprof_pmu_values.exact is set.
  * A uprobe and a debug-register breakpoint with perf's handler at the same
  * user instruction make arm64's kernel kill the task that runs it
  * (SIGILL: the breakpoint's single-step swallows the uprobe's), so a user
@@ -1017,7 +1026,7 @@ enum tprof_pmu_genl_attr {
 
 /* tprof_pmu_counter.kind */
 enum tprof_pmu_event_kind {
-	TPROF_PMU_EV_SOFTWARE = 1,   /* config: PERF_COUNT_SW_* (not cpu-clock/task-clock) */
+	TPROF_PMU_EV_SOFTWARE = 1,   /* config: PERF_COUNT_SW_* (cpu-clock/task-clock: counts only) */
 	TPROF_PMU_EV_HARDWARE = 2,   /* config: PERF_COUNT_HW_*; period >= 1 */
 	TPROF_PMU_EV_RAW = 3,        /* config: the PMU's raw event code; period >= 1 */
 	TPROF_PMU_EV_TRACEPOINT = 4, /* config: tracefs events/<sys>/<name>/id */
@@ -1031,7 +1040,8 @@ enum tprof_pmu_event_kind {
 #define TPROF_PMU_CTR_WATCH_READ (1U << 2) /* watchpoint: reads (and writes) */
 #define TPROF_PMU_CTR_WATCH_WRITE (1U << 3) /* watchpoint: writes */
 #define TPROF_PMU_CTR_DATA_RANGE (1U << 4) /* count only data address in [addr, addr + len) (1.11) */
-#define TPROF_PMU_CTR_FLAGS 0x1fU
+#define TPROF_PMU_CTR_COUNT (1U << 5)      /* counts only: perf's count at each read (1.14) */
+#define TPROF_PMU_CTR_FLAGS 0x3fU
 
 struct tprof_pmu_counter {
 	__u32 kind;            /* enum tprof_pmu_event_kind */
@@ -1040,7 +1050,8 @@ struct tprof_pmu_counter {
 	__u64 addr;            /* breakpoint, watchpoint, data range: the address */
 	__u64 len;             /* watchpoint: 1..TPROF_PMU_MAX_WATCH_LEN; data range:
 	                        * >= 1, addr + len not wrapping; otherwise 0 */
-	__u64 period;          /* 0 or 1 for exact kinds; hardware/raw: K >= 1 */
+	__u64 period;          /* 0 or 1 for exact kinds; hardware/raw: K >= 1;
+	                        * TPROF_PMU_CTR_COUNT: 0 */
 	__u64 range_start;     /* with TPROF_PMU_CTR_RANGE */
 	__u64 range_end;
 	__u64 threshold;       /* 0: none; else fire when the value reaches it */

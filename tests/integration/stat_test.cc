@@ -1,0 +1,179 @@
+// tprofctl stat as a perf user runs it in the guest: a command's counts
+// (counts-only PMU counters, ABI 1.14) checked against what the kernel's
+// own accounting (wait4's rusage) and the workload's known page faults
+// say, the command's exit status passed on, unsupported events shown as
+// such, the unprivileged rules; and, under QEMU's -icount, cycles exactly
+// 2^S x instructions.
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "../common/json.h"
+#include "../common/temp_dir.h"
+#include "guest_env.h"
+
+namespace tprof::test {
+namespace {
+
+// `tprofctl stat -j -o FILE ARGS`'s result: the exit status and the JSON.
+struct StatRun {
+  Result result;
+  std::optional<Json> json;
+};
+
+StatRun Stat(const TempDir& dir, const std::string& args) {
+  StatRun run;
+  const std::string file = dir.path() + "/stat.json";
+  ::unlink(file.c_str());
+  run.result = Sh("tprofctl stat -j -o " + file + " " + args);
+  std::ifstream in(file);
+  std::ostringstream s;
+  s << in.rdbuf();
+  std::string error;
+  run.json = ParseJson(s.str(), &error);
+  EXPECT_TRUE(run.json) << error << "\n" << s.str() << "\n" << run.result.out;
+  return run;
+}
+
+std::optional<uint64_t> Value(const Json& j, const std::string& event) {
+  for (const Json& e : j.at("events"))
+    if (e.at("event").get<std::string>() == event && !e.at("value").is_null())
+      return e.at("value").get<uint64_t>();
+  return std::nullopt;
+}
+
+uint64_t Usage(const Json& j, const char* key) { return j.at("rusage").at(key).get<uint64_t>(); }
+
+// tprof-wl-faults touches 1500 + 300 fresh pages: one fault each.
+TEST(StatTest, CountsAtLeastTheKnownFaultsAndNoMoreThanTheKernelAccounted) {
+  TempDir dir;
+  StatRun run = Stat(dir, "-e page-faults,minor-faults,major-faults,context-switches,task-clock "
+                          "-- tprof-wl-faults 1500 300");
+  ASSERT_EQ(run.result.rc, 0) << run.result.out;
+  ASSERT_TRUE(run.json);
+  const Json& j = *run.json;
+  const auto faults = Value(j, "page-faults"), minor = Value(j, "minor-faults"),
+             major = Value(j, "major-faults"), cs = Value(j, "context-switches"),
+             clock = Value(j, "task-clock");
+  ASSERT_TRUE(faults && minor && major && cs && clock) << j.dump();
+  EXPECT_GE(*faults, 1800u) << "the workload's own fresh pages";
+  // wait4 counts from the fork, the counters from just before the exec.
+  EXPECT_LE(*faults, Usage(j, "minor_faults") + Usage(j, "major_faults")) << j.dump();
+  EXPECT_EQ(*faults, *minor + *major) << "every fault is minor or major";
+  EXPECT_LE(*cs, Usage(j, "voluntary_switches") + Usage(j, "involuntary_switches")) << j.dump();
+  // CPU time: never more than the kernel's own total for the command
+  // (rounded to µs in rusage), and some.
+  const double cpu_s = j.at("user_s").get<double>() + j.at("system_s").get<double>();
+  EXPECT_GT(*clock, 0u);
+  EXPECT_LE(double(*clock) / 1e9, cpu_s * 1.02 + 0.002) << j.dump();
+  EXPECT_EQ(j.at("exit_status").get<int>(), 0);
+  EXPECT_EQ(j.at("command")[0].get<std::string>(), "tprof-wl-faults");
+}
+
+// The counts cover the processes the command creates (perf stat's inherit).
+TEST(StatTest, CountsTheProcessesTheCommandCreates) {
+  TempDir dir;
+  // (COLD 1: the workload maps at least one page of each kind)
+  StatRun one = Stat(dir, "-e page-faults -- tprof-wl-faults 1500 1");
+  StatRun two = Stat(dir, "-e page-faults -- sh -c 'tprof-wl-faults 1500 1 && tprof-wl-faults 1500 1'");
+  ASSERT_EQ(one.result.rc, 0) << one.result.out;
+  ASSERT_EQ(two.result.rc, 0) << two.result.out;
+  ASSERT_TRUE(one.json && two.json);
+  const auto a = Value(*one.json, "page-faults"), b = Value(*two.json, "page-faults");
+  ASSERT_TRUE(a && b);
+  EXPECT_GE(*b, 3000u) << "both children's faults";
+  EXPECT_GT(*b, *a + 1400) << *a << " for one, " << *b << " for two under a shell";
+}
+
+TEST(StatTest, TextIsPerfStatsTableOnStderrAndTheExitStatusIsTheCommands) {
+  Result r = Sh("tprofctl stat -e page-faults,cs -- sh -c 'exit 3' 2>&1 >/dev/null");
+  EXPECT_EQ(r.rc, 3) << r.out;
+  EXPECT_TRUE(Contains(r.out, "Performance counter stats for 'sh -c exit 3':")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "page-faults")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "seconds time elapsed")) << r.out;
+  // Default events: the hardware ones show whether this machine counts them.
+  Result d = Sh("tprofctl stat -- true");
+  EXPECT_EQ(d.rc, 0) << d.out;
+  EXPECT_TRUE(Contains(d.out, "msec task-clock")) << d.out;
+  EXPECT_EQ(Contains(d.out, "<not supported>      cycles"), !HasHardwarePmu()) << d.out;
+  Result missing = Sh("tprofctl stat -- /nonexistent-cmd");
+  EXPECT_EQ(missing.rc, 127) << missing.out;
+  EXPECT_TRUE(Contains(missing.out, "cannot run /nonexistent-cmd")) << missing.out;
+  for (const char* bad : {"-e nosuch -- true", "-e cycles:1000 -- true", "-e bp:0x1000 -- true",
+                          "-e page-faults"}) {
+    Result u = Sh(std::string("tprofctl stat ") + bad);
+    EXPECT_EQ(u.rc, 2) << bad << ": " << u.out;
+  }
+}
+
+TEST(StatTest, AnUnwritableOutputFailsBeforeTheCommandRuns) {
+  TempDir dir;
+  const std::string marker = dir.path() + "/ran";
+  Result r = Sh("tprofctl stat -o /nonexistent/dir/x.json -- touch " + marker);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, "/nonexistent/dir/x.json")) << r.out;
+  EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "the command ran";
+}
+
+// Unprivileged: its own command at paranoid 2 (user mode only), refused
+// at Debian's 3 with the level named.
+TEST(StatTest, UnprivilegedCountsItsOwnCommandUpToParanoidTwo) {
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  {
+    ScopedFileValue paranoid("/proc/sys/kernel/perf_event_paranoid", "2");
+    ASSERT_TRUE(paranoid.ok());
+    Result r = RunAsNobody(dir.path(), "tprofctl stat -j -o own.json -e page-faults,task-clock -- "
+                                       "tprof-wl-faults 500 1");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    std::ifstream in(dir.path() + "/own.json");
+    std::ostringstream s;
+    s << in.rdbuf();
+    std::string error;
+    auto j = ParseJson(s.str(), &error);
+    ASSERT_TRUE(j) << error << s.str();
+    auto faults = Value(*j, "page-faults");
+    ASSERT_TRUE(faults) << s.str();
+    EXPECT_GE(*faults, 500u);
+  }
+  ScopedFileValue paranoid("/proc/sys/kernel/perf_event_paranoid", "3");
+  ASSERT_TRUE(paranoid.ok());
+  Result r = RunAsNobody(dir.path(), "tprofctl stat -e page-faults -- true");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, "perf_event_paranoid")) << r.out;
+}
+
+// Under -icount every instruction is 2^S cycles: both counts-only
+// counters see the same instructions of the command, kernel ones
+// included; without a PMU (x86 TCG) both are not supported.
+TEST(PmuHardwareTest, StatCountsCyclesAsInstructionsTimesTheIcountShift) {
+  TempDir dir;
+  StatRun run = Stat(dir, "-e instructions,cycles -- sh -c 'i=0; while [ $i -lt 2000 ]; do "
+                          "i=$((i+1)); done'");
+  ASSERT_EQ(run.result.rc, 0) << run.result.out;
+  ASSERT_TRUE(run.json);
+  const auto ins = Value(*run.json, "instructions"), cyc = Value(*run.json, "cycles");
+  if (!HasHardwarePmu()) {
+    EXPECT_FALSE(ins) << run.json->dump();
+    EXPECT_FALSE(cyc) << run.json->dump();
+    return;
+  }
+  ASSERT_TRUE(cyc) << run.json->dump();
+  EXPECT_GT(*cyc, 0u);
+  const int shift = IcountShift();
+  if (shift < 0) return;  // a real CPU: cycles are not known in advance
+  ASSERT_TRUE(ins) << run.json->dump();
+  EXPECT_GT(*ins, 2000u * 10) << "a shell loop of 2000 rounds";
+  const uint64_t want = *ins << shift;
+  // Scheduled in and out together; a few instructions apart at most.
+  EXPECT_LE(*cyc > want ? *cyc - want : want - *cyc, uint64_t(64) << shift)
+      << "cycles " << *cyc << " vs 2^" << shift << " x instructions " << *ins;
+}
+
+}  // namespace
+}  // namespace tprof::test

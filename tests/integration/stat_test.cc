@@ -26,17 +26,23 @@ struct StatRun {
   std::optional<Json> json;
 };
 
+// A file `stat -j -o` wrote, parsed (a failure says why).
+std::optional<Json> ReadJson(const std::string& file, const std::string& context) {
+  std::ifstream in(file);
+  std::ostringstream s;
+  s << in.rdbuf();
+  std::string error;
+  auto json = ParseJson(s.str(), &error);
+  EXPECT_TRUE(json) << error << "\n" << s.str() << "\n" << context;
+  return json;
+}
+
 StatRun Stat(const TempDir& dir, const std::string& args) {
   StatRun run;
   const std::string file = dir.path() + "/stat.json";
   ::unlink(file.c_str());
   run.result = Sh("tprofctl stat -j -o " + file + " " + args);
-  std::ifstream in(file);
-  std::ostringstream s;
-  s << in.rdbuf();
-  std::string error;
-  run.json = ParseJson(s.str(), &error);
-  EXPECT_TRUE(run.json) << error << "\n" << s.str() << "\n" << run.result.out;
+  run.json = ReadJson(file, run.result.out);
   return run;
 }
 
@@ -131,14 +137,10 @@ TEST(StatTest, UnprivilegedCountsItsOwnCommandUpToParanoidTwo) {
     Result r = RunAsNobody(dir.path(), "tprofctl stat -j -o own.json -e page-faults,task-clock -- "
                                        "tprof-wl-faults 500 1");
     ASSERT_EQ(r.rc, 0) << r.out;
-    std::ifstream in(dir.path() + "/own.json");
-    std::ostringstream s;
-    s << in.rdbuf();
-    std::string error;
-    auto j = ParseJson(s.str(), &error);
-    ASSERT_TRUE(j) << error << s.str();
+    auto j = ReadJson(dir.path() + "/own.json", r.out);
+    ASSERT_TRUE(j);
     auto faults = Value(*j, "page-faults");
-    ASSERT_TRUE(faults) << s.str();
+    ASSERT_TRUE(faults) << j->dump();
     EXPECT_GE(*faults, 500u);
   }
   ScopedFileValue paranoid("/proc/sys/kernel/perf_event_paranoid", "3");

@@ -70,7 +70,10 @@ TEST(StatTest, CountsAtLeastTheKnownFaultsAndNoMoreThanTheKernelAccounted) {
   EXPECT_GE(*faults, 1800u) << "the workload's own fresh pages";
   // wait4 counts from the fork, the counters from just before the exec.
   EXPECT_LE(*faults, Usage(j, "minor_faults") + Usage(j, "major_faults")) << j.dump();
-  EXPECT_EQ(*faults, *minor + *major) << "every fault is minor or major";
+  // perf counts a fault at its entry, minor/major once handled: a retried
+  // or spurious one (arm64 debug: 1888 vs 1883) is a fault of neither.
+  EXPECT_GE(*faults, *minor + *major);
+  EXPECT_GE(*minor + *major, 1800u) << "the fresh pages are faults that were handled";
   EXPECT_LE(*cs, Usage(j, "voluntary_switches") + Usage(j, "involuntary_switches")) << j.dump();
   // CPU time: never more than the kernel's own total for the command
   // (rounded to µs in rusage), and some.

@@ -5,10 +5,12 @@
 // such, the unprivileged rules; and, under QEMU's -icount, cycles exactly
 // 2^S x instructions.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <fstream>
 #include <sstream>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -151,6 +153,63 @@ TEST(StatTest, UnprivilegedCountsItsOwnCommandUpToParanoidTwo) {
   Result r = RunAsNobody(dir.path(), "tprofctl stat -e page-faults -- true");
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_TRUE(Contains(r.out, "perf_event_paranoid")) << r.out;
+}
+
+// A command that execs a program its user may not observe (setuid root)
+// is counted up to that exec only, as perf exits its events there, and
+// stat says so; a plain exec is counted through.
+TEST(StatTest, CountsStopAtASetuidExecAndStatSaysSo) {
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  ScopedParanoid level(2);
+  ScopedSetuidCopy copy("/usr/bin/tprof-wl-faults", "/tmp/tprof-wl-faults-suid-stat");
+  ASSERT_TRUE(copy.ok());
+  Result plain = RunAsNobody(dir.path(), "tprofctl stat -j -o plain.json -e page-faults -- "
+                                         "tprof-wl-faults 1500 1");
+  Result suid = RunAsNobody(dir.path(), std::string("tprofctl stat -j -o suid.json -e page-faults -- ") +
+                                            copy.path() + " 1500 1");
+  ASSERT_EQ(plain.rc, 0) << plain.out;
+  ASSERT_EQ(suid.rc, 0) << suid.out;
+  auto p = ReadJson(dir.path() + "/plain.json", plain.out);
+  auto s = ReadJson(dir.path() + "/suid.json", suid.out);
+  ASSERT_TRUE(p && s);
+  EXPECT_EQ(p->at("exec_left").get<uint64_t>(), 0u) << p->dump();
+  EXPECT_EQ(s->at("exec_left").get<uint64_t>(), 1u) << s->dump();
+  const auto pf = Value(*p, "page-faults"), sf = Value(*s, "page-faults");
+  ASSERT_TRUE(pf && sf);
+  EXPECT_GE(*pf, 1500u) << "the plain program's own pages";
+  EXPECT_LT(*sf, 1000u) << "the setuid program's pages were counted";
+  Result text = RunAsNobody(dir.path(), std::string("tprofctl stat -e page-faults -- ") +
+                                            copy.path() + " 10 1");
+  EXPECT_EQ(text.rc, 0) << text.out;
+  EXPECT_TRUE(Contains(text.out, "1 thread(s) exec'd a program you may not observe")) << text.out;
+}
+
+// In a user namespace of its own (root there, nobody outside) a user
+// counts its own command as it does outside: the namespace's root is no
+// CAP_PERFMON in the machine's.
+TEST(StatTest, CountsItsOwnCommandFromAUserNamespace) {
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  ScopedParanoid level(2);
+  std::optional<ScopedFileValue> userns_clone;
+  if (::access("/proc/sys/kernel/unprivileged_userns_clone", F_OK) == 0)
+    userns_clone.emplace("/proc/sys/kernel/unprivileged_userns_clone", "1");
+  ScopedFileValue max_userns("/proc/sys/user/max_user_namespaces", "1000");
+  Result r = RunAsNobody(dir.path(), "unshare -r sh -c 'test $(id -u) = 0 && tprofctl stat -j -o "
+                                     "ns.json -e page-faults,task-clock -- tprof-wl-faults 500 1'");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = ReadJson(dir.path() + "/ns.json", r.out);
+  ASSERT_TRUE(j);
+  const auto faults = Value(*j, "page-faults");
+  ASSERT_TRUE(faults) << j->dump();
+  EXPECT_GE(*faults, 500u);
+  EXPECT_EQ(j->at("exec_left").get<uint64_t>(), 0u) << j->dump();
+  // Above paranoid 2 the namespace's root is refused as nobody is.
+  ScopedParanoid three(3);
+  Result refused = RunAsNobody(dir.path(), "unshare -r tprofctl stat -e page-faults -- true");
+  EXPECT_EQ(refused.rc, 1) << refused.out;
+  EXPECT_TRUE(Contains(refused.out, "perf_event_paranoid")) << refused.out;
 }
 
 // Under -icount every instruction is 2^S cycles: both counts-only

@@ -7,6 +7,9 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
 
 #include "elf_fixtures.h"
 #include "tprof/archive.h"
@@ -78,6 +81,22 @@ TEST(Hints, UnnamedSamplesSuggestTheFilesDebugPackage) {
   EXPECT_FALSE(Has(h, "/usr/bin/other")) << "only the first `limit` files: " << h;
   EXPECT_TRUE(Has(h, "DEBUGINFOD_URLS=")) << h;
   EXPECT_EQ(DebugSymbolsHint({}, 3, has), "");
+  // A system library whose package is unknown (no dpkg database) is not
+  // the user's to rebuild; /usr/local is.
+  std::string sys = DebugSymbolsHint({{"/usr/lib/x86_64-linux-gnu/libc.so.6", 40, ""},
+                                      {"/usr/lib/libz.so.1", 5, ""},
+                                      {"/usr/local/lib/libmine.so", 3, ""}},
+                                     3, has);
+  EXPECT_TRUE(Has(sys, "`dpkg -S /usr/lib/x86_64-linux-gnu/libc.so.6` names it")) << sys;
+  EXPECT_TRUE(Has(sys, "glibc's are `libc6-dbg`")) << sys;
+  std::map<std::string, std::string> line_of;  // file -> its hint line
+  std::istringstream lines(sys);
+  for (std::string l; std::getline(lines, l);)
+    for (const char* f : {"libc.so.6 ", "libz.so.1 ", "libmine.so "})
+      if (Has(l, f)) line_of[f] = l;
+  EXPECT_FALSE(Has(line_of["libz.so.1 "], "build it with -g")) << sys;
+  EXPECT_FALSE(Has(line_of["libz.so.1 "], "libc6-dbg")) << "glibc's package for glibc only: " << sys;
+  EXPECT_TRUE(Has(line_of["libmine.so "], "build it with -g")) << sys;
   EXPECT_FALSE(AptHasPackage("x; touch /tmp/tprof-hint-injected")) << "not a package name";
 }
 

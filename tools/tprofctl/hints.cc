@@ -152,6 +152,27 @@ std::string Hint(const Error& error, Doing doing) {
   return "";
 }
 
+namespace {
+
+// A file the system's packages install (/usr/local is the user's own).
+bool SystemFile(const std::string& path) {
+  if (path.rfind("/usr/local/", 0) == 0) return false;
+  for (const char* dir : {"/usr/", "/lib/", "/lib64/", "/lib32/", "/bin/", "/sbin/"})
+    if (path.rfind(dir, 0) == 0) return true;
+  return false;
+}
+
+// One of glibc's own libraries (Debian's libc6 package).
+bool GlibcFile(const std::string& path) {
+  const std::string base = path.substr(path.rfind('/') + 1);
+  for (const char* lib : {"libc.so", "ld-linux", "libm.so", "libpthread.so", "libdl.so",
+                          "librt.so", "libresolv.so", "libmvec.so"})
+    if (base.rfind(lib, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
 std::string DebugSymbolsHint(const std::vector<UnresolvedObject>& objects, size_t limit,
                              const std::function<bool(const std::string&)>& has_package) {
   std::string out;
@@ -166,6 +187,12 @@ std::string DebugSymbolsHint(const std::vector<UnresolvedObject>& objects, size_
       std::string dbg = o.package + "-dbg";
       std::string pkg = has_package(dbg) ? dbg : o.package + "-dbgsym";
       out += "install its debug symbols: `sudo apt install " + pkg + "`\n";
+    } else if (SystemFile(o.path)) {
+      // Not the user's to rebuild: a system library whose package is
+      // unknown here (no dpkg database, another distribution).
+      out += "install the debug symbols of the package that holds it (on Debian `dpkg -S " +
+             o.path + "` names it: install its -dbgsym" +
+             (GlibcFile(o.path) ? "; glibc's are `libc6-dbg`" : "") + ")\n";
     } else {
       out += "build it with -g, or keep its debug file (objcopy --only-keep-debug) next to it "
              "(.gnu_debuglink) or in /usr/lib/debug/.build-id/\n";

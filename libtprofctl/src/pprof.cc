@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tprof/gzip.h"
+#include "tprof/report.h"
 #include "tprof/stacks.h"
 
 namespace tprof {
@@ -21,17 +22,6 @@ namespace pb = perftools::profiles;
 
 uint32_t ReportPid(const SampleKey& key) { return key.idle() ? 0 : key.pid; }
 
-// The sampling period in ns from the profile's frequency_hz attribute; 0
-// when the profile was sampled on a counter (no frequency).
-int64_t PeriodNs(const Profile& p) {
-  auto it = p.attributes.find("frequency_hz");
-  if (it == p.attributes.end()) return 0;
-  char* end = nullptr;
-  unsigned long long hz = std::strtoull(it->second.c_str(), &end, 10);
-  if (end == it->second.c_str() || *end != '\0' || hz == 0) return 0;
-  return static_cast<int64_t>(1000000000ULL / hz);
-}
-
 // Builds the message: tables of strings, functions, locations and mappings
 // with ids from 1 (0 means none in pprof), in the order they are first used.
 class PprofBuilder {
@@ -41,7 +31,7 @@ class PprofBuilder {
 
   Expected<std::string> Build() {
     Str("");  // string_table[0] is always ""
-    period_ns_ = PeriodNs(profile_);
+    period_ns_ = static_cast<int64_t>(SamplingPeriodNs(profile_));
     AddValueType(out_.add_sample_type(), "samples", "count");
     if (period_ns_) {
       AddValueType(out_.add_sample_type(), "cpu", "nanoseconds");

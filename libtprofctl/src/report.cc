@@ -68,6 +68,17 @@ std::string ReportName(const Profile& p, uint32_t pid) {
   return pid == 0 ? "idle" : p.ProcessDisplayName(pid);
 }
 
+// The recorder's pid where it may have sampled itself (a recording of
+// every process), from the attribute the Recorder writes.
+std::optional<uint32_t> RecorderPid(const Profile& p) {
+  auto it = p.attributes.find(kRecorderPid);
+  if (it == p.attributes.end()) return std::nullopt;
+  char* end = nullptr;
+  const unsigned long pid = std::strtoul(it->second.c_str(), &end, 10);
+  if (end == it->second.c_str() || *end != '\0' || pid == 0 || pid > UINT32_MAX) return std::nullopt;
+  return static_cast<uint32_t>(pid);
+}
+
 size_t Limit(size_t rows, size_t top) { return top ? std::min(rows, top) : rows; }
 
 double PercentLimit(const ReportOptions& o, ReportFormat format) {
@@ -117,6 +128,56 @@ std::string LowRateWarning(const SamplingRate& rate) {
   return out;
 }
 
+uint64_t SamplingPeriodNs(const Profile& p) {
+  auto it = p.attributes.find("frequency_hz");
+  if (it == p.attributes.end()) return 0;
+  char* end = nullptr;
+  const unsigned long long hz = std::strtoull(it->second.c_str(), &end, 10);
+  if (end == it->second.c_str() || *end != '\0' || hz == 0) return 0;
+  return 1000000000ULL / hz;
+}
+
+SampleShares CountSampleShares(const Profile& p, Symbolizer& sym, const ReportOptions& o) {
+  SampleShares k;
+  const std::optional<uint32_t> recorder = RecorderPid(p);
+  for (const auto& [key, count] : p.samples) {
+    if (!Selected(o, key) || key.idle()) continue;
+    k.samples += count;
+    if (recorder && key.pid == *recorder) k.recorder += count;
+    if (key.user()) continue;
+    k.kernel += count;
+    if (!sym.Resolve(key).resolved()) k.unresolved_kernel += count;
+  }
+  return k;
+}
+
+std::string SampleShareWarnings(const Profile& p, const SampleShares& k) {
+  std::string out;
+  if (k.samples == 0) return out;
+  if (k.unresolved_kernel * 10 >= k.samples) {
+    Appendf(&out,
+            "warning: %.0f%% of the samples (%" PRIu64 " of %" PRIu64
+            ", idle left out) are kernel addresses without a function name",
+            Percent(k.unresolved_kernel, k.samples), k.unresolved_kernel, k.samples);
+    if (!p.kernel_symbols.available)
+      out += ": the kernel's symbols were not captured (" +
+             (p.kernel_symbols.note.empty() ? std::string("no /proc/kallsyms")
+                                            : p.kernel_symbols.note) +
+             "); record as root or with CAP_SYSLOG, or with kernel.kptr_restrict=0\n";
+    else
+      out += ": they are outside the symbols captured with the recording (BPF programs, "
+             "modules loaded or code patched since); see /proc/kallsyms and `bpftool prog`\n";
+  }
+  if (k.recorder * 20 >= k.samples)
+    Appendf(&out,
+            "warning: %.0f%% of the samples (%" PRIu64 " of %" PRIu64
+            ") are the recorder's own (tprofctl, pid %u), which drains and decodes the "
+            "samples: record at a lower -F, or with larger buffers (--buffer-kb) so that it "
+            "wakes less often\n",
+            Percent(k.recorder, k.samples), k.recorder, k.samples, *RecorderPid(p));
+  return out;
+}
+
 namespace {
 
 // One attribute of the recording as a reader wants it: named, with its
@@ -140,6 +201,8 @@ void TextAttribute(const std::string& key, const std::string& value, std::string
     Appendf(out, "malformed buffer halves: %s (their records were skipped)\n", value.c_str());
   else if (key == kLeftAtSetuidExec)
     Appendf(out, "left at a setuid exec: %s\n", value.c_str());
+  else if (key == kRecorderPid)
+    Appendf(out, "recorder: tprofctl, pid %s (its own samples are in the tables)\n", value.c_str());
   else
     Appendf(out, "%s: %s\n", key.c_str(), value.c_str());
 }
@@ -155,7 +218,8 @@ void TextHeader(const Profile& p, const ReportData& d, std::string* out) {
   if (auto rate = AchievedSamplingRate(p))
     Appendf(out, "sampling rate: %.0f Hz per CPU achieved, %.0f asked for%s\n", rate->achieved_hz,
             rate->requested_hz, rate->low ? " (low: see the warning)" : "");
-  if (!p.kernel_symbols.available)
+  // Only where it matters: some samples are in the kernel.
+  if (!p.kernel_symbols.available && d.shares.kernel > 0)
     Appendf(out, "kernel symbols: unavailable%s%s\n", p.kernel_symbols.note.empty() ? "" : ": ",
             p.kernel_symbols.note.c_str());
   Appendf(out, "unresolved: %" PRIu64 " samples (%.1f%%) at addresses without a function name\n",
@@ -349,6 +413,11 @@ void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
                           {"warning", LowRateWarning(*rate)}};
   j["kernel_symbols_available"] = p.kernel_symbols.available;
   j["kernel_symbols_note"] = p.kernel_symbols.note;
+  j["sample_shares"] = {{"samples", d.shares.samples},
+                        {"kernel", d.shares.kernel},
+                        {"unresolved_kernel", d.shares.unresolved_kernel},
+                        {"recorder", d.shares.recorder},
+                        {"warnings", SampleShareWarnings(p, d.shares)}};
   j["records"] = {{"samples", p.records.samples}, {"comms", p.records.comms},
                   {"exits", p.records.exits},     {"maps", p.records.maps},
                   {"lost", p.records.losts},      {"unknown", p.records.unknown},
@@ -469,6 +538,7 @@ ReportData BuildReport(const Profile& p, Symbolizer& sym, const ReportOptions& o
   d.lost_samples = p.TotalLostSamples();
   d.lost_records = p.TotalLostRecords();
   d.all_samples = p.TotalSamples() + d.lost_samples;
+  d.shares = CountSampleShares(p, sym, o);
   std::map<uint32_t, ProcessSummary> procs;
   struct Aggregate {
     FunctionRow row;

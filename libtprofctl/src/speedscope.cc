@@ -64,19 +64,20 @@ std::string RenderSpeedscope(const std::vector<StackRow>& stacks,
   Json shared_frames = Json::array();
   for (const std::string* f : frames) shared_frames.push_back({{"name", *f}});
   Json out_profiles = Json::array();
+  const uint64_t weight = options.period_ns ? options.period_ns : 1;  // per sample
   for (const SampledProfile& p : profiles) {
     Json samples = Json::array(), weights = Json::array();
     for (const StackRow* row : p.rows) {
       Json stack = Json::array();
       for (size_t i = skip; i < row->frames.size(); ++i) stack.push_back(index.at(row->frames[i]));
       samples.push_back(std::move(stack));
-      weights.push_back(row->samples);
+      weights.push_back(row->samples * weight);
     }
     out_profiles.push_back({{"type", "sampled"},
                             {"name", p.name},
-                            {"unit", "none"},
+                            {"unit", options.period_ns ? "nanoseconds" : "none"},
                             {"startValue", 0},
-                            {"endValue", p.samples},
+                            {"endValue", p.samples * weight},
                             {"samples", std::move(samples)},
                             {"weights", std::move(weights)}});
   }

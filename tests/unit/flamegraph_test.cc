@@ -286,6 +286,25 @@ TEST(Speedscope, OneProfileForAllKeepsTheProcessFrameFirst) {
   EXPECT_EQ(p.at("endValue").get<double>(), 45);
 }
 
+// On the clock a sample stands for its period of CPU time: speedscope
+// shows nanoseconds, as pprof does, instead of bare counts.
+TEST(Speedscope, ClockSamplesWeighTheirPeriodInNanoseconds) {
+  tprof::SpeedscopeOptions o;
+  o.period_ns = 1000000;  // 1 kHz
+  std::string error;
+  auto v = ParseJson(tprof::RenderSpeedscope(TestRows(), o), &error);
+  ASSERT_TRUE(v) << error;
+  double all = 0;
+  for (const Json& p : (*v).at("profiles")) {
+    EXPECT_EQ(p.at("unit").get<std::string>(), "nanoseconds");
+    double sum = 0;
+    for (const Json& w : p.at("weights")) sum += w.get<double>();
+    EXPECT_EQ(p.at("endValue").get<double>(), sum);
+    all += sum;
+  }
+  EXPECT_EQ(all, 45e6) << "45 samples of 1 ms";
+}
+
 TEST(Speedscope, EscapesNamesAsJson) {
   std::string error;
   auto v = ParseJson(tprof::RenderSpeedscope({{1, {"p", "a<b>&\"c\"\\"}, 2}}), &error);

@@ -327,6 +327,74 @@ TEST(Report, JsonHoldsTheSplitLostAndUnresolvedCounts) {
   EXPECT_FALSE(fns.at(0).at("resolved").get<bool>());
 }
 
+// Kernel symbols matter where samples are in the kernel: the header says
+// they are unavailable only then, and a tenth or more of the samples
+// unnamed there warns with why (dump prints it on stderr, JSON holds it).
+TEST(Report, UnnamedKernelSamplesWarnWithWhy) {
+  Profile p = TestProfile();
+  p.kernel_symbols = {};
+  p.kernel_symbols.note = "/proc/kallsyms shows no kernel addresses (run as root)";
+  Symbolizer sym(p);
+  const tprof::SampleShares k = tprof::CountSampleShares(p, sym, {});
+  EXPECT_EQ(k.samples, 80u) << "70 of app, 10 of w;rk; idle left out";
+  EXPECT_EQ(k.kernel, 20u);
+  EXPECT_EQ(k.unresolved_kernel, 20u);
+  EXPECT_EQ(k.recorder, 0u) << "no recorder_pid attribute";
+  const std::string w = tprof::SampleShareWarnings(p, k);
+  EXPECT_NE(w.find("25% of the samples (20 of 80, idle left out) are kernel addresses"),
+            std::string::npos)
+      << w;
+  EXPECT_NE(w.find("(/proc/kallsyms shows no kernel addresses (run as root))"), std::string::npos)
+      << w;
+  EXPECT_NE(w.find("kptr_restrict=0"), std::string::npos) << w;
+  EXPECT_NE(tprof::RenderReport(p, sym, {}, ReportFormat::kText).find("kernel symbols: unavailable"),
+            std::string::npos);
+  std::string error;
+  auto v = ParseJson(tprof::RenderReport(p, sym, {}, ReportFormat::kJson), &error);
+  ASSERT_TRUE(v) << error;
+  EXPECT_EQ((*v).at("sample_shares").at("unresolved_kernel").get<double>(), 20);
+  EXPECT_EQ((*v).at("sample_shares").at("warnings").get<std::string>(), w);
+  // Under a tenth: 6 of 70 is not worth a warning, 7 is.
+  EXPECT_EQ(tprof::SampleShareWarnings(p, {70, 10, 6, 0}), "");
+  EXPECT_NE(tprof::SampleShareWarnings(p, {70, 10, 7, 0}), "");
+  // Named: no warning.
+  Profile named = TestProfile();
+  Symbolizer named_sym(named);
+  EXPECT_EQ(tprof::CountSampleShares(named, named_sym, {}).unresolved_kernel, 0u);
+  // No sample in the kernel: nothing said of its symbols.
+  ProfileBuilder b;
+  Records r;
+  r.Add(CommRec(100, TPROF_COMM_EXISTING, "app"));
+  r.Map(100, 1, 0x400000, 0x500000, 0, "/nonexistent/app");
+  r.AddN(5, SampleRec(100, 1, 0x400100, U));
+  b.AddRecords(r.data(), r.size());
+  Profile user = b.Finish();
+  Symbolizer user_sym(user);
+  const std::string text = tprof::RenderReport(user, user_sym, {}, ReportFormat::kText);
+  EXPECT_EQ(text.find("kernel symbols"), std::string::npos) << text;
+}
+
+// A recording of every process samples its recorder too: a twentieth or
+// more of the samples being tprofctl's own warns, naming its pid.
+TEST(Report, TheRecordersOwnShareWarns) {
+  Profile p = TestProfile();
+  p.attributes[tprof::kRecorderPid] = "200";  // w;rk's 10 of 80
+  Symbolizer sym(p);
+  const tprof::SampleShares k = tprof::CountSampleShares(p, sym, {});
+  EXPECT_EQ(k.recorder, 10u);
+  const std::string w = tprof::SampleShareWarnings(p, k);
+  EXPECT_NE(w.find("12% of the samples (10 of 80) are the recorder's own (tprofctl, pid 200)"),
+            std::string::npos)
+      << w;
+  EXPECT_EQ(tprof::SampleShareWarnings(p, {80, 0, 0, 3}), "") << "3 of 80: under a twentieth";
+  EXPECT_NE(tprof::RenderReport(p, sym, {}, ReportFormat::kText)
+                .find("recorder: tprofctl, pid 200"),
+            std::string::npos);
+  ReportOptions app;
+  app.pid = 100;
+  EXPECT_EQ(tprof::CountSampleShares(p, sym, app).recorder, 0u) << "another process's report";
+}
+
 TEST(Report, FoldedStacksHaveCallerFramesWhereKnown) {
   Profile p = TestProfile();
   Symbolizer sym(p);

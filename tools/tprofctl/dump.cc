@@ -170,6 +170,8 @@ int RunDump(const DumpOptions& o) {
   if (export_format == Export::kNone && options.by == ReportBy::kProcess)
     symbolizer_options.source_lines = false;
   Symbolizer symbolizer(*profile, symbolizer_options);
+  std::fputs(SampleShareWarnings(*profile, CountSampleShares(*profile, symbolizer, options)).c_str(),
+             stderr);
   std::string out, hint;
   if (export_format == Export::kPprof) {
     auto bytes = EncodePprof(*profile, symbolizer, PprofOptions{options.pid});
@@ -182,6 +184,7 @@ int RunDump(const DumpOptions& o) {
   } else if (export_format == Export::kSpeedscope) {
     SpeedscopeOptions ss;
     ss.name = path;
+    ss.period_ns = SamplingPeriodNs(*profile);
     out = RenderSpeedscope(FoldedStackRows(*profile, symbolizer, options), ss);
   } else {
     out = RenderReport(*profile, symbolizer, options, format);

@@ -177,6 +177,9 @@ struct RecordStats {
 // Profile::attributes key: how many sampled processes left the profile at
 // an exec into an image the recorder may not see (TPROF_EXIT_SECURE_EXEC).
 inline constexpr char kLeftAtSetuidExec[] = "left_at_setuid_exec";
+// Profile::attributes key: the recorder's own pid, in a recording of every
+// process (which samples the recorder too; reports say how much).
+inline constexpr char kRecorderPid[] = "recorder_pid";
 
 struct Profile {
   // Free-form facts the recorder adds (kernel_release, frequency_hz,

@@ -102,6 +102,15 @@ struct ProcessFunctions {
   std::vector<CallerRow> callers;      // by samples, descending
 };
 
+// What a report's selected samples are made of, for the warnings a
+// distorted profile gets (SampleShareWarnings).
+struct SampleShares {
+  uint64_t samples = 0;            // selected, idle left out
+  uint64_t kernel = 0;             // of them in the kernel or a module
+  uint64_t unresolved_kernel = 0;  // of those, without a function name
+  uint64_t recorder = 0;           // the recorder's own (attribute recorder_pid)
+};
+
 struct ReportData {
   uint64_t all_samples = 0;  // delivered + lost: the base of percentages
   uint64_t samples = 0;      // delivered (of the selected pid, if any)
@@ -109,6 +118,7 @@ struct ReportData {
   uint64_t lost_records = 0;
   uint64_t idle_samples = 0;
   uint64_t unresolved_samples = 0;      // at addresses without a function name
+  SampleShares shares;
   std::vector<ProcessSummary> processes;  // by samples, descending; idle excluded
   std::vector<ProcessFunctions> functions;  // by samples, descending; idle as pid 0
   // With ReportBy::kThread / kCpu only, by samples, descending. Threads
@@ -159,6 +169,19 @@ struct SamplingRate {
 [[nodiscard]] std::optional<SamplingRate> AchievedSamplingRate(const Profile& profile);
 // The warning a low rate gets, with what to do ("" when not low).
 [[nodiscard]] std::string LowRateWarning(const SamplingRate& rate);
+
+// The clock's sampling period in ns (1e9 / frequency_hz): what one sample
+// of a CPU stands for. 0 for a profile sampled on an event's overflows.
+[[nodiscard]] uint64_t SamplingPeriodNs(const Profile& profile);
+
+// SampleShares of the samples a report selects.
+[[nodiscard]] SampleShares CountSampleShares(const Profile& profile, Symbolizer& symbolizer,
+                                             const ReportOptions& options);
+// The warnings of a distorted profile, a line each with why and what to
+// do ("" when none): a tenth or more of the samples at kernel addresses
+// without a name; a twentieth or more the recorder's own (a recording of
+// every process samples tprofctl too).
+[[nodiscard]] std::string SampleShareWarnings(const Profile& profile, const SampleShares& shares);
 
 // The whole report in one format (kFolded ignores `by` and `top`).
 std::string RenderReport(const Profile& profile, Symbolizer& symbolizer,

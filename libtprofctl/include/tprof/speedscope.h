@@ -8,10 +8,12 @@
 //                  N)", "idle" for pid 0; by samples, descending, the
 //                  process frame left out since the profile names it), or
 //                  one for all ("all processes", the process frame first)
-//                  each with unit "none" (weights are sample counts),
-//                  startValue 0, endValue its samples, `samples` as
-//                  frame-index stacks root first (caller, function) and
-//                  `weights` their sample counts, one per stack.
+//                  each with unit "nanoseconds" and weights of samples x
+//                  the sampling period (CPU time, as pprof's), or unit
+//                  "none" and weights of sample counts when the profile
+//                  was sampled on an event; startValue 0, endValue the
+//                  weights' sum, `samples` as frame-index stacks root
+//                  first (caller, function), one weight per stack.
 //   name, activeProfileIndex 0, exporter "tprofctl"
 #ifndef TPROF_SPEEDSCOPE_H_
 #define TPROF_SPEEDSCOPE_H_
@@ -26,6 +28,7 @@ namespace tprof {
 struct SpeedscopeOptions {
   std::string name = "tprof profile";
   bool per_process = true;  // false: one profile of every process
+  uint64_t period_ns = 0;   // report.h's SamplingPeriodNs; 0: weights are counts
 };
 
 // The JSON document. Rows with no frames or no samples are left out.

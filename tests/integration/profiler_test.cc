@@ -996,6 +996,14 @@ TEST_F(Profiler, AnUnreachableRateIsReportedAsLow) {
   ASSERT_TRUE((*j).contains("sampling_rate"));
   EXPECT_FALSE((*j).at("sampling_rate").at("low").get<bool>())
       << (*j).at("sampling_rate").dump();
+  // A recording of every process names its recorder, whose samples the
+  // report counts (and warns about from a twentieth on).
+  const std::string recorder = (*j).at("attributes").value("recorder_pid", std::string());
+  ASSERT_FALSE(recorder.empty()) << (*j).at("attributes").dump();
+  uint64_t own = 0;
+  for (const Json& p : (*j).at("processes"))
+    if (std::to_string(N(p.at("pid"))) == recorder) own = N(p.at("samples"));
+  EXPECT_EQ(N((*j).at("sample_shares").at("recorder")), own) << (*j).at("sample_shares").dump();
 }
 
 // top of every process: its own samples (it drains and symbolizes every
@@ -1371,6 +1379,66 @@ TEST_F(Profiler, FailedRecordingsLeaveThePreviousProfileAlone) {
   EXPECT_NE(start.rc, 0) << start.out;
   EXPECT_TRUE(Contains(start.out, "cannot write /nonexistent/dir/x.data")) << start.out;
   EXPECT_EQ(DeviceState(), static_cast<uint32_t>(TPROF_STATE_IDLE)) << "a refused start left a session";
+}
+
+// record -q (perf record's --quiet), for scripts: the profile is written,
+// nothing is printed, and the exit status is still the command's.
+TEST_F(Profiler, QuietRecordWritesTheProfileAndPrintsNothing) {
+  const std::string file = dir_.File("q.data");
+  Result r = Sh("tprofctl record -q -o " + file +
+                " -- sh -c 'tprof-wl-shares --ms 100 >/dev/null; exit 3'");
+  EXPECT_EQ(r.rc, 3) << r.out;
+  EXPECT_EQ(r.out, "") << "printed with --quiet";
+  auto j = DumpJson(file);
+  ASSERT_TRUE(j);
+  EXPECT_GT(N(j->at("samples")), 0u);
+  Result failed = Sh("tprofctl record -q -o /nonexistent/dir/q.data -- true");
+  EXPECT_NE(failed.rc, 0);
+  EXPECT_TRUE(Contains(failed.out, "cannot write /nonexistent/dir/q.data")) << "errors still print";
+}
+
+// record -t and -C (perf's): the file keeps the samples of the threads,
+// or of the CPUs, asked for and its "filter" attribute says so. The other
+// thread's function has no sample at all; a thread that is not there, a
+// CPU the machine lacks and -t with a command are refused.
+TEST_F(Profiler, RecordKeepsOnlyTheThreadsOrCpusAsked) {
+  const std::string file = dir_.File("t.data");
+  // The second thread's tid from /proc/PID/task, once it runs.
+  Result r = Sh("tprof-wl-threads --ms 1000 >/dev/null & p=$!; two=; i=0; "
+                "while [ -z \"$two\" ] && [ $i -lt 500 ]; do "
+                "two=$(ls /proc/$p/task | grep -vx $p); i=$((i+1)); sleep 0.01; done; "
+                "tprofctl record -q -t $two -o " + file + "; rc=$?; wait $p; exit $rc");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = DumpJson(file);
+  ASSERT_TRUE(j);
+  EXPECT_NE(j->at("attributes").value("filter", std::string()).find("tid"), std::string::npos)
+      << j->at("attributes").dump();
+  const auto tables = FunctionTables(*j, "tprof-wl-threads");
+  ASSERT_EQ(tables.size(), 1u) << "one process, the threads'";
+  EXPECT_GT(FunctionSamples(*tables[0], "wl_thread_two"), 0u);
+  EXPECT_EQ(FunctionSamples(*tables[0], "wl_thread_one"), 0u) << "the other thread's samples";
+
+  const std::string cfile = dir_.File("c.data");
+  r = Sh("tprofctl record -q -C 0 -o " + cfile + " -- tprof-wl-shares --ms 300 >/dev/null");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  j = DumpJson(cfile);
+  ASSERT_TRUE(j);
+  uint64_t on_zero = 0;
+  for (const Json& c : j->at("cpus")) {
+    if (N(c.at("cpu")) == 0) on_zero += N(c.at("samples"));
+    else EXPECT_EQ(N(c.at("samples")), 0u) << "cpu " << N(c.at("cpu"));
+  }
+  EXPECT_GT(on_zero, 0u) << j->at("cpus").dump();
+  EXPECT_TRUE(ProcessRow(*j, "tprof-wl-shares")) << "-C with CMD keeps CMD's samples";
+
+  for (const char* bad : {"-t 1 -- true", "-C 4096 -- true", "-t 1,2 -- true",
+                          "-t 1 --time-granularity 0"}) {
+    Result u = Sh(std::string("tprofctl record -q -o ") + dir_.File("bad.data") + " " + bad);
+    EXPECT_EQ(u.rc, 2) << bad << ": " << u.out;
+  }
+  Result gone = Sh("tprofctl record -q -o " + dir_.File("bad.data") + " -t 4000000");
+  EXPECT_EQ(gone.rc, 1) << gone.out;
+  EXPECT_TRUE(Contains(gone.out, "no thread 4000000")) << gone.out;
 }
 
 // A program that a shell execs is its process's main executable, never a

@@ -21,14 +21,16 @@ void SplitNames(const std::string& text, std::vector<std::string>* out) {
 
 }  // namespace
 
-void AddFilterOptions(CLI::App* sub, SampleFilter* filter) {
-  auto ids = [](const char* name, std::vector<uint32_t>* out) {
-    return [name, out](const std::string& text) {
-      auto list = ParseIdList(text);
-      if (!list) throw CLI::ValidationError(name, list.error().message());
-      out->insert(out->end(), list->begin(), list->end());
-    };
+std::function<void(const std::string&)> IdListParser(const char* name, std::vector<uint32_t>* out) {
+  return [name, out](const std::string& text) {
+    auto list = ParseIdList(text);
+    if (!list) throw CLI::ValidationError(name, list.error().message());
+    out->insert(out->end(), list->begin(), list->end());
   };
+}
+
+void AddFilterOptions(CLI::App* sub, SampleFilter* filter) {
+  const auto& ids = IdListParser;
   sub->add_option_function<std::string>("--tid", ids("--tid", &filter->tids),
                                          "only the samples of these threads")
       ->type_name("TID[,TID...]");

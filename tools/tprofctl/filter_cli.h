@@ -3,13 +3,20 @@
 #ifndef TPROF_TOOLS_TPROFCTL_FILTER_CLI_H_
 #define TPROF_TOOLS_TPROFCTL_FILTER_CLI_H_
 
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "command_line.h"
 #include "tprof/profile.h"
 #include "tprof/sample_filter.h"
 
 namespace tprof::cli {
+
+// The callback of an option that takes ids ("3", "0-3,7": ParseIdList),
+// appending them to *out; a malformed list is `name`'s usage error.
+std::function<void(const std::string&)> IdListParser(const char* name, std::vector<uint32_t>* out);
 
 // Registers the four options on `sub`; they fill *filter.
 void AddFilterOptions(CLI::App* sub, SampleFilter* filter);

@@ -34,8 +34,10 @@
 #include "tprof/profile.h"
 #include "tprof/profile_file.h"
 #include "tprof/recorder.h"
+#include "tprof/sample_filter.h"
 #include "tprof/sampling.h"
 #include "dump.h"
+#include "filter_cli.h"
 #include "held_child.h"
 #include "tprof/scoped_fd.h"
 #include "windows_cli.h"
@@ -51,6 +53,8 @@ struct RecordOptions {
   SamplingOptions sampling;
   std::string output = kDefaultProfilePath;
   std::optional<uint32_t> pid;            // -p (record: 0 = the command)
+  bool quiet = false;                     // record -q: the file only
+  SampleFilter keep;                      // record -t/-C: the threads or CPUs the file keeps
   bool all_cpus = false;                  // -a
   std::optional<uint64_t> period;         // -c: events per sample with -e
   bool callers = false;                   // -g: whole stacks
@@ -146,6 +150,58 @@ int SettleOptions(const char* name, RecordOptions* o, bool cmd) {
     o->sampling.pid = 0;
   else
     o->sampling.pid = TPROF_PID_ALL;
+  return 0;
+}
+
+// The process a thread belongs to (/proc/TID/status's Tgid), 0 if none.
+uint32_t ProcessOfThread(uint32_t tid) {
+  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Tgid:", 0) == 0) return static_cast<uint32_t>(std::strtoul(line.c_str() + 5, nullptr, 10));
+  return 0;
+}
+
+// record -t and -C, as perf's: the module samples the threads' whole
+// process, or every CPU, and the file keeps the samples of those threads
+// or CPUs (each sample's thread and CPU are in the context table;
+// sample_filter.h). -t sets the process; -C without -p or CMD means every
+// process, as perf's -C. Returns 0, or the status after printing why not.
+int SettleThreadsAndCpus(RecordOptions* o, bool cmd) {
+  SampleFilter& keep = o->keep;
+  if (keep.tids.empty() && keep.cpus.empty()) return 0;
+  if (o->context.granularity_ns == 0) {
+    std::fprintf(stderr, "tprofctl record: -t and -C keep samples by their thread and CPU, which "
+                         "--time-granularity 0 does not record\n");
+    return kExitUsage;
+  }
+  if (!keep.tids.empty()) {
+    if (cmd || o->pid || o->all_cpus) {
+      std::fprintf(stderr, "tprofctl record: -t (running threads) goes without -p, -a and CMD\n");
+      return kExitUsage;
+    }
+    uint32_t process = 0;
+    for (uint32_t tid : keep.tids) {
+      const uint32_t of = ProcessOfThread(tid);
+      if (of == 0) {
+        std::fprintf(stderr, "tprofctl record: no thread %u\n", tid);
+        return 1;
+      }
+      if (process != 0 && of != process) {
+        std::fprintf(stderr, "tprofctl record: -t names threads of one process (%u is of %u, "
+                             "%u of %u)\n", keep.tids.front(), process, tid, of);
+        return kExitUsage;
+      }
+      process = of;
+    }
+    o->pid = process;
+  }
+  const long cpus = ::sysconf(_SC_NPROCESSORS_CONF);
+  for (uint32_t cpu : keep.cpus)
+    if (cpus > 0 && cpu >= static_cast<uint64_t>(cpus)) {
+      std::fprintf(stderr, "tprofctl record: no CPU %u (this machine's are 0-%ld)\n", cpu, cpus - 1);
+      return kExitUsage;
+    }
+  if (!keep.cpus.empty() && !cmd && !o->pid) o->all_cpus = true;
   return 0;
 }
 
@@ -408,6 +464,7 @@ int RunStop(bool force) {
 
 int RunRecord(RecordOptions o) {
   const bool has_cmd = !o.cmd.empty();
+  if (int rc = SettleThreadsAndCpus(&o, has_cmd)) return rc;
   if (!has_cmd && !o.all_cpus && !o.pid) {
     std::fprintf(stderr, "tprofctl record: give -- CMD [ARGS...], -p PID or -a\n");
     return kExitUsage;
@@ -463,15 +520,21 @@ int RunRecord(RecordOptions o) {
   auto profile = recorder.Run({.child = child});
   watcher.reset();
   if (!profile) return ReportError(profile.error());
+  if (!o.keep.empty()) {  // -t/-C; the file's "filter" attribute says what was kept
+    auto kept = FilterProfile(*profile, o.keep);
+    if (!kept) return ReportError(kept.error());
+    *profile = std::move(*kept);
+  }
   if (Status st = WriteRecording(recorder, *profile, o.output); !st) return ReportError(st.error());
-  PrintSummary(*profile, o.output);
   int rc = 0;
   if (has_cmd) {
     // -1: stopped (a signal) before the command exited.
     int status = recorder.child_status() < 0 ? 0 : recorder.child_status();
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (rc != 0) std::fprintf(stderr, "tprofctl: %s exited with status %d\n", o.cmd[0].c_str(), rc);
   }
+  if (o.quiet) return rc;
+  PrintSummary(*profile, o.output);
+  if (rc != 0) std::fprintf(stderr, "tprofctl: %s exited with status %d\n", o.cmd[0].c_str(), rc);
   o.report.input = o.output;
   int drc = RunDump(o.report);
   return rc != 0 ? rc : drc;
@@ -507,6 +570,19 @@ void AddRecordCommands(CommandLine& cli) {
                 [record] { return RunRecord(*record); });
   AddSamplingOptions(sub, *record);
   AddReportOptions(sub, record->report);
+  sub->add_option_function<std::string>(
+         "-t,--tid", IdListParser("--tid", &record->keep.tids),
+         "record these running threads of one process, until it exits or you interrupt (the "
+         "process is sampled, the file keeps these threads' samples)")
+      ->type_name("TID[,TID...]");
+  sub->add_option_function<std::string>(
+         "-C,--cpu", IdListParser("--cpu", &record->keep.cpus),
+         "record only what runs on these CPUs (ranges as 0-3): every process, or -p's or CMD's "
+         "(every CPU is sampled, the file keeps these CPUs' samples)")
+      ->type_name("CPU[,CPU...]");
+  sub->add_flag("-q,--quiet", record->quiet,
+                "write the profile and print nothing else: no summary, no report (errors still "
+                "print; the exit status is still CMD's)");
   cli.AddCommandTail(sub, &record->cmd, "-- CMD [ARGS...]: the command to run and record");
 }
 

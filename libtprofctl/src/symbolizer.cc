@@ -442,6 +442,11 @@ Symbolizer::Symbolizer(const Profile& profile, SymbolizerOptions options)
 
 Symbolizer::~Symbolizer() = default;
 
+void Symbolizer::ForgetAddresses() {
+  cache_.clear();
+  leaf_cache_.clear();
+}
+
 const Location& Symbolizer::Resolve(uint32_t pid, uint64_t space_id, uint64_t ip, bool user) {
   auto key = std::make_tuple(user ? pid : 0, user ? space_id : 0, ip, user);
   auto it = cache_.find(key);

@@ -98,6 +98,25 @@ TEST(Symbolizer, CachesResults) {
   EXPECT_EQ(sym.stats().elf_files, 1u);
 }
 
+// top's symbolizer lives across refreshes of one profile object: an
+// address looked up before its mapping arrived is looked up again after
+// ForgetAddresses(), and the ELF file opened once stays open.
+TEST(Symbolizer, ForgetAddressesLooksUpAgainInTheChangedProfile) {
+  Profile full = SelfProfile();
+  Profile p;
+  Symbolizer sym(p);
+  const uint64_t fn = Addr(reinterpret_cast<void*>(&tprof_test_marker_fn));
+  EXPECT_TRUE(sym.Resolve(getpid(), kSpace, fn, true).symbol.empty()) << "no mapping yet";
+  p = full;
+  EXPECT_TRUE(sym.Resolve(getpid(), kSpace, fn, true).symbol.empty()) << "cached until forgotten";
+  sym.ForgetAddresses();
+  EXPECT_EQ(sym.Resolve(getpid(), kSpace, fn, true).symbol, "tprof_test_marker_fn");
+  const uint64_t opened = sym.stats().elf_files;
+  sym.ForgetAddresses();
+  EXPECT_EQ(sym.Resolve(getpid(), kSpace, fn, true).symbol, "tprof_test_marker_fn");
+  EXPECT_EQ(sym.stats().elf_files, opened) << "the file was opened again";
+}
+
 TEST(Symbolizer, FindsTheSpaceThroughAnotherPidOfTheSameSpace) {
   Profile p = SelfProfile();
   Symbolizer sym(p);

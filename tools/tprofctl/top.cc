@@ -2,7 +2,8 @@
 // samples and, every interval, hands over the profile so far; top shows
 // the heaviest functions (or processes) of the samples that interval
 // added, SamplesSince() the previous refresh's counts, so the tables and
-// symbolization are the ones `dump` uses.
+// symbolization are the ones `dump` uses; one Symbolizer serves every
+// refresh, so ELF files are opened once.
 #include <time.h>
 #include <unistd.h>
 
@@ -136,6 +137,12 @@ int RunTop(TopOptions o) {
   KernelSymbols kernel_symbols;
   if (auto ks = ReadKallsyms()) kernel_symbols = std::move(*ks);
 
+  // One symbolizer for the whole run, over `live`, which each refresh
+  // refills: the ELF files are opened once (a new one every refresh made
+  // top's own symbolizing, libdw and tprofctl's DWARF, its top rows).
+  // Its tables show no source lines: DWARF's line tables are not read.
+  Profile live;
+  Symbolizer symbolizer(live, SymbolizerOptions{.source_lines = false});
   // The previous refresh's counts: each refresh shows what came since.
   ProfileCounts before;
   uint64_t n = 0;
@@ -144,10 +151,11 @@ int RunTop(TopOptions o) {
   run.interval = std::chrono::milliseconds(std::max<long long>(1, std::llround(o.delay_s * 1e3)));
   run.on_interval = [&](const Profile& so_far) {
     const uint64_t now_ns = MonotonicNs();
-    Profile interval = SamplesSince(so_far, before);
+    live = SamplesSince(so_far, before);
     before = CountsOf(so_far);
-    interval.kernel_symbols = kernel_symbols;
-    Symbolizer symbolizer(interval);
+    live.kernel_symbols = kernel_symbols;
+    symbolizer.ForgetAddresses();  // the mappings may have changed
+    const Profile& interval = live;
     ReportOptions all = report;
     all.top = 0;  // the flat table picks its rows across processes
     ReportData data = BuildReport(interval, symbolizer, all);

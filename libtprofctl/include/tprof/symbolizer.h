@@ -177,6 +177,13 @@ class Symbolizer {
   };
   std::optional<FileAddress> FileAddressOf(uint32_t pid, uint64_t space_id, uint64_t ip);
 
+  // For a profile that changes in place (top's view, refreshed every
+  // interval with new mappings): forgets every resolved address, so each
+  // is looked up again in the profile as it is now, and keeps the ELF
+  // files opened (the costly part). References Resolve() returned before
+  // are invalid after.
+  void ForgetAddresses();
+
   const SymbolizerStats& stats() const { return stats_; }
   // As given, with symfs made absolute.
   const SymbolizerOptions& options() const { return options_; }

@@ -143,7 +143,7 @@ TEST_F(CommandLineTest, ReportIsDump) {
 TEST_F(CommandLineTest, BufferKbIsAPowerOfTwoTheModuleTakes) {
   uint32_t kb = 0;
   CLI::App* rec = cli_.Add(cli_.app(), "rec", "Records.", [] { return 0; });
-  rec->add_option("--buffer-kb", kb, kBufferKbHelp)->transform(Decimal())->check(BufferKb());
+  rec->add_option("--buffer-kb", kb, BufferKbHelp())->transform(Decimal())->check(BufferKb());
   for (const char* bad : {"0", "1", "2", "100", "32768", "99999999999999999999"}) {
     Parsed p = Parse({"rec", "--buffer-kb", bad});
     EXPECT_EQ(p.status, kExitUsage) << bad;

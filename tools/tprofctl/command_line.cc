@@ -72,6 +72,13 @@ const CLI::Validator& BufferKb() {
   return v;
 }
 
+std::string BufferKbHelp() {
+  return "KiB in each half of a CPU's double buffer: a power of two from " +
+         std::to_string(TPROF_SAMPLING_MIN_HALF_BYTES / 1024) + " to " +
+         std::to_string(TPROF_SAMPLING_MAX_HALF_BYTES / 1024) + " (default " +
+         std::to_string(TPROF_SAMPLING_DEFAULT_HALF_BYTES / 1024) + ", with -g 256)";
+}
+
 std::string UsageMessage(const CLI::Error& e) {
   const std::string what = e.what();
   auto starts = [&](const std::string& p) { return what.compare(0, p.size(), p) == 0; };

@@ -67,10 +67,9 @@ const CLI::Validator& Decimal();
 // --buffer-kb's values: a power of two from the smallest to the largest
 // half buffer the module takes (uapi), in KiB. A check, after Decimal().
 const CLI::Validator& BufferKb();
-// The help text that goes with it, the same in every command.
-inline constexpr const char* kBufferKbHelp =
-    "KiB in each half of a CPU's double buffer: a power of two from 4 to 16384 (default 64, "
-    "with -g 256)";
+// The help text that goes with it, the same in every command, its range
+// and default from the uapi constants.
+std::string BufferKbHelp();
 
 // CLI11's message for an error, in tprofctl's words where they differ
 // ("--top needs a value"). Exposed for tests.

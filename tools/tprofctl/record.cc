@@ -73,7 +73,7 @@ void AddSamplingOptions(CLI::App* sub, RecordOptions& o) {
       ->transform(Decimal())
       ->check(CLI::Range(1u, static_cast<unsigned>(TPROF_SAMPLING_MAX_HZ)));
   sub->add_option_function<uint32_t>(
-         "--buffer-kb", [&o](uint32_t kb) { o.sampling.half_bytes = kb * 1024; }, kBufferKbHelp)
+         "--buffer-kb", [&o](uint32_t kb) { o.sampling.half_bytes = kb * 1024; }, BufferKbHelp())
       ->transform(Decimal())
       ->check(BufferKb());
   sub->add_option("-p,--pid", o.pid, "sample one process and the processes it creates")

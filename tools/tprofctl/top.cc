@@ -220,7 +220,7 @@ void AddTopCommand(CommandLine& cli) {
       ->transform(Decimal())
       ->check(CLI::Range(uint64_t{1}, UINT64_MAX));
   sub->add_option_function<uint32_t>(
-         "--buffer-kb", [o](uint32_t kb) { o->sampling.half_bytes = kb * 1024; }, kBufferKbHelp)
+         "--buffer-kb", [o](uint32_t kb) { o->sampling.half_bytes = kb * 1024; }, BufferKbHelp())
       ->transform(Decimal())
       ->check(BufferKb());
   sub->add_option("-d,--delay", o->delay_s,

@@ -195,7 +195,12 @@ TEST(MetricsStress, SwitchStormTotalsMatchTheSchedulersCpuTime) {
   // interrupts that land in a thread's slice, which tprof's clock keeps:
   // at most all the interrupt time of the run (4-6% of the workers' time
   // in the KASAN kernel under TCG).
-  const uint64_t interrupts = InterruptNs() - interrupts_before;
+  // /proc/stat's sums are in clock ticks, truncated: the difference of two
+  // readings may fall short of the interrupt time between them by up to a
+  // tick for each of its two fields (6.1 guest under a busy host: 10 ms
+  // read, the totals 8 ms beyond the margin without this).
+  const uint64_t interrupts = InterruptNs() - interrupts_before +
+                              2 * (1'000'000'000ull / uint64_t(::sysconf(_SC_CLK_TCK)));
   uint64_t all_time = 0, all_cpu = 0, all_switches = 0;
   for (int w = 0; w < nworkers; ++w) {
     const WorkerResult& r = results[size_t(w)];

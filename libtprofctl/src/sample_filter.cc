@@ -220,6 +220,9 @@ Expected<Profile> FilterProfile(const Profile& p, const SampleFilter& f) {
     if (c.has_control_totals) c.samples_taken = c.samples + c.lost_samples;
     ++it;
   }
+  // The sample records of the selection (a report checks its samples
+  // against them; the rest were read but left out).
+  out.records.samples = out.TotalSamples();
   std::string what = f.Describe();
   const uint64_t lost_dropped = lost_before - std::min(lost_before, out.TotalLostSamples());
   if (!cpu_only && lost_dropped)

@@ -1403,23 +1403,29 @@ TEST_F(Profiler, QuietRecordWritesTheProfileAndPrintsNothing) {
 // CPU the machine lacks and -t with a command are refused.
 TEST_F(Profiler, RecordKeepsOnlyTheThreadsOrCpusAsked) {
   const std::string file = dir_.File("t.data");
-  // The second thread's tid from /proc/PID/task, once it runs.
+  // The second thread's tid from /proc/PID/task once it runs; the process
+  // waits stopped until the session runs (tprofctl starts slower under
+  // TCG than the threads' second of CPU lasts).
   Result r = Sh("tprof-wl-threads --ms 1000 >/dev/null & p=$!; two=; i=0; "
                 "while [ -z \"$two\" ] && [ $i -lt 500 ]; do "
                 "two=$(ls /proc/$p/task | grep -vx $p); i=$((i+1)); sleep 0.01; done; "
-                "tprofctl record -q -t $two -o " + file + "; rc=$?; wait $p; exit $rc");
+                "kill -STOP $p; tprofctl record -q -t $two -o " + file + " & r=$!; i=0; "
+                "until tprofctl status | grep -q '^sampling: running'; do "
+                "i=$((i+1)); [ $i -lt 120 ] || break; sleep 0.5; done; "
+                "kill -CONT $p; wait $r; rc=$?; wait $p; exit $rc");
   ASSERT_EQ(r.rc, 0) << r.out;
   auto j = DumpJson(file);
   ASSERT_TRUE(j);
   EXPECT_NE(j->at("attributes").value("filter", std::string()).find("tid"), std::string::npos)
       << j->at("attributes").dump();
-  const auto tables = FunctionTables(*j, "tprof-wl-threads");
+  const auto tables = FunctionTables(*j, "tprof-wl-thread");  // the comm: 15 characters
   ASSERT_EQ(tables.size(), 1u) << "one process, the threads'";
   EXPECT_GT(FunctionSamples(*tables[0], "wl_thread_two"), 0u);
   EXPECT_EQ(FunctionSamples(*tables[0], "wl_thread_one"), 0u) << "the other thread's samples";
 
   const std::string cfile = dir_.File("c.data");
-  r = Sh("tprofctl record -q -C 0 -o " + cfile + " -- tprof-wl-shares --ms 300 >/dev/null");
+  // The command runs on CPU 0 only (taskset), so its samples are there.
+  r = Sh("tprofctl record -q -C 0 -o " + cfile + " -- taskset 1 tprof-wl-shares --ms 300 >/dev/null");
   ASSERT_EQ(r.rc, 0) << r.out;
   j = DumpJson(cfile);
   ASSERT_TRUE(j);
@@ -1430,6 +1436,14 @@ TEST_F(Profiler, RecordKeepsOnlyTheThreadsOrCpusAsked) {
   }
   EXPECT_GT(on_zero, 0u) << j->at("cpus").dump();
   EXPECT_TRUE(ProcessRow(*j, "tprof-wl-shares")) << "-C with CMD keeps CMD's samples";
+  if (::sysconf(_SC_NPROCESSORS_ONLN) > 1) {  // and none of them on CPU 1
+    r = Sh("tprofctl record -q -C 1 -o " + cfile + " -- taskset 1 tprof-wl-shares --ms 300 >/dev/null");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    j = DumpJson(cfile);
+    ASSERT_TRUE(j);
+    const Json* other = ProcessRow(*j, "tprof-wl-shares");
+    EXPECT_TRUE(!other || N(other->at("samples")) == 0) << other->dump();
+  }
 
   for (const char* bad : {"-t 1 -- true", "-C 4096 -- true", "-t 1,2 -- true",
                           "-t 1 --time-granularity 0"}) {

@@ -60,7 +60,8 @@ struct SampleFilter {
 // The profile restricted to the selected samples. Tables that describe
 // the machine (processes, mappings, symbols, the stack table) stay whole.
 // Lost samples stay only where their CPU is known and selected (a --cpu
-// filter alone); the attribute "filter" says what was selected.
+// filter alone); records.samples counts the selected samples; the
+// attribute "filter" says what was selected.
 // ENODATA when the filter needs context the profile does not have.
 [[nodiscard]] Expected<Profile> FilterProfile(const Profile& profile, const SampleFilter& filter);
 

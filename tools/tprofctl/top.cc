@@ -134,14 +134,12 @@ int RunTop(TopOptions o) {
   // Kernel symbols once: reading kallsyms each second would cost more
   // than the samples. Unreadable (unprivileged) leaves kernel rows as
   // addresses, as in dump.
-  KernelSymbols kernel_symbols;
-  if (auto ks = ReadKallsyms()) kernel_symbols = std::move(*ks);
-
   // One symbolizer for the whole run, over `live`, which each refresh
   // refills: the ELF files are opened once (a new one every refresh made
   // top's own symbolizing, libdw and tprofctl's DWARF, its top rows).
   // Its tables show no source lines: DWARF's line tables are not read.
   Profile live;
+  if (auto ks = ReadKallsyms()) live.kernel_symbols = std::move(*ks);
   Symbolizer symbolizer(live, SymbolizerOptions{.source_lines = false});
   // The previous refresh's counts: each refresh shows what came since.
   ProfileCounts before;
@@ -151,9 +149,11 @@ int RunTop(TopOptions o) {
   run.interval = std::chrono::milliseconds(std::max<long long>(1, std::llround(o.delay_s * 1e3)));
   run.on_interval = [&](const Profile& so_far) {
     const uint64_t now_ns = MonotonicNs();
+    // The kallsyms table moves from refresh to refresh, never copied.
+    KernelSymbols kernel_symbols = std::move(live.kernel_symbols);
     live = SamplesSince(so_far, before);
     before = CountsOf(so_far);
-    live.kernel_symbols = kernel_symbols;
+    live.kernel_symbols = std::move(kernel_symbols);
     symbolizer.ForgetAddresses();  // the mappings may have changed
     const Profile& interval = live;
     ReportOptions all = report;

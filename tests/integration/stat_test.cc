@@ -212,6 +212,46 @@ TEST(StatTest, CountsItsOwnCommandFromAUserNamespace) {
   EXPECT_TRUE(Contains(refused.out, "perf_event_paranoid")) << refused.out;
 }
 
+// -p: a running process is counted from the attach until it exits, as
+// perf stat -p; Ctrl-C (SIGINT) ends the count early and still prints it.
+// The target waits on a FIFO until stat holds its counters (a program
+// descriptor open in stat's process), then execs the workload.
+TEST(StatTest, CountsARunningProcessUntilItExitsOrCtrlC) {
+  TempDir dir;
+  const std::string d = dir.path();
+  // Until stat's process has a PMU program open (60 s at most).
+  const std::string attached =
+      "i=0; until ls -l /proc/$s/fd 2>/dev/null | grep -q tprof_pmu; do i=$((i+1)); "
+      "[ $i -lt 1200 ] || { echo never attached; exit 9; }; sleep 0.05; done; ";
+  Result r = Sh("cd " + d + " && mkfifo go && "
+                "{ sh -c 'read x < go; exec tprof-wl-faults 1500 1' & t=$!; "
+                "tprofctl stat -p $t -j -o p.json -e page-faults,task-clock & s=$!; " +
+                attached + "echo go > go; wait $s; echo stat rc $?; }");
+  EXPECT_TRUE(Contains(r.out, "stat rc 0")) << r.out;
+  auto j = ReadJson(d + "/p.json", r.out);
+  ASSERT_TRUE(j);
+  const auto faults = Value(*j, "page-faults");
+  ASSERT_TRUE(faults) << j->dump();
+  EXPECT_GE(*faults, 1500u) << "the workload exec'd in the counted process";
+  EXPECT_LT(*faults, 3000u) << j->dump();
+  EXPECT_TRUE(j->at("command").empty()) << j->dump();
+  EXPECT_FALSE(j->contains("rusage")) << "a process stat did not run has no rusage of its own";
+  // Ctrl-C: a sleeping process, counted until stat is interrupted.
+  Result c = Sh("cd " + d + " && { sleep 600 & t=$!; tprofctl stat -p $t -e page-faults,cs "
+                "2>text & s=$!; " + attached + "kill -INT $s; wait $s; echo stat rc $?; "
+                "kill $t; cat text; }");
+  EXPECT_TRUE(Contains(c.out, "stat rc 0")) << c.out;
+  EXPECT_TRUE(Contains(c.out, "Performance counter stats for process id '")) << c.out;
+  EXPECT_TRUE(Contains(c.out, "page-faults")) << c.out;
+  EXPECT_FALSE(Contains(c.out, "seconds user")) << c.out;
+  // Usage errors, and a process that is not there.
+  EXPECT_EQ(Sh("tprofctl stat -e page-faults").rc, 2);
+  EXPECT_EQ(Sh("tprofctl stat -p 0").rc, 2);
+  Result gone = Sh("tprofctl stat -p 4194000 -e page-faults");
+  EXPECT_EQ(gone.rc, 1) << gone.out;
+  EXPECT_TRUE(Contains(gone.out, "process 4194000")) << gone.out;
+}
+
 // Under -icount every instruction is 2^S cycles: both counts-only
 // counters see the same instructions of the command, kernel ones
 // included; without a PMU (x86 TCG) both are not supported.

@@ -1,9 +1,15 @@
 // tprofctl stat: counts a command's events as `perf stat` does (the
 // command, its threads and the processes it creates), printed on stderr
-// when it exits, with the command's exit status.
+// when it exits, with the command's exit status; or, with -p, a running
+// process's until it exits or Ctrl-C (or while a command runs).
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -21,6 +27,7 @@
 #include "held_child.h"
 #include "tprof/json_format.h"
 #include "tprof/output_file.h"
+#include "tprof/scoped_fd.h"
 #include "tprof/stat.h"
 
 namespace tprof::cli {
@@ -31,14 +38,24 @@ struct StatOptions {
   std::vector<std::string> events;  // -e lists, as given
   std::optional<std::string> output;
   bool json = false;
+  std::optional<uint32_t> pid;  // -p: a running process instead of the command
   std::vector<std::string> cmd;
 };
 
-// What the command cost besides the counters (wait4's rusage).
+// What the counted process cost besides the counters (wait4's rusage):
+// known for a command stat ran, not for a -p process (no rusage).
 struct CommandEnd {
   int exit_status = 0;  // as a shell reports it: 128 + signal when killed
   double elapsed_s = 0, user_s = 0, system_s = 0;
   rusage usage{};  // the command's and its waited-for children's
+  bool has_usage = false;
+};
+
+// What was counted: the command, or process PID (then cmd, if any, only
+// set how long).
+struct Counted {
+  std::vector<std::string> cmd;
+  std::optional<uint32_t> pid;
 };
 
 // 1234567 -> "1,234,567", as perf prints counts.
@@ -64,11 +81,13 @@ std::string Seconds(double s) {
 }
 
 // perf stat's table: the count, the event, and after '#' what it means.
-std::string Text(const std::vector<std::string>& cmd, const std::vector<StatCount>& counts,
-                 const CommandEnd& end, uint64_t exec_left) {
+std::string Text(const Counted& what, const std::vector<StatCount>& counts, const CommandEnd& end,
+                 uint64_t exec_left) {
   std::string command;
-  for (const std::string& a : cmd) command += (command.empty() ? "" : " ") + a;
-  std::string out = "\n Performance counter stats for '" + command + "':\n\n";
+  for (const std::string& a : what.cmd) command += (command.empty() ? "" : " ") + a;
+  std::string out = what.pid ? "\n Performance counter stats for process id '" +
+                                   std::to_string(*what.pid) + "':\n\n"
+                             : "\n Performance counter stats for '" + command + "':\n\n";
   const StatCount* task_clock = Find(counts, "task-clock");
   const double task_s = task_clock ? static_cast<double>(*task_clock->value) / 1e9 : 0;
   const StatCount* cycles = Find(counts, "cycles");
@@ -111,8 +130,10 @@ std::string Text(const std::vector<std::string>& cmd, const std::vector<StatCoun
     out += "\n";
   }
   out += "\n" + std::string(8, ' ') + Seconds(end.elapsed_s) + " seconds time elapsed\n\n";
-  out += std::string(8, ' ') + Seconds(end.user_s) + " seconds user\n";
-  out += std::string(8, ' ') + Seconds(end.system_s) + " seconds sys\n\n";
+  if (end.has_usage) {
+    out += std::string(8, ' ') + Seconds(end.user_s) + " seconds user\n";
+    out += std::string(8, ' ') + Seconds(end.system_s) + " seconds sys\n\n";
+  }
   if (exec_left)
     out += "note: " + std::to_string(exec_left) +
            " thread(s) exec'd a program you may not observe (setuid, setgid or file "
@@ -120,8 +141,8 @@ std::string Text(const std::vector<std::string>& cmd, const std::vector<StatCoun
   return out;
 }
 
-std::string Json(const std::vector<std::string>& cmd, const std::vector<StatCount>& counts,
-                 const CommandEnd& end, uint64_t exec_left) {
+std::string Json(const Counted& what, const std::vector<StatCount>& counts, const CommandEnd& end,
+                 uint64_t exec_left) {
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
   for (const StatCount& c : counts) {
     nlohmann::ordered_json e = {{"event", c.name}, {"unit", c.clock ? "ns" : ""}};
@@ -134,25 +155,48 @@ std::string Json(const std::vector<std::string>& cmd, const std::vector<StatCoun
     events.push_back(std::move(e));
   }
   nlohmann::ordered_json j = {{"format_version", kJsonFormatVersion},
-                              {"command", cmd},
+                              {"command", what.cmd},
                               {"exit_status", end.exit_status},
-                              {"elapsed_s", end.elapsed_s},
-                              {"user_s", end.user_s},
-                              {"system_s", end.system_s},
-                              // From wait4(): since the fork, so a little more than the counts.
-                              {"rusage",
-                               {{"minor_faults", end.usage.ru_minflt},
-                                {"major_faults", end.usage.ru_majflt},
-                                {"voluntary_switches", end.usage.ru_nvcsw},
-                                {"involuntary_switches", end.usage.ru_nivcsw}}},
-                              {"exec_left", exec_left},
-                              {"events", std::move(events)}};
+                              {"elapsed_s", end.elapsed_s}};
+  if (what.pid) j["pid"] = *what.pid;
+  if (end.has_usage) {
+    j["user_s"] = end.user_s;
+    j["system_s"] = end.system_s;
+    // From wait4(): since the fork, so a little more than the counts.
+    j["rusage"] = {{"minor_faults", end.usage.ru_minflt},
+                   {"major_faults", end.usage.ru_majflt},
+                   {"voluntary_switches", end.usage.ru_nvcsw},
+                   {"involuntary_switches", end.usage.ru_nivcsw}};
+  }
+  j["exec_left"] = exec_left;
+  j["events"] = std::move(events);
   return j.dump() + "\n";
 }
 
+// Waits until process `pidfd` exits or SIGINT, SIGTERM or SIGHUP arrives
+// (perf stat -p's Ctrl-C). The signals stay blocked after it, so that a
+// second Ctrl-C cannot cut the counts' printing short.
+Status WaitForExitOrStop(int pidfd) {
+  sigset_t stop;
+  sigemptyset(&stop);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
+  if (int err = ::pthread_sigmask(SIG_BLOCK, &stop, nullptr))
+    return Error::FromErrno(err, "blocking the stop signals");
+  ScopedFd signals(::signalfd(-1, &stop, SFD_CLOEXEC));
+  if (!signals) return Error::FromErrno(errno, "signalfd");
+  pollfd p[2] = {{pidfd, POLLIN, 0}, {signals.get(), POLLIN, 0}};
+  while (::poll(p, 2, -1) < 0)
+    if (errno != EINTR) return Error::FromErrno(errno, "waiting for the process");
+  return OkStatus();
+}
+
+double Secs(const timeval& t) {
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+}
+
 int RunStat(const StatOptions& o) {
-  if (o.cmd.empty()) {
-    std::fprintf(stderr, "tprofctl stat: give -- CMD [ARGS...]\n");
+  if (o.cmd.empty() && !o.pid) {
+    std::fprintf(stderr, "tprofctl stat: give -p PID or -- CMD [ARGS...]\n");
     return kExitUsage;
   }
   std::string list;
@@ -167,34 +211,55 @@ int RunStat(const StatOptions& o) {
     if (Status st = CheckWritable(*o.output); !st) return ReportError(st.error());
   auto dev = OpenDeviceOrReport();
   if (!dev) return 1;
-  auto forked = HeldChild::Fork(o.cmd);
-  if (!forked) return ReportError(forked.error());
-  HeldChild child = std::move(*forked);
-  auto counters = StatCounters::Start(*dev, child.pid(), std::move(*events));
+  // -p: the process is held by a pidfd from before the counters, so that
+  // its own exit ends the count, never a later process given its pid.
+  ScopedFd pidfd;
+  if (o.pid) {
+    pidfd = ScopedFd(static_cast<int>(::syscall(SYS_pidfd_open, *o.pid, 0)));
+    if (!pidfd)
+      return ReportError(Error::FromErrno(errno, "process " + std::to_string(*o.pid)),
+                         Doing::kPmuProgram);
+  }
+  std::optional<HeldChild> child;
+  if (!o.cmd.empty()) {
+    auto forked = HeldChild::Fork(o.cmd);
+    if (!forked) return ReportError(forked.error());
+    child.emplace(std::move(*forked));
+  }
+  const pid_t target = o.pid ? static_cast<pid_t>(*o.pid) : child->pid();
+  auto counters = StatCounters::Start(*dev, target, std::move(*events));
   if (!counters) return ReportError(counters.error(), Doing::kPmuProgram);
-  // As perf stat: Ctrl-C reaches the command, and the counts still print.
-  ::signal(SIGINT, SIG_IGN);
-  ::signal(SIGQUIT, SIG_IGN);
   const auto start = std::chrono::steady_clock::now();
-  if (int err = child.Release()) {
-    std::fprintf(stderr, "tprofctl: cannot run %s: %s\n", o.cmd[0].c_str(), std::strerror(err));
-    return 127;
-  }
-  int status = 0;
-  rusage ru{};
-  while (::wait4(child.pid(), &status, 0, &ru) < 0) {
-    if (errno != EINTR) return ReportError(Error::FromErrno(errno, "waiting for the command"));
-  }
   CommandEnd end;
-  end.usage = ru;
+  if (child) {
+    // As perf stat: Ctrl-C reaches the command, and the counts still print.
+    ::signal(SIGINT, SIG_IGN);
+    ::signal(SIGQUIT, SIG_IGN);
+    if (int err = child->Release()) {
+      std::fprintf(stderr, "tprofctl: cannot run %s: %s\n", o.cmd[0].c_str(), std::strerror(err));
+      return 127;
+    }
+    int status = 0;
+    rusage ru{};
+    while (::wait4(child->pid(), &status, 0, &ru) < 0) {
+      if (errno != EINTR) return ReportError(Error::FromErrno(errno, "waiting for the command"));
+    }
+    end.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (!o.pid) {  // the command is what was counted: its rusage goes with it
+      end.has_usage = true;
+      end.usage = ru;
+      end.user_s = Secs(ru.ru_utime);
+      end.system_s = Secs(ru.ru_stime);
+    }
+  } else if (Status st = WaitForExitOrStop(pidfd.get()); !st) {
+    return ReportError(st.error());
+  }
   end.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  end.user_s = static_cast<double>(ru.ru_utime.tv_sec) + static_cast<double>(ru.ru_utime.tv_usec) / 1e6;
-  end.system_s = static_cast<double>(ru.ru_stime.tv_sec) + static_cast<double>(ru.ru_stime.tv_usec) / 1e6;
-  end.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   auto counts = counters->Read();
   if (!counts) return ReportError(counts.error());
-  const std::string out = o.json ? Json(o.cmd, *counts, end, counters->exec_left())
-                                 : Text(o.cmd, *counts, end, counters->exec_left());
+  const Counted what{o.cmd, o.pid};
+  const std::string out = o.json ? Json(what, *counts, end, counters->exec_left())
+                                 : Text(what, *counts, end, counters->exec_left());
   if (o.output) {
     if (Status st = WriteFileAtomically(*o.output, out); !st) return ReportError(st.error());
   } else {
@@ -211,7 +276,8 @@ void AddStatCommand(CommandLine& cli) {
       cli.app(), "stat",
       "Counts a command's events (as perf stat): the command, its threads and the processes it "
       "creates, from its exec to its exit; prints them on stderr and exits with the command's "
-      "status. Each event is counted exactly (perf's count, no sampling). Your own command "
+      "status. With -p, a running process's (its threads and the processes it creates from "
+      "then on) until it exits or Ctrl-C, or while CMD runs. Each event is counted exactly (perf's count, no sampling). Your own command "
       "needs no privileges where kernel.perf_event_paranoid <= 2 (then user mode only). An "
       "event this machine cannot count (no hardware PMU, e.g. under QEMU's TCG on x86) shows "
       "as <not supported>.",
@@ -224,6 +290,11 @@ void AddStatCommand(CommandLine& cli) {
                       "): task-clock, cpu-clock, the software and hardware events of `tprofctl "
                       "pmu list`, rHEX raw events, SYS:NAME tracepoints")
       ->type_name("LIST");
+  sub->add_option("-p,--pid", o->pid,
+                  "count this running process until it exits or Ctrl-C (or, with CMD, while CMD "
+                  "runs), as perf stat -p")
+      ->transform(Decimal())
+      ->check(CLI::Range(1u, TPROF_PID_ALL - 1));
   sub->add_option("-o,--output", o->output, "write the counts to FILE instead of stderr")
       ->type_name("FILE");
   sub->add_flag("-j,--json", o->json,

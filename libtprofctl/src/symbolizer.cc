@@ -17,7 +17,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <system_error>
+#include <unordered_map>
 #include <vector>
 
 #include "tprof/archive.h"
@@ -154,6 +156,9 @@ class Symbolizer::ElfObject {
     module_ = nullptr;
     dwfl_.reset();
     debug_file_.clear();
+    functions_.clear();
+    function_ranges_.clear();
+    symbol_starts_.reset();
     OpenDwfl(debug_path, fd.get(), debug_dir);
     if (!module_) return false;
     debug_file_ = debug_path;
@@ -200,10 +205,48 @@ class Symbolizer::ElfObject {
   // (no symbol table has those; plt_stubs.h), else libdwfl's choice among
   // .symtab (the file's, its debug file's or MiniDebugInfo's) and .dynsym:
   // a sized symbol that covers it, else the nearest preceding sizeless one.
+  // Each function is looked up once per file, for every process and every
+  // refresh of a live view: libdwfl's lookup scans the whole symbol table
+  // (perf-style self-profiling of `top` found it at 30% of a CPU). A sized
+  // function's answer holds up to the next symbol's start (a symbol
+  // starting inside it is closer to the addresses after it).
   std::optional<Function> FindFunction(uint64_t address) {
     if (const PltStub* stub = FindPltStub(PltStubs(), address))
       return Function{stub->address, stub->size, PltName(*stub)};
-    return FindSymbol(address);
+    auto range = function_ranges_.upper_bound(address);
+    if (range != function_ranges_.begin() && address < std::prev(range)->second.end)
+      return std::prev(range)->second.function;
+    auto known = functions_.find(address);
+    if (known != functions_.end()) return known->second;
+    std::optional<Function> fn = FindSymbol(address);
+    if (fn && fn->size && fn->address <= address && address - fn->address < fn->size) {
+      const uint64_t end = std::min(fn->address + fn->size, NextSymbolStart(fn->address));
+      if (address < end) {
+        function_ranges_[fn->address] = {end, *fn};
+        return fn;
+      }
+    }
+    return functions_.emplace(address, std::move(fn)).first->second;
+  }
+
+  // The lowest start of a defined symbol above address (every kind libdwfl
+  // may answer with), from a sorted copy made at the first call.
+  uint64_t NextSymbolStart(uint64_t address) {
+    if (!symbol_starts_) {
+      symbol_starts_.emplace();
+      const int n = module_ ? dwfl_module_getsymtab(module_) : 0;
+      for (int i = 1; i < n; ++i) {
+        GElf_Sym sym;
+        GElf_Addr value = 0;
+        GElf_Word shndx = 0;
+        if (dwfl_module_getsym_info(module_, i, &sym, &value, &shndx, nullptr, nullptr) &&
+            shndx != SHN_UNDEF)
+          symbol_starts_->push_back(value);
+      }
+      std::sort(symbol_starts_->begin(), symbol_starts_->end());
+    }
+    auto next = std::upper_bound(symbol_starts_->begin(), symbol_starts_->end(), address);
+    return next == symbol_starts_->end() ? UINT64_MAX : *next;
   }
 
   // The symbol table's function containing address (see FindFunction).
@@ -387,6 +430,14 @@ class Symbolizer::ElfObject {
   std::string debug_file_;                 // see DebugFile()
   bool recorded_debug_file_ = false;       // UseDebugFile() chose it
   std::optional<std::vector<PltStub>> plt_;  // see PltStubs()
+  // FindFunction()'s answers: sized functions by range, the others by address.
+  struct FunctionRange {
+    uint64_t end;
+    Function function;
+  };
+  std::map<uint64_t, FunctionRange> function_ranges_;  // by start
+  std::unordered_map<uint64_t, std::optional<Function>> functions_;
+  std::optional<std::vector<uint64_t>> symbol_starts_;  // see NextSymbolStart()
   bool cfi_loaded_ = false;
   std::unique_ptr<Dwarf_CFI, CfiDeleter> cfi_;  // .eh_frame of file_, ended before it
 };

@@ -123,17 +123,10 @@ int RunTop(TopOptions o) {
     return kExitUsage;
   }
 
-  // The first refresh's rate counts from here, where sampling starts (not
-  // from after the kallsyms read below: that made it 1.7x the real rate).
-  uint64_t last = MonotonicNs();
-  auto recorder = Recorder::Start(sampling);
-  if (!recorder)
-    return ReportError(recorder.error(),
-                       sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling);
-
-  // Kernel symbols once: reading kallsyms each second would cost more
-  // than the samples. Unreadable (unprivileged) leaves kernel rows as
-  // addresses, as in dump.
+  // Kernel symbols once, before sampling starts: reading kallsyms each
+  // second would cost more than the samples, and while it is read (seconds
+  // under emulation) nobody would drain the buffers. Unreadable
+  // (unprivileged) leaves kernel rows as addresses, as in dump.
   // One symbolizer for the whole run, over `live`, which each refresh
   // refills: the ELF files are opened once (a new one every refresh made
   // top's own symbolizing, libdw and tprofctl's DWARF, its top rows).
@@ -141,6 +134,13 @@ int RunTop(TopOptions o) {
   Profile live;
   if (auto ks = ReadKallsyms()) live.kernel_symbols = std::move(*ks);
   Symbolizer symbolizer(live, SymbolizerOptions{.source_lines = false});
+
+  // The first refresh's rate counts from here, where sampling starts.
+  uint64_t last = MonotonicNs();
+  auto recorder = Recorder::Start(sampling);
+  if (!recorder)
+    return ReportError(recorder.error(),
+                       sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling);
   // The previous refresh's counts: each refresh shows what came since.
   ProfileCounts before;
   uint64_t n = 0;

@@ -26,6 +26,11 @@
  *     unpublished and released by the work only after synchronize_rcu(), so
  *     a reader that saw it (preemption off) is done. A counter that was
  *     never published is released at once.
+ *   - ce->read_lock (mutex) keeps every published counter (own[], dead[])
+ *     alive while tprof_cpu_events_read() sums them: the work holds it to
+ *     release a dead counter, after adding its count to retired[]. Only
+ *     the work and the reader take it; the reader takes no other lock
+ *     under it but ce->lock, the work takes perf's (release) under it.
  *   - The work never takes a lock of the caller's; start and stop flush it.
  *     Start and stop are serialised by the caller (one per instance).
  */
@@ -182,13 +187,22 @@ static void tprof_ce_work(struct work_struct *work)
 	if (!buried)
 		return;
 	synchronize_rcu();	/* readers of the unpublished pointers are done */
+	mutex_lock(&ce->read_lock);
 	for_each_possible_cpu(cpu) {
 		struct tprof_cpu_events_pcpu *pc = per_cpu_ptr(ce->pcpu, cpu);
 		struct perf_event **dead = tprof_ce_dead(ce, pc);
+		u64 enabled, running;
 
-		/* Only this work fills dead[]: no lock needed to empty it. */
+		/* What it counted stays in the sum (tprof_cpu_events_read()). */
+		for (i = 0; i < nr; i++)
+			if (dead[i])
+				ce->retired[i] += perf_event_read_value(dead[i], &enabled,
+									&running);
+		/* Only this work fills dead[]: ce->lock is not needed to empty
+		 * it; read_lock keeps it from a reader. */
 		tprof_ce_release(dead, nr);
 	}
+	mutex_unlock(&ce->read_lock);
 }
 
 /* cpuhp, on @cpu: mark it and let the work create its counters. */
@@ -274,9 +288,11 @@ static void tprof_ce_free(struct tprof_cpu_events *ce)
 	free_percpu(ce->pcpu);
 	kfree(ce->attrs);
 	kfree(ce->ctxs);
+	kfree(ce->retired);
 	ce->pcpu = NULL;
 	ce->attrs = NULL;
 	ce->ctxs = NULL;
+	ce->retired = NULL;
 }
 
 static int tprof_ce_start(struct tprof_cpu_events *ce,
@@ -294,12 +310,20 @@ static int tprof_ce_start(struct tprof_cpu_events *ce,
 	ce->ctx = ctx;
 	ce->ops = ops;
 	raw_spin_lock_init(&ce->lock);
+	mutex_init(&ce->read_lock);
 	INIT_WORK(&ce->work, tprof_ce_work);
 	INIT_HLIST_NODE(&ce->node);
 	if (nr) {
 		ce->attrs = kmemdup(attrs, nr * sizeof(*attrs), GFP_KERNEL_ACCOUNT);
 		if (!ce->attrs)
 			return -ENOMEM;
+	}
+	if (nr) {
+		ce->retired = kcalloc(nr, sizeof(*ce->retired), GFP_KERNEL_ACCOUNT);
+		if (!ce->retired) {
+			tprof_ce_free(ce);
+			return -ENOMEM;
+		}
 	}
 	if (nr && ctxs) {
 		ce->ctxs = kmemdup(ctxs, nr * sizeof(*ctxs), GFP_KERNEL_ACCOUNT);
@@ -370,4 +394,35 @@ void tprof_cpu_events_stop(struct tprof_cpu_events *ce)
 	tprof_ce_work(&ce->work);
 	tprof_ce_put_state();
 	tprof_ce_free(ce);
+}
+
+u64 tprof_cpu_events_read(struct tprof_cpu_events *ce, unsigned int idx)
+{
+	u64 sum, enabled, running;
+	unsigned int cpu;
+
+	if (!ce->pcpu || idx >= ce->nr)
+		return 0;
+	mutex_lock(&ce->read_lock);
+	sum = ce->retired[idx];
+	for_each_possible_cpu(cpu) {
+		struct tprof_cpu_events_pcpu *pc = per_cpu_ptr(ce->pcpu, cpu);
+		struct perf_event *own, *dead;
+		unsigned long flags;
+
+		/*
+		 * Both at once: the work moves own to dead under ce->lock, so
+		 * a counter is seen once. read_lock keeps them alive after.
+		 */
+		raw_spin_lock_irqsave(&ce->lock, flags);
+		own = tprof_ce_own(ce, pc)[idx];
+		dead = tprof_ce_dead(ce, pc)[idx];
+		raw_spin_unlock_irqrestore(&ce->lock, flags);
+		if (own)
+			sum += perf_event_read_value(own, &enabled, &running);
+		if (dead)
+			sum += perf_event_read_value(dead, &enabled, &running);
+	}
+	mutex_unlock(&ce->read_lock);
+	return sum;
 }

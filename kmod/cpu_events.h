@@ -30,6 +30,11 @@
  *   tprof_cpu_events_stop(ce)
  *     Unpublishes every counter (cpu_down on each CPU), waits for readers
  *     (an RCU grace period) and releases every counter. Process context.
+ *   tprof_cpu_events_read(ce, idx)
+ *     Counter idx's count summed over every CPU: the counters that exist
+ *     (perf_event_read_value()) and every one released since start (its
+ *     count is taken just before its release), so a CPU that went offline
+ *     keeps what it counted. Process context (sleeps); not after stop.
  *   tprof_cpu_event(ce, idx), tprof_cpu_event_gen(ce, idx, &gen)
  *     This CPU's counter idx, or NULL (not created yet, CPU going down,
  *     stopped). The caller has preemption or IRQs off; the pointer is valid
@@ -41,6 +46,7 @@
 #define TPROF_CPU_EVENTS_H
 
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/perf_event.h>
 #include <linux/spinlock.h>
@@ -75,6 +81,8 @@ struct tprof_cpu_events {
 	struct hlist_node node;
 	struct work_struct work;
 	raw_spinlock_t lock;
+	struct mutex read_lock;	/* read vs. release of published counters */
+	u64 *retired;		/* [nr]: counts of released counters, under read_lock */
 	int err;		/* first creation error, under lock */
 	bool started;		/* start returned 0: errors go to the log */
 };
@@ -89,6 +97,7 @@ int tprof_cpu_events_start_each(struct tprof_cpu_events *ce,
 				void *const *ctxs,
 				const struct tprof_cpu_events_ops *ops);
 void tprof_cpu_events_stop(struct tprof_cpu_events *ce);
+u64 tprof_cpu_events_read(struct tprof_cpu_events *ce, unsigned int idx);
 static inline struct perf_event *tprof_cpu_event(struct tprof_cpu_events *ce,
 						 unsigned int idx)
 {

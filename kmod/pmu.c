@@ -409,9 +409,9 @@ static bool tprof_pmu_may_probe(const struct tprof_pmu_program *c,
 }
 
 /*
- * What needs a per-hit callback cannot use a counts-only counter: a
- * threshold, a rule reading it, a range, arming, and scope CPUS (whose
- * per-CPU events are released with their CPU, taking their counts).
+ * What needs a per-hit callback: a threshold, a rule reading it, a range,
+ * arming; and in scope CPUS any counter but a counts-only one (an arm64
+ * debug register there is stepped, as it always was).
  */
 static bool tprof_pmu_needs_hits(const struct tprof_pmu_program *c, u32 i)
 {
@@ -1116,9 +1116,12 @@ static int tprof_pmu_create_cpu_events(struct tprof_pmu_prog *p)
 		ctr->stepped = tprof_pmu_stepped(&p->config, i);
 		ctr->cpu_first = n;
 		ctr->guarded = ctr->stepped && c->kind == TPROF_PMU_EV_WATCHPOINT;
+		/* Counts only: perf's own counter, summed when read. */
+		ctr->counts_only = c->flags & TPROF_PMU_CTR_COUNT;
 		for (j = 0; j < ctr->nr_pieces; j++, n++) {
-			tprof_pmu_attr(c, &pieces[j], false, false, false, &attrs[n]);
-			ctxs[n] = ctr;
+			tprof_pmu_attr(c, &pieces[j], false, false,
+				       ctr->counts_only, &attrs[n]);
+			ctxs[n] = ctr->counts_only ? NULL : ctr;
 			if (!ctr->stepped)
 				continue;
 			/*
@@ -1402,6 +1405,8 @@ static u64 tprof_pmu_read_counts(struct tprof_pmu_prog *p)
 		if (!ctr->counts_only)
 			continue;
 		sum = 0;
+		if (p->on_cpus)	/* every CPU's, those gone offline included */
+			sum = tprof_cpu_events_read(&p->cpus, ctr->cpu_first);
 		for (t = 0; t < ctr->nr_events; t++)
 			sum += perf_event_read_value(ctr->events[t], &enabled,
 						     &running);

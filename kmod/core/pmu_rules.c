@@ -245,16 +245,14 @@ int tprof_pmu_program_check(const struct tprof_pmu_program *p)
 	}
 	/*
 	 * A counts-only counter is read, never seen per event: no rule may
-	 * name it, and scope CPUS (whose events come and go with the CPUs)
-	 * would lose an offlined CPU's count.
+	 * name it. In scope CPUS (1.15) its per-CPU counts are summed, those
+	 * of CPUs gone offline included (cpu_events.h).
 	 */
 	for (i = 0; i < p->nr_counters; i++) {
 		u32 r;
 
 		if (!(p->counters[i].flags & TPROF_PMU_CTR_COUNT))
 			continue;
-		if (p->scope == TPROF_PMU_SCOPE_CPUS)
-			return -EINVAL;
 		for (r = 0; r < p->nr_rules; r++)
 			if (tprof_pmu_rule_counters(&p->rules[r]) & (1U << i))
 				return -EINVAL;

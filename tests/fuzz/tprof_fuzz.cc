@@ -1104,12 +1104,8 @@ void FillPmuCreate(Rng& r, Worker&, void* a, Call& c) {
   tprof_pmu_counter& c0 = in->counters[0];
   tprof_pmu_rule& r0 = in->rules[0];
   switch (r.Below(25)) {
-    case 24: {  // ABI 1.14: counts only (perf stat's counters), half with one thing it refuses
-      if (in->scope == TPROF_PMU_SCOPE_CPUS) {
-        in->scope = TPROF_PMU_SCOPE_PROCESS;
-        c.must_fail = false;
-        c.defect.clear();
-      }
+    case 24: {  // ABI 1.14: counts only (perf stat's counters), half with one thing it refuses;
+                // in scope CPUS too (1.15: summed over the CPUs, root only)
       in->nr_rules = 0;
       std::memset(in->rules, 0, sizeof(in->rules));
       for (uint32_t i = 0; i < in->nr_counters; ++i) {
@@ -1140,9 +1136,14 @@ void FillPmuCreate(Rng& r, Worker&, void* a, Call& c) {
           c0.flags = TPROF_PMU_CTR_COUNT;
           c0.addr = u64(uintptr_t(&tprof_fuzz_spin));
           break;
-        default:
-          in->scope = TPROF_PMU_SCOPE_CPUS;
-          in->pid = 0;
+        default:  // a rule reading it
+          in->nr_rules = 1;
+          r0.nr_terms = 1;
+          r0.op = TPROF_PMU_OP_GE;
+          r0.rearm = TPROF_PMU_REARM_ONCE;
+          r0.constant = 1;
+          r0.terms[0].counter = 0;
+          r0.terms[0].multiplier = 1;
           break;
       }
       c.must_fail = true; c.defect = "counts only";

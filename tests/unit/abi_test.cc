@@ -94,7 +94,7 @@ TEST(Abi, VersionMacrosUnpackModuleVersion) {
   const unsigned v = (2u << 16) | (7u << 8) | 3u;
   EXPECT_EQ(TPROF_VERSION_MAJOR(v), 2u);
   EXPECT_EQ(TPROF_VERSION_MINOR(v), 7u);
-  EXPECT_EQ(TPROF_ABI_MINOR, 14) << "1.14: counts-only PMU counters";
+  EXPECT_EQ(TPROF_ABI_MINOR, 15) << "1.15: counts-only PMU counters in scope CPUS";
   EXPECT_EQ(TPROF_PMU_CTR_FLAGS, 0x3fu) << "TPROF_PMU_CTR_COUNT is bit 5";
   EXPECT_EQ(TPROF_VERSION_PATCH(v), 3u);
 }

@@ -87,7 +87,7 @@ TEST(CorePmuRules, CheckAcceptsAMaximalProgram) {
 }
 
 // Counts only (ABI 1.14): perf's count, read; the clocks allowed, period
-// 0, nothing that needs single events, no scope CPUS.
+// 0, nothing that needs single events; any scope (CPUS from 1.15).
 TEST(CorePmuRules, CountsOnlyCheck) {
   tprof_pmu_program p{};
   p.scope = TPROF_PMU_SCOPE_PROCESS;
@@ -121,7 +121,7 @@ TEST(CorePmuRules, CountsOnlyCheck) {
   c.range_start = c.range_end = 0;
   p.scope = TPROF_PMU_SCOPE_CPUS;
   p.pid = 0;
-  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL) << "scope CPUS";
+  EXPECT_EQ(tprof_pmu_program_check(&p), 0) << "scope CPUS (1.15: summed over the CPUs)";
   p.scope = TPROF_PMU_SCOPE_THREAD;
   EXPECT_EQ(tprof_pmu_program_check(&p), 0);
   // A rule naming it: refused; naming another counter: fine.

@@ -269,7 +269,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 14 /* 1.14: counts-only PMU counters (TPROF_PMU_CTR_COUNT) */
+#define TPROF_ABI_MINOR 15 /* 1.15: counts-only PMU counters in scope CPUS */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -828,8 +828,10 @@ struct tprof_window_list {
  * the value of the last read). For software, hardware, raw and tracepoint
  * kinds; software ones may then be task-clock and cpu-clock too (ns of CPU
  * time). Its period is 0, and it takes no range, data range, subranges,
- * threshold, arming or rule, nor scope CPUS (else EINVAL). Its bit in
- * tprof_pmu_values.exact is set.
+ * threshold, arming or rule (else EINVAL). In scope CPUS (ABI 1.15; 1.14
+ * refuses it with EINVAL) the value is the sum over every CPU's counter,
+ * a CPU that went offline keeping what it counted (perf stat -a). Its bit
+ * in tprof_pmu_values.exact is set.
  * A uprobe and a debug-register breakpoint with perf's handler at the same
  * user instruction make arm64's kernel kill the task that runs it
  * (SIGILL: the breakpoint's single-step swallows the uprobe's), so a user

@@ -63,17 +63,33 @@ Expected<std::vector<StatEvent>> ParseStatEvents(std::string_view list) {
 
 Expected<StatCounters> StatCounters::Start(const Device& device, pid_t pid,
                                            std::vector<StatEvent> events) {
+  return Start(device, TPROF_PMU_SCOPE_PROCESS, static_cast<uint32_t>(pid), std::move(events));
+}
+
+Expected<StatCounters> StatCounters::StartAllCpus(const Device& device,
+                                                  std::vector<StatEvent> events) {
+  return Start(device, TPROF_PMU_SCOPE_CPUS, 0, std::move(events));
+}
+
+Expected<StatCounters> StatCounters::Start(const Device& device, uint32_t scope, uint32_t pid,
+                                           std::vector<StatEvent> events) {
   auto info = device.GetInfo();
   if (!info) return info.error();
-  if (info->abi_major == TPROF_ABI_MAJOR && info->abi_minor < 14)
-    return Error::FromErrno(ENOTSUP, "counting needs a module of ABI 1.14 or later (this one is " +
-                                         info->AbiVersionString() + "): load this tprof's tprof.ko");
+  // Counts-only counters came with 1.14, in scope CPUS with 1.15.
+  const uint32_t needed = scope == TPROF_PMU_SCOPE_CPUS ? 15 : 14;
+  if (info->abi_major == TPROF_ABI_MAJOR && info->abi_minor < needed)
+    return Error::FromErrno(ENOTSUP, std::string(scope == TPROF_PMU_SCOPE_CPUS
+                                                     ? "counting every CPU"
+                                                     : "counting") +
+                                         " needs a module of ABI 1." + std::to_string(needed) +
+                                         " or later (this one is " + info->AbiVersionString() +
+                                         "): load this tprof's tprof.ko");
   StatCounters s;
   s.events_ = std::move(events);
   for (const StatEvent& e : s.events_) {
     tprof_pmu_program p{};
-    p.scope = TPROF_PMU_SCOPE_PROCESS;
-    p.pid = static_cast<uint32_t>(pid);
+    p.scope = scope;
+    p.pid = pid;
     p.nr_counters = 1;
     tprof_pmu_counter& c = p.counters[0];
     c.kind = e.spec.kind;

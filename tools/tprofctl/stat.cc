@@ -2,11 +2,10 @@
 // command, its threads and the processes it creates), printed on stderr
 // when it exits, with the command's exit status; or, with -p, a running
 // process's until it exits or Ctrl-C (or while a command runs).
-#include <poll.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,7 +19,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <boost/asio.hpp>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -39,6 +41,7 @@ struct StatOptions {
   std::optional<std::string> output;
   bool json = false;
   std::optional<uint32_t> pid;  // -p: a running process instead of the command
+  bool all_cpus = false;        // -a: every CPU instead of the command
   std::vector<std::string> cmd;
 };
 
@@ -51,11 +54,12 @@ struct CommandEnd {
   bool has_usage = false;
 };
 
-// What was counted: the command, or process PID (then cmd, if any, only
-// set how long).
+// What was counted: the command, or process PID or every CPU (then cmd,
+// if any, only set how long).
 struct Counted {
   std::vector<std::string> cmd;
   std::optional<uint32_t> pid;
+  bool all_cpus = false;
 };
 
 // 1234567 -> "1,234,567", as perf prints counts.
@@ -85,9 +89,10 @@ std::string Text(const Counted& what, const std::vector<StatCount>& counts, cons
                  uint64_t exec_left) {
   std::string command;
   for (const std::string& a : what.cmd) command += (command.empty() ? "" : " ") + a;
-  std::string out = what.pid ? "\n Performance counter stats for process id '" +
-                                   std::to_string(*what.pid) + "':\n\n"
-                             : "\n Performance counter stats for '" + command + "':\n\n";
+  const std::string counted = what.all_cpus ? "'system wide'"
+                              : what.pid    ? "process id '" + std::to_string(*what.pid) + "'"
+                                            : "'" + command + "'";
+  std::string out = "\n Performance counter stats for " + counted + ":\n\n";
   const StatCount* task_clock = Find(counts, "task-clock");
   const double task_s = task_clock ? static_cast<double>(*task_clock->value) / 1e9 : 0;
   const StatCount* cycles = Find(counts, "cycles");
@@ -159,6 +164,7 @@ std::string Json(const Counted& what, const std::vector<StatCount>& counts, cons
                               {"exit_status", end.exit_status},
                               {"elapsed_s", end.elapsed_s}};
   if (what.pid) j["pid"] = *what.pid;
+  if (what.all_cpus) j["all_cpus"] = true;
   if (end.has_usage) {
     j["user_s"] = end.user_s;
     j["system_s"] = end.system_s;
@@ -173,20 +179,30 @@ std::string Json(const Counted& what, const std::vector<StatCount>& counts, cons
   return j.dump() + "\n";
 }
 
-// Waits until process `pidfd` exits or SIGINT, SIGTERM or SIGHUP arrives
-// (perf stat -p's Ctrl-C). The signals stay blocked after it, so that a
-// second Ctrl-C cannot cut the counts' printing short.
+// Waits until process `pidfd` exits (-1: no process) or SIGINT, SIGTERM or
+// SIGHUP arrives (perf stat's Ctrl-C). The signals are blocked after it, so
+// that a second Ctrl-C cannot cut the counts' printing short.
 Status WaitForExitOrStop(int pidfd) {
-  sigset_t stop;
-  sigemptyset(&stop);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
-  if (int err = ::pthread_sigmask(SIG_BLOCK, &stop, nullptr))
-    return Error::FromErrno(err, "blocking the stop signals");
-  ScopedFd signals(::signalfd(-1, &stop, SFD_CLOEXEC));
-  if (!signals) return Error::FromErrno(errno, "signalfd");
-  pollfd p[2] = {{pidfd, POLLIN, 0}, {signals.get(), POLLIN, 0}};
-  while (::poll(p, 2, -1) < 0)
-    if (errno != EINTR) return Error::FromErrno(errno, "waiting for the process");
+  boost::asio::io_context io;
+  boost::asio::signal_set stop(io, SIGINT, SIGTERM, SIGHUP);
+  stop.async_wait([&](const boost::system::error_code& ec, int) {
+    if (!ec) io.stop();
+  });
+  std::optional<boost::asio::posix::stream_descriptor> process;
+  if (pidfd >= 0) {
+    const int fd = ::fcntl(pidfd, F_DUPFD_CLOEXEC, 0);  // the descriptor owns its fd
+    if (fd < 0) return Error::FromErrno(errno, "watching the process");
+    process.emplace(io, fd);
+    process->async_wait(boost::asio::posix::descriptor_base::wait_read,
+                        [&](const boost::system::error_code& ec) {
+                          if (!ec) io.stop();
+                        });
+  }
+  io.run();
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, sig);
+  ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return OkStatus();
 }
 
@@ -195,8 +211,8 @@ double Secs(const timeval& t) {
 }
 
 int RunStat(const StatOptions& o) {
-  if (o.cmd.empty() && !o.pid) {
-    std::fprintf(stderr, "tprofctl stat: give -p PID or -- CMD [ARGS...]\n");
+  if (o.cmd.empty() && !o.pid && !o.all_cpus) {
+    std::fprintf(stderr, "tprofctl stat: give -a, -p PID or -- CMD [ARGS...]\n");
     return kExitUsage;
   }
   std::string list;
@@ -226,9 +242,12 @@ int RunStat(const StatOptions& o) {
     if (!forked) return ReportError(forked.error());
     child.emplace(std::move(*forked));
   }
-  const pid_t target = o.pid ? static_cast<pid_t>(*o.pid) : child->pid();
-  auto counters = StatCounters::Start(*dev, target, std::move(*events));
-  if (!counters) return ReportError(counters.error(), Doing::kPmuProgram);
+  auto counters = o.all_cpus ? StatCounters::StartAllCpus(*dev, std::move(*events))
+                             : StatCounters::Start(*dev, o.pid ? static_cast<pid_t>(*o.pid)
+                                                               : child->pid(),
+                                                   std::move(*events));
+  if (!counters)
+    return ReportError(counters.error(), o.all_cpus ? Doing::kPmuAllCpus : Doing::kPmuProgram);
   const auto start = std::chrono::steady_clock::now();
   CommandEnd end;
   if (child) {
@@ -245,7 +264,7 @@ int RunStat(const StatOptions& o) {
       if (errno != EINTR) return ReportError(Error::FromErrno(errno, "waiting for the command"));
     }
     end.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (!o.pid) {  // the command is what was counted: its rusage goes with it
+    if (!o.pid && !o.all_cpus) {  // the command is what was counted: its rusage too
       end.has_usage = true;
       end.usage = ru;
       end.user_s = Secs(ru.ru_utime);
@@ -257,7 +276,7 @@ int RunStat(const StatOptions& o) {
   end.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto counts = counters->Read();
   if (!counts) return ReportError(counts.error());
-  const Counted what{o.cmd, o.pid};
+  const Counted what{o.cmd, o.pid, o.all_cpus};
   const std::string out = o.json ? Json(what, *counts, end, counters->exec_left())
                                  : Text(what, *counts, end, counters->exec_left());
   if (o.output) {
@@ -277,7 +296,8 @@ void AddStatCommand(CommandLine& cli) {
       "Counts a command's events (as perf stat): the command, its threads and the processes it "
       "creates, from its exec to its exit; prints them on stderr and exits with the command's "
       "status. With -p, a running process's (its threads and the processes it creates from "
-      "then on) until it exits or Ctrl-C, or while CMD runs. Each event is counted exactly (perf's count, no sampling). Your own command "
+      "then on) until it exits or Ctrl-C, or while CMD runs; with -a, every CPU's (every "
+      "task, CAP_PERFMON or root) until Ctrl-C or while CMD runs. Each event is counted exactly (perf's count, no sampling). Your own command "
       "needs no privileges where kernel.perf_event_paranoid <= 2 (then user mode only). An "
       "event this machine cannot count (no hardware PMU, e.g. under QEMU's TCG on x86) shows "
       "as <not supported>.",
@@ -290,11 +310,16 @@ void AddStatCommand(CommandLine& cli) {
                       "): task-clock, cpu-clock, the software and hardware events of `tprofctl "
                       "pmu list`, rHEX raw events, SYS:NAME tracepoints")
       ->type_name("LIST");
-  sub->add_option("-p,--pid", o->pid,
+  CLI::Option* pid_option = sub->add_option("-p,--pid", o->pid,
                   "count this running process until it exits or Ctrl-C (or, with CMD, while CMD "
                   "runs), as perf stat -p")
       ->transform(Decimal())
       ->check(CLI::Range(1u, TPROF_PID_ALL - 1));
+  sub->add_flag("-a,--all-cpus", o->all_cpus,
+                "count every CPU, every task (CAP_PERFMON or root), until Ctrl-C or, with CMD, "
+                "while CMD runs, as perf stat -a; a CPU taken offline meanwhile keeps what it "
+                "counted")
+      ->excludes(pid_option);
   sub->add_option("-o,--output", o->output, "write the counts to FILE instead of stderr")
       ->type_name("FILE");
   sub->add_flag("-j,--json", o->json,

@@ -1,6 +1,7 @@
 // Counting a process's events as `perf stat` does: one counts-only PMU
 // program (TPROF_PMU_CTR_COUNT, ABI 1.14) per event over the process, its
-// threads and the processes it creates from then on, read when it is done.
+// threads and the processes it creates from then on, or over every CPU
+// (ABI 1.15, perf stat -a), read when it is done.
 // One program per event, so that an event this machine cannot count (no
 // hardware PMU under QEMU's TCG) leaves the others counting.
 #ifndef TPROF_STAT_H_
@@ -52,6 +53,11 @@ class StatCounters {
   // admission: EACCES, EPERM, ESRCH; a module older than ABI 1.14: ENOTSUP).
   [[nodiscard]] static Expected<StatCounters> Start(const Device& device, pid_t pid,
                                                     std::vector<StatEvent> events);
+  // Starts counting `events` on every CPU, every task (perf stat -a; scope
+  // CPUS, ABI 1.15): CAP_PERFMON or CAP_SYS_ADMIN (else EPERM). A CPU that
+  // goes offline keeps what it counted in the sums.
+  [[nodiscard]] static Expected<StatCounters> StartAllCpus(const Device& device,
+                                                           std::vector<StatEvent> events);
   // Every event's count so far, in the order given.
   [[nodiscard]] Expected<std::vector<StatCount>> Read() const;
   // Threads that exec'd an image the caller may not see: not counted from
@@ -59,6 +65,8 @@ class StatCounters {
   [[nodiscard]] uint64_t exec_left() const { return exec_left_; }
 
  private:
+  [[nodiscard]] static Expected<StatCounters> Start(const Device& device, uint32_t scope,
+                                                    uint32_t pid, std::vector<StatEvent> events);
   std::vector<StatEvent> events_;
   std::vector<std::optional<pmu::Program>> programs_;  // nullopt where errors_ says why
   std::vector<std::error_code> errors_;

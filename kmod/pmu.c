@@ -1117,7 +1117,7 @@ static int tprof_pmu_create_cpu_events(struct tprof_pmu_prog *p)
 		ctr->cpu_first = n;
 		ctr->guarded = ctr->stepped && c->kind == TPROF_PMU_EV_WATCHPOINT;
 		/* Counts only: perf's own counter, summed when read. */
-		ctr->counts_only = c->flags & TPROF_PMU_CTR_COUNT;
+		ctr->counts_only = tprof_pmu_counts_only(&p->config, i);
 		for (j = 0; j < ctr->nr_pieces; j++, n++) {
 			tprof_pmu_attr(c, &pieces[j], false, false,
 				       ctr->counts_only, &attrs[n]);

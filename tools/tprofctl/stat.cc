@@ -54,14 +54,6 @@ struct CommandEnd {
   bool has_usage = false;
 };
 
-// What was counted: the command, or process PID or every CPU (then cmd,
-// if any, only set how long).
-struct Counted {
-  std::vector<std::string> cmd;
-  std::optional<uint32_t> pid;
-  bool all_cpus = false;
-};
-
 // 1234567 -> "1,234,567", as perf prints counts.
 std::string Grouped(uint64_t v) {
   std::string digits = std::to_string(v), out;
@@ -85,7 +77,9 @@ std::string Seconds(double s) {
 }
 
 // perf stat's table: the count, the event, and after '#' what it means.
-std::string Text(const Counted& what, const std::vector<StatCount>& counts, const CommandEnd& end,
+// What was counted: the command, or process -p or every CPU (-a; then the
+// command, if any, only set how long).
+std::string Text(const StatOptions& what, const std::vector<StatCount>& counts, const CommandEnd& end,
                  uint64_t exec_left) {
   std::string command;
   for (const std::string& a : what.cmd) command += (command.empty() ? "" : " ") + a;
@@ -146,7 +140,7 @@ std::string Text(const Counted& what, const std::vector<StatCount>& counts, cons
   return out;
 }
 
-std::string Json(const Counted& what, const std::vector<StatCount>& counts, const CommandEnd& end,
+std::string Json(const StatOptions& what, const std::vector<StatCount>& counts, const CommandEnd& end,
                  uint64_t exec_left) {
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
   for (const StatCount& c : counts) {
@@ -276,9 +270,8 @@ int RunStat(const StatOptions& o) {
   end.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto counts = counters->Read();
   if (!counts) return ReportError(counts.error());
-  const Counted what{o.cmd, o.pid, o.all_cpus};
-  const std::string out = o.json ? Json(what, *counts, end, counters->exec_left())
-                                 : Text(what, *counts, end, counters->exec_left());
+  const std::string out = o.json ? Json(o, *counts, end, counters->exec_left())
+                                 : Text(o, *counts, end, counters->exec_left());
   if (o.output) {
     if (Status st = WriteFileAtomically(*o.output, out); !st) return ReportError(st.error());
   } else {

@@ -50,13 +50,6 @@ DiffSide Side(const DiffInput& in, const ReportData& d) {
 
 const char* ByName(DiffBy by) { return by == DiffBy::kProcess ? "process" : "function"; }
 
-// Shared libraries by file name, as the text report shows them.
-std::string ShortSpace(const std::string& space) {
-  static constexpr std::string_view kShared = "shared:";
-  if (space.compare(0, kShared.size(), kShared) != 0) return space;
-  size_t slash = space.rfind('/');
-  return slash == std::string::npos ? space : std::string(kShared) + space.substr(slash + 1);
-}
 
 void TextSide(const char* name, const DiffSide& s, std::string* out) {
   Appendf(out, "%s: %s: %" PRIu64 " samples taken (%" PRIu64 " delivered, %" PRIu64 " lost)", name,
@@ -81,7 +74,7 @@ void TextDiff(const DiffData& d, size_t shown, std::string* out) {
             r.delta_points(), r.percent_a, r.percent_b, r.samples_a, r.samples_b,
             r.delta_samples(), r.process.c_str());
     if (functions)
-      Appendf(out, " %-20s %s", ShortSpace(r.space).c_str(), r.function.c_str());
+      Appendf(out, " %-20s %s", ShortSpaceName(r.space).c_str(), r.function.c_str());
     *out += "\n";
   }
   if (d.rows.empty()) *out += "(no samples in either profile)\n";

@@ -24,11 +24,6 @@ using text::Appendf;
 using text::BaseName;
 using text::Percent;
 
-// The space as the text report shows it: shared libraries by file name.
-std::string ShortSpace(const Location& loc) {
-  if (loc.kind == SpaceKind::kSharedLibrary) return "shared:" + BaseName(loc.object);
-  return loc.SpaceName();
-}
 
 std::string SourceText(const Location& loc, bool full_path) {
   if (loc.source_file.empty()) return "";
@@ -284,10 +279,10 @@ void TextFunctionTable(const ReportData& d, const ProcessFunctions& pf, const Re
       pf.functions, pf.samples, PercentLimit(o, ReportFormat::kText), o.top, o.children);
   std::vector<std::string> spaces, names;
   for (size_t i : cut.shown) {
-    spaces.push_back(ShortSpace(pf.functions[i].location));
+    spaces.push_back(pf.functions[i].location.ShortSpaceName());
     names.push_back(pf.functions[i].function);
   }
-  for (const LeftOutRows& l : cut.left_out) spaces.push_back(ShortSpace(l.first->location));
+  for (const LeftOutRows& l : cut.left_out) spaces.push_back(l.first->location.ShortSpaceName());
   const int sw = static_cast<int>(ColumnWidth(5, 40, spaces));
   const int fw = static_cast<int>(ColumnWidth(8, 48, names));
   if (o.children)

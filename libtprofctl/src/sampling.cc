@@ -132,6 +132,30 @@ const uint8_t* SamplingSession::Half(uint32_t cpu, uint32_t half) const {
          (static_cast<size_t>(cpu) * 2 + half) * config_.half_bytes_out;
 }
 
+// Perf's default per CPU with stacks: two halves of 256 KiB.
+constexpr uint32_t kStackHalfBytes = 256 * 1024;
+
+Expected<SamplingSession> SamplingSession::StartPreferringStacks(SamplingOptions options,
+                                                                 bool* stacks_refused) {
+  *stacks_refused = false;
+  if (options.stack_depth && options.half_bytes == 0) {
+    SamplingOptions big = options;
+    big.half_bytes = kStackHalfBytes;
+    auto session = Start(big);
+    if (session || (session.error().code() != std::errc::operation_not_permitted &&
+                    session.error().code() != std::errc::invalid_argument))
+      return session;
+  }
+  auto session = Start(options);
+  if (session || session.error().code() != std::errc::invalid_argument || !options.stack_depth)
+    return session;
+  options.stack_depth = 0;
+  options.callers = true;
+  auto fallback = Start(options);
+  *stacks_refused = static_cast<bool>(fallback);
+  return fallback;
+}
+
 Expected<size_t> SamplingSession::Consume(const RecordFn& fn) {
   size_t consumed = 0;
   for (uint32_t cpu = 0; cpu < config_.nr_cpu_ids; ++cpu) {

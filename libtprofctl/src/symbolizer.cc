@@ -473,6 +473,16 @@ std::string Location::SpaceName() const {
   return SpaceKindName(kind);
 }
 
+std::string ShortSpaceName(const std::string& space_name) {
+  static constexpr std::string_view kShared = "shared:";
+  if (!space_name.starts_with(kShared)) return space_name;
+  const size_t slash = space_name.rfind('/');
+  return slash == std::string::npos ? space_name
+                                    : std::string(kShared) + space_name.substr(slash + 1);
+}
+
+std::string Location::ShortSpaceName() const { return tprof::ShortSpaceName(SpaceName()); }
+
 std::string Location::FunctionName() const {
   if (!symbol.empty()) return symbol;
   // An unnamed user address keeps its own row ("libc.so.6+0x1a2b"): merged

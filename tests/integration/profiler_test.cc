@@ -1041,6 +1041,52 @@ TEST_F(Profiler, TopLeavesItselfOutAndCountsFromTheStart) {
   EXPECT_EQ(labelled, 3u) << top;
 }
 
+// top -g: each function's CHILDREN are the samples whose stack holds it.
+// In tprof-wl-calltree's tree (main -> wl_a -> wl_b -> wl_d, wl_a -> wl_c)
+// wl_a holds every sample of the four functions, where its own are a
+// tenth of them; without stacks CHILDREN would be SELF.
+TEST_F(Profiler, TopWithCallersShowsInclusiveSamples) {
+  Result r = Sh("tprof-wl-calltree --ms 3600000 >/dev/null & p=$!; "
+                "tprofctl top -g -p $p --batch -d 1 -n 3 --rows 30 > " + dir_.File("top.txt") +
+                "; rc=$?; kill $p; exit $rc");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string top = ReadFileOrEmpty(dir_.File("top.txt"));
+  size_t frames = 0;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> rows;  // function: children, self
+  auto check_frame = [&] {
+    if (rows.empty()) return;
+    SCOPED_TRACE("frame " + std::to_string(frames) + "\n" + top);
+    uint64_t four = 0;
+    for (const char* f : {"wl_a", "wl_b", "wl_c", "wl_d"}) four += rows[f].second;
+    EXPECT_GT(four, 0u);
+    EXPECT_GE(rows["wl_a"].first, four * 9 / 10) << "wl_a's stack holds the others' samples";
+    EXPECT_GT(rows["wl_a"].first, 3 * rows["wl_a"].second) << "CHILDREN is not SELF";
+    EXPECT_GE(rows["wl_b"].first, rows["wl_d"].second * 9 / 10) << "wl_b calls wl_d";
+    rows.clear();
+  };
+  std::istringstream in(top);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("tprofctl top: ")) {
+      check_frame();
+      ++frames;
+      continue;
+    }
+    if (line.starts_with("CHILDREN") || Contains(line, "SAMPLES")) {
+      EXPECT_TRUE(line.starts_with("CHILDREN")) << line;
+      continue;
+    }
+    std::istringstream row(line);
+    unsigned long long children = 0, self = 0;
+    std::string share, self_share, pid, process, function;
+    if (row >> children >> share >> self >> self_share >> pid >> process >> function)
+      rows[function] = {children, self};
+  }
+  check_frame();
+  EXPECT_EQ(frames, 3u) << top;
+  Result usage = Sh("tprofctl top -g --by process -n 1 2>&1");
+  EXPECT_EQ(usage.rc, 2) << usage.out;
+}
+
 // `tprofctl diff` of two runs of tprof-wl-shares with the split turned
 // around (80/10/10, then 10/10/80): wl_alpha's share falls and wl_gamma's
 // rises, nominally eightfold, and they are the process's largest changes;

@@ -205,36 +205,15 @@ int SettleThreadsAndCpus(RecordOptions* o, bool cmd) {
   return 0;
 }
 
-// Half-buffer size with -g unless --buffer-kb says otherwise: perf's
-// default per CPU (512 KiB, two halves). A record with a 40-frame stack is
-// ~380 bytes against 56 without, so at the module's default 64 KiB the
-// recorder would wake 7x as often, and each wake-up is time taken from the
-// profiled machine (bench/sampling_bench, section 4).
-constexpr uint32_t kStackHalfBytes = 256 * 1024;
-
-// Starts sampling; a module older than ABI 1.8 refuses stacks (EINVAL):
-// then only each sample's caller is recorded, as before. Stacks' larger
-// default buffers, if over the user's memlock allowance (EPERM), give way
-// to the module's default.
-Expected<SamplingSession> StartSampling(SamplingOptions options) {
-  if (options.stack_depth && options.half_bytes == 0) {
-    SamplingOptions big = options;
-    big.half_bytes = kStackHalfBytes;
-    auto session = SamplingSession::Start(big);
-    if (session || (session.error().code() != std::errc::operation_not_permitted &&
-                    session.error().code() != std::errc::invalid_argument))
-      return session;
-  }
-  auto session = SamplingSession::Start(options);
-  if (session || session.error().code() != std::errc::invalid_argument || !options.stack_depth)
-    return session;
-  options.stack_depth = 0;
-  options.callers = true;
-  auto fallback = SamplingSession::Start(options);
-  if (fallback)
+// SamplingSession::StartPreferringStacks, saying on stderr when the
+// module refused stacks.
+Expected<SamplingSession> StartSampling(const SamplingOptions& options) {
+  bool stacks_refused = false;
+  auto session = SamplingSession::StartPreferringStacks(options, &stacks_refused);
+  if (session && stacks_refused)
     std::fprintf(stderr, "tprofctl: the module refused whole stacks (older than ABI 1.8?): "
                          "recording callers only\n");
-  return fallback;
+  return session;
 }
 
 // Follows a process recorded with `record -p PID` (no command): when it

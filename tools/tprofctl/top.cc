@@ -42,22 +42,47 @@ struct TopOptions {
   uint64_t iterations = 0;
   bool batch = !::isatty(STDOUT_FILENO);
   std::optional<uint64_t> period;
+  bool callers = false;  // -g: whole stacks, and inclusive (children) columns
 };
+
+constexpr uint32_t kTopStackDepth = 64;  // record -g's default
 
 double Share(uint64_t n, uint64_t base) {
   return base ? 100.0 * static_cast<double>(n) / static_cast<double>(base) : 0.0;
 }
 
-// top's own samples (its recorder drains and symbolizes every interval)
-// are not rows: one line under the table says how many there were.
-void PrintSelf(uint64_t samples, uint64_t base) {
-  std::printf("%8" PRIu64 " %5.1f%%  %7u %-16s\n", samples, Share(samples, base),
-              static_cast<unsigned>(::getpid()), "[tprofctl top]");
+// The count columns of a row: SAMPLES and SHARE, or with -g CHILDREN
+// (the samples whose stack holds the function, as perf top -g) and SELF,
+// each with its share.
+void PrintCounts(uint64_t self, uint64_t inclusive, uint64_t base, bool children) {
+  if (children)
+    std::printf("%8" PRIu64 " %5.1f%% %8" PRIu64 " %5.1f%%  ", inclusive, Share(inclusive, base),
+                self, Share(self, base));
+  else
+    std::printf("%8" PRIu64 " %5.1f%%  ", self, Share(self, base));
+}
+
+void PrintCountHeader(bool children) {
+  if (children)
+    std::printf("%8s %6s %8s %6s  ", "CHILDREN", "SHARE", "SELF", "SHARE");
+  else
+    std::printf("%8s %6s  ", "SAMPLES", "SHARE");
+}
+
+// The idle row and top's own samples (its recorder drains and symbolizes
+// every interval), which are not function rows: a line each under the
+// table.
+void PrintIdleAndSelf(uint64_t idle, uint64_t own, uint64_t base, bool children) {
+  PrintCounts(idle, idle, base, children);
+  std::printf("%7s %-16s\n", "-", "[idle/wait]");
+  PrintCounts(own, own, base, children);
+  std::printf("%7u %-16s\n", static_cast<unsigned>(::getpid()), "[tprofctl top]");
 }
 
 // The interval's heaviest functions over every process, one flat table as
-// perf top shows them (dump's text report groups them by process).
-void PrintFunctions(const ReportData& d, size_t rows) {
+// perf top shows them (dump's text report groups them by process); with
+// -g by their inclusive samples.
+void PrintFunctions(const ReportData& d, size_t rows, bool children) {
   struct Row {
     const ProcessFunctions* process;
     const FunctionRow* function;
@@ -70,20 +95,20 @@ void PrintFunctions(const ReportData& d, size_t rows) {
     if (pf.pid != 0 && pf.pid != self)  // idle/wait and top itself have their own lines
       for (const FunctionRow& f : pf.functions) all.push_back({&pf, &f});
   }
-  std::stable_sort(all.begin(), all.end(), [](const Row& a, const Row& b) {
-    return a.function->samples > b.function->samples;
-  });
-  std::printf("%8s %6s  %7s %-16s %-40s %s\n", "SAMPLES", "SHARE", "PID", "PROCESS", "FUNCTION",
-              "SPACE");
+  const auto key = [children](const Row& r) {
+    return children ? r.function->inclusive : r.function->samples;
+  };
+  std::stable_sort(all.begin(), all.end(),
+                   [&key](const Row& a, const Row& b) { return key(a) > key(b); });
+  PrintCountHeader(children);
+  std::printf("%7s %-16s %-40s %s\n", "PID", "PROCESS", "FUNCTION", "SPACE");
   for (size_t i = 0; i < all.size() && (rows == 0 || i < rows); ++i) {
     const Row& r = all[i];
-    std::printf("%8" PRIu64 " %5.1f%%  %7u %-16s %-40s %s\n", r.function->samples,
-                Share(r.function->samples, d.all_samples), r.process->pid,
-                r.process->name.c_str(), r.function->function.c_str(), r.function->space.c_str());
+    PrintCounts(r.function->samples, r.function->inclusive, d.all_samples, children);
+    std::printf("%7u %-16s %-40s %s\n", r.process->pid, r.process->name.c_str(),
+                r.function->function.c_str(), ShortSpaceName(r.function->space).c_str());
   }
-  std::printf("%8" PRIu64 " %5.1f%%  %7s %-16s\n", d.idle_samples, Share(d.idle_samples, d.all_samples),
-              "-", "[idle/wait]");
-  PrintSelf(own, d.all_samples);
+  PrintIdleAndSelf(d.idle_samples, own, d.all_samples, children);
 }
 
 void PrintProcesses(const ReportData& d, size_t rows) {
@@ -104,9 +129,7 @@ void PrintProcesses(const ReportData& d, size_t rows) {
                 Share(s.kernel, d.all_samples), Share(s.user, d.all_samples),
                 Share(s.shared, d.all_samples));
   }
-  std::printf("%8" PRIu64 " %5.1f%%  %7s %-16s\n", d.idle_samples, Share(d.idle_samples, d.all_samples),
-              "-", "[idle/wait]");
-  PrintSelf(own, d.all_samples);
+  PrintIdleAndSelf(d.idle_samples, own, d.all_samples, false);
 }
 
 int RunTop(TopOptions o) {
@@ -122,6 +145,11 @@ int RunTop(TopOptions o) {
     std::fprintf(stderr, "tprofctl top: -c goes with -e\n");
     return kExitUsage;
   }
+  if (o.callers && report.by == ReportBy::kProcess) {
+    std::fprintf(stderr, "tprofctl top: -g shows functions; it does not go with --by process\n");
+    return kExitUsage;
+  }
+  if (o.callers) sampling.stack_depth = kTopStackDepth;
 
   // Kernel symbols once, before sampling starts: reading kallsyms each
   // second would cost more than the samples, and while it is read (seconds
@@ -137,14 +165,19 @@ int RunTop(TopOptions o) {
 
   // The first refresh's rate counts from here, where sampling starts.
   uint64_t last = MonotonicNs();
-  auto recorder = Recorder::Start(sampling);
-  if (!recorder)
-    return ReportError(recorder.error(),
+  bool stacks_refused = false;
+  auto session = SamplingSession::StartPreferringStacks(sampling, &stacks_refused);
+  if (!session)
+    return ReportError(session.error(),
                        sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling);
+  if (stacks_refused)
+    std::fprintf(stderr, "tprofctl top: the module refused whole stacks (older than ABI 1.8?): "
+                         "children count each sample's caller only\n");
+  Recorder recorder(std::move(*session));
   // The previous refresh's counts: each refresh shows what came since.
   ProfileCounts before;
   uint64_t n = 0;
-  recorder->SetContextOptions({.granularity_ns = 0});  // a live view needs no context
+  recorder.SetContextOptions({.granularity_ns = 0});  // a live view needs no context
   RecorderRunOptions run;
   run.interval = std::chrono::milliseconds(std::max<long long>(1, std::llround(o.delay_s * 1e3)));
   run.on_interval = [&](const Profile& so_far) {
@@ -158,6 +191,7 @@ int RunTop(TopOptions o) {
     const Profile& interval = live;
     ReportOptions all = report;
     all.top = 0;  // the flat table picks its rows across processes
+    all.children = o.callers;
     ReportData data = BuildReport(interval, symbolizer, all);
     const double seconds = static_cast<double>(now_ns - last) / 1e9;
     last = now_ns;
@@ -173,14 +207,14 @@ int RunTop(TopOptions o) {
     if (report.by == ReportBy::kProcess)
       PrintProcesses(data, report.top);
     else
-      PrintFunctions(data, report.top);
+      PrintFunctions(data, report.top, o.callers);
     if (batch) std::printf("\n");
     std::fflush(stdout);
     return iterations == 0 || ++n < iterations;
   };
   // Until Ctrl-C (or SIGTERM) or the last refresh; the final profile the
   // recorder hands back is not shown.
-  auto done = recorder->Run(run);
+  auto done = recorder.Run(run);
   if (!done) return ReportError(done.error());
   return 0;
 }
@@ -223,6 +257,14 @@ void AddTopCommand(CommandLine& cli) {
          "--buffer-kb", [o](uint32_t kb) { o->sampling.half_bytes = kb * 1024; }, BufferKbHelp())
       ->transform(Decimal())
       ->check(BufferKb());
+  sub->add_flag("-g,--callers", o->callers,
+                "sample whole stacks and show each function's inclusive samples (CHILDREN: the "
+                "samples whose stack holds it, as perf top -g) beside its own (SELF), heaviest "
+                "first");
+  sub->add_option_function<std::string>(
+         "--call-graph", [o](const std::string&) { o->callers = true; },
+         "as perf: fp (frame pointers) is what -g samples")
+      ->check(CLI::IsMember({"fp"}));
   sub->add_option("-d,--delay", o->delay_s,
                   "refresh interval in seconds (default 1; decimals allowed)")
       ->check(CLI::Range(0.05, 3600.0));

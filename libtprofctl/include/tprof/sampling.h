@@ -52,6 +52,16 @@ class SamplingSession {
 
   static Expected<SamplingSession> Start(const SamplingOptions& options,
                                          const std::string& device_path = TPROF_DEVICE_PATH);
+  // Start() as `record -g` and `top -g` want it. With stacks and no
+  // half-buffer size given, perf's default per CPU (256 KiB halves): a
+  // record with a 40-frame stack is ~380 bytes against 56 without, so at
+  // the module's 64 KiB default the recorder would wake 7x as often, and
+  // each wake-up is time taken from the profiled machine. Where memlock
+  // refuses that (EPERM), the module's default. A module older than ABI
+  // 1.8 refuses stacks (EINVAL): then each sample's caller only, and
+  // *stacks_refused says so.
+  static Expected<SamplingSession> StartPreferringStacks(SamplingOptions options,
+                                                         bool* stacks_refused);
 
   // Hands every full half, oldest first per CPU, to `fn` and gives it back.
   // Returns the number of halves consumed. Malformed records end their half

@@ -51,6 +51,10 @@ namespace tprof {
 
 enum class SpaceKind { kKernel, kModule, kMainExecutable, kSharedLibrary, kJit, kUnresolved };
 
+// A space name (Location::SpaceName()) as text tables show it:
+// "shared:<path>" by its file name, "shared:libc.so.6"; others unchanged.
+[[nodiscard]] std::string ShortSpaceName(const std::string& space_name);
+
 // "kernel", "module", "main", "shared", "jit", "unresolved".
 const char* SpaceKindName(SpaceKind kind);
 
@@ -83,6 +87,8 @@ struct Location {
   bool resolved() const { return !symbol.empty(); }
   // "kernel", "module:<name>", "main", "shared:<path>", "jit", "unresolved".
   std::string SpaceName() const;
+  // SpaceName() as text tables show it: a shared library by its file name.
+  std::string ShortSpaceName() const;
   // The symbol; in a file without one "<file name>+0x<offset>" (the
   // object-relative address, or the file offset when the file could not be
   // read; from the mapping's start in a pseudo file such as "[vdso]");

@@ -156,9 +156,8 @@ class Symbolizer::ElfObject {
     module_ = nullptr;
     dwfl_.reset();
     debug_file_.clear();
-    functions_.clear();
-    function_ranges_.clear();
-    symbol_starts_.reset();
+    answers_.clear();
+    answer_bounds_.reset();
     OpenDwfl(debug_path, fd.get(), debug_dir);
     if (!module_) return false;
     debug_file_ = debug_path;
@@ -204,49 +203,54 @@ class Symbolizer::ElfObject {
   // The function containing address (link-time): a PLT stub, "puts@plt"
   // (no symbol table has those; plt_stubs.h), else libdwfl's choice among
   // .symtab (the file's, its debug file's or MiniDebugInfo's) and .dynsym:
-  // a sized symbol that covers it, else the nearest preceding sizeless one.
-  // Each function is looked up once per file, for every process and every
-  // refresh of a live view: libdwfl's lookup scans the whole symbol table
-  // (perf-style self-profiling of `top` found it at 30% of a CPU). A sized
-  // function's answer holds up to the next symbol's start (a symbol
-  // starting inside it is closer to the addresses after it).
+  // a sized symbol that covers it, else the nearest preceding sizeless one
+  // in its section.
+  // libdwfl's lookup scans the whole symbol table (perf-style
+  // self-profiling of `top` found it at 30% of a CPU, and more in
+  // libraries with only .dynsym, where every address of an unnamed
+  // internal function was a new scan). Its choice depends only on which
+  // symbols start at or below the address, which of them end above it and
+  // which section holds it, so it is the same between two consecutive
+  // symbol or section bounds: each such interval is looked up once per
+  // file, for every process and every refresh of a live view.
   std::optional<Function> FindFunction(uint64_t address) {
     if (const PltStub* stub = FindPltStub(PltStubs(), address))
       return Function{stub->address, stub->size, PltName(*stub)};
-    auto range = function_ranges_.upper_bound(address);
-    if (range != function_ranges_.begin() && address < std::prev(range)->second.end)
-      return std::prev(range)->second.function;
-    auto known = functions_.find(address);
-    if (known != functions_.end()) return known->second;
-    std::optional<Function> fn = FindSymbol(address);
-    if (fn && fn->size && fn->address <= address && address - fn->address < fn->size) {
-      const uint64_t end = std::min(fn->address + fn->size, NextSymbolStart(fn->address));
-      if (address < end) {
-        function_ranges_[fn->address] = {end, *fn};
-        return fn;
-      }
-    }
-    return functions_.emplace(address, std::move(fn)).first->second;
+    const std::vector<uint64_t>& bounds = AnswerBounds();
+    auto next = std::upper_bound(bounds.begin(), bounds.end(), address);
+    const uint64_t interval = next == bounds.begin() ? 0 : *std::prev(next);
+    auto known = answers_.find(interval);
+    if (known != answers_.end()) return known->second;
+    return answers_.emplace(interval, FindSymbol(address)).first->second;
   }
 
-  // The lowest start of a defined symbol above address (every kind libdwfl
-  // may answer with), from a sorted copy made at the first call.
-  uint64_t NextSymbolStart(uint64_t address) {
-    if (!symbol_starts_) {
-      symbol_starts_.emplace();
+  // Where libdwfl's answer may change (see FindFunction): every symbol's
+  // start and end, and every section's, sorted, from the first call.
+  const std::vector<uint64_t>& AnswerBounds() {
+    if (!answer_bounds_) {
+      std::vector<uint64_t>& bounds = answer_bounds_.emplace();
       const int n = module_ ? dwfl_module_getsymtab(module_) : 0;
       for (int i = 1; i < n; ++i) {
         GElf_Sym sym;
         GElf_Addr value = 0;
         GElf_Word shndx = 0;
-        if (dwfl_module_getsym_info(module_, i, &sym, &value, &shndx, nullptr, nullptr) &&
-            shndx != SHN_UNDEF)
-          symbol_starts_->push_back(value);
+        if (!dwfl_module_getsym_info(module_, i, &sym, &value, &shndx, nullptr, nullptr)) continue;
+        bounds.push_back(value);
+        bounds.push_back(value + sym.st_size);
       }
-      std::sort(symbol_starts_->begin(), symbol_starts_->end());
+      GElf_Addr bias = 0;
+      if (Elf* elf = module_ ? dwfl_module_getelf(module_, &bias) : nullptr) {
+        for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+          GElf_Shdr shdr;
+          if (!gelf_getshdr(scn, &shdr)) continue;
+          bounds.push_back(shdr.sh_addr + bias);
+          bounds.push_back(shdr.sh_addr + shdr.sh_size + bias);
+        }
+      }
+      std::sort(bounds.begin(), bounds.end());
+      bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
     }
-    auto next = std::upper_bound(symbol_starts_->begin(), symbol_starts_->end(), address);
-    return next == symbol_starts_->end() ? UINT64_MAX : *next;
+    return *answer_bounds_;
   }
 
   // The symbol table's function containing address (see FindFunction).
@@ -430,14 +434,10 @@ class Symbolizer::ElfObject {
   std::string debug_file_;                 // see DebugFile()
   bool recorded_debug_file_ = false;       // UseDebugFile() chose it
   std::optional<std::vector<PltStub>> plt_;  // see PltStubs()
-  // FindFunction()'s answers: sized functions by range, the others by address.
-  struct FunctionRange {
-    uint64_t end;
-    Function function;
-  };
-  std::map<uint64_t, FunctionRange> function_ranges_;  // by start
-  std::unordered_map<uint64_t, std::optional<Function>> functions_;
-  std::optional<std::vector<uint64_t>> symbol_starts_;  // see NextSymbolStart()
+  // FindFunction()'s answers, by the start of the interval between two
+  // of AnswerBounds() that holds the address.
+  std::unordered_map<uint64_t, std::optional<Function>> answers_;
+  std::optional<std::vector<uint64_t>> answer_bounds_;  // see AnswerBounds()
   bool cfi_loaded_ = false;
   std::unique_ptr<Dwarf_CFI, CfiDeleter> cfi_;  // .eh_frame of file_, ended before it
 };

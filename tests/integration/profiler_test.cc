@@ -1006,13 +1006,15 @@ TEST_F(Profiler, AnUnreachableRateIsReportedAsLow) {
   EXPECT_EQ(N((*j).at("sample_shares").at("recorder")), own) << (*j).at("sample_shares").dump();
 }
 
-// top of every process: its own samples (it drains and symbolizes every
-// interval) are one labelled line, never a row, and its first refresh
-// counts the rate from when sampling started: at most the CPUs' clock
-// rate (it said 1.7 times that when it counted from after reading
-// kallsyms). 30% over: a late tick's catch-up, never a 1.7x error.
+// top of every process for 5 refreshes at -d 1: its own samples (it
+// drains and symbolizes every interval) are one labelled line, never a
+// row; no refresh claims more than the CPUs' clock rate plus 10% (the
+// first said 1.7 times that when it counted from after reading kallsyms),
+// and none lost a sample (it lost thousands when it re-read symbols every
+// refresh). A lower rate and a late refresh are the host's load (an
+// emulated CPU's timer fires late), not top's: not asserted.
 TEST_F(Profiler, TopLeavesItselfOutAndCountsFromTheStart) {
-  Result r = Sh("tprof-wl-shares --ms 3600000 >/dev/null & p=$!; tprofctl top --batch -d 1 -n 3 "
+  Result r = Sh("tprof-wl-shares --ms 3600000 >/dev/null & p=$!; tprofctl top --batch -d 1 -n 5 "
                 "--by process --rows 50 > " + dir_.File("top.txt") + "; rc=$?; kill $p; exit $rc");
   ASSERT_EQ(r.rc, 0) << r.out;
   const std::string top = ReadFileOrEmpty(dir_.File("top.txt"));
@@ -1022,11 +1024,13 @@ TEST_F(Profiler, TopLeavesItselfOutAndCountsFromTheStart) {
   for (std::string line; std::getline(in, line);) {
     unsigned long long samples = 0;
     double seconds = 0, rate = 0;
-    if (std::sscanf(line.c_str(), "tprofctl top: %llu samples in %lf s (%lf/s)", &samples, &seconds,
-                    &rate) == 3) {
-      if (++frames == 1) {
-        EXPECT_LE(rate, 1.3 * 1000 * ncpus) << line << "\n" << top;
-      }
+    unsigned long long lost = 0;
+    if (std::sscanf(line.c_str(), "tprofctl top: %llu samples in %lf s (%lf/s), %llu lost",
+                    &samples, &seconds, &rate, &lost) == 4) {
+      ++frames;
+      EXPECT_GT(seconds, 0.0) << line << "\n" << top;
+      EXPECT_LE(rate, 1.1 * 1000 * ncpus) << line << "\n" << top;
+      EXPECT_EQ(lost, 0u) << line << "\n" << top;
       continue;
     }
     std::istringstream row(line);
@@ -1034,11 +1038,11 @@ TEST_F(Profiler, TopLeavesItselfOutAndCountsFromTheStart) {
     row >> count >> share >> pid >> name;
     EXPECT_NE(name, "tprofctl") << "top's own process is a row:\n" << top;
   }
-  EXPECT_EQ(frames, 3u) << top;
+  EXPECT_EQ(frames, 5u) << top;
   size_t labelled = 0;
   for (size_t at = top.find("[tprofctl top]"); at != std::string::npos; at = top.find("[tprofctl top]", at + 1))
     ++labelled;
-  EXPECT_EQ(labelled, 3u) << top;
+  EXPECT_EQ(labelled, 5u) << top;
 }
 
 // top -g: each function's CHILDREN are the samples whose stack holds it.

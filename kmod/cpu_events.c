@@ -215,7 +215,7 @@ static int tprof_ce_cpu_up(unsigned int cpu, struct hlist_node *node)
 
 	raw_spin_lock_irqsave(&ce->lock, flags);
 	pc->online = true;
-	pc->want = ce->nr > 0;
+	pc->want = ce->nr > 0 && (!ce->cpus || cpumask_test_cpu(cpu, ce->cpus));
 	raw_spin_unlock_irqrestore(&ce->lock, flags);
 	if (ce->ops && ce->ops->cpu_up)
 		ce->ops->cpu_up(cpu, ce->ctx);
@@ -299,12 +299,14 @@ static int tprof_ce_start(struct tprof_cpu_events *ce,
 			  const struct perf_event_attr *attrs, unsigned int nr,
 			  perf_overflow_handler_t handler, void *ctx,
 			  void *const *ctxs,
-			  const struct tprof_cpu_events_ops *ops)
+			  const struct tprof_cpu_events_ops *ops,
+			  const struct cpumask *cpus)
 {
 	unsigned long flags;
 	int ret;
 
 	memset(ce, 0, sizeof(*ce));
+	ce->cpus = cpus;
 	ce->nr = nr;
 	ce->handler = handler;
 	ce->ctx = ctx;
@@ -369,7 +371,16 @@ int tprof_cpu_events_start(struct tprof_cpu_events *ce,
 			   perf_overflow_handler_t handler, void *ctx,
 			   const struct tprof_cpu_events_ops *ops)
 {
-	return tprof_ce_start(ce, attrs, nr, handler, ctx, NULL, ops);
+	return tprof_ce_start(ce, attrs, nr, handler, ctx, NULL, ops, NULL);
+}
+
+int tprof_cpu_events_start_on(struct tprof_cpu_events *ce,
+			      const struct cpumask *cpus,
+			      const struct perf_event_attr *attrs,
+			      unsigned int nr, perf_overflow_handler_t handler,
+			      void *ctx, const struct tprof_cpu_events_ops *ops)
+{
+	return tprof_ce_start(ce, attrs, nr, handler, ctx, NULL, ops, cpus);
 }
 
 int tprof_cpu_events_start_each(struct tprof_cpu_events *ce,
@@ -380,7 +391,7 @@ int tprof_cpu_events_start_each(struct tprof_cpu_events *ce,
 {
 	if (!nr || !ctxs)
 		return -EINVAL;
-	return tprof_ce_start(ce, attrs, nr, handler, NULL, ctxs, ops);
+	return tprof_ce_start(ce, attrs, nr, handler, NULL, ctxs, ops, NULL);
 }
 
 void tprof_cpu_events_stop(struct tprof_cpu_events *ce)

@@ -19,6 +19,10 @@
  *     perf events nor wait for anything that does. cpu_up may run before
  *     that CPU's counters are published, cpu_down runs after they were
  *     unpublished.
+ *   tprof_cpu_events_start_on(ce, cpus, attrs, nr, handler, ctx, ops)
+ *     As start, with counters only on the CPUs of the mask cpus (NULL:
+ *     every CPU; the caller keeps it until stop). ops still run on every
+ *     CPU.
  *   tprof_cpu_events_start_each(ce, attrs, nr, handler, ctxs, ops)
  *     As start, for one owner of several independent counters (a PMU
  *     program): counter idx's overflow handler context is ctxs[idx] (the
@@ -77,6 +81,7 @@ struct tprof_cpu_events {
 	void *ctx;
 	void **ctxs;		/* start_each: per counter, else NULL */
 	const struct tprof_cpu_events_ops *ops;
+	const struct cpumask *cpus;	/* counters only there; NULL: every CPU */
 	struct tprof_cpu_events_pcpu __percpu *pcpu;
 	struct hlist_node node;
 	struct work_struct work;
@@ -91,6 +96,11 @@ int tprof_cpu_events_start(struct tprof_cpu_events *ce,
 			   const struct perf_event_attr *attrs, unsigned int nr,
 			   perf_overflow_handler_t handler, void *ctx,
 			   const struct tprof_cpu_events_ops *ops);
+int tprof_cpu_events_start_on(struct tprof_cpu_events *ce,
+			      const struct cpumask *cpus,
+			      const struct perf_event_attr *attrs,
+			      unsigned int nr, perf_overflow_handler_t handler,
+			      void *ctx, const struct tprof_cpu_events_ops *ops);
 int tprof_cpu_events_start_each(struct tprof_cpu_events *ce,
 				const struct perf_event_attr *attrs,
 				unsigned int nr, perf_overflow_handler_t handler,

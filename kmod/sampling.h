@@ -104,6 +104,8 @@ struct tprof_session {
 	struct tprof_buffer_ctl *ctl_area;	/* [nr_cpu_ids], in buffers */
 	size_t area_bytes;		/* of the mapping (uapi map_bytes) */
 	struct tprof_sampling_cpu __percpu *cpus;
+	/* config.cpus (record -C): samples only on these; NULL: every CPU. */
+	struct cpumask *sample_cpus;
 	siphash_key_t space_key;	/* space ids never reveal mm pointers */
 	atomic_t map_gen;		/* bumped by exec: forget cached spaces */
 	struct tprof_map_request map_req[TPROF_MAP_REQUESTS];

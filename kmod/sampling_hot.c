@@ -158,6 +158,10 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 	 */
 	if (!s->target && tprof_cpu_event(&s->events, 0) != event)
 		return;
+	/* record -C: one process's counters run everywhere, sample here only. */
+	if (s->sample_cpus &&
+	    !cpumask_test_cpu(smp_processor_id(), s->sample_cpus))
+		return;
 	/*
 	 * A task counter can fire on a CPU after its cpu_down notification
 	 * published the partial half (nothing more goes into that buffer), or

@@ -29,6 +29,10 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 	for (i = 0; i < ARRAY_SIZE(c->resv); i++)
 		if (c->resv[i])
 			return -EINVAL;
+	if (c->__pad2 || !c->cpus != !c->cpus_bytes ||
+	    c->cpus_bytes % sizeof(u64) ||
+	    c->cpus_bytes > TPROF_SAMPLING_MAX_CPUS_BYTES)
+		return -EINVAL;
 	if (c->flags & ~(TPROF_SAMPLING_CALLERS | TPROF_SAMPLING_STACKS))
 		return -EINVAL;
 	if ((c->flags & TPROF_SAMPLING_STACKS) ?
@@ -66,6 +70,48 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 }
 
 /* The counter a session samples on. */
+/*
+ * config.cpus as a kernel mask, allocated (charged) into *mask; NULL for
+ * every CPU. The user's 64-bit words are read bit by bit, so the layout
+ * is the same on every architecture. EINVAL: no possible CPU in it.
+ */
+static int tprof_sampling_copy_cpus(const struct tprof_sampling_config *c,
+				    struct cpumask **mask)
+{
+	unsigned int nr = c->cpus_bytes / sizeof(u64), w;
+	u64 *words;
+
+	*mask = NULL;
+	if (!c->cpus)
+		return 0;
+	words = memdup_user(u64_to_user_ptr(c->cpus), c->cpus_bytes);
+	if (IS_ERR(words))
+		return PTR_ERR(words);
+	*mask = kzalloc(cpumask_size(), GFP_KERNEL_ACCOUNT);
+	if (!*mask) {
+		kfree(words);
+		return -ENOMEM;
+	}
+	for (w = 0; w < nr; w++) {
+		u64 bits = words[w];
+
+		while (bits) {
+			unsigned long cpu = (unsigned long)w * 64 + __ffs64(bits);
+
+			bits &= bits - 1;
+			if (cpu < nr_cpu_ids && cpu_possible(cpu))
+				cpumask_set_cpu(cpu, *mask);
+		}
+	}
+	kfree(words);
+	if (cpumask_empty(*mask)) {
+		kfree(*mask);
+		*mask = NULL;
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static void tprof_sampling_attr(const struct tprof_sampling_config *c,
 				struct perf_event_attr *attr)
 {
@@ -159,6 +205,7 @@ static long tprof_sampling_start(struct file *file,
 	struct tprof_sampling_config c;
 	struct perf_event_attr attr;
 	struct tprof_admission adm = {};
+	struct cpumask *sample_cpus = NULL;
 	struct pid *target = NULL;
 	struct tprof_session *s;
 	size_t ctl_bytes;
@@ -176,6 +223,9 @@ static long tprof_sampling_start(struct file *file,
 	ret = tprof_sampling_check_config(&c);
 	if (ret)
 		return ret;
+	ret = tprof_sampling_copy_cpus(&c, &sample_cpus);
+	if (ret)
+		return ret;
 	/*
 	 * Who may sample what (admission.h): the whole machine needs
 	 * CAP_PERFMON (EPERM); one process perf's rules (EACCES, ESRCH,
@@ -187,12 +237,13 @@ static long tprof_sampling_start(struct file *file,
 	 */
 	privileged = perfmon_capable();
 	if (c.pid == TPROF_PID_ALL) {
+		ret = -EPERM;
 		if (!privileged)
-			return -EPERM;
+			goto out_mask;
 	} else {
 		ret = tprof_admit(c.pid, PIDTYPE_TGID, TPROF_ADMIT_PERF, &adm);
 		if (ret)
-			return ret;
+			goto out_mask;
 		target = tprof_admit_take_pid(&adm);
 		c.pid = pid_vnr(target);
 		exclude_kernel = adm.exclude_kernel;
@@ -213,6 +264,8 @@ static long tprof_sampling_start(struct file *file,
 	s->pid_ns = get_pid_ns(task_active_pid_ns(current));
 	s->target = target;	/* the session's reference now */
 	target = NULL;
+	s->sample_cpus = sample_cpus;	/* and its mask */
+	sample_cpus = NULL;
 	init_waitqueue_head(&s->wait);
 	raw_spin_lock_init(&s->exited_lock);
 	init_irq_work(&s->wake_work, tprof_wake_reader);
@@ -260,8 +313,9 @@ static long tprof_sampling_start(struct file *file,
 		attr.exclude_kernel = exclude_kernel;
 		ret = tprof_sampling_task_events(s, &attr);
 	} else {
-		ret = tprof_cpu_events_start(&s->events, &attr, 1, tprof_sample,
-					     s, &tprof_sampling_cpu_ops);
+		ret = tprof_cpu_events_start_on(&s->events, s->sample_cpus,
+						&attr, 1, tprof_sample, s,
+						&tprof_sampling_cpu_ops);
 		s->counters_on = !ret;
 	}
 	if (ret)
@@ -289,6 +343,8 @@ out_unlock:
 	mutex_unlock(&tprof_sampling_mutex);
 	tprof_admit_end(&adm);
 	put_pid(target);
+out_mask:
+	kfree(sample_cpus);
 	return ret;
 }
 

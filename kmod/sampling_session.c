@@ -119,6 +119,7 @@ void tprof_session_free(struct tprof_session *s)
 	if (s->pid_ns)
 		put_pid_ns(s->pid_ns);
 	free_percpu(s->cpus);
+	kfree(s->sample_cpus);
 	if (s->buf_file)
 		fput(s->buf_file);	/* the mappings keep the buffers */
 	kfree(s->path_buf);

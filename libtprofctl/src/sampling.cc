@@ -110,6 +110,22 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
   c.event_type = o.event_type;
   c.event_config = o.event_config;
   c.event_period = o.event_type == TPROF_SAMPLE_ON_CLOCK ? 0 : o.event_period;
+  std::vector<uint64_t> cpu_words;  // the uapi's bitmap: bit n%64 of word n/64
+  if (!o.cpus.empty()) {
+    tprof_info info{};
+    if (::ioctl(fd.get(), TPROF_IOC_GET_INFO, &info) != 0)
+      return SamplingError("starting sampling", errno);
+    if (info.abi_minor < 16)
+      return Error::FromErrno(ENOTSUP, "sampling chosen CPUs needs a module of ABI 1.16 or "
+                                       "later (this one is 1." +
+                                           std::to_string(info.abi_minor) + ")");
+    for (uint32_t cpu : o.cpus) {
+      if (cpu / 64 >= cpu_words.size()) cpu_words.resize(cpu / 64 + 1);
+      cpu_words[cpu / 64] |= uint64_t{1} << (cpu % 64);
+    }
+    c.cpus = reinterpret_cast<uintptr_t>(cpu_words.data());
+    c.cpus_bytes = static_cast<uint32_t>(cpu_words.size() * sizeof(uint64_t));
+  }
   if (::ioctl(fd.get(), TPROF_IOC_SAMPLING_START, &c) != 0)
     return SamplingError("starting sampling", errno);
   // MAP_POPULATE: the page faults of the reader's first pass over each

@@ -855,8 +855,28 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
     in->event_config = r.Pick<u64>({0, 1, 2, 3});
     in->event_period = r.Pick<u64>({1, 10, 1000, 100000});
   }
+  if (r.OneIn(4)) {  // chosen CPUs (ABI 1.16): CPU 0 and/or 1, or none
+    uint32_t words = 1 + uint32_t(r.Below(TPROF_SAMPLING_MAX_CPUS_BYTES / 8));
+    in->cpus = EmbeddedPtr(r, c, sizeof(u64), words);
+    in->cpus_bytes = words * uint32_t(sizeof(u64));
+    if (mode == 2 && c.embedded != PtrKind::kValid) {  // valid: every CPU instead
+      in->cpus = 0;
+      in->cpus_bytes = 0;
+    } else if (c.embedded == PtrKind::kValid) {
+      auto* w = reinterpret_cast<u64*>(t_scratch->array);
+      std::fill(w, w + words, u64{0});
+      w[0] = mode != 2 && r.OneIn(8) ? 0 : 1 + r.Below(3);
+      if (w[0] == 0) {
+        c.must_fail = true;
+        c.defect = "a CPU bitmap naming no CPU";
+      }
+    } else if (!Readable(c.embedded)) {
+      c.must_fail = true;
+      c.defect = "an unreadable CPU bitmap";
+    }
+  }
   if (mode == 2 || (mode == 1 && !r.OneIn(4))) return;
-  switch (r.Below(9)) {
+  switch (r.Below(11)) {
     case 0: in->half_bytes = uint32_t(r.Edgy()); break;
     case 1: in->frequency_hz = uint32_t(r.Edgy()); break;
     case 2: in->event_type = uint32_t(r.Below(8)); in->event_period = r.Edgy(); in->event_config = r.Edgy(); break;
@@ -870,10 +890,17 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
       c.must_fail = !(in->flags & TPROF_SAMPLING_STACKS) || in->stack_depth > TPROF_MAX_STACK_DEPTH;
       c.defect = "stack_depth";
       break;
+    case 8: in->__pad2 = 1 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "__pad2"; break;
+    case 9:
+      in->cpus_bytes = r.Pick<uint32_t>({4, 12, TPROF_SAMPLING_MAX_CPUS_BYTES + 8});
+      if (!in->cpus) in->cpus = u64(uintptr_t(t_scratch->array));
+      c.must_fail = true;
+      c.defect = "cpus_bytes";
+      break;
     default: MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv"); break;
   }
   if (r.OneIn(4))  // output fields are ignored on input
-    for (size_t k = offsetof(tprof_sampling_config, nr_cpu_ids); k < offsetof(tprof_sampling_config, resv); ++k)
+    for (size_t k = offsetof(tprof_sampling_config, nr_cpu_ids); k < offsetof(tprof_sampling_config, cpus); ++k)
       reinterpret_cast<unsigned char*>(in)[k] = static_cast<unsigned char>(r.Next());
 }
 void FillSamplingStart(Rng& r, Worker&, void* a, Call& c) {

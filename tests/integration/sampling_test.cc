@@ -287,6 +287,44 @@ TEST(SamplingTest, CpuHotplugDuringARun) {
   EXPECT_EQ(c.samples + t.lost_samples, t.samples_taken);
 }
 
+// Runs `ms` of CPU time pinned to `cpu` in a child (and waits for it).
+void SpinOn(int cpu, int ms) {
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) _exit(2);
+    tprof_sampling_test_spin(ms);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// Sampling chosen CPUs (ABI 1.16, record -C): system-wide, the other CPU
+// takes no sample at all, however busy; one process (this one, whose
+// children inherit its counters) is sampled on the chosen CPU only.
+TEST(SamplingTest, ChosenCpusAloneTakeSamples) {
+  for (uint32_t pid : {uint32_t{TPROF_PID_ALL}, uint32_t(getpid())}) {
+    SCOPED_TRACE(pid == TPROF_PID_ALL ? "every process" : "this process");
+    SamplingOptions o;
+    o.pid = pid;
+    o.cpus = {1};
+    SamplingSession s = StartOrDie(o);
+    SpinOn(0, 200);
+    SpinOn(1, 200);
+    Collected c;
+    StopAndDrain(s, &c);
+    EXPECT_EQ(s.Totals(0).samples_taken, 0u) << "CPU 0 was not chosen";
+    EXPECT_GT(s.Totals(1).samples_taken, 20u) << "200 ms of CPU 1 at 1 kHz";
+    const CpuBufferTotals t = s.TotalsAll();
+    EXPECT_EQ(c.samples + t.lost_samples, t.samples_taken);
+  }
+}
+
 // Touches `pages` fresh anonymous pages: one page fault each.
 void FaultPages(int pages) {
   size_t len = size_t(pages) * 4096;
@@ -498,7 +536,7 @@ TEST(SamplingTest, BadConfigurationsAreRefused) {
   EXPECT_EQ(start(c), EINVAL);
   c = {};
   c.pid = TPROF_PID_ALL;
-  c.resv[2] = 1;
+  c.resv[1] = 1;
   EXPECT_EQ(start(c), EINVAL);
   c = {};
   c.pid = TPROF_PID_ALL;
@@ -529,6 +567,40 @@ TEST(SamplingTest, BadConfigurationsAreRefused) {
   c.pid = TPROF_PID_ALL;
   c.stack_depth = 8;
   EXPECT_EQ(start(c), EINVAL) << "stack_depth without TPROF_SAMPLING_STACKS";
+  // Chosen CPUs (ABI 1.16): a bitmap of 8-byte words up to the maximum,
+  // naming a possible CPU, at a readable address.
+  uint64_t words[TPROF_SAMPLING_MAX_CPUS_BYTES / 8 + 1] = {1};
+  struct CpusCase {
+    uint64_t cpus;
+    uint32_t bytes;
+    int err;
+    const char* why;
+  };
+  const uint64_t at = reinterpret_cast<uintptr_t>(words);
+  for (const CpusCase& k : {
+           CpusCase{at, 0, EINVAL, "an address without a size"},
+           CpusCase{0, 8, EINVAL, "a size without an address"},
+           CpusCase{at, 4, EINVAL, "not whole words"},
+           CpusCase{at, TPROF_SAMPLING_MAX_CPUS_BYTES + 8, EINVAL, "past the maximum"},
+           CpusCase{8, 8, EFAULT, "an unreadable bitmap"},
+       }) {
+    c = {};
+    c.pid = TPROF_PID_ALL;
+    c.cpus = k.cpus;
+    c.cpus_bytes = k.bytes;
+    EXPECT_EQ(start(c), k.err) << k.why;
+  }
+  words[0] = 0;
+  words[TPROF_SAMPLING_MAX_CPUS_BYTES / 8 - 1] = uint64_t{1} << 63;  // CPU 8191: not possible here
+  c = {};
+  c.pid = TPROF_PID_ALL;
+  c.cpus = at;
+  c.cpus_bytes = TPROF_SAMPLING_MAX_CPUS_BYTES;
+  EXPECT_EQ(start(c), EINVAL) << "a bitmap naming no possible CPU";
+  c = {};
+  c.pid = TPROF_PID_ALL;
+  c.__pad2 = 1;
+  EXPECT_EQ(start(c), EINVAL);
   c = {};
   c.pid = 999999;
   EXPECT_EQ(start(c), ESRCH);

@@ -36,6 +36,8 @@ TEST(Abi, SampleStacksKeepTheOldSampleLayout) {
   EXPECT_EQ(sizeof(tprof_rec_sample), 56u);
   EXPECT_EQ(sizeof(tprof_rec_stack), 8u);
   EXPECT_EQ(offsetof(tprof_sampling_config, stack_depth), 20u);
+  EXPECT_EQ(offsetof(tprof_sampling_config, cpus), 64u) << "ABI 1.16, in the old resv[0]";
+  EXPECT_EQ(offsetof(tprof_sampling_config, cpus_bytes), 72u);
   EXPECT_EQ(sizeof(tprof_sampling_config), 96u);
   const size_t largest = sizeof(tprof_rec_sample) + sizeof(tprof_rec_stack) +
                          (TPROF_MAX_STACK_DEPTH + 2) * sizeof(__u64);
@@ -94,7 +96,7 @@ TEST(Abi, VersionMacrosUnpackModuleVersion) {
   const unsigned v = (2u << 16) | (7u << 8) | 3u;
   EXPECT_EQ(TPROF_VERSION_MAJOR(v), 2u);
   EXPECT_EQ(TPROF_VERSION_MINOR(v), 7u);
-  EXPECT_EQ(TPROF_ABI_MINOR, 15) << "1.15: counts-only PMU counters in scope CPUS";
+  EXPECT_EQ(TPROF_ABI_MINOR, 16) << "1.16: sampling on chosen CPUs";
   EXPECT_EQ(TPROF_PMU_CTR_FLAGS, 0x3fu) << "TPROF_PMU_CTR_COUNT is bit 5";
   EXPECT_EQ(TPROF_VERSION_PATCH(v), 3u);
 }

@@ -162,9 +162,9 @@ uint32_t ProcessOfThread(uint32_t tid) {
 }
 
 // record -t and -C, as perf's: the module samples the threads' whole
-// process, or every CPU, and the file keeps the samples of those threads
-// or CPUs (each sample's thread and CPU are in the context table;
-// sample_filter.h). -t sets the process; -C without -p or CMD means every
+// process and only the chosen CPUs (ABI 1.16), and the file keeps the
+// samples of those threads or CPUs (each sample's thread and CPU are in
+// the context table; sample_filter.h). -t sets the process; -C without -p or CMD means every
 // process, as perf's -C. Returns 0, or the status after printing why not.
 int SettleThreadsAndCpus(RecordOptions* o, bool cmd) {
   SampleFilter& keep = o->keep;
@@ -202,14 +202,23 @@ int SettleThreadsAndCpus(RecordOptions* o, bool cmd) {
       return kExitUsage;
     }
   if (!keep.cpus.empty() && !cmd && !o->pid) o->all_cpus = true;
+  o->sampling.cpus = keep.cpus;
   return 0;
 }
 
 // SamplingSession::StartPreferringStacks, saying on stderr when the
-// module refused stacks.
-Expected<SamplingSession> StartSampling(const SamplingOptions& options) {
+// module refused stacks. A module before ABI 1.16 samples every CPU for
+// -C; the file still keeps only the chosen CPUs' samples.
+Expected<SamplingSession> StartSampling(SamplingOptions options) {
   bool stacks_refused = false;
   auto session = SamplingSession::StartPreferringStacks(options, &stacks_refused);
+  if (!session && session.error().code() == std::errc::not_supported && !options.cpus.empty()) {
+    options.cpus.clear();
+    session = SamplingSession::StartPreferringStacks(options, &stacks_refused);
+    if (session)
+      std::fprintf(stderr, "tprofctl: the module samples every CPU (older than ABI 1.16); the "
+                           "file keeps the chosen CPUs' samples\n");
+  }
   if (session && stacks_refused)
     std::fprintf(stderr, "tprofctl: the module refused whole stacks (older than ABI 1.8?): "
                          "recording callers only\n");
@@ -557,7 +566,7 @@ void AddRecordCommands(CommandLine& cli) {
   sub->add_option_function<std::string>(
          "-C,--cpu", IdListParser("--cpu", &record->keep.cpus),
          "record only what runs on these CPUs (ranges as 0-3): every process, or -p's or CMD's "
-         "(every CPU is sampled, the file keeps these CPUs' samples)")
+         "(the other CPUs take no sample)")
       ->type_name("CPU[,CPU...]");
   sub->add_flag("-q,--quiet", record->quiet,
                 "write the profile and print nothing else: no summary, no report (errors still "

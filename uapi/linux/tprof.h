@@ -161,9 +161,19 @@
  *     TPROF_SAMPLING_STACKS (ABI 1.8) makes every sample carry its whole
  *     stack, kernel and user part, at most stack_depth frames (see struct
  *     tprof_rec_stack); TPROF_SAMPLING_CALLERS keeps filling caller.
+ *     cpus and cpus_bytes (ABI 1.16; both 0: every CPU) choose the CPUs
+ *     samples are taken on, as perf record -C: a bitmap at user address
+ *     cpus of cpus_bytes bytes (a multiple of 8, at most
+ *     TPROF_SAMPLING_MAX_CPUS_BYTES), 64-bit words, bit n%64 of word n/64
+ *     for CPU n. Bits past the possible CPUs are ignored. System-wide, no
+ *     counter exists on the other CPUs; one process's counters take no
+ *     sample there. Records other than samples (COMM, MAP, EXIT) come
+ *     from every CPU, so that the chosen CPUs' samples can be named.
+ *     EFAULT: the bitmap cannot be read.
  *     EINVAL: bad flags, frequency, buffer size or event, nonzero reserved,
  *     stack_depth 0 or above TPROF_MAX_STACK_DEPTH with STACKS, nonzero
- *     without.
+ *     without; only one of cpus and cpus_bytes set, a bad cpus_bytes, or
+ *     a bitmap naming no possible CPU.
  *     EOPNOTSUPP: a hardware event on a machine without a usable PMU.
  *     At start, one TPROF_REC_COMM (TPROF_COMM_EXISTING) per existing
  *     process is written (into the starting CPU's buffer).
@@ -269,7 +279,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 15 /* 1.15: counts-only PMU counters in scope CPUS */
+#define TPROF_ABI_MINOR 16 /* 1.16: sampling on chosen CPUs (tprof_sampling_config.cpus) */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -524,6 +534,9 @@ struct tprof_self_page {
 #define TPROF_SAMPLING_DEFAULT_HALF_BYTES (64 * 1024)
 #define TPROF_SAMPLING_MIN_HALF_BYTES 4096
 #define TPROF_SAMPLING_MAX_HALF_BYTES (16 * 1024 * 1024)
+/* tprof_sampling_config.cpus_bytes: bitmaps of up to 8192 CPUs (NR_CPUS's
+ * largest configuration). */
+#define TPROF_SAMPLING_MAX_CPUS_BYTES 1024
 
 struct tprof_sampling_config {
 	__u32 flags;          /* in: TPROF_SAMPLING_* */
@@ -540,7 +553,10 @@ struct tprof_sampling_config {
 	__u64 map_bytes;      /* out: ctl_bytes + nr_cpu_ids * 2 * half_bytes */
 	__u32 half_bytes_out; /* out: the half size in effect */
 	__u32 frequency_out;  /* out: the clock frequency in effect (0 if counter) */
-	__u64 resv[4];
+	__u64 cpus;           /* in: user address of a CPU bitmap, 0 = every CPU (ABI 1.16) */
+	__u32 cpus_bytes;     /* in: its size: a multiple of 8; 0 with cpus 0 */
+	__u32 __pad2;
+	__u64 resv[2];
 };
 
 /* One CPU's view in the control area. Written by the kernel only. */

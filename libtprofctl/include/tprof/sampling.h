@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tprof/expected.h"
 #include "tprof/scoped_fd.h"
@@ -30,6 +31,9 @@ struct SamplingOptions {
   uint32_t event_type = TPROF_SAMPLE_ON_CLOCK;  // or TPROF_METRIC_SOFTWARE/HARDWARE/RAW
   uint64_t event_config = 0;
   uint64_t event_period = 0;   // events per sample (counter sampling)
+  // Samples only on these CPUs, as perf record -C (ABI 1.16; a module
+  // before it: ENOTSUP); empty: every CPU.
+  std::vector<uint32_t> cpus;
 };
 
 // Parses "--event" names: cpu-clock (clock sampling), page-faults,

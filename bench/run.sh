@@ -6,7 +6,8 @@
 #   6.1 guest under --icount only, with Debian's arm64 perf for the PMU
 #   programs' perf stat rows; stacks: only the sampling benchmark's
 #   whole-stack rows, tprofctl record -g against perf record -g, in the x86
-#   6.1 guest under --icount)
+#   6.1 guest under --icount; top: tprofctl top's own share of the CPU
+#   beside a CPU-bound program, refresh by refresh, in the same guest)
 # The sampling benchmark compares with `perf record` (Debian's linux-perf,
 # installed by `make deps`): the perf ELF binary is added to the guest, and
 # tools/tprof-vm copies the shared libraries it needs.
@@ -60,6 +61,18 @@ for k in "${kernels[@]}"; do
 			--add build/arm64/bench/tprof_sampling_bench \
 			--add build/arm64/bench/tprof_pmu_bench --add "$perf_arm64" -- \
 			sh -c "TPROF_BENCH_PAIRS=3 ./tprof_metrics_bench read-self ping-pong && ./tprof_sampling_bench --reps 3 --seconds 1 && ./tprof_pmu_bench --perf ./$(basename "$perf_arm64")"
+		continue
+	fi
+	if [ "$k" = top ]; then
+		# One CPU under --icount, so a share of the samples is a share of
+		# the instructions executed: top's own line under each refresh
+		# (it symbolizes each new function once, so the first refreshes
+		# cost most), at -d 1 for 12 refreshes.
+		k1=$(tools/vm/find-kernel --image 6.1)
+		make -s vm-inputs KVER="$k1"
+		echo "== Debian 6.1 kernel, QEMU TCG --icount (guest ns = instructions), -smp 1: top's own share =="
+		TPROF_VM_NO_BUILD=1 tools/tprof-vm --kernel 6.1 --smp 1 --icount --mem 2048 --timeout 900 -- \
+			sh -c 'tprof-wl-shares --ms 3600000 >/dev/null & p=$!; tprofctl top --batch -d 1 -n 12 --by process --rows 1 | grep -E "^tprofctl top:|\[tprofctl top\]"; kill $p'
 		continue
 	fi
 	if [ "$k" = stacks ]; then

@@ -1046,6 +1046,7 @@ TEST_F(Profiler, TopLeavesItselfOutAndCountsFromTheStart) {
 }
 
 // top -g: each function's CHILDREN are the samples whose stack holds it.
+// (And top -C: the chosen CPUs alone are sampled.)
 // In tprof-wl-calltree's tree (main -> wl_a -> wl_b -> wl_d, wl_a -> wl_c)
 // wl_a holds every sample of the four functions, where its own are a
 // tenth of them; without stacks CHILDREN would be SELF.
@@ -1089,6 +1090,17 @@ TEST_F(Profiler, TopWithCallersShowsInclusiveSamples) {
   EXPECT_EQ(frames, 3u) << top;
   Result usage = Sh("tprofctl top -g --by process -n 1 2>&1");
   EXPECT_EQ(usage.rc, 2) << usage.out;
+  usage = Sh("tprofctl top -C 4096 -n 1 2>&1");
+  EXPECT_EQ(usage.rc, 2) << usage.out;
+  EXPECT_TRUE(Contains(usage.out, "no CPU 4096")) << usage.out;
+  // -C: a program pinned to CPU 0 is never a row of CPU 1's view.
+  if (::sysconf(_SC_NPROCESSORS_ONLN) > 1) {
+    Result one = Sh("taskset 1 tprof-wl-shares --ms 3600000 >/dev/null & p=$!; "
+                    "tprofctl top -C 1 --batch -d 0.5 -n 2 --by process; rc=$?; kill $p; exit $rc");
+    ASSERT_EQ(one.rc, 0) << one.out;
+    EXPECT_TRUE(Contains(one.out, "refresh 2")) << one.out;
+    EXPECT_FALSE(Contains(one.out, "tprof-wl-shares")) << one.out;
+  }
 }
 
 // `tprofctl diff` of two runs of tprof-wl-shares with the split turned

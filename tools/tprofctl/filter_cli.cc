@@ -1,5 +1,7 @@
 #include "filter_cli.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <utility>
 
@@ -27,6 +29,17 @@ std::function<void(const std::string&)> IdListParser(const char* name, std::vect
     if (!list) throw CLI::ValidationError(name, list.error().message());
     out->insert(out->end(), list->begin(), list->end());
   };
+}
+
+bool CpusExist(const char* command, const std::vector<uint32_t>& cpus) {
+  const long n = ::sysconf(_SC_NPROCESSORS_CONF);
+  for (uint32_t cpu : cpus)
+    if (n > 0 && cpu >= static_cast<uint64_t>(n)) {
+      std::fprintf(stderr, "tprofctl %s: no CPU %u (this machine's are 0-%ld)\n", command, cpu,
+                   n - 1);
+      return false;
+    }
+  return true;
 }
 
 void AddFilterOptions(CLI::App* sub, SampleFilter* filter) {

@@ -18,6 +18,10 @@ namespace tprof::cli {
 // appending them to *out; a malformed list is `name`'s usage error.
 std::function<void(const std::string&)> IdListParser(const char* name, std::vector<uint32_t>* out);
 
+// Whether every CPU of -C is one of this machine's (as perf refuses
+// others); if not, says so for `command` on stderr.
+[[nodiscard]] bool CpusExist(const char* command, const std::vector<uint32_t>& cpus);
+
 // Registers the four options on `sub`; they fill *filter.
 void AddFilterOptions(CLI::App* sub, SampleFilter* filter);
 

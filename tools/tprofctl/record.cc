@@ -195,12 +195,7 @@ int SettleThreadsAndCpus(RecordOptions* o, bool cmd) {
     }
     o->pid = process;
   }
-  const long cpus = ::sysconf(_SC_NPROCESSORS_CONF);
-  for (uint32_t cpu : keep.cpus)
-    if (cpus > 0 && cpu >= static_cast<uint64_t>(cpus)) {
-      std::fprintf(stderr, "tprofctl record: no CPU %u (this machine's are 0-%ld)\n", cpu, cpus - 1);
-      return kExitUsage;
-    }
+  if (!CpusExist("record", keep.cpus)) return kExitUsage;
   if (!keep.cpus.empty() && !cmd && !o->pid) o->all_cpus = true;
   o->sampling.cpus = keep.cpus;
   return 0;

@@ -19,6 +19,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "filter_cli.h"
 #include "tprof/profile.h"
 #include "tprof/recorder.h"
 #include "tprof/report.h"
@@ -150,6 +151,7 @@ int RunTop(TopOptions o) {
     return kExitUsage;
   }
   if (o.callers) sampling.stack_depth = kTopStackDepth;
+  if (!CpusExist("top", sampling.cpus)) return kExitUsage;
 
   // Kernel symbols once, before sampling starts: reading kallsyms each
   // second would cost more than the samples, and while it is read (seconds
@@ -243,6 +245,10 @@ void AddTopCommand(CommandLine& cli) {
          "-a,--all-cpus", [o] { o->sampling.pid = TPROF_PID_ALL; },
          "every process (the default; CAP_PERFMON or root)")
       ->excludes(pid);
+  sub->add_option_function<std::string>(
+         "-C,--cpu", IdListParser("--cpu", &o->sampling.cpus),
+         "sample only these CPUs (ranges as 0-3; the other CPUs take no sample: ABI 1.16)")
+      ->type_name("CPU[,CPU...]");
   sub->add_option_function<std::string>(
       "-e,--event",
       [o](const std::string& name) {

@@ -143,7 +143,8 @@ std::string Hint(const Error& error, Doing doing) {
       if (err == EPERM)
         return "counting on every CPU (-a) sees every process: it needs CAP_PERFMON (or "
                "root), and breakpoints or watchpoints at kernel addresses CAP_SYS_ADMIN; "
-               "without them use --pid, --tid or -- CMD";
+               "without them count one process (-p), one thread (pmu watch --tid) or a "
+               "command (-- CMD)";
       if (err == EBUSY) return BreakpointBusyHint();
       break;
     default:

@@ -69,7 +69,6 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 	return 0;
 }
 
-/* The counter a session samples on. */
 /*
  * config.cpus as a kernel mask, allocated (charged) into *mask; NULL for
  * every CPU. The user's 64-bit words are read bit by bit, so the layout
@@ -112,6 +111,7 @@ static int tprof_sampling_copy_cpus(const struct tprof_sampling_config *c,
 	return 0;
 }
 
+/* The counter a session samples on. */
 static void tprof_sampling_attr(const struct tprof_sampling_config *c,
 				struct perf_event_attr *attr)
 {

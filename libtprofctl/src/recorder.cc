@@ -11,6 +11,7 @@
 
 #include <boost/asio.hpp>
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <optional>
 
@@ -57,8 +58,22 @@ Expected<Recorder> Recorder::Start(const SamplingOptions& options, const std::st
   return Recorder(std::move(*session));
 }
 
+namespace {
+
+// kernel.perf_event_max_sample_rate, "" where it cannot be read.
+std::string PerfMaxSampleRate() {
+  std::ifstream in("/proc/sys/kernel/perf_event_max_sample_rate");
+  unsigned long long hz = 0;
+  return in >> hz ? std::to_string(hz) : std::string();
+}
+
+}  // namespace
+
 Recorder::Recorder(SamplingSession session)
-    : s_(std::make_unique<State>(std::move(session))) {}
+    : s_(std::make_unique<State>(std::move(session))) {
+  if (std::string hz = PerfMaxSampleRate(); !hz.empty())
+    s_->builder.SetAttribute(kPerfMaxRateAtStart, hz);
+}
 Recorder::Recorder(Recorder&&) noexcept = default;
 Recorder& Recorder::operator=(Recorder&&) noexcept = default;
 Recorder::~Recorder() = default;
@@ -194,6 +209,8 @@ Expected<Profile> Recorder::Finish() {
   if (c.pid == TPROF_PID_ALL) builder.SetAttribute(kRecorderPid, std::to_string(::getpid()));
   // Which kernel's symbols and debug files (tprofctl annotate) fit the samples.
   if (struct utsname u; ::uname(&u) == 0) builder.SetAttribute("kernel_release", u.release);
+  if (std::string hz = PerfMaxSampleRate(); !hz.empty())
+    builder.SetAttribute(kPerfMaxRateAtEnd, hz);
   if (session.malformed_halves())
     builder.SetAttribute("malformed_halves", std::to_string(session.malformed_halves()));
   Profile profile = builder.Finish();

@@ -123,6 +123,38 @@ std::string LowRateWarning(const SamplingRate& rate) {
   return out;
 }
 
+namespace {
+
+// A numeric attribute, 0 when absent.
+unsigned long long NumberAttribute(const Profile& p, const char* key) {
+  auto it = p.attributes.find(key);
+  return it == p.attributes.end() ? 0 : std::strtoull(it->second.c_str(), nullptr, 10);
+}
+
+}  // namespace
+
+std::string ThrottleWarning(const Profile& p) {
+  const unsigned long long hz = NumberAttribute(p, "frequency_hz"),
+                           start = NumberAttribute(p, kPerfMaxRateAtStart),
+                           end = NumberAttribute(p, kPerfMaxRateAtEnd);
+  if (hz == 0 || end == 0 || hz <= end) return "";
+  std::string out;
+  if (start > end)
+    Appendf(&out,
+            "warning: the kernel lowered kernel.perf_event_max_sample_rate from %llu to %llu Hz "
+            "during the recording (sample handlers took too long; dmesg says \"perf: interrupt "
+            "took too long\"), and perf throttles every counter above it: samples at -F %llu "
+            "are missing; record again with -F %llu or less\n",
+            start, end, hz, end);
+  else
+    Appendf(&out,
+            "warning: -F %llu is above kernel.perf_event_max_sample_rate (%llu Hz), and perf "
+            "throttles every counter above it: samples are missing; record with -F %llu or "
+            "less, or raise the limit (sysctl kernel.perf_event_max_sample_rate)\n",
+            hz, end, end);
+  return out;
+}
+
 uint64_t SamplingPeriodNs(const Profile& p) {
   auto it = p.attributes.find("frequency_hz");
   if (it == p.attributes.end()) return 0;
@@ -196,6 +228,11 @@ void TextAttribute(const std::string& key, const std::string& value, std::string
     Appendf(out, "malformed buffer halves: %s (their records were skipped)\n", value.c_str());
   else if (key == kLeftAtSetuidExec)
     Appendf(out, "left at a setuid exec: %s\n", value.c_str());
+  else if (key == kPerfMaxRateAtStart)
+    return;  // the end's limit is what throttled; ThrottleWarning compares them
+  else if (key == kPerfMaxRateAtEnd)
+    Appendf(out, "perf's sample limit: %llu Hz per counter (kernel.perf_event_max_sample_rate)\n",
+            n);
   else if (key == kRecorderPid)
     Appendf(out, "recorder: tprofctl, pid %s (its own samples are in the tables)\n", value.c_str());
   else
@@ -406,6 +443,14 @@ void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
                           {"achieved_hz", rate->achieved_hz},
                           {"low", rate->low},
                           {"warning", LowRateWarning(*rate)}};
+  if (p.attributes.count(kPerfMaxRateAtEnd)) {
+    const std::string warning = ThrottleWarning(p);
+    j["sampling_throttle"] = {
+        {"max_sample_rate_at_start", NumberAttribute(p, kPerfMaxRateAtStart)},
+        {"max_sample_rate_at_end", NumberAttribute(p, kPerfMaxRateAtEnd)},
+        {"throttled", !warning.empty()},
+        {"warning", warning}};
+  }
   j["kernel_symbols_available"] = p.kernel_symbols.available;
   j["kernel_symbols_note"] = p.kernel_symbols.note;
   j["sample_shares"] = {{"samples", d.shares.samples},

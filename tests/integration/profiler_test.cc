@@ -1006,6 +1006,33 @@ TEST_F(Profiler, AnUnreachableRateIsReportedAsLow) {
   EXPECT_EQ(N((*j).at("sample_shares").at("recorder")), own) << (*j).at("sample_shares").dump();
 }
 
+// perf's throttling, made to happen: kernel.perf_event_max_sample_rate
+// at 1000 Hz and -F 4000. perf stops a counter for the rest of a tick
+// once it has fired more than the limit allows in it (4 at HZ 250), so
+// about 1000 of the 4000 asked are taken per busy CPU; the recording says
+// why on stderr and in the JSON. The limit is put back whatever happens.
+TEST_F(Profiler, PerfThrottlingIsReported) {
+  const std::string limit = "/proc/sys/kernel/perf_event_max_sample_rate";
+  Result r = Sh("old=$(cat " + limit + ") || exit 1; echo 1000 > " + limit +
+                " || exit 1; tprofctl record -a -F 4000 --by process --top 1 -o " +
+                dir_.File("th.data") + " -- tprof-wl-shares --ms 1500 >/dev/null; rc=$?; echo $old > " +
+                limit + "; exit $rc");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "-F 4000 is above kernel.perf_event_max_sample_rate (1000 Hz)"))
+      << r.out;
+  auto j = DumpJson(dir_.File("th.data"));
+  ASSERT_TRUE(j);
+  ASSERT_TRUE(j->contains("sampling_throttle")) << j->dump();
+  EXPECT_TRUE(j->at("sampling_throttle").at("throttled").get<bool>());
+  EXPECT_EQ(N(j->at("sampling_throttle").at("max_sample_rate_at_end")), 1000u);
+  // The workload's CPU took about a sample a millisecond, not four.
+  const Json* p = ProcessRow(*j, "tprof-wl-shares");
+  ASSERT_TRUE(p);
+  EXPECT_LT(N(p->at("samples")), 2 * 1500u) << "perf did not throttle the sampler";
+  Result unthrottled = Sh("cat " + limit);
+  EXPECT_NE(unthrottled.out, "1000\n") << "the limit was not put back";
+}
+
 // top of every process for 5 refreshes at -d 1: its own samples (it
 // drains and symbolizes every interval) are one labelled line, never a
 // row; no refresh claims more than the CPUs' clock rate plus 10% (the

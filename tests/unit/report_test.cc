@@ -68,6 +68,38 @@ Profile TestProfile() {
 // 100 samples taken on 2 CPUs over 1 s: 50 Hz per CPU achieved. Asked
 // 1000 Hz, that is low (a warning and the JSON say so); asked 80 it is not;
 // a process's recording, an event's or a filtered one cannot tell.
+// perf throttles every counter above kernel.perf_event_max_sample_rate
+// (and lowers it when handlers are slow): a clock rate above the limit at
+// the end warns, saying whether the kernel lowered it meanwhile; at or
+// below it, an event's samples or a file without the limit, nothing.
+TEST(Report, ThrottledSamplingIsReported) {
+  Profile p = TestProfile();
+  p.attributes["frequency_hz"] = "4000";
+  EXPECT_EQ(tprof::ThrottleWarning(p), "") << "an older file: no limit recorded";
+  p.attributes[tprof::kPerfMaxRateAtStart] = "1000";
+  p.attributes[tprof::kPerfMaxRateAtEnd] = "1000";
+  const std::string above = tprof::ThrottleWarning(p);
+  EXPECT_NE(above.find("-F 4000 is above kernel.perf_event_max_sample_rate (1000 Hz)"),
+            std::string::npos) << above;
+  p.attributes[tprof::kPerfMaxRateAtStart] = "100000";
+  const std::string lowered = tprof::ThrottleWarning(p);
+  EXPECT_NE(lowered.find("lowered kernel.perf_event_max_sample_rate from 100000 to 1000 Hz"),
+            std::string::npos) << lowered;
+  Symbolizer sym(p);
+  std::string error;
+  auto j = ParseJson(tprof::RenderReport(p, sym, ReportOptions{}, ReportFormat::kJson), &error);
+  ASSERT_TRUE(j) << error;
+  EXPECT_TRUE((*j).at("sampling_throttle").at("throttled").get<bool>());
+  EXPECT_EQ((*j).at("sampling_throttle").at("max_sample_rate_at_end").get<uint64_t>(), 1000u);
+  const std::string text = tprof::RenderReport(p, sym, ReportOptions{}, ReportFormat::kText);
+  EXPECT_NE(text.find("perf's sample limit: 1000 Hz per counter"), std::string::npos) << text;
+  EXPECT_EQ(text.find(tprof::kPerfMaxRateAtStart), std::string::npos) << text;
+  p.attributes["frequency_hz"] = "1000";
+  EXPECT_EQ(tprof::ThrottleWarning(p), "") << "at the limit: 4 a tick at HZ 250, not over";
+  p.attributes["frequency_hz"] = "0";
+  EXPECT_EQ(tprof::ThrottleWarning(p), "") << "samples on an event's overflows";
+}
+
 TEST(Report, SamplingRateOfARecordingOfEveryCpu) {
   Profile p = TestProfile();
   p.first_time_ns = 1'000'000'000;

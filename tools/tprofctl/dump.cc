@@ -161,6 +161,7 @@ int RunDump(const DumpOptions& o) {
   }
   std::fputs(RebuiltFilesWarning(*profile, o.symfs).c_str(), stderr);
   if (auto rate = AchievedSamplingRate(*profile)) std::fputs(LowRateWarning(*rate).c_str(), stderr);
+  std::fputs(ThrottleWarning(*profile).c_str(), stderr);
   SymbolizerOptions symbolizer_options;
   symbolizer_options.symfs = o.symfs;
   // A process table shows no source lines: skip DWARF's line tables (the

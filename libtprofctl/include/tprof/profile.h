@@ -180,6 +180,12 @@ inline constexpr char kLeftAtSetuidExec[] = "left_at_setuid_exec";
 // Profile::attributes key: the recorder's own pid, in a recording of every
 // process (which samples the recorder too; reports say how much).
 inline constexpr char kRecorderPid[] = "recorder_pid";
+// Profile::attributes keys: perf's limit on sampling,
+// kernel.perf_event_max_sample_rate, when the recording started and
+// ended. perf throttles every counter above it and lowers it when sample
+// handlers take too long (report.h: ThrottleWarning).
+inline constexpr char kPerfMaxRateAtStart[] = "perf_max_sample_rate_at_start";
+inline constexpr char kPerfMaxRateAtEnd[] = "perf_max_sample_rate_at_end";
 
 struct Profile {
   // Free-form facts the recorder adds (kernel_release, frequency_hz,

@@ -170,6 +170,13 @@ struct SamplingRate {
 // The warning a low rate gets, with what to do ("" when not low).
 [[nodiscard]] std::string LowRateWarning(const SamplingRate& rate);
 
+// When perf throttled the sampling: the clock rate asked for (-F) is above
+// kernel.perf_event_max_sample_rate as the recording ended, which perf
+// applies to every counter, in-kernel ones too (it lowers the limit
+// itself when sample handlers take too long). The warning says so, with
+// what to do; "" when not throttled or the file does not say.
+[[nodiscard]] std::string ThrottleWarning(const Profile& profile);
+
 // The clock's sampling period in ns (1e9 / frequency_hz): what one sample
 // of a CPU stands for. 0 for a profile sampled on an event's overflows.
 [[nodiscard]] uint64_t SamplingPeriodNs(const Profile& profile);

@@ -160,8 +160,11 @@ int RunDump(const DumpOptions& o) {
     }
   }
   std::fputs(RebuiltFilesWarning(*profile, o.symfs).c_str(), stderr);
-  if (auto rate = AchievedSamplingRate(*profile)) std::fputs(LowRateWarning(*rate).c_str(), stderr);
-  std::fputs(ThrottleWarning(*profile).c_str(), stderr);
+  // Throttled, perf's limit is why the rate is low, not the machine.
+  if (const std::string throttled = ThrottleWarning(*profile); !throttled.empty())
+    std::fputs(throttled.c_str(), stderr);
+  else if (auto rate = AchievedSamplingRate(*profile))
+    std::fputs(LowRateWarning(*rate).c_str(), stderr);
   SymbolizerOptions symbolizer_options;
   symbolizer_options.symfs = o.symfs;
   // A process table shows no source lines: skip DWARF's line tables (the

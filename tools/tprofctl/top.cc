@@ -3,7 +3,8 @@
 // the heaviest functions (or processes) of the samples that interval
 // added, SamplesSince() the previous refresh's counts, so the tables and
 // symbolization are the ones `dump` uses; one Symbolizer serves every
-// refresh, so ELF files are opened once.
+// refresh, so ELF files are opened once. Refreshes are shown from their
+// own thread (refresh_thread.h) while the recorder's goes on draining.
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "filter_cli.h"
+#include "refresh_thread.h"
 #include "tprof/profile.h"
 #include "tprof/recorder.h"
 #include "tprof/report.h"
@@ -176,18 +178,14 @@ int RunTop(TopOptions o) {
     std::fprintf(stderr, "tprofctl top: the module refused whole stacks (older than ABI 1.8?): "
                          "children count each sample's caller only\n");
   Recorder recorder(std::move(*session));
-  // The previous refresh's counts: each refresh shows what came since.
-  ProfileCounts before;
-  uint64_t n = 0;
   recorder.SetContextOptions({.granularity_ns = 0});  // a live view needs no context
-  RecorderRunOptions run;
-  run.interval = std::chrono::milliseconds(std::max<long long>(1, std::llround(o.delay_s * 1e3)));
-  run.on_interval = [&](const Profile& so_far) {
-    const uint64_t now_ns = MonotonicNs();
+  uint64_t n = 0;
+  // Runs on the refresh thread, which alone touches `live` and the
+  // symbolizer.
+  auto show = [&](TopInterval& taken) {
     // The kallsyms table moves from refresh to refresh, never copied.
     KernelSymbols kernel_symbols = std::move(live.kernel_symbols);
-    live = SamplesSince(so_far, before);
-    before = CountsOf(so_far);
+    live = std::move(taken.samples);
     live.kernel_symbols = std::move(kernel_symbols);
     symbolizer.ForgetAddresses();  // the mappings may have changed
     const Profile& interval = live;
@@ -195,8 +193,7 @@ int RunTop(TopOptions o) {
     all.top = 0;  // the flat table picks its rows across processes
     all.children = o.callers;
     ReportData data = BuildReport(interval, symbolizer, all);
-    const double seconds = static_cast<double>(now_ns - last) / 1e9;
-    last = now_ns;
+    const double seconds = taken.seconds;
     const uint64_t samples = interval.TotalSamples();
     if (!batch) std::printf("\033[H\033[2J");
     std::printf("tprofctl top: %" PRIu64 " samples in %.2f s (%.0f/s), %" PRIu64
@@ -214,9 +211,26 @@ int RunTop(TopOptions o) {
     std::fflush(stdout);
     return iterations == 0 || ++n < iterations;
   };
+  RefreshThread refresher(show, [&recorder] { recorder.RequestStop(); });
+  // The previous refresh's counts: each refresh shows what came since.
+  ProfileCounts before;
+  RecorderRunOptions run;
+  run.interval = std::chrono::milliseconds(std::max<long long>(1, std::llround(o.delay_s * 1e3)));
+  // On the recorder's thread: hand the interval over and go on draining.
+  run.on_interval = [&](const Profile& so_far) {
+    refresher.Offer([&] {
+      const uint64_t now_ns = MonotonicNs();
+      TopInterval taken{SamplesSince(so_far, before), static_cast<double>(now_ns - last) / 1e9};
+      before = CountsOf(so_far);
+      last = now_ns;
+      return taken;
+    });
+    return true;
+  };
   // Until Ctrl-C (or SIGTERM) or the last refresh; the final profile the
   // recorder hands back is not shown.
   auto done = recorder.Run(run);
+  refresher.Stop();
   if (!done) return ReportError(done.error());
   return 0;
 }

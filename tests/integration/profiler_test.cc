@@ -1027,13 +1027,22 @@ TEST_F(Profiler, PerfThrottlingIsReported) {
                 dir_.File("th.data") + " -- tprof-wl-shares --ms 1500 >/dev/null; rc=$?; echo $old > " +
                 limit + "; exit $rc");
   ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_TRUE(Contains(r.out, "-F 4000 is above kernel.perf_event_max_sample_rate (1000 Hz)"))
-      << r.out;
   auto j = DumpJson(dir_.File("th.data"));
   ASSERT_TRUE(j);
   ASSERT_TRUE(j->contains("sampling_throttle")) << j->dump();
   EXPECT_TRUE(j->at("sampling_throttle").at("throttled").get<bool>());
-  EXPECT_EQ(N(j->at("sampling_throttle").at("max_sample_rate_at_end")), 1000u);
+  EXPECT_EQ(N(j->at("sampling_throttle").at("max_sample_rate_at_start")), 1000u);
+  // The kernel may lower the limit further while it throttles (a slow
+  // emulated handler): then the warning says so.
+  const uint64_t at_end = N(j->at("sampling_throttle").at("max_sample_rate_at_end"));
+  EXPECT_LE(at_end, 1000u);
+  if (at_end == 1000)
+    EXPECT_TRUE(Contains(r.out, "-F 4000 is above kernel.perf_event_max_sample_rate (1000 Hz)"))
+        << r.out;
+  else
+    EXPECT_TRUE(Contains(r.out, "lowered kernel.perf_event_max_sample_rate from 1000 to " +
+                                    std::to_string(at_end)))
+        << r.out;
   // The workload's CPU took about a sample a millisecond, not four.
   const Json* p = ProcessRow(*j, "tprof-wl-shares");
   ASSERT_TRUE(p);
@@ -1637,10 +1646,11 @@ TEST_F(Profiler, RecordOfARunningProcessEndsWhenItExits) {
 // watcher's SIGTERM and the user's SIGINT both reach a recorder that is
 // already stopping, and neither may kill it before its summary (it died
 // with "Terminated", rc 143, when the stop signals were unblocked before
-// the summary). A race: 50 rounds, target killed and SIGINT sent back to
-// back once the session runs. ~2 s a round under TCG: x86 6.1 only.
+// the summary; it did so in every round). A race: 20 rounds, target
+// killed and SIGINT sent back to back once the session runs. ~3 s a
+// round under TCG: x86 6.1 only.
 TEST_F(Profiler, RecordOfAProcessThatExitsAsCtrlCArrivesStillReports) {
-  constexpr int kRounds = 50;
+  constexpr int kRounds = 20;
   Result r = Sh("cd " + dir_.path() + " || exit 1; n=0; i=0; while [ $i -lt " +
                 std::to_string(kRounds) + " ]; do i=$((i+1)); "
                 "tprof-wl-shares --ms 3600000 >/dev/null & w=$!; "

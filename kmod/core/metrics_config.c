@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Metric sets: pure logic, see metrics_config.h. */
 #include "metrics_config.h"
-#include "event_names.h"
+#include <linux/tprof_event_names.h>
 
 struct tprof_metric_name {
 	const char *name;

@@ -6,7 +6,7 @@
 #include <charconv>
 #include <cstdio>
 
-#include "core/event_names.h"
+#include <linux/tprof_event_names.h>
 
 namespace tprof {
 

@@ -1,4 +1,4 @@
-// The one name table (kmod/core/event_names.h): every name means the same
+// The one name table (linux/tprof_event_names.h): every name means the same
 // event in the module's metrics= parameter, tprofctl's metric lists,
 // sampling's --event and PMU counters, and comes back as itself.
 #include "tprof/event_names.h"

@@ -1,5 +1,5 @@
 // Event and metric names: the one table the module also uses
-// (kmod/core/event_names.h), for per-thread metrics, sampling's --event and
+// (linux/tprof_event_names.h), for per-thread metrics, sampling's --event and
 // PMU program counters. Raw events are rHEX ("r1c2"), as perf spells them.
 #ifndef TPROF_EVENT_NAMES_H_
 #define TPROF_EVENT_NAMES_H_
@@ -12,7 +12,7 @@
 
 namespace tprof {
 
-// Where a name is accepted (kmod/core/event_names.h's TPROF_NAME_*).
+// Where a name is accepted (linux/tprof_event_names.h's TPROF_NAME_*).
 enum EventUse : uint32_t { kUseMetric = 1, kUseSample = 2, kUsePmu = 4 };
 
 struct EventName {

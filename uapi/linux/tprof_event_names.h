@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /*
  * The one table of event and metric names, for the module parameter
  * metrics=, tprofctl metrics/threads, sampling's --event and PMU program
@@ -6,10 +6,12 @@
  * config, uses): key is the JSON key of a per-thread metric, type a
  * TPROF_METRIC_* value, uses the TPROF_NAME_* contexts that accept it.
  * Raw events are spelled as perf spells them, rHEX ("r1c2"); "raw:CODE"
- * is still accepted where it was.
+ * is still accepted where it was. Part of the UAPI so that userspace
+ * shares it without reaching into kmod/; it needs <linux/tprof.h> and
+ * <linux/perf_event.h> for the values.
  */
-#ifndef TPROF_CORE_EVENT_NAMES_H
-#define TPROF_CORE_EVENT_NAMES_H
+#ifndef _UAPI_LINUX_TPROF_EVENT_NAMES_H
+#define _UAPI_LINUX_TPROF_EVENT_NAMES_H
 
 #define TPROF_NAME_METRIC 1u /* a per-thread metric */
 #define TPROF_NAME_SAMPLE 2u /* an event sampling can overflow on */
@@ -56,4 +58,4 @@
 	X("cs", "context-switches")       \
 	X("migrations", "cpu-migrations")
 
-#endif /* TPROF_CORE_EVENT_NAMES_H */
+#endif /* _UAPI_LINUX_TPROF_EVENT_NAMES_H */

@@ -74,6 +74,8 @@ UNIT_TEST_SRCS := $(wildcard tests/unit/*.cc)
 TPROFCTL_UNIT_SRCS := tools/tprofctl/command_line.cc tools/tprofctl/hints.cc
 INTEGRATION_TEST_SRCS := $(wildcard tests/integration/*.cc)
 BENCH_SRCS := $(wildcard bench/*.cc)
+# The /dev/tprof fuzzer: its core, its scenes (tests/fuzz/*.cc).
+FUZZER_SRCS := $(wildcard tests/fuzz/*.cc)
 RUNTIME_EXAMPLE_SRCS := $(wildcard tools/runtime-example/*.cc)
 KMOD_SRCS := kmod/Kbuild kmod/Makefile $(wildcard kmod/*.[ch] kmod/core/*.[ch] kmod/probes/*.c uapi/linux/*.h)
 
@@ -280,7 +282,7 @@ $(INTEGRATION_TESTS): $(call obj,$(INTEGRATION_TEST_SRCS)) $(LIB)
 
 # The /dev/tprof fuzzer (tests/fuzz/): a guest program too, on /dev/tprof
 # directly (uapi header only).
-$(FUZZER): $(B)/obj/tests/fuzz/tprof_fuzz.o $(B)/obj/tests/fuzz/scenes_exec.o
+$(FUZZER): $(call obj,$(FUZZER_SRCS))
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $^ -pthread
 

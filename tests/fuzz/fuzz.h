@@ -1,7 +1,8 @@
-// What tprof_fuzz.cc (the fuzzer's core: its workers, accounting and
-// violations) offers the scenes that live in files of their own
+// What the fuzzer's core (its workers, accounting and violations; this side
+// of it is in core.cc) offers the scenes that live in files of their own
 // (scenes_exec.cc), and what those scenes offer the core. The core keeps
-// everything else in its anonymous namespace.
+// everything else to itself (tprof_fuzz::core: core.h, and each file's
+// anonymous namespace).
 #pragma once
 
 #include <sys/types.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs tprof_fuzz (tests/fuzz/tprof_fuzz.cc) in a guest: a root half, then an
-# unprivileged half, in one boot. `make check` runs it briefly in the debug
-# kernel; `make fuzz` runs it longer.
+# Runs tprof_fuzz (tests/fuzz/, main in tprof_fuzz.cc) in a guest: a root
+# half, then an unprivileged half, in one boot. `make check` runs it
+# briefly in the debug kernel; `make fuzz` runs it longer.
 #
 #   tests/fuzz/run.sh [--kernel debug|arm64-debug|6.1|6.12|trixie|sid|arm64-6.1|arm64-6.12|arm64-trixie|arm64-sid] [--seconds S] [--seed N] [--threads T]
 #

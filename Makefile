@@ -26,7 +26,14 @@
 # Everything is built under build/. Warnings are errors everywhere.
 
 KVER ?= $(shell tools/vm/find-kernel default 2>/dev/null || uname -r)
-VERSION := 0.1.0
+# The one version source is debian/changelog's first entry (upstream part):
+# tprofctl --version, the library's soname file, the module (version.h,
+# written into each build's copy of kmod/ and, by debian/rules, into the
+# DKMS source; dh_dkms puts it in dkms.conf) and the packages.
+VERSION := $(firstword $(subst -, ,$(shell sed -n '1s/^[^ ]* (\([^ ]*\)).*/\1/p' debian/changelog)))
+ifeq ($(VERSION),)
+$(error cannot read the version from debian/changelog)
+endif
 PREFIX ?= /usr/local
 DESTDIR ?=
 
@@ -77,7 +84,7 @@ BENCH_SRCS := $(wildcard bench/*.cc)
 # The /dev/tprof fuzzer: its core, its scenes (tests/fuzz/*.cc).
 FUZZER_SRCS := $(wildcard tests/fuzz/*.cc)
 RUNTIME_EXAMPLE_SRCS := $(wildcard tools/runtime-example/*.cc)
-KMOD_SRCS := kmod/Kbuild kmod/Makefile $(wildcard kmod/*.[ch] kmod/core/*.[ch] kmod/probes/*.c uapi/linux/*.h)
+KMOD_SRCS := kmod/Kbuild kmod/Makefile debian/changelog $(wildcard kmod/*.[ch] kmod/core/*.[ch] kmod/probes/*.c uapi/linux/*.h)
 
 obj = $(patsubst %.cc,$(B)/obj/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B)/obj/%.o,$(filter %.c,$(1)))
 pic_obj = $(patsubst %.cc,$(B)/pic/%.o,$(filter %.cc,$(1)))
@@ -106,7 +113,7 @@ RUNTIME_EXAMPLE := $(B)/bin/tprof-runtime-example
 UNIT_TESTS := $(B)/tests/tprof_unit_tests
 MODULE = $(B)/kmod/$(KVER)/kmod/tprof.ko
 
-.PHONY: all module lib tools unit-tests guest-programs vm-inputs arm64-guest-programs arm64-tools arm64-vm-inputs deps deps-arm64 check check-host fuzz demo deb \
+.PHONY: print-version kmod-version-header all module lib tools unit-tests guest-programs vm-inputs arm64-guest-programs arm64-tools arm64-vm-inputs deps deps-arm64 check check-host fuzz demo deb \
 	bench bench-programs man install uninstall clean
 .DELETE_ON_ERROR:
 
@@ -137,12 +144,24 @@ $(B)/kmod/%/kmod/tprof.ko: $(KMOD_SRCS)
 	rm -rf $(B)/kmod/$*
 	mkdir -p $(B)/kmod/$*
 	cp -r kmod uapi $(B)/kmod/$*/
+	$(MAKE) -s kmod-version-header KMOD_VERSION_H=$(B)/kmod/$*/kmod/version.h
 	if suite=$$(tools/vm/debian-kernel --suite-of $*); then \
 		tools/vm/debian-kernel --arch $(if $(filter %-arm64,$*),arm64,amd64) $$suite \
 			--build-module $(B)/kmod/$*/kmod; \
 	else \
 		$(MAKE) -C $(B)/kmod/$*/kmod KVER=$* $(call kmod_cross,$*); \
 	fi
+
+# kmod/version.h: the module's version, as a string and packed as
+# GET_INFO's module_version (uapi: TPROF_VERSION_*()).
+VERSION_WORDS := $(subst ., ,$(VERSION))
+print-version:
+	@echo $(VERSION)
+
+kmod-version-header:
+	@test -n "$(KMOD_VERSION_H)" || { echo "KMOD_VERSION_H=path/version.h" >&2; exit 2; }
+	printf '/* Generated from debian/changelog by the Makefile. */\n#define TPROF_MODULE_VERSION_STR "%s"\n#define TPROF_MODULE_VERSION ((%d << 16) | (%d << 8) | %d)\n' \
+		'$(VERSION)' $(word 1,$(VERSION_WORDS)) $(word 2,$(VERSION_WORDS)) $(word 3,$(VERSION_WORDS)) >$(KMOD_VERSION_H)
 
 $(B)/obj/%.o: %.cc
 	@mkdir -p $(@D)
@@ -193,7 +212,8 @@ $(LIB_ASAN): $(call asan_obj,$(LIB_SRCS)) $(GEN_ASAN_OBJS)
 	rm -f $@ && $(AR) rcs $@ $^
 
 # tprofctl --version prints the Makefile's VERSION.
-$(call obj,tools/tprofctl/main.cc): CPPFLAGS += -DTPROF_VERSION='"$(VERSION)"'
+$(call obj,tools/tprofctl/main.cc tests/integration/info_test.cc tests/integration/cli_test.cc): \
+	CPPFLAGS += -DTPROF_VERSION='"$(VERSION)"'
 $(call obj,tools/tprofctl/main.cc): Makefile
 $(TPROFCTL): $(call obj,$(TPROFCTL_SRCS)) $(LIB)
 	@mkdir -p $(@D)

@@ -7,8 +7,10 @@
 #include <linux/pid.h>
 #include <linux/tprof.h>
 
-#define TPROF_MODULE_VERSION_STR "0.1.0"
-#define TPROF_MODULE_VERSION ((0 << 16) | (1 << 8) | 0)
+/* TPROF_MODULE_VERSION_STR and TPROF_MODULE_VERSION, from debian/changelog
+ * (the Makefile's kmod-version-header writes it into the copy it builds,
+ * debian/rules into the DKMS source). */
+#include "version.h"
 
 /* stats.c: per-CPU event counters, written by the hooks. */
 DECLARE_PER_CPU(struct tprof_counters, tprof_cpu_counters);

@@ -29,6 +29,7 @@ all_exist() {
 	return "$missing"
 }
 
+V=$(make -s print-version)  # debian/changelog's
 make -s install DESTDIR="$D" PREFIX="$P" >"$tmp/install.log" 2>&1
 rc=$?
 check "make install DESTDIR=... PREFIX=$P exits 0" test "$rc" = 0
@@ -38,16 +39,16 @@ check "make install DESTDIR=... PREFIX=$P exits 0" test "$rc" = 0
 headers=()
 for h in libtprofctl/include/tprof/*.h; do headers+=("include/tprof/${h##*/}"); done
 check "bin/tprofctl installed, executable" test -x "$D$P/bin/tprofctl"
-check "lib: libtprofctl.a, libtprofctl.so.0.1.0, .so.0 and .so links" \
-	all_exist lib/libtprofctl.a lib/libtprofctl.so.0.1.0 lib/libtprofctl.so.0 lib/libtprofctl.so
-check "lib: libtprofctl.so -> libtprofctl.so.0 -> libtprofctl.so.0.1.0" \
+check "lib: libtprofctl.a, libtprofctl.so.$V, .so.0 and .so links" \
+	all_exist lib/libtprofctl.a lib/libtprofctl.so.$V lib/libtprofctl.so.0 lib/libtprofctl.so
+check "lib: libtprofctl.so -> libtprofctl.so.0 -> libtprofctl.so.$V" \
 	test "$(readlink "$D$P/lib/libtprofctl.so")" = libtprofctl.so.0 -a \
-	"$(readlink "$D$P/lib/libtprofctl.so.0")" = libtprofctl.so.0.1.0
-check "libtprofctl.so.0.1.0's soname is libtprofctl.so.0" \
-	grep -q 'Library soname: \[libtprofctl.so.0\]' <(readelf -d "$D$P/lib/libtprofctl.so.0.1.0")
+	"$(readlink "$D$P/lib/libtprofctl.so.0")" = libtprofctl.so.$V
+check "libtprofctl.so.$V's soname is libtprofctl.so.0" \
+	grep -q 'Library soname: \[libtprofctl.so.0\]' <(readelf -d "$D$P/lib/libtprofctl.so.$V")
 # The version script: the tprof namespace out, the protobuf code generated
 # for pprof (perftools::profiles) in.
-nm -DC --defined-only "$D$P/lib/libtprofctl.so.0.1.0" >"$tmp/exports" 2>&1
+nm -DC --defined-only "$D$P/lib/libtprofctl.so.$V" >"$tmp/exports" 2>&1
 check "libtprofctl.so exports tprof:: (ReadProfile) but not protobuf's generated perftools::" \
 	bash -c "grep -q 'tprof::ReadProfile' '$tmp/exports' && ! grep -q perftools '$tmp/exports'"
 check "headers: include/tprof/*.h (${#headers[@]}) and include/tprof/uapi/linux/tprof.h" \

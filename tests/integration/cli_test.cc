@@ -24,7 +24,7 @@ TEST(TprofctlStatus, JsonHoldsVersionsCpusAndCounters) {
   EXPECT_EQ(v.value("format_version", 0), tprof::kJsonFormatVersion) << out;
   EXPECT_EQ(v.at("abi_version").get<std::string>(),
             std::to_string(TPROF_ABI_MAJOR) + "." + std::to_string(TPROF_ABI_MINOR));
-  EXPECT_EQ(v.at("module_version").get<std::string>(), "0.1.0");
+  EXPECT_EQ(v.at("module_version").get<std::string>(), TPROF_VERSION);
   utsname u{};
   ASSERT_EQ(::uname(&u), 0);
   EXPECT_EQ(v.at("kernel_release").get<std::string>(), u.release);
@@ -63,7 +63,7 @@ TEST(Tprofctl, AMissingValueIsAUsageErrorThatSaysSo) {
 TEST(Tprofctl, VersionNamesTheReleaseAndTheAbi) {
   std::string out;
   ASSERT_EQ(RunCommand("tprofctl --version", &out), 0) << out;
-  EXPECT_EQ(out, "tprofctl 0.1.0 (tprof ABI " + std::to_string(TPROF_ABI_MAJOR) + "." +
+  EXPECT_EQ(out, "tprofctl " TPROF_VERSION " (tprof ABI " + std::to_string(TPROF_ABI_MAJOR) + "." +
                      std::to_string(TPROF_ABI_MINOR) + ")\n");
 }
 

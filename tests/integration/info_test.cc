@@ -15,7 +15,7 @@ TEST(GetInfo, ReportsTheAbiAndModuleVersionOfThisTree) {
   Info info = GetInfoOrFail(dev);
   EXPECT_EQ(info.abi_major, unsigned(TPROF_ABI_MAJOR));
   EXPECT_EQ(info.abi_minor, unsigned(TPROF_ABI_MINOR));
-  EXPECT_EQ(info.ModuleVersionString(), "0.1.0");
+  EXPECT_EQ(info.ModuleVersionString(), TPROF_VERSION);
   EXPECT_EQ(info.state, unsigned(TPROF_STATE_IDLE));
   EXPECT_TRUE(info.features & TPROF_FEAT_SCHED_COUNTERS);
 }

@@ -1,4 +1,4 @@
-// PMU programs (issue 11, US8191049) against the real module: exact counts
+// PMU programs against the real module: exact counts
 // from execution breakpoints, watchpoints, page faults and a syscall
 // tracepoint (x86 TCG emulates the debug registers), thresholds and rules
 // firing at the exact step, events reaching only the subscribed socket,

@@ -1,4 +1,4 @@
-// RuntimeProfiler (US8117599, profiler side) against a fake metrics source:
+// RuntimeProfiler (per-thread metrics, the profiler side) against a fake metrics source:
 // where each kernel delta is charged, base vs cumulative, kernel-tid reuse
 // under both policies, thread ends, Poll attribution, and the reports.
 #include "tprof/runtime_profiler.h"
@@ -212,7 +212,7 @@ TEST(RuntimeProfiler, ReusedTidChargesThePreviousThreadByDefault) {
     EXPECT_FALSE(Thread(p, b).terminated());
   }
 
-  // a's end arrives late: the seed charges it to a's last method.
+  // a's end arrives late: it is charged to a's last method.
   src.Add(100, {4, 0});
   prof.OnThreadEnd(a);
   ProfileSnapshot p = prof.Snapshot();

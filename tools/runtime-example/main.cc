@@ -1,5 +1,5 @@
 // tprof-runtime-example: a toy "language runtime" embedding
-// tprof::RuntimeProfiler, the way a JVM would (US8117599).
+// tprof::RuntimeProfiler, the way a JVM would.
 //
 // A pool of kernel threads (--workers) runs many short-lived runtime threads
 // (--runtime-threads), so kernel threads are reused. Every runtime thread
@@ -8,7 +8,7 @@
 // thread CPU time), so parse's base is twice render's and its cumulative
 // three times. Every third runtime thread ends without an end event, as a
 // runtime recycling its kernel thread might: the next runtime thread on that
-// kernel thread then takes the seed's reuse path. The main thread polls
+// kernel thread then takes the reuse path. The main thread polls
 // (drains) meanwhile and prints the tree at the end.
 //
 // Needs per-thread accounting on: `tprofctl metrics on`.

@@ -1,4 +1,4 @@
-// tprofctl pmu: PMU programs (US8191049). `pmu list` shows the events;
+// tprofctl pmu: PMU programs. `pmu list` shows the events;
 // `pmu watch` builds a program from --counter/--threshold/--when/--then,
 // runs it on a process (or a command it starts) or on every CPU (-a), prints each event the
 // kernel raises as it arrives (Boost.Asio loop on the monitor socket) and

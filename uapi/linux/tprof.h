@@ -33,7 +33,7 @@
  *     state and event counters since the module was loaded, in total and
  *     (if the caller passes an array) per CPU.
  *
- *   Per-thread metrics (ABI 1.1; design: US8117599). Per CPU the module
+ *   Per-thread metrics (ABI 1.1; design: docs/design.md). Per CPU the module
  *   keeps PCum(M) (the CPU's cumulative value of metric M: its clock, its
  *   dispatch count, a pinned per-CPU perf counter) and PLastCum(M); on every
  *   context switch Delta = PCum - PLastCum, PLastCum = PCum and TCum(M) of
@@ -119,7 +119,7 @@
  *   non-dumpable (setuid) image, with TPROF_SELF_LIVE cleared and no longer
  *   updated; after a restart (or in the new image) map a new one.
  *
- *   Sampling (ABI 1.2; design: US5355487, the Instruction Address Sampler).
+ *   Sampling (ABI 1.2; design: docs/design.md).
  *   One session at a time, owned by the file descriptor that started it;
  *   closing that descriptor ends it. Per CPU a buffer in two halves of
  *   half_bytes each, mapped read-only into the owner with mmap() (length
@@ -789,7 +789,7 @@ struct tprof_window_list {
 #define TPROF_IOC_WINDOW_READ _IOWR(TPROF_IOC_MAGIC, 0x31, struct tprof_window_read)
 #define TPROF_IOC_WINDOW_LIST _IOWR(TPROF_IOC_MAGIC, 0x32, struct tprof_window_list)
 
-/* ---- PMU programs (ABI 1.7; design: US8191049) ----------------------------
+/* ---- PMU programs (ABI 1.7; design: docs/pmu-programs.md) ----------------
  *
  * A PMU program is up to TPROF_PMU_MAX_COUNTERS counters over one thread,
  * one process (its threads, and the threads and processes they create

@@ -1,4 +1,4 @@
-// Per-thread metrics (US8117599): which metrics to account, and the
+// Per-thread metrics (docs/design.md, "Per-thread metrics"): which metrics to account, and the
 // records the module hands back (read-and-zero of one thread, and the drain
 // of every thread whose accumulators are nonzero). Device (device.h) has
 // the calls; this header has the types and the metric names.

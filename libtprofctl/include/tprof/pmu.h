@@ -1,4 +1,4 @@
-// PMU programs (uapi/linux/tprof.h, "PMU programs"; design: US8191049).
+// PMU programs (uapi/linux/tprof.h, "PMU programs"; design: docs/pmu-programs.md).
 //
 //   SymbolResolver  names -> run-time addresses of a live process
 //                   (/proc/PID/maps + ELF symbol tables, libelf)

@@ -1,4 +1,4 @@
-// A system-wide sampling profile (US5355487): the tables the raw records of
+// A system-wide sampling profile (docs/design.md, "Sampling"): the tables the raw records of
 // the sampling buffers are reduced to while they arrive, so memory grows
 // with distinct addresses, not with samples. ProfileBuilder does the
 // reduction; Profile is what reports read and what the profile file stores

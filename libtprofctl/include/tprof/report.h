@@ -1,5 +1,5 @@
-// Reports of a Profile (US5355487): (a) per process, its samples split
-// into kernel / user (main executable) / shared library (the seed's FIG. 1),
+// Reports of a Profile: (a) per process, its samples split
+// into kernel / user (main executable) / shared library,
 // with idle/wait and lost-sample rows; (b) per function within each process
 // and space, by count. Formats: aligned text, JSON, and folded stacks
 // ("process;caller;function count") for flame-graph tools.

@@ -1,4 +1,4 @@
-// The profiler side of US8117599, for a language runtime to embed.
+// The profiler side of per-thread metrics, for a language runtime to embed.
 //
 // The runtime reports its own threads and method entries/exits; on every
 // event the profiler reads-and-zeroes the kernel thread's accumulated metrics
@@ -11,7 +11,7 @@
 // Kernel thread reuse: a table maps kernel tid -> the runtime thread bound to
 // it. When a runtime thread starts on a tid that is still bound, the tid's
 // pending delta goes to the previous runtime thread's current node
-// (ReusePolicy::kChargePrevious, the seed's preferred rule) or to the new
+// (ReusePolicy::kChargePrevious, the preferred rule) or to the new
 // thread (kChargeNew); the previous thread is flagged terminated and the
 // table entry overwritten. Poll() drains every thread with a nonzero delta;
 // deltas of tids that no runtime thread is bound to are kept in an

@@ -10,9 +10,19 @@
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/tprof.h>
 #include <linux/uaccess.h>
-#include "tprof.h"
+#include "dev.h"
+#include "metrics.h"
+#include "pmu.h"
+#include "sampling.h"
+#include "stats.h"
+#include "windows.h"
 #include "core/counters.h"
+/* TPROF_MODULE_VERSION_STR and TPROF_MODULE_VERSION, from debian/changelog
+ * (the Makefile's kmod-version-header writes it into the copy it builds,
+ * debian/rules into the DKMS source). */
+#include "version.h"
 
 static long tprof_ioctl_get_info(struct tprof_info __user *uinfo)
 {

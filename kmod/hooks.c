@@ -14,8 +14,12 @@
 #include <linux/tracepoint.h>
 #include <trace/events/sched.h>
 #include <trace/events/task.h>
+#include "hooks.h"
 #include "compat.h"
-#include "tprof.h"
+#include "metrics.h"
+#include "pmu.h"
+#include "sampling.h"
+#include "stats.h"
 
 static void tprof_probe_sched_switch(void *data, bool preempt,
 				     struct task_struct *prev,

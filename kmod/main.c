@@ -5,7 +5,16 @@
  * never reports on hooks that are not there; the reverse on unload.
  */
 #include <linux/module.h>
-#include "tprof.h"
+#include <linux/tprof.h>
+#include "dev.h"
+#include "hooks.h"
+#include "metrics.h"
+#include "pmu.h"
+#include "sampling.h"
+/* TPROF_MODULE_VERSION_STR and TPROF_MODULE_VERSION, from debian/changelog
+ * (the Makefile's kmod-version-header writes it into the copy it builds,
+ * debian/rules into the DKMS source). */
+#include "version.h"
 
 static int __init tprof_init(void)
 {

@@ -18,7 +18,8 @@
 #include <linux/smp.h>
 #include <linux/string.h>
 #include "metrics.h"
-#include "tprof.h"
+#include "admission.h"
+#include "self_page.h"
 #include "core/metrics_config.h"
 
 struct tprof_metrics_state __rcu *tprof_metrics_live;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Per-thread metrics (US8117599): the state shared by metrics.c (enable,
- * disable, thread lifecycle), metrics_switch.c (the context-switch hot path)
- * and metrics_ioctl.c (read-and-zero, drain, status, the self page).
+ * Per-thread metrics (US8117599): the entry points the rest of the module
+ * calls, then the state shared by metrics.c (enable, disable, thread
+ * lifecycle), metrics_switch.c (the context-switch hot path),
+ * metrics_ioctl.c (read-and-zero, drain, status, the self page) and
+ * metrics_counters.c (the per-CPU perf counters of event metrics).
  *
  * Per CPU: PCum(M) is read from the CPU's clock, its dispatch count or a
  * pinned per-CPU perf counter, PLastCum(M) is kept in struct
@@ -65,6 +67,32 @@
 #include <linux/workqueue.h>
 #include "core/thread_index.h"
 #include "cpu_events.h"
+
+struct vm_area_struct;
+
+/*
+ * API for the rest of the module: the hooks (hooks.c), the ioctls and the
+ * self page's mmap (dev.c), load and unload (main.c).
+ */
+/* metrics.c */
+int tprof_metrics_init(void);
+void tprof_metrics_exit(void);
+void tprof_metrics_newtask(struct task_struct *p);
+void tprof_metrics_exec(struct task_struct *p);
+void tprof_metrics_free(struct task_struct *p);
+long tprof_ioctl_metrics_enable(struct tprof_metrics_config __user *uarg);
+long tprof_ioctl_metrics_disable(void);
+/* metrics_switch.c */
+void tprof_metrics_sched_switch(struct task_struct *prev,
+				struct task_struct *next);
+/* metrics_ioctl.c */
+long tprof_ioctl_metrics_status(struct tprof_metrics_status __user *uarg);
+long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg);
+long tprof_ioctl_drain(struct tprof_drain __user *uarg);
+long tprof_ioctl_read_self(struct tprof_self_read __user *uarg);
+int tprof_metrics_self_mmap(struct vm_area_struct *vma);
+
+/* The rest is shared between metrics*.c only. */
 
 #define TPROF_MSLOT_LISTED (1U << 0)	/* on a nonzero list or a drain batch */
 #define TPROF_MSLOT_EXITED (1U << 1)	/* thread gone; final report pending */

@@ -7,9 +7,8 @@
  */
 #include <linux/perf_event.h>
 #include <linux/string.h>
-#include "cpu_events.h"
 #include "metrics.h"
-#include "tprof.h"
+#include "cpu_events.h"
 
 /* Serialised by the metrics mutex (enable/disable). */
 struct tprof_cpu_events tprof_mcounters;

@@ -19,9 +19,10 @@
 #include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/uaccess.h>
-#include "user_limits.h"
 #include "metrics.h"
-#include "tprof.h"
+#include "admission.h"
+#include "self_page.h"
+#include "user_limits.h"
 
 long tprof_ioctl_metrics_status(struct tprof_metrics_status __user *uarg)
 {

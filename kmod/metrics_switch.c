@@ -10,7 +10,7 @@
 #include <linux/rcupdate.h>
 #include <linux/sched/clock.h>
 #include "metrics.h"
-#include "tprof.h"
+#include "self_page.h"
 
 /*
  * PCum(M) of this CPU; IRQs off. An event not counting gives no delta and

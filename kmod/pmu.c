@@ -43,10 +43,9 @@
 #include <asm/cpufeature.h>
 #include <asm/sysreg.h>
 #endif
+#include "pmu.h"
 #include "admission.h"
 #include "compat.h"
-#include "tprof.h"
-#include "pmu.h"
 #include "core/pmu_rules.h"
 
 /*

@@ -2,7 +2,8 @@
 /*
  * PMU programs (US8191049): counters with thresholds and arithmetic rules,
  * evaluated in the perf overflow handlers; events go through a lock-free
- * queue to a work item that sends them over generic netlink.
+ * queue to a work item that sends them over generic netlink. The entry
+ * points the rest of the module calls, then what its files share:
  *   pmu.c          programs: creation, permissions, counters, rules, queue
  *   pmu_netlink.c  the generic netlink family, subscriptions, delivery
  *   pmu_probe.c    arm64: breakpoints as uprobes (user) and kprobes (kernel)
@@ -26,6 +27,18 @@ struct tprof_pmu_probe;
 struct sock;
 struct pid_namespace;
 struct tprof_pmu_prog;
+struct task_struct;
+
+/*
+ * API for the rest of the module: the exec hook (hooks.c), the ioctl
+ * (dev.c), load and unload (main.c). All in pmu.c.
+ */
+long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg);
+void tprof_pmu_on_exec(struct task_struct *t);
+int tprof_pmu_init(void);
+void tprof_pmu_exit(void);
+
+/* The rest is shared between pmu*.c only. */
 
 struct tprof_pmu_ctr {
 	struct tprof_pmu_prog *prog;

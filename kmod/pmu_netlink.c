@@ -24,7 +24,6 @@
 #include <linux/notifier.h>
 #include <net/genetlink.h>
 #include <net/sock.h>
-#include "tprof.h"
 #include "pmu.h"
 
 static const struct nla_policy tprof_pmu_policy[TPROF_PMU_A_MAX + 1] = {

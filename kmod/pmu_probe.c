@@ -47,9 +47,9 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include "pmu.h"
 #include "admission.h"
 #include "compat.h"
-#include "pmu.h"
 
 struct tprof_pmu_probe {
 	struct uprobe_consumer uc;

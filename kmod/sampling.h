@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Sampling sessions (US5355487, the Instruction Address Sampler), shared
- * between the files that implement them, one concern each:
+ * Sampling sessions (US5355487, the Instruction Address Sampler): the entry
+ * points the rest of the module calls, then what the files that implement
+ * them share, one concern each:
  *
  *   sampling_hot.c      the sample handler and record writing (IRQ/NMI)
  *   sampling_stack.c    a sample's whole stack (kernel and user part)
@@ -25,11 +26,43 @@
 #include <linux/mutex.h>
 #include <linux/perf_event.h>
 #include <linux/siphash.h>
+#include <linux/tprof.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
-#include "tprof.h"
 #include "cpu_events.h"
 #include "core/sample_buffer.h"
+
+struct file;
+struct poll_table_struct;
+struct task_struct;
+struct vm_area_struct;
+
+/*
+ * API for the rest of the module: the hooks (hooks.c), the ioctls and
+ * file operations (dev.c), load and unload (main.c).
+ */
+/* sampling_records.c */
+void tprof_sampling_on_fork(struct task_struct *parent, struct task_struct *child);
+void tprof_sampling_on_exec(struct task_struct *p);
+void tprof_sampling_on_exit(struct task_struct *p);
+/* sampling_ioctl.c */
+long tprof_ioctl_sampling_start(struct file *file,
+				struct tprof_sampling_config __user *uarg);
+long tprof_ioctl_sampling_stop(struct file *file);
+long tprof_ioctl_sampling_stop_any(void);
+long tprof_ioctl_sampling_flush(struct file *file);
+long tprof_ioctl_sampling_release(struct file *file,
+				  struct tprof_buffer_release __user *uarg);
+long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg);
+/* sampling_session.c */
+u32 tprof_sampling_state(void);
+int tprof_sampling_mmap(struct file *file, struct vm_area_struct *vma);
+__poll_t tprof_sampling_poll(struct file *file, struct poll_table_struct *wait);
+void tprof_sampling_file_release(struct file *file);
+int tprof_sampling_init(void);
+void tprof_sampling_exit(void);
+
+/* The rest is shared between sampling_*.c (and windows.c, on a session). */
 
 #define TPROF_MAP_CACHE 8	/* address spaces remembered per CPU */
 #define TPROF_MAP_REQUESTS 64	/* address spaces queued for the worker */
@@ -186,14 +219,5 @@ bool tprof_session_follows(struct tprof_session *s, struct task_struct *p);
 bool tprof_follow_add(struct tprof_session *s, struct pid *pid);
 bool tprof_follow_remove(struct tprof_session *s, struct pid *pid);
 void tprof_follow_clear(struct tprof_session *s);
-
-/* windows.c, on a session */
-void tprof_windows_sample(struct tprof_session *s, u64 pc,
-			  struct task_struct *task, bool user);
-void tprof_windows_on_fork(struct tprof_session *s, struct task_struct *parent,
-			   struct task_struct *child);
-void tprof_windows_on_exec(struct tprof_session *s, struct task_struct *p);
-void tprof_windows_on_exit(struct tprof_session *s, struct task_struct *p);
-void tprof_windows_session_end(struct tprof_session *s);
 
 #endif /* TPROF_SAMPLING_H */

@@ -30,8 +30,8 @@
 #include <linux/sched/user.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
-#include "compat.h"
 #include "sampling.h"
+#include "compat.h"
 
 static unsigned int sampling_mlock_kb = 512 + (PAGE_SIZE >> 10);
 module_param(sampling_mlock_kb, uint, 0644);

@@ -15,8 +15,9 @@
 #ifdef CONFIG_X86_64
 #include <asm/unwind.h>
 #endif
-#include "compat.h"
 #include "sampling.h"
+#include "compat.h"
+#include "windows.h"
 
 /*
  * Reserves a record in this CPU's buffer. IRQs must be off. Returns NULL

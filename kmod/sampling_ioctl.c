@@ -21,6 +21,7 @@
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 #include "sampling.h"
+#include "admission.h"
 
 static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 {

@@ -19,8 +19,10 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/string.h>
-#include "pid_set.h"
 #include "sampling.h"
+#include "admission.h"
+#include "pid_set.h"
+#include "windows.h"
 
 /* Queues a MAP capture of current's address space unless recently done. */
 void tprof_request_maps(struct tprof_session *s,

@@ -26,8 +26,9 @@
 #include <linux/poll.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
-#include "compat.h"
 #include "sampling.h"
+#include "compat.h"
+#include "windows.h"
 
 DEFINE_MUTEX(tprof_sampling_mutex);
 /* The running session, for the sample handler and the hooks (RCU). */

@@ -14,8 +14,8 @@
 #ifdef CONFIG_X86_64
 #include <asm/unwind.h>
 #endif
-#include "compat.h"
 #include "sampling.h"
+#include "compat.h"
 #include "core/stack_walk.h"
 
 static int tprof_read_user_frame(void *ctx, u64 addr, u64 rec[2])

@@ -17,8 +17,8 @@
 #include <linux/math64.h>
 #include <linux/mm.h>
 #include <linux/time64.h>
+#include "self_page.h"
 #include "compat.h"
-#include "tprof.h"
 #include "core/metrics_config.h"
 
 #ifdef CONFIG_X86_TSC

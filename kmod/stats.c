@@ -6,7 +6,7 @@
  * slightly different moments, never a torn value.
  */
 #include <linux/cpumask.h>
-#include "tprof.h"
+#include "stats.h"
 #include "core/counters.h"
 
 DEFINE_PER_CPU(struct tprof_counters, tprof_cpu_counters);

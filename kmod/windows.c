@@ -37,6 +37,8 @@
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include "windows.h"
+#include "admission.h"
 #include "pid_set.h"
 #include "sampling.h"
 #include "core/window_math.h"

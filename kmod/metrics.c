@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Per-thread metrics (US8117599): enable and disable, the table of tracked
+ * Per-thread metrics: enable and disable, the table of tracked
  * threads and their lifecycle (new task, exec, free). The locking rules and
  * invariants are in metrics.h; the switch hook is in metrics_switch.c, the
  * read-and-zero ioctls in metrics_ioctl.c, the per-CPU perf counters in

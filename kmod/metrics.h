@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Per-thread metrics (US8117599): the entry points the rest of the module
+ * Per-thread metrics: the entry points the rest of the module
  * calls, then the state shared by metrics.c (enable, disable, thread
  * lifecycle), metrics_switch.c (the context-switch hot path),
  * metrics_ioctl.c (read-and-zero, drain, status, the self page) and

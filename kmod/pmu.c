@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * PMU programs (US8191049): up to 8 counters of one thread, one process
+ * PMU programs: up to 8 counters of one thread, one process
  * or every CPU (through cpu_events.c), each a perf event with our
  * overflow handler (a watchpoint one per piece of its data range, all
  * with the same counter as context: the value is their sum). Exact kinds (software

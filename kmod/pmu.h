@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * PMU programs (US8191049): counters with thresholds and arithmetic rules,
+ * PMU programs: counters with thresholds and arithmetic rules,
  * evaluated in the perf overflow handlers; events go through a lock-free
  * queue to a work item that sends them over generic netlink. The entry
  * points the rest of the module calls, then what its files share:

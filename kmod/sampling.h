@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Sampling sessions (US5355487, the Instruction Address Sampler): the entry
- * points the rest of the module calls, then what the files that implement
- * them share, one concern each:
+ * Sampling sessions: the entry points the rest of the module calls, then
+ * what the files that implement them share, one concern each:
  *
  *   sampling_hot.c      the sample handler and record writing (IRQ/NMI)
  *   sampling_stack.c    a sample's whole stack (kernel and user part)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The per-thread metrics table's index (US8117599): which slot tracks which
+ * The per-thread metrics table's index: which slot tracks which
  * thread, and which slots are free. Pure logic (see core_env.h): the caller
  * provides the memory and the locking.
  *

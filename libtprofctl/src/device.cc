@@ -74,15 +74,48 @@ std::string Info::StateName() const {
   }
 }
 
+uint64_t FeaturesOf(const tprof_info& raw) {
+  // What each minor before 1.17 added, in the bit it has since.
+  static constexpr struct {
+    uint32_t minor;
+    uint64_t feature;
+  } kImplied[] = {
+      {9, TPROF_FEAT_PMU_SUBSCRIBE_REPLY}, {10, TPROF_FEAT_PMU_WIDE_WATCHPOINTS},
+      {11, TPROF_FEAT_PMU_DATA_RANGES},    {12, TPROF_FEAT_EXEC_TRANSITION},
+      {13, TPROF_FEAT_INDEX_REHASHES},     {14, TPROF_FEAT_PMU_COUNTS_ONLY},
+      {15, TPROF_FEAT_PMU_COUNTS_ONLY_CPUS}, {16, TPROF_FEAT_SAMPLING_CPUS},
+  };
+  uint64_t features = raw.features;
+  if (raw.abi_major == TPROF_ABI_MAJOR && raw.abi_minor < 17)
+    for (const auto& f : kImplied)
+      if (raw.abi_minor >= f.minor) features |= f.feature;
+  return features;
+}
+
 std::vector<std::string> Info::FeatureNames() const {
+  static constexpr struct {
+    uint64_t feature;
+    const char* name;
+  } kNames[] = {
+      {TPROF_FEAT_SCHED_COUNTERS, "sched_counters"},
+      {TPROF_FEAT_THREAD_METRICS, "thread_metrics"},
+      {TPROF_FEAT_SAMPLING, "sampling"},
+      {TPROF_FEAT_WINDOWS, "windows"},
+      {TPROF_FEAT_SELF_PAGE, "self_page"},
+      {TPROF_FEAT_PMU_PROGRAMS, "pmu_programs"},
+      {TPROF_FEAT_THREAD_TOTALS, "thread_totals"},
+      {TPROF_FEAT_PMU_SUBSCRIBE_REPLY, "pmu_subscribe_reply"},
+      {TPROF_FEAT_PMU_WIDE_WATCHPOINTS, "pmu_wide_watchpoints"},
+      {TPROF_FEAT_PMU_DATA_RANGES, "pmu_data_ranges"},
+      {TPROF_FEAT_EXEC_TRANSITION, "exec_transition"},
+      {TPROF_FEAT_INDEX_REHASHES, "index_rehashes"},
+      {TPROF_FEAT_PMU_COUNTS_ONLY, "pmu_counts_only"},
+      {TPROF_FEAT_PMU_COUNTS_ONLY_CPUS, "pmu_counts_only_cpus"},
+      {TPROF_FEAT_SAMPLING_CPUS, "sampling_cpus"},
+  };
   std::vector<std::string> names;
-  if (features & TPROF_FEAT_SCHED_COUNTERS) names.push_back("sched_counters");
-  if (features & TPROF_FEAT_THREAD_METRICS) names.push_back("thread_metrics");
-  if (features & TPROF_FEAT_SAMPLING) names.push_back("sampling");
-  if (features & TPROF_FEAT_WINDOWS) names.push_back("windows");
-  if (features & TPROF_FEAT_SELF_PAGE) names.push_back("self_page");
-  if (features & TPROF_FEAT_PMU_PROGRAMS) names.push_back("pmu_programs");
-  if (features & TPROF_FEAT_THREAD_TOTALS) names.push_back("thread_totals");
+  for (const auto& f : kNames)
+    if (features & f.feature) names.push_back(f.name);
   return names;
 }
 
@@ -119,7 +152,7 @@ Expected<Info> Device::GetInfo() const {
   info.state = raw.state;
   info.nr_cpu_ids = raw.nr_cpu_ids;
   info.nr_online_cpus = raw.nr_online_cpus;
-  info.features = raw.features;
+  info.features = FeaturesOf(raw);
   info.total = raw.total;
   for (uint32_t i = 0; i < raw.cpu_stats_count && i < stats.size(); ++i)
     info.cpus.push_back(CpuStats{stats[i].cpu, stats[i].online != 0, stats[i].counters});

@@ -28,18 +28,17 @@ bool OlderThanWideWatchpoints(const Device& device, const tprof_pmu_program& pro
     wide |= program.counters[i].kind == TPROF_PMU_EV_WATCHPOINT && program.counters[i].len > 8;
   if (!wide) return false;
   auto info = device.GetInfo();
-  return info && info->abi_minor < 10;
+  return info && !info->Has(TPROF_FEAT_PMU_WIDE_WATCHPOINTS);
 }
 
 // Modules before ABI 1.11 took no data range (TPROF_PMU_CTR_DATA_RANGE).
-// The coordinator's ABI bump must keep this number in step.
 bool OlderThanDataRanges(const Device& device, const tprof_pmu_program& program) {
   bool data = false;
   for (uint32_t i = 0; i < program.nr_counters && i < TPROF_PMU_MAX_COUNTERS; i++)
     data |= (program.counters[i].flags & TPROF_PMU_CTR_DATA_RANGE) != 0;
   if (!data) return false;
   auto info = device.GetInfo();
-  return info && info->abi_minor < 11;
+  return info && !info->Has(TPROF_FEAT_PMU_DATA_RANGES);
 }
 
 }  // namespace

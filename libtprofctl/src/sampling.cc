@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "tprof/device.h"
 #include "tprof/event_names.h"
 
 namespace tprof {
@@ -115,7 +116,7 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
     tprof_info info{};
     if (::ioctl(fd.get(), TPROF_IOC_GET_INFO, &info) != 0)
       return SamplingError("starting sampling", errno);
-    if (info.abi_minor < 16)
+    if (!(FeaturesOf(info) & TPROF_FEAT_SAMPLING_CPUS))
       return Error::FromErrno(ENOTSUP, "sampling chosen CPUs needs a module of ABI 1.16 or "
                                        "later (this one is 1." +
                                            std::to_string(info.abi_minor) + ")");

@@ -76,8 +76,9 @@ Expected<StatCounters> StatCounters::Start(const Device& device, uint32_t scope,
   auto info = device.GetInfo();
   if (!info) return info.error();
   // Counts-only counters came with 1.14, in scope CPUS with 1.15.
-  const uint32_t needed = scope == TPROF_PMU_SCOPE_CPUS ? 15 : 14;
-  if (info->abi_major == TPROF_ABI_MAJOR && info->abi_minor < needed)
+  const bool cpus = scope == TPROF_PMU_SCOPE_CPUS;
+  const uint32_t needed = cpus ? 15 : 14;
+  if (!info->Has(cpus ? TPROF_FEAT_PMU_COUNTS_ONLY_CPUS : TPROF_FEAT_PMU_COUNTS_ONLY))
     return Error::FromErrno(ENOTSUP, std::string(scope == TPROF_PMU_SCOPE_CPUS
                                                      ? "counting every CPU"
                                                      : "counting") +

@@ -17,7 +17,15 @@ TEST(GetInfo, ReportsTheAbiAndModuleVersionOfThisTree) {
   EXPECT_EQ(info.abi_minor, unsigned(TPROF_ABI_MINOR));
   EXPECT_EQ(info.ModuleVersionString(), TPROF_VERSION);
   EXPECT_EQ(info.state, unsigned(TPROF_STATE_IDLE));
-  EXPECT_TRUE(info.features & TPROF_FEAT_SCHED_COUNTERS);
+  // Every feature of this tree, each with its bit (ABI 1.17).
+  const uint64_t all = TPROF_FEAT_SCHED_COUNTERS | TPROF_FEAT_THREAD_METRICS |
+                       TPROF_FEAT_SAMPLING | TPROF_FEAT_WINDOWS | TPROF_FEAT_SELF_PAGE |
+                       TPROF_FEAT_PMU_PROGRAMS | TPROF_FEAT_THREAD_TOTALS |
+                       TPROF_FEAT_PMU_SUBSCRIBE_REPLY | TPROF_FEAT_PMU_WIDE_WATCHPOINTS |
+                       TPROF_FEAT_PMU_DATA_RANGES | TPROF_FEAT_EXEC_TRANSITION |
+                       TPROF_FEAT_INDEX_REHASHES | TPROF_FEAT_PMU_COUNTS_ONLY |
+                       TPROF_FEAT_PMU_COUNTS_ONLY_CPUS | TPROF_FEAT_SAMPLING_CPUS;
+  EXPECT_EQ(info.features, all) << std::hex << info.features;
 }
 
 TEST(GetInfo, CpuCountsMatchWhatTheKernelShowsUserspace) {

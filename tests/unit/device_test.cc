@@ -31,6 +31,31 @@ TEST(Device, NonTprofDeviceReportsEnotty) {
   EXPECT_NE(info.error().message().find("not a tprof device"), std::string::npos);
 }
 
+// One way to ask what a module can do: a module of 1.9 to 1.16 sets no
+// bit for what came after 1.8, and FeaturesOf() supplies what its minor
+// version had; from 1.17 the module's own bits are the answer.
+TEST(Device, FeaturesOfOlderModulesAreImpliedByTheirMinorVersion) {
+  tprof_info raw{};
+  raw.abi_major = TPROF_ABI_MAJOR;
+  raw.abi_minor = 14;
+  raw.features = TPROF_FEAT_PMU_PROGRAMS | TPROF_FEAT_THREAD_TOTALS;
+  const uint64_t f14 = tprof::FeaturesOf(raw);
+  EXPECT_TRUE(f14 & TPROF_FEAT_PMU_PROGRAMS);
+  EXPECT_TRUE(f14 & TPROF_FEAT_PMU_SUBSCRIBE_REPLY);
+  EXPECT_TRUE(f14 & TPROF_FEAT_PMU_DATA_RANGES);
+  EXPECT_TRUE(f14 & TPROF_FEAT_PMU_COUNTS_ONLY);
+  EXPECT_FALSE(f14 & TPROF_FEAT_PMU_COUNTS_ONLY_CPUS) << "1.15";
+  EXPECT_FALSE(f14 & TPROF_FEAT_SAMPLING_CPUS) << "1.16";
+  raw.abi_minor = 8;
+  EXPECT_EQ(tprof::FeaturesOf(raw), raw.features) << "1.8 had bits for all it had";
+  raw.abi_minor = 17;
+  EXPECT_EQ(tprof::FeaturesOf(raw), raw.features) << "1.17 names every feature itself";
+  tprof::Info info;
+  info.features = f14;
+  EXPECT_TRUE(info.Has(TPROF_FEAT_PMU_COUNTS_ONLY));
+  EXPECT_FALSE(info.Has(TPROF_FEAT_PMU_COUNTS_ONLY | TPROF_FEAT_SAMPLING_CPUS));
+}
+
 TEST(ScopedFd, ClosesOnceAndMovesOwnership) {
   int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);

@@ -279,7 +279,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 16 /* 1.16: sampling on chosen CPUs (tprof_sampling_config.cpus) */
+#define TPROF_ABI_MINOR 17 /* 1.17: a feature bit for every addition (TPROF_FEAT_*) */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -300,6 +300,19 @@
 #define TPROF_FEAT_SELF_PAGE (1ULL << 4)      /* per-thread self page (ABI 1.4) */
 #define TPROF_FEAT_PMU_PROGRAMS (1ULL << 5)   /* PMU programs, generic netlink (ABI 1.7) */
 #define TPROF_FEAT_THREAD_TOTALS (1ULL << 6)  /* THREAD_READ_TOTALS, SAMPLING_FLUSH (ABI 1.8) */
+/*
+ * Every addition has its bit (ABI 1.17). A module of 1.9 to 1.16 sets
+ * none of those below: what its minor version had is implied (for a
+ * library, tprof::FeaturesOf() does that once).
+ */
+#define TPROF_FEAT_PMU_SUBSCRIBE_REPLY (1ULL << 7) /* the subscription's reply (ABI 1.9) */
+#define TPROF_FEAT_PMU_WIDE_WATCHPOINTS (1ULL << 8) /* watchpoints up to 32 bytes (ABI 1.10) */
+#define TPROF_FEAT_PMU_DATA_RANGES (1ULL << 9) /* TPROF_PMU_CTR_DATA_RANGE (ABI 1.11) */
+#define TPROF_FEAT_EXEC_TRANSITION (1ULL << 10) /* exec_left, EXIT's flags, EDQUOT (ABI 1.12) */
+#define TPROF_FEAT_INDEX_REHASHES (1ULL << 11) /* metrics status' index_rehashes (ABI 1.13) */
+#define TPROF_FEAT_PMU_COUNTS_ONLY (1ULL << 12) /* TPROF_PMU_CTR_COUNT (ABI 1.14) */
+#define TPROF_FEAT_PMU_COUNTS_ONLY_CPUS (1ULL << 13) /* counts only in scope CPUS (ABI 1.15) */
+#define TPROF_FEAT_SAMPLING_CPUS (1ULL << 14) /* tprof_sampling_config.cpus (ABI 1.16) */
 
 /* tprof_info.state */
 enum tprof_state {

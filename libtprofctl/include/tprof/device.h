@@ -21,6 +21,11 @@ struct CpuStats {
   tprof_counters counters{};
 };
 
+// A module's TPROF_FEAT_* bits, with those a module of ABI 1.9 to 1.16
+// had by its minor version (it sets no bit for them): the one way the
+// library and the CLI ask what a module can do.
+[[nodiscard]] uint64_t FeaturesOf(const tprof_info& raw);
+
 // What TPROF_IOC_GET_INFO reports, in library types.
 struct Info {
   uint32_t abi_major = 0;
@@ -29,7 +34,7 @@ struct Info {
   uint32_t state = 0;           // enum tprof_state
   uint32_t nr_cpu_ids = 0;
   uint32_t nr_online_cpus = 0;
-  uint64_t features = 0;
+  uint64_t features = 0;  // FeaturesOf(): implied bits included
   tprof_counters total{};
   std::vector<CpuStats> cpus;  // one entry per possible CPU id
 
@@ -37,6 +42,7 @@ struct Info {
   std::string AbiVersionString() const;     // "1.0"
   std::string StateName() const;            // "idle"
   std::vector<std::string> FeatureNames() const;
+  bool Has(uint64_t feature) const { return (features & feature) == feature; }
 };
 
 // What TPROF_IOC_SAMPLING_STATUS reports: the running session, whoever

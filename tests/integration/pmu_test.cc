@@ -35,6 +35,7 @@
 #include "fresh_pages.h"
 #include "guest_env.h"
 #include "pmu_events.h"
+#include "pmu_fixture.h"
 #include "tprof/pmu.h"
 
 // The routines the tests count. C linkage and noinline, so their symbols
@@ -70,27 +71,6 @@ pmu::SymbolResolver SelfSymbols() {
   return std::move(*r);
 }
 
-Program CreateOrFail(const Device& dev, const ProgramSpec& spec,
-                     uint32_t scope = TPROF_PMU_SCOPE_THREAD, uint32_t pid = 0) {
-  auto p = Program::Create(dev, spec.Build(scope, pid));
-  if (!p) FailTest(p.error().message());
-  return std::move(*p);
-}
-
-Monitor SubscribedMonitor(const Program& p) {
-  auto m = Monitor::Open();
-  if (!m) FailTest(m.error().message());
-  auto st = m->Subscribe(p);
-  EXPECT_TRUE(st) << st.error().message();
-  return std::move(*m);
-}
-
-tprof_pmu_values ReadOrFail(const Program& p) {
-  auto v = p.Read();
-  EXPECT_TRUE(v) << v.error().message();
-  return v ? *v : tprof_pmu_values{};
-}
-
 // Syscall tracepoints need tracefs; the guest's init does not mount it.
 void MountTracefs() {
   struct stat st;
@@ -114,13 +94,8 @@ std::string AfterVisitCounter(const std::string& name) {
 #endif
 }
 
-TEST(PmuTest, BreakpointCountsVisitsAndWatchpointCountsWritesExactly) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("visits=bp:tprof_pmu_visited", &syms));
-  ASSERT_TRUE(spec.AddCounter("writes=w:tprof_pmu_watched", &syms));
-  Program prog = CreateOrFail(dev, spec);
+TEST_F(PmuTest, BreakpointCountsVisitsAndWatchpointCountsWritesExactly) {
+  Program prog = Create(Spec({"visits=bp:tprof_pmu_visited", "writes=w:tprof_pmu_watched"}));
   for (int i = 0; i < 1000; i++) tprof_pmu_visited();
   tprof_pmu_watched = 0;  // one more write, no visit
   auto v = ReadOrFail(prog);
@@ -134,65 +109,53 @@ TEST(PmuTest, BreakpointCountsVisitsAndWatchpointCountsWritesExactly) {
 // mapping, is then paired with a stepper (2 debug registers); an execution
 // breakpoint at a user address of a file mapping is a uprobe. The counts
 // themselves stay exact when another counter of the program raises events.
-TEST(PmuTest, BreakpointsAndWatchpointsTakeThresholdsRulesRangesAndArming) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  auto visited = syms.Find("tprof_pmu_visited");
+TEST_F(PmuTest, BreakpointsAndWatchpointsTakeThresholdsRulesRangesAndArming) {
+  auto visited = syms_.Find("tprof_pmu_visited");
   ASSERT_TRUE(visited);
   const int want = 0;
-  auto errno_of = [&](const tprof_pmu_program& p) {
-    auto prog = Program::Create(dev, p);
-    return prog ? 0 : prog.error().code().value();
-  };
-  ProgramSpec plain;
-  ASSERT_TRUE(plain.AddCounter("v=bp:tprof_pmu_visited", &syms));
-  ASSERT_TRUE(plain.AddCounter("w=w:tprof_pmu_watched", &syms));
-  EXPECT_EQ(errno_of(plain.Build(TPROF_PMU_SCOPE_THREAD, 0)), 0);
+  ProgramSpec plain = Spec({"v=bp:tprof_pmu_visited", "w=w:tprof_pmu_watched"});
+  EXPECT_EQ(ErrnoOf(plain.Build(TPROF_PMU_SCOPE_THREAD, 0)), 0);
 
   // Counter 0: the breakpoint (per hit everywhere); counter 1: the watchpoint.
   for (uint32_t i : {0u, 1u}) {
     const int want_i = i == 0 ? 0 : want;
     ProgramSpec threshold = plain;
     ASSERT_TRUE(threshold.AddThreshold(i == 0 ? "v>=10" : "w>=10"));
-    EXPECT_EQ(errno_of(threshold.Build(TPROF_PMU_SCOPE_THREAD, 0)), want_i) << "threshold " << i;
+    EXPECT_EQ(ErrnoOf(threshold.Build(TPROF_PMU_SCOPE_THREAD, 0)), want_i) << "threshold " << i;
     ProgramSpec rule = plain;
     ASSERT_TRUE(rule.AddRule(i == 0 ? "v>0" : "w>0"));
-    EXPECT_EQ(errno_of(rule.Build(TPROF_PMU_SCOPE_THREAD, 0)), want_i) << "rule " << i;
+    EXPECT_EQ(ErrnoOf(rule.Build(TPROF_PMU_SCOPE_THREAD, 0)), want_i) << "rule " << i;
     tprof_pmu_program ranged = plain.Build(TPROF_PMU_SCOPE_THREAD, 0);
     ranged.counters[i].flags |= TPROF_PMU_CTR_RANGE;
     ranged.counters[i].range_start = visited->start;
     ranged.counters[i].range_end = visited->end;
-    EXPECT_EQ(errno_of(ranged), want_i) << "range " << i;
-    ProgramSpec armer;
-    ASSERT_TRUE(armer.AddCounter("f=page-faults", &syms));
-    ASSERT_TRUE(armer.AddCounter(i == 0 ? "v=bp:tprof_pmu_visited" : "w=w:tprof_pmu_watched", &syms));
+    EXPECT_EQ(ErrnoOf(ranged), want_i) << "range " << i;
+    ProgramSpec armer = Spec({"f=page-faults", i == 0 ? "v=bp:tprof_pmu_visited" : "w=w:tprof_pmu_watched"});
     ASSERT_TRUE(armer.AddRule("f>0"));
     tprof_pmu_program armed = armer.Build(TPROF_PMU_SCOPE_THREAD, 0);
     armed.counters[1].armed_by = 1;
-    EXPECT_EQ(errno_of(armed), want_i) << "armed_by " << i;
+    EXPECT_EQ(ErrnoOf(armed), want_i) << "armed_by " << i;
   }
-  ProgramSpec bp_only;
-  ASSERT_TRUE(bp_only.AddCounter("v=bp:tprof_pmu_visited", &syms));
-  EXPECT_EQ(errno_of(bp_only.Build(TPROF_PMU_SCOPE_CPUS, 0)), want) << "every CPU";
+  ProgramSpec bp_only = Spec({"v=bp:tprof_pmu_visited"});
+  EXPECT_EQ(ErrnoOf(bp_only.Build(TPROF_PMU_SCOPE_CPUS, 0)), want) << "every CPU";
   // Not in a file mapping (an anonymous page): on arm64 a debug register.
   FreshPages anon(1);
   ASSERT_NE(anon.base, MAP_FAILED);
   char anon_bp[64];
   std::snprintf(anon_bp, sizeof(anon_bp), "a=bp:0x%llx", (unsigned long long)(uintptr_t)anon.base);
-  ProgramSpec anon_plain;
-  ASSERT_TRUE(anon_plain.AddCounter(anon_bp, nullptr));
-  EXPECT_EQ(errno_of(anon_plain.Build(TPROF_PMU_SCOPE_THREAD, 0)), 0) << "anonymous";
+  ProgramSpec anon_plain = Spec({anon_bp});
+  EXPECT_EQ(ErrnoOf(anon_plain.Build(TPROF_PMU_SCOPE_THREAD, 0)), 0) << "anonymous";
   ProgramSpec anon_threshold = anon_plain;
   ASSERT_TRUE(anon_threshold.AddThreshold("a>=1"));
-  EXPECT_EQ(errno_of(anon_threshold.Build(TPROF_PMU_SCOPE_THREAD, 0)), want) << "anonymous threshold";
+  EXPECT_EQ(ErrnoOf(anon_threshold.Build(TPROF_PMU_SCOPE_THREAD, 0)), want) << "anonymous threshold";
 
   // A page-fault threshold beside them: its events, and the exact counts.
   ProgramSpec mixed = plain;
-  ASSERT_TRUE(mixed.AddCounter("f=page-faults@tprof_pmu_touch_f", &syms));
+  ASSERT_TRUE(mixed.AddCounter("f=page-faults@tprof_pmu_touch_f", &syms_));
   ASSERT_TRUE(mixed.AddThreshold("f>=3"));
   FreshPages pages(5);
   ASSERT_NE(pages.base, MAP_FAILED);
-  Program prog = CreateOrFail(dev, mixed);
+  Program prog = Create(mixed);
   Monitor mon = SubscribedMonitor(prog);
   for (int i = 0; i < 300; i++) tprof_pmu_visited();
   tprof_pmu_touch_f(pages.base, 5, kPage);
@@ -209,13 +172,10 @@ TEST(PmuTest, BreakpointsAndWatchpointsTakeThresholdsRulesRangesAndArming) {
 // Per-hit watchpoints (on arm64 each paired with a stepper, see the uapi's
 // "Counting"): a threshold fires at exactly the 37th write, with the value
 // 37 in its event, and the value is exact afterwards.
-TEST(PmuTest, PerHitWatchpointThresholdFiresAtExactlyTheNthWrite) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms));
+TEST_F(PmuTest, PerHitWatchpointThresholdFiresAtExactlyTheNthWrite) {
+  ProgramSpec spec = Spec({"w=w:tprof_pmu_watched"});
   ASSERT_TRUE(spec.AddThreshold("w>=37"));
-  Program prog = CreateOrFail(dev, spec);
+  Program prog = Create(spec);
   Monitor mon = SubscribedMonitor(prog);
   for (long i = 0; i < 100; i++) tprof_pmu_watched = i;
   auto events = CollectAll(mon, prog, 1);
@@ -233,23 +193,21 @@ TEST(PmuTest, PerHitWatchpointThresholdFiresAtExactlyTheNthWrite) {
 // counts that visit's write and the 50 after it (51). One watchpoint per
 // program: QEMU's x86 TCG keeps reporting a second data register's stale
 // hit at the first's accesses (README "Data ranges").
-TEST(PmuTest, PerHitWatchpointRulesAndArmingAreExact) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
+TEST_F(PmuTest, PerHitWatchpointRulesAndArmingAreExact) {
   auto run = [&](bool rule_on_watch) -> tprof_pmu_values {
     ProgramSpec spec;
     if (rule_on_watch) {
-      EXPECT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms));
-      EXPECT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
+      EXPECT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms_));
+      EXPECT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms_));
       EXPECT_TRUE(spec.AddRule("w>=50"));
     } else {
-      EXPECT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
-      EXPECT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms));
+      EXPECT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms_));
+      EXPECT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms_));
       EXPECT_TRUE(spec.AddRule("v>=50"));
     }
     tprof_pmu_program p = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
     p.counters[1].armed_by = 1;
-    auto prog = Program::Create(dev, p);
+    auto prog = Program::Create(dev_, p);
     EXPECT_TRUE(prog) << prog.error().message();
     if (!prog) return {};
     Monitor mon = SubscribedMonitor(*prog);
@@ -283,37 +241,28 @@ TEST(PmuTest, PerHitWatchpointRulesAndArmingAreExact) {
 // made inside the range (tprof_pmu_visited's 30), not the test body's 20.
 // (One watchpoint: QEMU's x86 TCG reports only the first of two registers
 // on one address.)
-TEST(PmuTest, PerHitWatchpointCountsOnlyWritesInsideItsRange) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  auto visited = syms.Find("tprof_pmu_visited");
+TEST_F(PmuTest, PerHitWatchpointCountsOnlyWritesInsideItsRange) {
+  auto visited = syms_.Find("tprof_pmu_visited");
   ASSERT_TRUE(visited);
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms));
-  tprof_pmu_program p = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
+  tprof_pmu_program p = Spec({"w=w:tprof_pmu_watched"}).Build(TPROF_PMU_SCOPE_THREAD, 0);
   p.counters[0].flags |= TPROF_PMU_CTR_RANGE;
   p.counters[0].range_start = visited->start;
   p.counters[0].range_end = visited->end;
-  auto prog = Program::Create(dev, p);
-  ASSERT_TRUE(prog) << prog.error().message();
+  Program prog = Create(p);
   for (int i = 0; i < 30; i++) tprof_pmu_visited();
   for (long i = 0; i < 20; i++) tprof_pmu_watched = i;
-  auto v = ReadOrFail(*prog);
+  auto v = ReadOrFail(prog);
   EXPECT_EQ(v.values[0], 30u);
 }
 
 // Every CPU: a per-hit watchpoint and a user-address breakpoint (on arm64
 // both with steppers, the breakpoint in an execution register) count this
 // process's writes and visits exactly, with a threshold on each.
-TEST(PmuTest, PerHitWatchpointAndBreakpointInEveryCpuScopeAreExact) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms));
-  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
+TEST_F(PmuTest, PerHitWatchpointAndBreakpointInEveryCpuScopeAreExact) {
+  ProgramSpec spec = Spec({"w=w:tprof_pmu_watched", "v=bp:tprof_pmu_visited"});
   ASSERT_TRUE(spec.AddThreshold("w>=25"));
   ASSERT_TRUE(spec.AddThreshold("v>=10"));
-  Program prog = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_CPUS, 0);
+  Program prog = Create(spec, TPROF_PMU_SCOPE_CPUS, 0);
   Monitor mon = SubscribedMonitor(prog);
   for (int i = 0; i < 40; i++) tprof_pmu_visited();  // a write each
   for (long i = 0; i < 7; i++) tprof_pmu_watched = i;
@@ -332,13 +281,10 @@ TEST(PmuTest, PerHitWatchpointAndBreakpointInEveryCpuScopeAreExact) {
 // this thread and 5000 times by a thread created afterwards (an inherited
 // copy, with its stepper's copy): both run to completion and every write
 // is counted once. A missing step would trap a thread forever here.
-TEST(PmuTest, PerHitWatchpointTasksRunToCompletionAfterManyHits) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms));
+TEST_F(PmuTest, PerHitWatchpointTasksRunToCompletionAfterManyHits) {
+  ProgramSpec spec = Spec({"w=w:tprof_pmu_watched"});
   ASSERT_TRUE(spec.AddThreshold("w>=1000000000"));
-  Program prog = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_PROCESS, 0);
+  Program prog = Create(spec, TPROF_PMU_SCOPE_PROCESS, 0);
   for (long i = 0; i < 20000; i++) tprof_pmu_watched = i;
   std::thread later([] {
     for (long i = 0; i < 5000; i++) tprof_pmu_watched = i;
@@ -349,17 +295,12 @@ TEST(PmuTest, PerHitWatchpointTasksRunToCompletionAfterManyHits) {
   EXPECT_EQ(v.threshold_fired[0], 0u);
 }
 
-TEST(PmuTest, PageFaultsCountOnlyInsideTheRange) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("f=page-faults@tprof_pmu_touch_f", &syms));
-  ASSERT_TRUE(spec.AddCounter("g=page-faults@tprof_pmu_touch_g", &syms));
-  ASSERT_TRUE(spec.AddCounter("all=page-faults", &syms));
+TEST_F(PmuTest, PageFaultsCountOnlyInsideTheRange) {
+  ProgramSpec spec = Spec({"f=page-faults@tprof_pmu_touch_f", "g=page-faults@tprof_pmu_touch_g", "all=page-faults"});
   FreshPages a(37), b(53);
   ASSERT_NE(a.base, MAP_FAILED);
   ASSERT_NE(b.base, MAP_FAILED);
-  Program prog = CreateOrFail(dev, spec);
+  Program prog = Create(spec);
   tprof_pmu_touch_f(a.base, 37, kPage);
   tprof_pmu_touch_g(b.base, 53, kPage);
   auto v = ReadOrFail(prog);
@@ -368,15 +309,11 @@ TEST(PmuTest, PageFaultsCountOnlyInsideTheRange) {
   EXPECT_GE(v.values[2], 90u);
 }
 
-TEST(PmuTest, ThresholdFiresOnceAtTheNthEventAndThenEveryM) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("once=bp:tprof_pmu_visited", &syms));
-  ASSERT_TRUE(spec.AddCounter(AfterVisitCounter("every"), &syms));
+TEST_F(PmuTest, ThresholdFiresOnceAtTheNthEventAndThenEveryM) {
+  ProgramSpec spec = Spec({"once=bp:tprof_pmu_visited", AfterVisitCounter("every")});
   ASSERT_TRUE(spec.AddThreshold("once>=700"));
   ASSERT_TRUE(spec.AddThreshold("every>=250/250"));
-  Program prog = CreateOrFail(dev, spec);
+  Program prog = Create(spec);
   Monitor mon = SubscribedMonitor(prog);
   for (int i = 0; i < 1000; i++) tprof_pmu_visited();
   auto events = Collect(mon, 5);
@@ -405,18 +342,13 @@ TEST(PmuTest, ThresholdFiresOnceAtTheNthEventAndThenEveryM) {
 }
 
 // 2*faults_in_f - getppid_calls > 0 becomes true at the 3rd fault after 5 calls.
-TEST(PmuTest, RuleFiresAtTheExactStepItBecomesTrue) {
+TEST_F(PmuTest, RuleFiresAtTheExactStepItBecomesTrue) {
   MountTracefs();
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("f=page-faults@tprof_pmu_touch_f", &syms));
-  auto st = spec.AddCounter("g=syscalls:sys_enter_getppid", &syms);
-  ASSERT_TRUE(st) << st.error().message();
+  ProgramSpec spec = Spec({"f=page-faults@tprof_pmu_touch_f", "g=syscalls:sys_enter_getppid"});
   ASSERT_TRUE(spec.AddRule("2*f-g>0"));
   FreshPages pages(10);
   ASSERT_NE(pages.base, MAP_FAILED);
-  Program prog = CreateOrFail(dev, spec);
+  Program prog = Create(spec);
   Monitor mon = SubscribedMonitor(prog);
   for (int i = 0; i < 5; i++) ::syscall(SYS_getppid);
   for (long i = 0; i < 10; i++) tprof_pmu_touch_f(pages.base + i * kPage, 1, kPage);
@@ -426,7 +358,7 @@ TEST(PmuTest, RuleFiresAtTheExactStepItBecomesTrue) {
   EXPECT_EQ(events[0].index, 0u);
   EXPECT_EQ(events[0].values[0], 3u);
   EXPECT_EQ(events[0].values[1], 5u);
-  auto addr = syms.Find("tprof_pmu_touch_f");
+  auto addr = syms_.Find("tprof_pmu_touch_f");
   ASSERT_TRUE(addr);
   EXPECT_GE(events[0].ip, addr->start);  // the faulting instruction
   EXPECT_LT(events[0].ip, addr->end);
@@ -436,16 +368,12 @@ TEST(PmuTest, RuleFiresAtTheExactStepItBecomesTrue) {
   EXPECT_EQ(v.rule_fired[0], 1u);
 }
 
-TEST(PmuTest, RearmedRuleFiresAgainAfterItWasFalse) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
-  ASSERT_TRUE(spec.AddCounter(AfterVisitCounter("w"), &syms));
+TEST_F(PmuTest, RearmedRuleFiresAgainAfterItWasFalse) {
+  ProgramSpec spec = Spec({"v=bp:tprof_pmu_visited", AfterVisitCounter("w")});
   // Each visit: the breakpoint makes v = w + 1 (true), the routine's write
   // (arm64: its second instruction) then w = v (false again).
   ASSERT_TRUE(spec.AddRule("v-w>0", pmu::Rearm::kOnFalse));
-  Program prog = CreateOrFail(dev, spec);
+  Program prog = Create(spec);
   Monitor mon = SubscribedMonitor(prog);
   for (int i = 0; i < 3; i++) tprof_pmu_visited();
   auto events = CollectAll(mon, prog, 3);
@@ -453,13 +381,10 @@ TEST(PmuTest, RearmedRuleFiresAgainAfterItWasFalse) {
   EXPECT_EQ(ReadOrFail(prog).rule_fired[0], 3u);
 }
 
-TEST(PmuTest, EventsReachOnlyTheSubscribedSocket) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
+TEST_F(PmuTest, EventsReachOnlyTheSubscribedSocket) {
+  ProgramSpec spec = Spec({"v=bp:tprof_pmu_visited"});
   ASSERT_TRUE(spec.AddThreshold("v>=1/1"));
-  Program prog = CreateOrFail(dev, spec);
+  Program prog = Create(spec);
   auto other = Monitor::Open();
   ASSERT_TRUE(other);
   Monitor mon = SubscribedMonitor(prog);
@@ -474,7 +399,7 @@ TEST(PmuTest, EventsReachOnlyTheSubscribedSocket) {
   ASSERT_GE(bad_fd, 0);
   std::string err;
   EXPECT_EQ(other->SubscribeFd(bad_fd).error().code().value(), EINVAL);
-  EXPECT_EQ(other->SubscribeFd(dev.fd()).error().code().value(), EINVAL);
+  EXPECT_EQ(other->SubscribeFd(dev_.fd()).error().code().value(), EINVAL);
   ::close(bad_fd);
   EXPECT_EQ(other->SubscribeFd(bad_fd).error().code().value(), EBADF);
 
@@ -495,8 +420,7 @@ TEST(PmuTest, EventsReachOnlyTheSubscribedSocket) {
 // port id at once must get none of the program's events. Before the
 // module queued events on the subscribed socket itself, about one cycle in
 // ten of the fuzzer's OpPortIdRace delivered one to such a socket.
-TEST(PmuTest, ASocketThatTakesAClosedMonitorsPortIdGetsNoEvents) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, ASocketThatTakesAClosedMonitorsPortIdGetsNoEvents) {
   std::atomic<bool> stop{false};
   std::atomic<int> tid{0};
   std::thread burner([&] {  // a page fault, so an event, every few microseconds
@@ -512,7 +436,7 @@ TEST(PmuTest, ASocketThatTakesAClosedMonitorsPortIdGetsNoEvents) {
   ProgramSpec spec;
   EXPECT_TRUE(spec.AddCounter("f=page-faults", nullptr));
   EXPECT_TRUE(spec.AddThreshold("f>=1/1"));
-  auto prog = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_THREAD, uint32_t(tid.load())));
+  auto prog = Program::Create(dev_, spec.Build(TPROF_PMU_SCOPE_THREAD, uint32_t(tid.load())));
   int taken = 0, leaked = 0;
   std::vector<int> thieves;
   for (int cycle = 0; prog && cycle < 60; cycle++) {
@@ -569,13 +493,10 @@ TEST(PmuTest, ASocketThatTakesAClosedMonitorsPortIdGetsNoEvents) {
   EXPECT_GT(taken, 0) << "no closed monitor's port id was taken: the test tested nothing";
 }
 
-TEST(PmuTest, LostEventsAreCountedNeverSilent) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
+TEST_F(PmuTest, LostEventsAreCountedNeverSilent) {
+  ProgramSpec spec = Spec({"v=bp:tprof_pmu_visited"});
   ASSERT_TRUE(spec.AddThreshold("v>=1/1"));
-  Program prog = CreateOrFail(dev, spec);
+  Program prog = Create(spec);
   // No monitor yet: the queue holds TPROF_PMU_QUEUE_LEN, the rest is lost.
   for (int i = 0; i < 1000; i++) tprof_pmu_visited();
   auto v = ReadOrFail(prog);
@@ -592,12 +513,9 @@ TEST(PmuTest, LostEventsAreCountedNeverSilent) {
   EXPECT_EQ(events.size() + lost, 1000u);  // every event delivered or counted
 }
 
-TEST(PmuTest, ProcessScopeFollowsChildrenCreatedLater) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
-  Program prog = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_PROCESS);
+TEST_F(PmuTest, ProcessScopeFollowsChildrenCreatedLater) {
+  ProgramSpec spec = Spec({"v=bp:tprof_pmu_visited"});
+  Program prog = Create(spec, TPROF_PMU_SCOPE_PROCESS);
   std::thread t([] {
     for (int i = 0; i < 100; i++) tprof_pmu_visited();
   });
@@ -611,7 +529,7 @@ TEST(PmuTest, ProcessScopeFollowsChildrenCreatedLater) {
   EXPECT_EQ(ReadOrFail(prog).values[0], 157u);
 
   // A thread-scoped program sees only its thread.
-  Program mine = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_THREAD);
+  Program mine = Create(spec, TPROF_PMU_SCOPE_THREAD);
   std::thread u([] { tprof_pmu_visited(); });
   u.join();
   tprof_pmu_visited();
@@ -624,11 +542,8 @@ TEST(PmuTest, ProcessScopeFollowsChildrenCreatedLater) {
 // that is no longer a descendant (its parent exited before the program),
 // and another user's child of a thread-scoped program's thread (it
 // inherits the breakpoint's page) run the routine uncounted.
-TEST(PmuTest, BreakpointsCountTheirScopeNotOtherProcessesOfTheBinary) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
+TEST_F(PmuTest, BreakpointsCountTheirScopeNotOtherProcessesOfTheBinary) {
+  ProgramSpec spec = Spec({"v=bp:tprof_pmu_visited"});
   ASSERT_TRUE(spec.AddThreshold("v>=1/1"));
 
   int go[2], done[2];
@@ -649,7 +564,7 @@ TEST(PmuTest, BreakpointsCountTheirScopeNotOtherProcessesOfTheBinary) {
   ::close(go[0]);
   ::close(done[1]);
 
-  Program prog = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_PROCESS);
+  Program prog = Create(spec, TPROF_PMU_SCOPE_PROCESS);
   Monitor mon = SubscribedMonitor(prog);
   char c;
   EXPECT_EQ(::write(go[1], "x", 1), 1);
@@ -662,7 +577,7 @@ TEST(PmuTest, BreakpointsCountTheirScopeNotOtherProcessesOfTheBinary) {
   for (const auto& e : events) EXPECT_EQ(e.pid, uint32_t(::getpid()));
   EXPECT_EQ(ReadOrFail(prog).values[0], 7u);
 
-  Program mine = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_THREAD);
+  Program mine = Create(spec, TPROF_PMU_SCOPE_THREAD);
   EXPECT_EQ(RunUnprivileged([] {
               for (int i = 0; i < 50; i++) tprof_pmu_visited();
               return 0;
@@ -672,12 +587,8 @@ TEST(PmuTest, BreakpointsCountTheirScopeNotOtherProcessesOfTheBinary) {
   EXPECT_EQ(ReadOrFail(mine).values[0], 1u);
 }
 
-TEST(PmuTest, ClosingAProgramWhileItsEventsFireIsClean) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
-  ASSERT_TRUE(spec.AddCounter("f=page-faults", &syms));
+TEST_F(PmuTest, ClosingAProgramWhileItsEventsFireIsClean) {
+  ProgramSpec spec = Spec({"v=bp:tprof_pmu_visited", "f=page-faults"});
   // arm64: the breakpoint's hits come from a uprobe's handler.
   ASSERT_TRUE(spec.AddThreshold("v>=1/1"));
   ASSERT_TRUE(spec.AddRule("v-f>=0", pmu::Rearm::kOnFalse));
@@ -686,9 +597,9 @@ TEST(PmuTest, ClosingAProgramWhileItsEventsFireIsClean) {
     while (!stop.load()) tprof_pmu_visited();
   });
   for (int round = 0; round < 30; round++) {
-    // Not ASSERT (nor CreateOrFail, which throws): returning would destroy the
+    // Not ASSERT (nor Create, which throws): returning would destroy the
     // joinable thread (abort) and lose the message.
-    auto prog = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_PROCESS, 0));
+    auto prog = Program::Create(dev_, spec.Build(TPROF_PMU_SCOPE_PROCESS, 0));
     if (!prog) {
       ADD_FAILURE() << "round " << round << ": " << prog.error().message();
       break;
@@ -713,7 +624,10 @@ TEST(PmuTest, ClosingAProgramWhileItsEventsFireIsClean) {
 // uprobe, or a kprobe at a kernel address: unregistered and waited for at
 // close), then unloading the module under that load: the unload succeeds
 // and the thread runs on unharmed (a breakpoint left behind would trap it
-// with nowhere to go).
+// with nowhere to go). The module unloads only with none of its
+// descriptors open: the tests close their fixture's device first
+// (CloseDevice), and each call here opens its own (the module is loaded
+// afresh after it).
 void UnloadRightAfterClosingUnderLoad(const tprof_pmu_program& program, void (*hit)()) {
   std::atomic<bool> stop{false};
   std::atomic<long> visits{0};
@@ -746,20 +660,18 @@ void UnloadRightAfterClosingUnderLoad(const tprof_pmu_program& program, void (*h
   }
 }
 
-TEST(PmuTest, UnloadingRightAfterClosingABreakpointUnderLoadIsClean) {
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
+TEST_F(PmuTest, UnloadingRightAfterClosingABreakpointUnderLoadIsClean) {
+  CloseDevice();
+  ProgramSpec spec = Spec({"v=bp:tprof_pmu_visited"});
   ASSERT_TRUE(spec.AddThreshold("v>=1/1"));
   UnloadRightAfterClosingUnderLoad(spec.Build(TPROF_PMU_SCOPE_PROCESS, 0), tprof_pmu_visited);
 }
 
 // The same with a per-hit watchpoint (on arm64 released before its
 // stepper, never a moment alone), in process and in every-CPU scope.
-TEST(PmuTest, UnloadingRightAfterClosingAPerHitWatchpointUnderLoadIsClean) {
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("w=w:tprof_pmu_watched", &syms));
+TEST_F(PmuTest, UnloadingRightAfterClosingAPerHitWatchpointUnderLoadIsClean) {
+  CloseDevice();
+  ProgramSpec spec = Spec({"w=w:tprof_pmu_watched"});
   ASSERT_TRUE(spec.AddThreshold("w>=1/1"));
   UnloadRightAfterClosingUnderLoad(spec.Build(TPROF_PMU_SCOPE_PROCESS, 0), tprof_pmu_visited);
   UnloadRightAfterClosingUnderLoad(spec.Build(TPROF_PMU_SCOPE_CPUS, 0), tprof_pmu_visited);
@@ -800,15 +712,11 @@ void CallGetppid(int times) {
 // getppid call and a rule at the 50th, with the handler's address as ip; a
 // rule on page faults arms a second breakpoint there, which counts only the
 // calls after it.
-TEST(PmuTest, KernelBreakpointsFireAtTheExactCallAndCanBeArmed) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
+TEST_F(PmuTest, KernelBreakpointsFireAtTheExactCallAndCanBeArmed) {
   const uint64_t getppid = KernelGetppid();
   ASSERT_NE(getppid, 0u);
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter(KernelBreakpoint("k", getppid), nullptr));
-  ASSERT_TRUE(spec.AddCounter("f=page-faults@tprof_pmu_touch_f", &syms));
-  ASSERT_TRUE(spec.AddCounter(KernelBreakpoint("after", getppid), nullptr));
+  ProgramSpec spec =
+      Spec({KernelBreakpoint("k", getppid), "f=page-faults@tprof_pmu_touch_f", KernelBreakpoint("after", getppid)});
   ASSERT_TRUE(spec.AddThreshold("k>=37"));
   ASSERT_TRUE(spec.AddRule("k>=50"));
   ASSERT_TRUE(spec.AddRule("f>=3"));
@@ -816,13 +724,12 @@ TEST(PmuTest, KernelBreakpointsFireAtTheExactCallAndCanBeArmed) {
   program.counters[2].armed_by = 2;  // rule 1 (f>=3)
   FreshPages pages(3);
   ASSERT_NE(pages.base, MAP_FAILED);
-  auto prog = Program::Create(dev, program);
-  ASSERT_TRUE(prog) << prog.error().message();
-  Monitor mon = SubscribedMonitor(*prog);
+  Program prog = Create(program);
+  Monitor mon = SubscribedMonitor(prog);
   CallGetppid(80);
   tprof_pmu_touch_f(pages.base, 3, kPage);
   CallGetppid(20);
-  auto events = CollectAll(mon, *prog, 3);
+  auto events = CollectAll(mon, prog, 3);
   ASSERT_EQ(events.size(), 3u);
   for (const auto& e : events) {
     EXPECT_EQ(e.pid, uint32_t(::getpid()));
@@ -840,7 +747,7 @@ TEST(PmuTest, KernelBreakpointsFireAtTheExactCallAndCanBeArmed) {
   EXPECT_EQ(events[2].values[0], 80u);
   EXPECT_EQ(events[2].values[1], 3u);
   EXPECT_EQ(events[2].values[2], 0u);
-  auto v = ReadOrFail(*prog);
+  auto v = ReadOrFail(prog);
   EXPECT_EQ(v.values[0], 100u);
   EXPECT_EQ(v.values[1], 3u);
   EXPECT_EQ(v.values[2], 20u) << "the armed breakpoint counts the calls after its rule only";
@@ -855,16 +762,14 @@ TEST(PmuTest, KernelBreakpointsFireAtTheExactCallAndCanBeArmed) {
 // calls, a process program the process's threads and a child forked after
 // it, an every-CPU program all of them, each call an event naming the task
 // (7 calls here, 30 in another thread, 40 in a child process).
-TEST(PmuTest, KernelBreakpointsCountTheirScope) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, KernelBreakpointsCountTheirScope) {
   const uint64_t getppid = KernelGetppid();
   ASSERT_NE(getppid, 0u);
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter(KernelBreakpoint("k", getppid), nullptr));
+  ProgramSpec spec = Spec({KernelBreakpoint("k", getppid)});
   ASSERT_TRUE(spec.AddThreshold("k>=1/1"));
-  Program thread = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_THREAD);
-  Program process = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_PROCESS);
-  Program cpus = CreateOrFail(dev, spec, TPROF_PMU_SCOPE_CPUS);
+  Program thread = Create(spec, TPROF_PMU_SCOPE_THREAD);
+  Program process = Create(spec, TPROF_PMU_SCOPE_PROCESS);
+  Program cpus = Create(spec, TPROF_PMU_SCOPE_CPUS);
   Monitor thread_mon = SubscribedMonitor(thread);
   Monitor cpus_mon = SubscribedMonitor(cpus);
 
@@ -903,11 +808,11 @@ TEST(PmuTest, KernelBreakpointsCountTheirScope) {
   EXPECT_EQ(v.events_lost, 0u);
 }
 
-TEST(PmuTest, UnloadingRightAfterClosingAKernelBreakpointUnderLoadIsClean) {
+TEST_F(PmuTest, UnloadingRightAfterClosingAKernelBreakpointUnderLoadIsClean) {
+  CloseDevice();
   const uint64_t getppid = KernelGetppid();
   ASSERT_NE(getppid, 0u);
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter(KernelBreakpoint("k", getppid), nullptr));
+  ProgramSpec spec = Spec({KernelBreakpoint("k", getppid)});
   ASSERT_TRUE(spec.AddThreshold("k>=1/1"));
   UnloadRightAfterClosingUnderLoad(spec.Build(TPROF_PMU_SCOPE_CPUS, 0), [] { CallGetppid(); });
 }
@@ -915,8 +820,7 @@ TEST(PmuTest, UnloadingRightAfterClosingAKernelBreakpointUnderLoadIsClean) {
 #if defined(__aarch64__)
 // arm64's kernel breakpoints are kprobes: what a kprobe cannot probe, or
 // must not (tprof.ko's own code, whose hits would recurse), is EINVAL.
-TEST(PmuTest, KernelBreakpointsKprobesCannotTakeAreRefused) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, KernelBreakpointsKprobesCannotTakeAreRefused) {
   const uint64_t getppid = KernelGetppid();
   ASSERT_NE(getppid, 0u);
   uint64_t own = 0;
@@ -932,8 +836,7 @@ TEST(PmuTest, KernelBreakpointsKprobesCannotTakeAreRefused) {
   auto errno_of = [&](uint64_t addr) {
     ProgramSpec spec;
     EXPECT_TRUE(spec.AddCounter(KernelBreakpoint("k", addr), nullptr));
-    auto p = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_THREAD, 0));
-    return p ? 0 : p.error().code().value();
+    return ErrnoOf(spec.Build(TPROF_PMU_SCOPE_THREAD, 0));
   };
   EXPECT_EQ(errno_of(getppid), 0);
   EXPECT_EQ(errno_of(getppid + 2), EINVAL) << "not an instruction's address";
@@ -956,10 +859,8 @@ asm(".text\n.globl tprof_pmu_xol_visited\n.type tprof_pmu_xol_visited,%function\
 // is EBUSY; the first keeps counting every call exactly, the task lives,
 // and once the first is closed the second is accepted. In a child, so that
 // a SIGILL shows as its death.
-TEST(PmuTest, UprobeAndDebugRegisterBreakpointAtOneInstructionAreEbusy) {
-  Device dev = OpenDeviceOrFail();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter(BreakpointAt(&tprof_pmu_xol_visited), nullptr));
+TEST_F(PmuTest, UprobeAndDebugRegisterBreakpointAtOneInstructionAreEbusy) {
+  ProgramSpec spec = Spec({BreakpointAt(&tprof_pmu_xol_visited)});
   const tprof_pmu_program cpus = spec.Build(TPROF_PMU_SCOPE_CPUS, 0);
   const tprof_pmu_program thread = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
   for (bool cpus_first : {true, false}) {
@@ -967,16 +868,16 @@ TEST(PmuTest, UprobeAndDebugRegisterBreakpointAtOneInstructionAreEbusy) {
     pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
-      auto first = Program::Create(dev, cpus_first ? cpus : thread);
+      auto first = Program::Create(dev_, cpus_first ? cpus : thread);
       if (!first) _exit(10);
-      auto second = Program::Create(dev, cpus_first ? thread : cpus);
+      auto second = Program::Create(dev_, cpus_first ? thread : cpus);
       const int err = second ? 0 : second.error().code().value();
       for (int i = 0; i < 100; i++) tprof_pmu_xol_visited();  // SIGILL here if both exist
       if (err != EBUSY) _exit(11);
       auto v = first->Read();
       if (!v || v->values[0] != 100) _exit(12);
       { Program closing = std::move(*first); }  // closed: its claim on the address goes with it
-      auto later = Program::Create(dev, cpus_first ? thread : cpus);
+      auto later = Program::Create(dev_, cpus_first ? thread : cpus);
       if (!later) _exit(13);
       for (int i = 0; i < 30; i++) tprof_pmu_xol_visited();
       auto w = later->Read();
@@ -1000,12 +901,9 @@ TEST(PmuTest, UprobeAndDebugRegisterBreakpointAtOneInstructionAreEbusy) {
 // the user's process lives. It failed with EBUSY when claims were keyed by
 // the address alone: one user learnt, and was blocked by, what another
 // watched.
-TEST(PmuTest, AnotherUsersUprobeAtTheSameAddressIsNoConflict) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, AnotherUsersUprobeAtTheSameAddressIsNoConflict) {
   ScopedParanoid level(2);  // the user's own thread, user-mode events
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter(BreakpointAt(&tprof_pmu_xol_visited), nullptr));
-  const tprof_pmu_program thread = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
+  const tprof_pmu_program thread = Spec({BreakpointAt(&tprof_pmu_xol_visited)}).Build(TPROF_PMU_SCOPE_THREAD, 0);
   int go[2], ready[2];
   ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
   ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
@@ -1031,14 +929,14 @@ TEST(PmuTest, AnotherUsersUprobeAtTheSameAddressIsNoConflict) {
   }
   ::close(go[0]);
   ::close(ready[1]);
-  auto first = Program::Create(dev, thread);  // root: a uprobe
+  auto first = Program::Create(dev_, thread);  // root: a uprobe
   ASSERT_TRUE(first) << first.error().message();
   char verdict = 0;
   EXPECT_EQ(::write(go[1], "x", 1), 1);
   EXPECT_EQ(::read(ready[0], &verdict, 1), 1);
   EXPECT_EQ(verdict, 'y') << "the user's breakpoint failed with errno " << int(verdict)
                           << (verdict == EBUSY ? " (EBUSY: root's uprobe claimed the address)" : "");
-  auto second = Program::Create(dev, thread);  // while the user's debug register exists
+  auto second = Program::Create(dev_, thread);  // while the user's debug register exists
   EXPECT_TRUE(second) << (second ? "" : second.error().message())
                       << ": another user's debug register must not make root's uprobe EBUSY";
   for (int i = 0; i < 50; i++) tprof_pmu_xol_visited();
@@ -1061,16 +959,11 @@ TEST(PmuTest, AnotherUsersUprobeAtTheSameAddressIsNoConflict) {
 }
 #endif
 
-TEST(PmuTest, PermissionsFollowPerfsRules) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
+TEST_F(PmuTest, PermissionsFollowPerfsRules) {
+  ProgramSpec spec = Spec({"v=bp:tprof_pmu_visited"});
   tprof_pmu_program own = spec.Build(TPROF_PMU_SCOPE_PROCESS, 0);
   tprof_pmu_program roots = spec.Build(TPROF_PMU_SCOPE_PROCESS, uint32_t(::getpid()));
-  ProgramSpec kernel;
-  ASSERT_TRUE(kernel.AddCounter("k=bp:0xffffffff81000000", nullptr));
-  tprof_pmu_program kernel_bp = kernel.Build(TPROF_PMU_SCOPE_THREAD, 0);
+  tprof_pmu_program kernel_bp = Spec({"k=bp:0xffffffff81000000"}).Build(TPROF_PMU_SCOPE_THREAD, 0);
   auto as_user = [&](int paranoid) {
     ScopedParanoid p(paranoid);
     return RunUnprivileged([&] {
@@ -1096,14 +989,12 @@ TEST(PmuTest, PermissionsFollowPerfsRules) {
 // A scope thread that execs a setuid-root program leaves the program (perf
 // exits its events there): PMU_READ's exec_left says how many did, so the
 // creator learns why the counts stopped. A plain exec leaves nothing.
-TEST(PmuTest, ExecLeftCountsScopeThreadsThatExecASetuidImage) {
+TEST_F(PmuTest, ExecLeftCountsScopeThreadsThatExecASetuidImage) {
   ScopedParanoid level(2);
   ScopedSetuidCopy copy("/usr/bin/tprof-wl-child", "/tmp/tprof-wl-child-suid-pmu");
   ASSERT_TRUE(copy.ok());
   const char* suid = copy.path();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("f=page-faults", nullptr));
-  tprof_pmu_program own = spec.Build(TPROF_PMU_SCOPE_PROCESS, 0);
+  tprof_pmu_program own = Spec({"f=page-faults"}).Build(TPROF_PMU_SCOPE_PROCESS, 0);
   int rc = RunUnprivileged([&] {
     auto d = Device::Open();
     if (!d) return 10;
@@ -1131,16 +1022,11 @@ TEST(PmuTest, ExecLeftCountsScopeThreadsThatExecASetuidImage) {
 // A rule arms secondary counters in the kernel: they count from the next
 // event on, with no round trip to userspace; a secondary counter may also
 // count per subrange of its range.
-TEST(PmuTest, SecondaryCountersCountOnlyAfterTheirRuleFires) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("v=bp:tprof_pmu_visited", &syms));
-  ASSERT_TRUE(spec.AddCounter(AfterVisitCounter("w"), &syms));
-  ASSERT_TRUE(spec.AddCounter("f=page-faults@tprof_pmu_touch_f", &syms));
+TEST_F(PmuTest, SecondaryCountersCountOnlyAfterTheirRuleFires) {
+  ProgramSpec spec = Spec({"v=bp:tprof_pmu_visited", AfterVisitCounter("w"), "f=page-faults@tprof_pmu_touch_f"});
   ASSERT_TRUE(spec.AddRule("v>=500"));
   tprof_pmu_program raw = spec.Build(TPROF_PMU_SCOPE_THREAD, 0);
-  auto f = syms.Find("tprof_pmu_touch_f");
+  auto f = syms_.Find("tprof_pmu_touch_f");
   ASSERT_TRUE(f);
   const uint32_t k = uint32_t(f->end - f->start);  // one byte per subrange
   raw.counters[1].armed_by = 1;  // rule 0
@@ -1148,13 +1034,12 @@ TEST(PmuTest, SecondaryCountersCountOnlyAfterTheirRuleFires) {
   raw.counters[2].nr_subranges = k;
   FreshPages pages(20);
   ASSERT_NE(pages.base, MAP_FAILED);
-  auto prog = Program::Create(dev, raw);
-  ASSERT_TRUE(prog) << prog.error().message();
+  Program prog = Create(raw);
 
   tprof_pmu_touch_f(pages.base, 5, kPage);  // before arming: not counted
   for (int i = 0; i < 1000; i++) tprof_pmu_visited();
   tprof_pmu_touch_f(pages.base + 5 * kPage, 15, kPage);
-  auto v = ReadOrFail(*prog);
+  auto v = ReadOrFail(prog);
   EXPECT_EQ(v.armed, 1u);
   EXPECT_EQ(v.rule_fired[0], 1u);
   EXPECT_EQ(v.values[0], 1000u);
@@ -1168,7 +1053,7 @@ TEST(PmuTest, SecondaryCountersCountOnlyAfterTheirRuleFires) {
   sr.counter = 2;
   sr.capacity = uint32_t(cells.size());
   sr.values = reinterpret_cast<uint64_t>(cells.data());
-  ASSERT_EQ(::ioctl(prog->fd(), TPROF_IOC_PMU_READ_SUBRANGES, &sr), 0) << std::strerror(errno);
+  ASSERT_EQ(::ioctl(prog.fd(), TPROF_IOC_PMU_READ_SUBRANGES, &sr), 0) << std::strerror(errno);
   EXPECT_EQ(sr.nr_subranges, k);
   EXPECT_EQ(sr.width, 1u);
   uint64_t sum = 0, nonzero = 0;
@@ -1180,68 +1065,63 @@ TEST(PmuTest, SecondaryCountersCountOnlyAfterTheirRuleFires) {
   EXPECT_EQ(nonzero, 1u);  // every fault at the one store instruction
   EXPECT_EQ(cells[k], ~0ULL);  // nothing written past K
   sr.counter = 0;  // no subranges
-  EXPECT_EQ(::ioctl(prog->fd(), TPROF_IOC_PMU_READ_SUBRANGES, &sr), -1);
+  EXPECT_EQ(::ioctl(prog.fd(), TPROF_IOC_PMU_READ_SUBRANGES, &sr), -1);
   EXPECT_EQ(errno, EINVAL);
 
   auto bad = raw;
   bad.counters[2].nr_subranges = 1;
-  EXPECT_EQ(Program::Create(dev, bad).error().code().value(), EINVAL);
+  EXPECT_EQ(Program::Create(dev_, bad).error().code().value(), EINVAL);
   bad = raw;
   bad.counters[1].armed_by = 2;  // no rule 1
-  EXPECT_EQ(Program::Create(dev, bad).error().code().value(), EINVAL);
+  EXPECT_EQ(Program::Create(dev_, bad).error().code().value(), EINVAL);
   bad = raw;
   bad.counters[0].nr_subranges = 4;  // no range
-  EXPECT_EQ(Program::Create(dev, bad).error().code().value(), EINVAL);
+  EXPECT_EQ(Program::Create(dev_, bad).error().code().value(), EINVAL);
 }
 
-TEST(PmuTest, BadProgramsAreRefusedWithTheDocumentedErrno) {
-  Device dev = OpenDeviceOrFail();
-  auto errno_of = [&](const tprof_pmu_program& p) {
-    auto r = Program::Create(dev, p);
-    return r ? 0 : r.error().code().value();
-  };
+TEST_F(PmuTest, BadProgramsAreRefusedWithTheDocumentedErrno) {
   tprof_pmu_program good{};
   good.scope = TPROF_PMU_SCOPE_THREAD;
   good.nr_counters = 1;
   good.counters[0].kind = TPROF_PMU_EV_SOFTWARE;
   good.counters[0].config = PERF_COUNT_SW_PAGE_FAULTS;
-  EXPECT_EQ(errno_of(good), 0);
+  EXPECT_EQ(ErrnoOf(good), 0);
 
   auto p = good;
   p.counters[0].config = 999;  // unknown software event
-  EXPECT_EQ(errno_of(p), EINVAL);
+  EXPECT_EQ(ErrnoOf(p), EINVAL);
   p = good;
   p.counters[0].kind = TPROF_PMU_EV_TRACEPOINT;
   p.counters[0].config = 0x7fffffff;  // no such tracepoint id
-  EXPECT_EQ(errno_of(p), ENOENT);
+  EXPECT_EQ(ErrnoOf(p), ENOENT);
   p = good;
   p.nr_counters = TPROF_PMU_MAX_COUNTERS + 1;
-  EXPECT_EQ(errno_of(p), EINVAL);
+  EXPECT_EQ(ErrnoOf(p), EINVAL);
   p = good;
   p.nr_rules = 1;
   p.rules[0].nr_terms = TPROF_PMU_MAX_TERMS + 1;
   p.rules[0].op = TPROF_PMU_OP_GT;
-  EXPECT_EQ(errno_of(p), EINVAL);
+  EXPECT_EQ(ErrnoOf(p), EINVAL);
   p.rules[0].nr_terms = 1;
   p.rules[0].terms[0].multiplier = TPROF_PMU_MAX_MULTIPLIER * 2;  // overflowing
-  EXPECT_EQ(errno_of(p), EINVAL);
+  EXPECT_EQ(ErrnoOf(p), EINVAL);
   p = good;
   p.counters[0].flags = TPROF_PMU_CTR_RANGE;  // empty range
   p.counters[0].range_start = p.counters[0].range_end = 0x400000;
-  EXPECT_EQ(errno_of(p), EINVAL);
+  EXPECT_EQ(ErrnoOf(p), EINVAL);
   p.counters[0].range_end = 0x3fffff;  // inverted
-  EXPECT_EQ(errno_of(p), EINVAL);
+  EXPECT_EQ(ErrnoOf(p), EINVAL);
   p = good;
   p.resv[0] = 1;
-  EXPECT_EQ(errno_of(p), EINVAL);
+  EXPECT_EQ(ErrnoOf(p), EINVAL);
   p = good;
   p.pid = 0x7ffffff0;  // no such thread
-  EXPECT_EQ(errno_of(p), ESRCH);
+  EXPECT_EQ(ErrnoOf(p), ESRCH);
   p = good;
   p.counters[0].kind = TPROF_PMU_EV_HARDWARE;
   p.counters[0].config = PERF_COUNT_HW_CPU_CYCLES;
   p.counters[0].period = 100000;
-  EXPECT_EQ(errno_of(p), HasHardwarePmu() ? 0 : EOPNOTSUPP);
+  EXPECT_EQ(ErrnoOf(p), HasHardwarePmu() ? 0 : EOPNOTSUPP);
   // More watchpoints than the CPU has debug registers (x86 and QEMU's
   // arm64 "max" CPU: 4).
   p = good;
@@ -1254,12 +1134,12 @@ TEST(PmuTest, BadProgramsAreRefusedWithTheDocumentedErrno) {
     p.counters[i].addr = reinterpret_cast<uint64_t>(&words[i]);
     p.counters[i].len = 8;
   }
-  EXPECT_EQ(errno_of(p), ENOSPC);
+  EXPECT_EQ(ErrnoOf(p), ENOSPC);
 
   // The raw ioctl: a wrong size is EINVAL, a bad pointer EFAULT.
-  EXPECT_EQ(::ioctl(dev.fd(), _IOC(_IOC_READ | _IOC_WRITE, TPROF_IOC_MAGIC, 0x40, 8), &good), -1);
+  EXPECT_EQ(::ioctl(dev_.fd(), _IOC(_IOC_READ | _IOC_WRITE, TPROF_IOC_MAGIC, 0x40, 8), &good), -1);
   EXPECT_EQ(errno, EINVAL);
-  EXPECT_EQ(::ioctl(dev.fd(), TPROF_IOC_PMU_CREATE, 16), -1);
+  EXPECT_EQ(::ioctl(dev_.fd(), TPROF_IOC_PMU_CREATE, 16), -1);
   EXPECT_EQ(errno, EFAULT);
 }
 
@@ -1289,8 +1169,7 @@ void Unpin() {
 // perf alone admits three when the survivor's own are gone (it counts the
 // breakpoints that target a task, not those it holds): 6.1 then warns
 // "Can't find any breakpoint slot" and a counter silently stops.
-TEST(PmuTest, InheritedBreakpointsLeaveRoomOnlyForTheRestWhicheverThreadHoldsThem) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, InheritedBreakpointsLeaveRoomOnlyForTheRestWhicheverThreadHoldsThem) {
   static volatile long words[8];
   auto watch = [](tprof_pmu_program& p, uint32_t i, int word) {
     p.counters[i] = {};
@@ -1306,8 +1185,7 @@ TEST(PmuTest, InheritedBreakpointsLeaveRoomOnlyForTheRestWhicheverThreadHoldsThe
     inherited.nr_counters = 2;
     watch(inherited, 0, 0);
     watch(inherited, 1, 1);
-    auto first = Program::Create(dev, inherited);
-    ASSERT_TRUE(first) << first.error().message();
+    Program first = Create(inherited);
 
     int to_exiter[2], go[2], done[2];
     ASSERT_EQ(::pipe(to_exiter), 0);
@@ -1346,14 +1224,14 @@ TEST(PmuTest, InheritedBreakpointsLeaveRoomOnlyForTheRestWhicheverThreadHoldsThe
     more.pid = uint32_t(survivor_tid.load());
     more.nr_counters = 3;
     for (uint32_t i = 0; i < 3; i++) watch(more, i, 2 + int(i));
-    auto three = Program::Create(dev, more);
+    auto three = Program::Create(dev_, more);
     EXPECT_FALSE(three) << "round " << round << ": three more watchpoints fitted beside two inherited";
     if (!three) {
       EXPECT_EQ(three.error().code().value(), ENOSPC);
     }
     more.nr_counters = 2;
     more.counters[2] = {};
-    auto two = Program::Create(dev, more);
+    auto two = Program::Create(dev_, more);
     EXPECT_TRUE(two) << "round " << round << ": " << (two ? "" : two.error().message());
 
     ASSERT_EQ(::write(done[1], "x", 1), 1);
@@ -1371,13 +1249,9 @@ TEST(PmuTest, InheritedBreakpointsLeaveRoomOnlyForTheRestWhicheverThreadHoldsThe
 // and the counters follow CPU hotplug. The range (the routine both
 // processes fault in) keeps the answer exact whatever else runs in the
 // guest; an unranged counter beside it sees at least as much.
-TEST(PmuTest, EveryCpuScopeCountsEveryProcessAndFollowsCpuHotplug) {
+TEST_F(PmuTest, EveryCpuScopeCountsEveryProcessAndFollowsCpuHotplug) {
   ASSERT_GE(::sysconf(_SC_NPROCESSORS_ONLN), 2) << "the guest needs 2 CPUs";
-  Device dev = OpenDeviceOrFail();
-  auto syms = SelfSymbols();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("f=page-faults@tprof_pmu_touch_f", &syms));
-  ASSERT_TRUE(spec.AddCounter("all=page-faults", &syms));
+  ProgramSpec spec = Spec({"f=page-faults@tprof_pmu_touch_f", "all=page-faults"});
   ASSERT_TRUE(spec.AddThreshold("f>=40"));
 
   struct Restore {
@@ -1416,7 +1290,7 @@ TEST(PmuTest, EveryCpuScopeCountsEveryProcessAndFollowsCpuHotplug) {
   ::close(ready[0]);
   tprof_pmu_touch_f(mine.base, no_pages, kPage);  // the same here
 
-  auto prog = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_CPUS, 0));
+  auto prog = Program::Create(dev_, spec.Build(TPROF_PMU_SCOPE_CPUS, 0));
   if (!prog) {
     ::close(go[1]);
     ::waitpid(child, nullptr, 0);
@@ -1471,8 +1345,7 @@ TEST(PmuTest, EveryCpuScopeCountsEveryProcessAndFollowsCpuHotplug) {
 // program has room for the rest only (x86: 1 taken, 3 left; arm64: 3
 // taken with its guard and stepper, 1 left), and gets them all back once
 // the every-CPU program closes.
-TEST(PmuTest, EveryCpuWatchpointsLeaveTheRestAndGiveThemBackOnClose) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, EveryCpuWatchpointsLeaveTheRestAndGiveThemBackOnClose) {
   static volatile long words[5];
   auto watch = [](tprof_pmu_program& p, uint32_t n) {
     p.nr_counters = n;
@@ -1495,37 +1368,34 @@ TEST(PmuTest, EveryCpuWatchpointsLeaveTheRestAndGiveThemBackOnClose) {
     tprof_pmu_program every{};
     every.scope = TPROF_PMU_SCOPE_CPUS;
     watch(every, 1);
-    auto cpus = Program::Create(dev, every);
-    ASSERT_TRUE(cpus) << cpus.error().message();
+    Program cpus = Create(every);
     watch(mine, left + 1);
-    auto too_many = Program::Create(dev, mine);
+    auto too_many = Program::Create(dev_, mine);
     ASSERT_FALSE(too_many);
     EXPECT_EQ(too_many.error().code().value(), ENOSPC);
     watch(mine, left);
-    auto rest = Program::Create(dev, mine);
+    auto rest = Program::Create(dev_, mine);
     EXPECT_TRUE(rest) << (rest ? "" : rest.error().message());
   }  // the every-CPU program closes
   watch(mine, left + 1);
-  auto all = Program::Create(dev, mine);
+  auto all = Program::Create(dev_, mine);
   EXPECT_TRUE(all) << (all ? "" : all.error().message());
 }
 
 // Every CPU is system-wide data: CAP_PERFMON at any paranoid level (EPERM),
 // and it names no target (a pid: EINVAL).
-TEST(PmuTest, EveryCpuScopeNeedsPerfmonAndNoTarget) {
-  Device dev = OpenDeviceOrFail();
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("f=page-faults", nullptr));
-  auto with_pid = Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_CPUS, uint32_t(::getpid())));
+TEST_F(PmuTest, EveryCpuScopeNeedsPerfmonAndNoTarget) {
+  ProgramSpec spec = Spec({"f=page-faults"});
+  auto with_pid = Program::Create(dev_, spec.Build(TPROF_PMU_SCOPE_CPUS, uint32_t(::getpid())));
   ASSERT_FALSE(with_pid);
   EXPECT_EQ(with_pid.error().code().value(), EINVAL);
   tprof_pmu_program tp = spec.Build(TPROF_PMU_SCOPE_CPUS, 0);
   tp.counters[0].kind = TPROF_PMU_EV_TRACEPOINT;
   tp.counters[0].config = 0x7fffffff;  // no such tracepoint id
-  auto no_tp = Program::Create(dev, tp);
+  auto no_tp = Program::Create(dev_, tp);
   ASSERT_FALSE(no_tp);
   EXPECT_EQ(no_tp.error().code().value(), ENOENT);
-  EXPECT_TRUE(Program::Create(dev, spec.Build(TPROF_PMU_SCOPE_CPUS, 0)));
+  EXPECT_TRUE(Program::Create(dev_, spec.Build(TPROF_PMU_SCOPE_CPUS, 0)));
 
   tprof_pmu_program all = spec.Build(TPROF_PMU_SCOPE_CPUS, 0);
   for (int paranoid : {-1, 2, 3}) {

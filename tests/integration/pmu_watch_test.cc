@@ -23,6 +23,7 @@
 
 #include "guest_env.h"
 #include "pmu_events.h"
+#include "pmu_fixture.h"
 #include "tprof/pmu.h"
 
 // A 32-byte struct with fields on every piece, between two guard words,
@@ -76,12 +77,6 @@ std::string Hex(const void* p) {
   return s;
 }
 
-Program CreateOrDie(const Device& dev, const tprof_pmu_program& p) {
-  auto prog = Program::Create(dev, p);
-  if (!prog) FailTest(prog.error().message());
-  return std::move(*prog);
-}
-
 tprof_pmu_program Build(const std::vector<std::string>& counters) {
   ProgramSpec spec;
   for (const auto& c : counters) {
@@ -97,18 +92,12 @@ uint64_t ValueOf(const Program& p, int i = 0) {
   return v ? v->values[i] : ~0ULL;
 }
 
-int ErrnoOf(const Device& dev, const tprof_pmu_program& p) {
-  auto r = Program::Create(dev, p);
-  return r ? 0 : r.error().code().value();
-}
-
 // Every field of a 32-byte struct (4 pieces) written a known number of
 // times, the words just below and above it too: only the struct counts.
 // Fields in piece order (QEMU's stale hit flags: README "Data ranges").
-TEST(PmuTest, WideWatchpointCountsEveryFieldAndNothingOutside) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, WideWatchpointCountsEveryFieldAndNothingOutside) {
   TprofWide32* w = &tprof_pmu_guarded.w;
-  Program prog = CreateOrDie(dev, Build({"w=w:" + Hex(w) + "/32"}));
+  Program prog = Create(Build({"w=w:" + Hex(w) + "/32"}));
   Repeat(3, [&] { Store(&w->a, 1L); });
   Repeat(5, [&] { Store(&w->b, 2); });
   Repeat(7, [&] { Store(&w->c, 3); });
@@ -126,10 +115,9 @@ TEST(PmuTest, WideWatchpointCountsEveryFieldAndNothingOutside) {
 // An unaligned range, bytes 3..15 of tprof_pmu_bytes (x86: 1 + 4 + 8 bytes,
 // arm64: 2 doublewords): its first and last bytes count, bytes 2 and 16 do
 // not, a 4-byte store over bytes 0..3 counts once (one piece).
-TEST(PmuTest, UnalignedWatchpointRangeCountsItsBytesOnly) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, UnalignedWatchpointRangeCountsItsBytesOnly) {
   unsigned char* b = tprof_pmu_bytes;
-  Program prog = CreateOrDie(dev, Build({"r=w:" + Hex(b + 3) + "/13"}));
+  Program prog = Create(Build({"r=w:" + Hex(b + 3) + "/13"}));
   Repeat(5, [&] { Store(&b[2], (unsigned char)1); });
   Repeat(7, [&] { Store(&b[3], (unsigned char)1); });
   Repeat(11, [&] { Store(&b[15], (unsigned char)1); });
@@ -144,10 +132,9 @@ TEST(PmuTest, UnalignedWatchpointRangeCountsItsBytesOnly) {
 // debug register that matched; QEMU's TCG only the first), the same every
 // time. An 8-byte store to bytes 4..11 of a 16-byte range at 0 (pieces
 // 0..7 and 8..15) counts 1 or 2, one to bytes 8..15 exactly 1.
-TEST(PmuTest, AnAccessAcrossTwoPiecesCountsOncePerPiece) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, AnAccessAcrossTwoPiecesCountsOncePerPiece) {
   unsigned char* b = tprof_pmu_bytes + 16;
-  Program prog = CreateOrDie(dev, Build({"x=w:" + Hex(b) + "/16"}));
+  Program prog = Create(Build({"x=w:" + Hex(b) + "/16"}));
   typedef uint64_t unaligned_u64 __attribute__((aligned(1)));
   Repeat(10, [&] { Store(reinterpret_cast<unaligned_u64*>(b + 4), uint64_t(1)); });
   const uint64_t across = ValueOf(prog);
@@ -158,13 +145,11 @@ TEST(PmuTest, AnAccessAcrossTwoPiecesCountsOncePerPiece) {
 
 // A threshold at the 10th write fires exactly there, the writes going
 // through every piece of a 32-byte range, each moving the value by 1.
-TEST(PmuTest, WideWatchpointThresholdFiresAtTheNthWriteAcrossPieces) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, WideWatchpointThresholdFiresAtTheNthWriteAcrossPieces) {
   TprofWide32* w = &tprof_pmu_guarded.w;
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("w=w:" + Hex(w) + "/32", nullptr));
+  ProgramSpec spec = Spec({"w=w:" + Hex(w) + "/32"});
   ASSERT_TRUE(spec.AddThreshold("w>=10"));
-  Program prog = CreateOrDie(dev, spec.Build(TPROF_PMU_SCOPE_THREAD, 0));
+  Program prog = Create(spec);
   auto mon = Monitor::Open();
   ASSERT_TRUE(mon) << mon.error().message();
   ASSERT_TRUE(mon->Subscribe(prog));
@@ -209,27 +194,23 @@ TEST(PmuTest, WideWatchpointThresholdFiresAtTheNthWriteAcrossPieces) {
 // bytes (6) is ENOSPC before anything is made, while 32 bytes without one
 // only count (4 registers) and fit; a threshold on one doubleword fits and
 // fires at exactly the 10th write, bytes next to it not counted.
-TEST(PmuTest, WideWatchpointThresholdTakesThreeRegistersPerPiece) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, WideWatchpointThresholdTakesThreeRegistersPerPiece) {
   TprofWide32* w = &tprof_pmu_guarded.w;
-  ProgramSpec wide;
-  ASSERT_TRUE(wide.AddCounter("w=w:" + Hex(w) + "/32", nullptr));
+  ProgramSpec wide = Spec({"w=w:" + Hex(w) + "/32"});
   ProgramSpec wide_threshold = wide;
   ASSERT_TRUE(wide_threshold.AddThreshold("w>=10"));
-  EXPECT_EQ(ErrnoOf(dev, wide_threshold.Build(TPROF_PMU_SCOPE_THREAD, 0)), ENOSPC);
-  ProgramSpec two_pieces;
-  ASSERT_TRUE(two_pieces.AddCounter("w=w:" + Hex(w) + "/16", nullptr));
+  EXPECT_EQ(ErrnoOf(wide_threshold.Build(TPROF_PMU_SCOPE_THREAD, 0)), ENOSPC);
+  ProgramSpec two_pieces = Spec({"w=w:" + Hex(w) + "/16"});
   ASSERT_TRUE(two_pieces.AddThreshold("w>=10"));
-  EXPECT_EQ(ErrnoOf(dev, two_pieces.Build(TPROF_PMU_SCOPE_THREAD, 0)), ENOSPC);
+  EXPECT_EQ(ErrnoOf(two_pieces.Build(TPROF_PMU_SCOPE_THREAD, 0)), ENOSPC);
   {
-    Program counts = CreateOrDie(dev, wide.Build(TPROF_PMU_SCOPE_THREAD, 0));
+    Program counts = Create(wide);
     Repeat(3, [&] { Store(&w->f, 1L); });
     EXPECT_EQ(ValueOf(counts), 3u);
   }
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("w=w:" + Hex(w) + "/8", nullptr));
+  ProgramSpec spec = Spec({"w=w:" + Hex(w) + "/8"});
   ASSERT_TRUE(spec.AddThreshold("w>=10"));
-  Program prog = CreateOrDie(dev, spec.Build(TPROF_PMU_SCOPE_THREAD, 0));
+  Program prog = Create(spec);
   auto mon = Monitor::Open();
   ASSERT_TRUE(mon) << mon.error().message();
   ASSERT_TRUE(mon->Subscribe(prog));
@@ -254,8 +235,7 @@ TEST(PmuTest, WideWatchpointThresholdTakesThreeRegistersPerPiece) {
 
 // arm64: every-CPU user-address breakpoints take 2 execution registers
 // each (QEMU's "max" CPU has 6): 3 fit, 4 are ENOSPC up front.
-TEST(PmuTest, EveryCpuBreakpointsTakeTwoExecutionRegistersEach) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, EveryCpuBreakpointsTakeTwoExecutionRegistersEach) {
   auto bps = [](int n) {
     tprof_pmu_program p{};
     p.scope = TPROF_PMU_SCOPE_CPUS;
@@ -267,8 +247,8 @@ TEST(PmuTest, EveryCpuBreakpointsTakeTwoExecutionRegistersEach) {
     }
     return p;
   };
-  EXPECT_EQ(ErrnoOf(dev, bps(3)), 0);
-  EXPECT_EQ(ErrnoOf(dev, bps(4)), ENOSPC);
+  EXPECT_EQ(ErrnoOf(bps(3)), 0);
+  EXPECT_EQ(ErrnoOf(bps(4)), ENOSPC);
   // No instruction starts at an address not 4-byte aligned: EINVAL in
   // every scope (a debug register there would never match its hit, and
   // the task died with SIGILL: found by the fuzzer).
@@ -276,7 +256,7 @@ TEST(PmuTest, EveryCpuBreakpointsTakeTwoExecutionRegistersEach) {
     tprof_pmu_program odd = bps(1);
     odd.scope = scope;
     odd.counters[0].addr += 2;
-    EXPECT_EQ(ErrnoOf(dev, odd), EINVAL) << scope;
+    EXPECT_EQ(ErrnoOf(odd), EINVAL) << scope;
   }
 }
 #endif
@@ -285,8 +265,7 @@ TEST(PmuTest, EveryCpuBreakpointsTakeTwoExecutionRegistersEach) {
 // CPU's debug registers (4 on x86 and QEMU's arm64 "max" CPU) ENOSPC,
 // also when perf runs out midway; nothing stays behind: afterwards one
 // program takes all 4 and counts.
-TEST(PmuTest, TooManyWatchpointPiecesAreRefusedAndLeakNothing) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, TooManyWatchpointPiecesAreRefusedAndLeakNothing) {
   unsigned char* b = tprof_pmu_bytes;
   auto one = [&](uint64_t addr, uint64_t len) {
     tprof_pmu_program p{};
@@ -299,16 +278,16 @@ TEST(PmuTest, TooManyWatchpointPiecesAreRefusedAndLeakNothing) {
     return p;
   };
   const uint64_t base = reinterpret_cast<uintptr_t>(b);
-  EXPECT_EQ(ErrnoOf(dev, one(base, 0)), EINVAL);
-  EXPECT_EQ(ErrnoOf(dev, one(base, TPROF_PMU_MAX_WATCH_LEN + 1)), EINVAL);
-  EXPECT_EQ(ErrnoOf(dev, one(base + 1, 32)), EINVAL);  // 7 pieces (arm64: 5)
-  EXPECT_EQ(ErrnoOf(dev, one(~0ULL - 3, 8)), EINVAL);    // wraps
+  EXPECT_EQ(ErrnoOf(one(base, 0)), EINVAL);
+  EXPECT_EQ(ErrnoOf(one(base, TPROF_PMU_MAX_WATCH_LEN + 1)), EINVAL);
+  EXPECT_EQ(ErrnoOf(one(base + 1, 32)), EINVAL);  // 7 pieces (arm64: 5)
+  EXPECT_EQ(ErrnoOf(one(~0ULL - 3, 8)), EINVAL);    // wraps
   // Two 32-byte ranges: 8 pieces.
   tprof_pmu_program two = one(base, 32);
   two.nr_counters = 2;
   two.counters[1] = two.counters[0];
   two.counters[1].addr = base + 32;
-  EXPECT_EQ(ErrnoOf(dev, two), ENOSPC);
+  EXPECT_EQ(ErrnoOf(two), ENOSPC);
   // 3 + 2 pieces (x86: 3..15 is 1 + 4 + 8; arm64: 3 + 2 doublewords with 17..31).
   tprof_pmu_program five = one(base + 3, 13);
   five.nr_counters = 2;
@@ -318,16 +297,16 @@ TEST(PmuTest, TooManyWatchpointPiecesAreRefusedAndLeakNothing) {
 #endif
   five.counters[1].addr = base + 32;
   five.counters[1].len = 16;
-  EXPECT_EQ(ErrnoOf(dev, five), ENOSPC);
+  EXPECT_EQ(ErrnoOf(five), ENOSPC);
   {
     // One register held by another program of this thread: the 4 pieces
     // pass the up-front check, perf refuses the 4th, the 3 made are undone.
-    Program holder = CreateOrDie(dev, one(base + 48, 8));
-    EXPECT_EQ(ErrnoOf(dev, one(base, 32)), ENOSPC);
+    Program holder = Create(one(base + 48, 8));
+    EXPECT_EQ(ErrnoOf(one(base, 32)), ENOSPC);
     Store(reinterpret_cast<uint64_t*>(b + 48), uint64_t(1));
     EXPECT_EQ(ValueOf(holder), 1u);
   }
-  Program all = CreateOrDie(dev, one(base, 32));
+  Program all = Create(one(base, 32));
   Repeat(4, [&] { Store(reinterpret_cast<uint64_t*>(b + 24), uint64_t(1)); });
   Store(reinterpret_cast<uint64_t*>(b + 32), uint64_t(1));  // outside
   EXPECT_EQ(ValueOf(all), 4u);
@@ -337,24 +316,23 @@ TEST(PmuTest, TooManyWatchpointPiecesAreRefusedAndLeakNothing) {
 // handler checks an event against all of its counter's pieces). On arm64
 // every-CPU scope needs the hits: 3 registers per piece, so 32 and 16
 // bytes are ENOSPC and one doubleword (guard, ours, stepper) is exact.
-TEST(PmuTest, WideWatchpointInEveryCpuScopeSumsItsPieces) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, WideWatchpointInEveryCpuScopeSumsItsPieces) {
   TprofWide32* w = &tprof_pmu_guarded.w;
   tprof_pmu_program p = Build({"w=w:" + Hex(w) + "/32"});
   p.scope = TPROF_PMU_SCOPE_CPUS;
   p.pid = 0;
 #if defined(__aarch64__)
-  EXPECT_EQ(ErrnoOf(dev, p), ENOSPC);
+  EXPECT_EQ(ErrnoOf(p), ENOSPC);
   p.counters[0].len = 16;
-  EXPECT_EQ(ErrnoOf(dev, p), ENOSPC);
+  EXPECT_EQ(ErrnoOf(p), ENOSPC);
   p.counters[0].len = 8;
-  Program prog = CreateOrDie(dev, p);
+  Program prog = Create(p);
   Repeat(3, [&] { Store(&w->a, 1L); });
   Repeat(4, [&] { Store(&w->c, 2); });  // outside: bytes 12..15
   tprof_pmu_guarded.before = 5;         // outside
   EXPECT_EQ(ValueOf(prog), 3u);
 #else
-  Program prog = CreateOrDie(dev, p);
+  Program prog = Create(p);
   Repeat(3, [&] { Store(&w->a, 1L); });
   Repeat(4, [&] { Store(&w->c, 2); });
   Repeat(5, [&] { Store(&w->e[0], char(3)); });
@@ -367,8 +345,7 @@ TEST(PmuTest, WideWatchpointInEveryCpuScopeSumsItsPieces) {
 // E2BIG counts perf events, a watchpoint's pieces each: 1100 threads x 4
 // pieces is above 4096 (1100 x 1 would not be), refused before anything
 // is made.
-TEST(PmuTest, EventBoundCountsEveryWatchpointPiece) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuTest, EventBoundCountsEveryWatchpointPiece) {
   constexpr int kThreads = 1100;
   pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
   pthread_mutex_lock(&gate);
@@ -390,24 +367,19 @@ TEST(PmuTest, EventBoundCountsEveryWatchpointPiece) {
   EXPECT_EQ(threads.size(), size_t(kThreads));
   tprof_pmu_program p = Build({"w=w:" + Hex(&tprof_pmu_guarded.w) + "/32"});
   p.scope = TPROF_PMU_SCOPE_PROCESS;
-  EXPECT_EQ(ErrnoOf(dev, p), E2BIG);
+  EXPECT_EQ(ErrnoOf(p), E2BIG);
   pthread_mutex_unlock(&gate);
   for (pthread_t t : threads) pthread_join(t, nullptr);
 }
 
 // A data symbol is watched whole: a 24-byte struct, 3 pieces, each field
 // counted.
-TEST(PmuTest, DataSymbolOfAStructIsWatchedWhole) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = pmu::SymbolResolver::ForProcess(0);
-  ASSERT_TRUE(syms) << syms.error().message();
-  auto e = pmu::ParseEvent("w:tprof_pmu_wide24", &*syms);
+TEST_F(PmuTest, DataSymbolOfAStructIsWatchedWhole) {
+  auto e = pmu::ParseEvent("w:tprof_pmu_wide24", &syms_);
   ASSERT_TRUE(e) << e.error().message();
   EXPECT_EQ(e->addr, reinterpret_cast<uint64_t>(&tprof_pmu_wide24));
   EXPECT_EQ(e->len, 24u);
-  ProgramSpec spec;
-  ASSERT_TRUE(spec.AddCounter("s=w:tprof_pmu_wide24", &*syms));
-  Program prog = CreateOrDie(dev, spec.Build(TPROF_PMU_SCOPE_THREAD, 0));
+  Program prog = Create(Spec({"s=w:tprof_pmu_wide24"}));
   Repeat(2, [&] { Store(&tprof_pmu_wide24.x, 1L); });
   Repeat(3, [&] { Store(&tprof_pmu_wide24.y, 1); });
   Repeat(4, [&] { Store(&tprof_pmu_wide24.z, 1); });

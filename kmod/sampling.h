@@ -6,9 +6,10 @@
  *   sampling_hot.c      the sample handler and record writing (IRQ/NMI)
  *   sampling_stack.c    a sample's whole stack (kernel and user part)
  *   sampling_records.c  process records from the hooks, MAP records (worker)
- *   sampling_ioctl.c    SAMPLING_START/STOP/RELEASE/STATUS
- *   sampling_session.c  the session's lifetime: globals, stop, free, mmap,
- *                       poll, release of the owner's file, CPU hotplug
+ *   sampling_ioctl.c    the ioctls: user copies, checks, permissions
+ *   sampling_session.c  the session's lifetime: globals, start (from a
+ *                       checked config), stop, free, mmap, poll, release
+ *                       of the owner's file, CPU hotplug
  *   sampling_buffers.c  the buffers' memory: per online CPU, charged,
  *                       mapped on fault, outliving the session while mapped
  *
@@ -31,7 +32,9 @@
 #include "cpu_events.h"
 #include "core/sample_buffer.h"
 
+struct cpumask;
 struct file;
+struct pid;
 struct poll_table_struct;
 struct task_struct;
 struct vm_area_struct;
@@ -163,11 +166,12 @@ extern struct mutex tprof_sampling_mutex;
 extern struct tprof_session __rcu *tprof_sampling_live;
 extern struct tprof_session *tprof_sampling_session;
 extern struct workqueue_struct *tprof_map_wq;
-extern const struct tprof_cpu_events_ops tprof_sampling_cpu_ops;
+int tprof_sampling_start_locked(struct file *owner,
+				struct tprof_sampling_config *c,
+				struct cpumask **sample_cpus, struct pid **target,
+				bool show_kernel, bool exclude_kernel);
 void tprof_sampling_stop_locked(struct tprof_session *s);
 void tprof_session_free(struct tprof_session *s);
-int tprof_sampling_add_cpu(struct tprof_session *s, unsigned int cpu);
-void tprof_wake_reader(struct irq_work *work);
 
 static inline struct tprof_buffer_ctl *tprof_ctl(struct tprof_session *s,
 						 unsigned int cpu)

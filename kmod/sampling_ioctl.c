@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The sampling ioctls: SAMPLING_START (checks, permissions, allocation, the
- * counters), STOP, RELEASE and STATUS. Everything from userspace is checked
- * here; output structs are zeroed before they are filled.
+ * The sampling ioctls: SAMPLING_START (the config's checks, the CPU mask's
+ * copy, permissions; the session itself is built by sampling_session.c),
+ * STOP, STOP_ANY, FLUSH, RELEASE and STATUS. Everything from userspace is
+ * copied and checked here; output structs are zeroed before they are filled.
  */
 #include <linux/capability.h>
 #include <linux/cpumask.h>
@@ -11,15 +12,11 @@
 #include <linux/mm.h>
 #include <linux/perf_event.h>
 #include <linux/pid.h>
-#include <linux/pid_namespace.h>
 #include <linux/sched/signal.h>
-#include <linux/sched/task.h>
-#include <linux/random.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
-#include <linux/vmalloc.h>
 #include "sampling.h"
 #include "admission.h"
 
@@ -112,106 +109,14 @@ static int tprof_sampling_copy_cpus(const struct tprof_sampling_config *c,
 	return 0;
 }
 
-/* The counter a session samples on. */
-static void tprof_sampling_attr(const struct tprof_sampling_config *c,
-				struct perf_event_attr *attr)
-{
-	memset(attr, 0, sizeof(*attr));
-	attr->size = sizeof(*attr);
-	attr->pinned = 1;
-	if (c->event_type == TPROF_SAMPLE_ON_CLOCK) {
-		attr->type = PERF_TYPE_SOFTWARE;
-		attr->config = PERF_COUNT_SW_CPU_CLOCK;
-		attr->sample_period = NSEC_PER_SEC / c->frequency_hz;
-	} else {
-		attr->type = c->event_type == TPROF_METRIC_SOFTWARE ?
-			PERF_TYPE_SOFTWARE : c->event_type == TPROF_METRIC_HARDWARE ?
-			PERF_TYPE_HARDWARE : PERF_TYPE_RAW;
-		attr->config = c->event_config;
-		attr->sample_period = c->event_period;
-	}
-}
-
-/*
- * "No PMU" (e.g. a VM) for a non-software event: "not available"; a
- * software event perf does not know (e.g. a config it rejects): EINVAL.
- */
-static int tprof_sampling_create_err(const struct perf_event_attr *attr, int err)
-{
-	if (attr->type != PERF_TYPE_SOFTWARE &&
-	    (err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP))
-		return -EOPNOTSUPP;
-	if (attr->type == PERF_TYPE_SOFTWARE && err == -ENOENT)
-		return -EINVAL;
-	return err;
-}
-
-/*
- * One-process session: one inherited per-task counter on each thread of
- * the target, created here in the caller's context. Threads and processes
- * created later by a thread with a counter inherit it (perf's inherit);
- * perf itself removes them at an exec into a non-dumpable image.
- */
-static int tprof_sampling_task_events(struct tprof_session *s,
-				      struct perf_event_attr *attr)
-{
-	struct task_struct **tasks, *leader, *t;
-	unsigned int n = 0, i;
-	int ret = 0;
-
-	tasks = kvcalloc(TPROF_SAMPLING_MAX_THREADS, sizeof(*tasks), GFP_KERNEL);
-	if (!tasks)
-		return -ENOMEM;
-	rcu_read_lock();
-	leader = pid_task(s->target, PIDTYPE_TGID);
-	if (!leader)
-		ret = -ESRCH;
-	else
-		for_each_thread(leader, t) {
-			if (n == TPROF_SAMPLING_MAX_THREADS) {
-				ret = -E2BIG;
-				break;
-			}
-			get_task_struct(t);
-			tasks[n++] = t;
-		}
-	rcu_read_unlock();
-	if (!ret && n) {
-		s->task_events = kvcalloc(n, sizeof(*s->task_events), GFP_KERNEL_ACCOUNT);
-		if (!s->task_events)
-			ret = -ENOMEM;
-	}
-	for (i = 0; i < n; i++) {
-		struct perf_event *ev;
-
-		if (!ret) {
-			ev = perf_event_create_kernel_counter(attr, -1, tasks[i],
-							      tprof_sample, s);
-			if (!IS_ERR(ev))
-				s->task_events[s->nr_task_events++] = ev;
-			else if (PTR_ERR(ev) != -ESRCH)	/* ESRCH: it exited */
-				ret = tprof_sampling_create_err(attr, PTR_ERR(ev));
-		}
-		put_task_struct(tasks[i]);
-	}
-	kvfree(tasks);
-	if (!ret && !s->nr_task_events)
-		ret = -ESRCH;	/* every thread exited meanwhile */
-	return ret;
-}
-
 static long tprof_sampling_start(struct file *file,
 				 struct tprof_sampling_config __user *uarg)
 {
 	struct tprof_sampling_config c;
-	struct perf_event_attr attr;
 	struct tprof_admission adm = {};
 	struct cpumask *sample_cpus = NULL;
 	struct pid *target = NULL;
-	struct tprof_session *s;
-	size_t ctl_bytes;
 	bool privileged, exclude_kernel = false;
-	unsigned int cpu;
 	int ret;
 
 	if (copy_from_user(&c, uarg, sizeof(c)))
@@ -255,91 +160,16 @@ static long tprof_sampling_start(struct file *file,
 		ret = -EBUSY;
 		goto out_unlock;
 	}
-	ret = -ENOMEM;
-	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
-	if (!s)
+	ret = tprof_sampling_start_locked(file, &c, &sample_cpus, &target,
+					  privileged, exclude_kernel);
+	if (ret)
 		goto out_unlock;
-	s->owner = file;
-	s->config = c;
-	s->show_kernel = privileged;
-	s->pid_ns = get_pid_ns(task_active_pid_ns(current));
-	s->target = target;	/* the session's reference now */
-	target = NULL;
-	s->sample_cpus = sample_cpus;	/* and its mask */
-	sample_cpus = NULL;
-	init_waitqueue_head(&s->wait);
-	raw_spin_lock_init(&s->exited_lock);
-	init_irq_work(&s->wake_work, tprof_wake_reader);
-	INIT_WORK(&s->map_work, tprof_map_worker);
-	init_irq_work(&s->map_kick, tprof_map_kick);
-	if (s->target && !tprof_follow_add(s, s->target))
-		goto err_free;
-	get_random_bytes(&s->space_key, sizeof(s->space_key));
-	ctl_bytes = PAGE_ALIGN(nr_cpu_ids * sizeof(struct tprof_buffer_ctl));
-	s->area_bytes = ctl_bytes + (size_t)nr_cpu_ids * 2 * c.half_bytes;
-	ret = tprof_buffers_create(s, ctl_bytes, c.half_bytes);
-	if (ret)
-		goto err_free;
-	ret = -ENOMEM;
-	s->cpus = alloc_percpu(struct tprof_sampling_cpu);
-	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL_ACCOUNT);
-	if (!s->cpus || !s->path_buf)
-		goto err_free;
-	/*
-	 * Halves for the CPUs online now (not published yet: any CPU may set
-	 * them up); one that comes online later gets its own in cpu_up.
-	 */
-	for_each_possible_cpu(cpu)
-		tprof_sbuf_init(&per_cpu_ptr(s->cpus, cpu)->writer,
-				tprof_ctl(s, cpu), NULL, c.half_bytes);
-	for_each_online_cpu(cpu) {
-		ret = tprof_sampling_add_cpu(s, cpu);
-		if (ret)
-			goto err_free;
-	}
-
-	tprof_sampling_session = s;
-	WRITE_ONCE(s->running, true);
-	tprof_write_existing_processes(s);
-	rcu_assign_pointer(tprof_sampling_live, s);
-	tprof_sampling_attr(&c, &attr);
-	if (s->target) {
-		/* Hotplug notifications only: the counters follow the tasks. */
-		ret = tprof_cpu_events_start(&s->events, NULL, 0, NULL, s,
-					     &tprof_sampling_cpu_ops);
-		if (ret)
-			goto err_unpublish;
-		s->counters_on = true;
-		attr.inherit = 1;
-		attr.exclude_kernel = exclude_kernel;
-		ret = tprof_sampling_task_events(s, &attr);
-	} else {
-		ret = tprof_cpu_events_start_on(&s->events, s->sample_cpus,
-						&attr, 1, tprof_sample, s,
-						&tprof_sampling_cpu_ops);
-		s->counters_on = !ret;
-	}
-	if (ret)
-		goto err_unpublish;
-
-	c.nr_cpu_ids = nr_cpu_ids;
-	c.ctl_bytes = ctl_bytes;
-	c.map_bytes = s->area_bytes;
-	c.half_bytes_out = c.half_bytes;
-	c.frequency_out = c.event_type == TPROF_SAMPLE_ON_CLOCK ? c.frequency_hz : 0;
-	/* Published last: mmap() and poll() read it without the mutex. */
-	smp_store_release(&file->private_data, s);
 	mutex_unlock(&tprof_sampling_mutex);
 	tprof_admit_end(&adm);
 	if (copy_to_user(uarg, &c, sizeof(c)))
 		return -EFAULT;	/* the session runs; the owner can stop it */
 	return 0;
 
-err_unpublish:
-	tprof_sampling_stop_locked(s);
-	tprof_sampling_session = NULL;
-err_free:
-	tprof_session_free(s);
 out_unlock:
 	mutex_unlock(&tprof_sampling_mutex);
 	tprof_admit_end(&adm);

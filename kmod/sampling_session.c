@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A sampling session's lifetime: one session at a time, owned by the file
- * that started it. Stop (ioctl or close): running = false, unpublish it and
+ * that started it. Start (from the config sampling_ioctl.c has copied and
+ * checked): the session, its buffers and its counters (per CPU, or one
+ * inherited per-task counter on each thread of a one-process target), then
+ * published. Stop (ioctl or close): running = false, unpublish it and
  * wait for the hooks and samples (RCU) and the map worker, stop the per-CPU
  * counters (cpu_events.c: each CPU's partial half is published by the
  * cpu_down notification, on that CPU), then POLLHUP once the reader has
@@ -24,7 +27,9 @@
 #include <linux/pid.h>
 #include <linux/pid_namespace.h>
 #include <linux/poll.h>
+#include <linux/random.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include "sampling.h"
 #include "compat.h"
@@ -37,7 +42,7 @@ struct tprof_session __rcu *tprof_sampling_live;
 struct tprof_session *tprof_sampling_session;
 struct workqueue_struct *tprof_map_wq;
 
-void tprof_wake_reader(struct irq_work *work)
+static void tprof_wake_reader(struct irq_work *work)
 {
 	struct tprof_session *s = container_of(work, struct tprof_session,
 					       wake_work);
@@ -52,7 +57,7 @@ void tprof_wake_reader(struct irq_work *work)
  * Returns 0, -EPERM (over the owner's limit) or -ENOMEM: then the CPU's
  * samples are counted as lost.
  */
-int tprof_sampling_add_cpu(struct tprof_session *s, unsigned int cpu)
+static int tprof_sampling_add_cpu(struct tprof_session *s, unsigned int cpu)
 {
 	struct tprof_sampling_cpu *pc = per_cpu_ptr(s->cpus, cpu);
 	unsigned long flags;
@@ -104,10 +109,204 @@ static void tprof_sampling_cpu_down(unsigned int cpu, void *ctx)
 	WRITE_ONCE(tprof_ctl(s, cpu)->online, 0);
 }
 
-const struct tprof_cpu_events_ops tprof_sampling_cpu_ops = {
+static const struct tprof_cpu_events_ops tprof_sampling_cpu_ops = {
 	.cpu_up = tprof_sampling_cpu_up,
 	.cpu_down = tprof_sampling_cpu_down,
 };
+
+/* The counter a session samples on. */
+static void tprof_sampling_attr(const struct tprof_sampling_config *c,
+				struct perf_event_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->pinned = 1;
+	if (c->event_type == TPROF_SAMPLE_ON_CLOCK) {
+		attr->type = PERF_TYPE_SOFTWARE;
+		attr->config = PERF_COUNT_SW_CPU_CLOCK;
+		attr->sample_period = NSEC_PER_SEC / c->frequency_hz;
+	} else {
+		attr->type = c->event_type == TPROF_METRIC_SOFTWARE ?
+			PERF_TYPE_SOFTWARE : c->event_type == TPROF_METRIC_HARDWARE ?
+			PERF_TYPE_HARDWARE : PERF_TYPE_RAW;
+		attr->config = c->event_config;
+		attr->sample_period = c->event_period;
+	}
+}
+
+/*
+ * "No PMU" (e.g. a VM) for a non-software event: "not available"; a
+ * software event perf does not know (e.g. a config it rejects): EINVAL.
+ */
+static int tprof_sampling_create_err(const struct perf_event_attr *attr, int err)
+{
+	if (attr->type != PERF_TYPE_SOFTWARE &&
+	    (err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP))
+		return -EOPNOTSUPP;
+	if (attr->type == PERF_TYPE_SOFTWARE && err == -ENOENT)
+		return -EINVAL;
+	return err;
+}
+
+/*
+ * One-process session: one inherited per-task counter on each thread of
+ * the target, created here in the caller's context. Threads and processes
+ * created later by a thread with a counter inherit it (perf's inherit);
+ * perf itself removes them at an exec into a non-dumpable image.
+ */
+static int tprof_sampling_task_events(struct tprof_session *s,
+				      struct perf_event_attr *attr)
+{
+	struct task_struct **tasks, *leader, *t;
+	unsigned int n = 0, i;
+	int ret = 0;
+
+	tasks = kvcalloc(TPROF_SAMPLING_MAX_THREADS, sizeof(*tasks), GFP_KERNEL);
+	if (!tasks)
+		return -ENOMEM;
+	rcu_read_lock();
+	leader = pid_task(s->target, PIDTYPE_TGID);
+	if (!leader)
+		ret = -ESRCH;
+	else
+		for_each_thread(leader, t) {
+			if (n == TPROF_SAMPLING_MAX_THREADS) {
+				ret = -E2BIG;
+				break;
+			}
+			get_task_struct(t);
+			tasks[n++] = t;
+		}
+	rcu_read_unlock();
+	if (!ret && n) {
+		s->task_events = kvcalloc(n, sizeof(*s->task_events), GFP_KERNEL_ACCOUNT);
+		if (!s->task_events)
+			ret = -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		struct perf_event *ev;
+
+		if (!ret) {
+			ev = perf_event_create_kernel_counter(attr, -1, tasks[i],
+							      tprof_sample, s);
+			if (!IS_ERR(ev))
+				s->task_events[s->nr_task_events++] = ev;
+			else if (PTR_ERR(ev) != -ESRCH)	/* ESRCH: it exited */
+				ret = tprof_sampling_create_err(attr, PTR_ERR(ev));
+		}
+		put_task_struct(tasks[i]);
+	}
+	kvfree(tasks);
+	if (!ret && !s->nr_task_events)
+		ret = -ESRCH;	/* every thread exited meanwhile */
+	return ret;
+}
+
+/*
+ * SAMPLING_START's session, from the config sampling_ioctl.c has copied and
+ * checked, the CPU mask it copied (*@sample_cpus, NULL: every CPU) and the
+ * target it admitted (*@target, NULL: system-wide; its exec lock is held
+ * until the caller's tprof_admit_end()). Mutex held, no session current.
+ * Builds the session, its buffers and its counters, makes it current and
+ * @owner's, and fills @c's output fields. The session takes *@sample_cpus
+ * and *@target (and NULLs them) as soon as it exists: the caller frees
+ * what is left either way. 0, or -errno with no session left.
+ */
+int tprof_sampling_start_locked(struct file *owner,
+				struct tprof_sampling_config *c,
+				struct cpumask **sample_cpus, struct pid **target,
+				bool show_kernel, bool exclude_kernel)
+{
+	struct perf_event_attr attr;
+	struct tprof_session *s;
+	size_t ctl_bytes;
+	unsigned int cpu;
+	int ret;
+
+	lockdep_assert_held(&tprof_sampling_mutex);
+	ret = -ENOMEM;
+	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
+	if (!s)
+		return ret;
+	s->owner = owner;
+	s->config = *c;
+	s->show_kernel = show_kernel;
+	s->pid_ns = get_pid_ns(task_active_pid_ns(current));
+	s->target = *target;	/* the session's reference now */
+	*target = NULL;
+	s->sample_cpus = *sample_cpus;	/* and its mask */
+	*sample_cpus = NULL;
+	init_waitqueue_head(&s->wait);
+	raw_spin_lock_init(&s->exited_lock);
+	init_irq_work(&s->wake_work, tprof_wake_reader);
+	INIT_WORK(&s->map_work, tprof_map_worker);
+	init_irq_work(&s->map_kick, tprof_map_kick);
+	if (s->target && !tprof_follow_add(s, s->target))
+		goto err_free;
+	get_random_bytes(&s->space_key, sizeof(s->space_key));
+	ctl_bytes = PAGE_ALIGN(nr_cpu_ids * sizeof(struct tprof_buffer_ctl));
+	s->area_bytes = ctl_bytes + (size_t)nr_cpu_ids * 2 * c->half_bytes;
+	ret = tprof_buffers_create(s, ctl_bytes, c->half_bytes);
+	if (ret)
+		goto err_free;
+	ret = -ENOMEM;
+	s->cpus = alloc_percpu(struct tprof_sampling_cpu);
+	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL_ACCOUNT);
+	if (!s->cpus || !s->path_buf)
+		goto err_free;
+	/*
+	 * Halves for the CPUs online now (not published yet: any CPU may set
+	 * them up); one that comes online later gets its own in cpu_up.
+	 */
+	for_each_possible_cpu(cpu)
+		tprof_sbuf_init(&per_cpu_ptr(s->cpus, cpu)->writer,
+				tprof_ctl(s, cpu), NULL, c->half_bytes);
+	for_each_online_cpu(cpu) {
+		ret = tprof_sampling_add_cpu(s, cpu);
+		if (ret)
+			goto err_free;
+	}
+
+	tprof_sampling_session = s;
+	WRITE_ONCE(s->running, true);
+	tprof_write_existing_processes(s);
+	rcu_assign_pointer(tprof_sampling_live, s);
+	tprof_sampling_attr(c, &attr);
+	if (s->target) {
+		/* Hotplug notifications only: the counters follow the tasks. */
+		ret = tprof_cpu_events_start(&s->events, NULL, 0, NULL, s,
+					     &tprof_sampling_cpu_ops);
+		if (ret)
+			goto err_unpublish;
+		s->counters_on = true;
+		attr.inherit = 1;
+		attr.exclude_kernel = exclude_kernel;
+		ret = tprof_sampling_task_events(s, &attr);
+	} else {
+		ret = tprof_cpu_events_start_on(&s->events, s->sample_cpus,
+						&attr, 1, tprof_sample, s,
+						&tprof_sampling_cpu_ops);
+		s->counters_on = !ret;
+	}
+	if (ret)
+		goto err_unpublish;
+
+	c->nr_cpu_ids = nr_cpu_ids;
+	c->ctl_bytes = ctl_bytes;
+	c->map_bytes = s->area_bytes;
+	c->half_bytes_out = c->half_bytes;
+	c->frequency_out = c->event_type == TPROF_SAMPLE_ON_CLOCK ? c->frequency_hz : 0;
+	/* Published last: mmap() and poll() read it without the mutex. */
+	smp_store_release(&owner->private_data, s);
+	return 0;
+
+err_unpublish:
+	tprof_sampling_stop_locked(s);
+	tprof_sampling_session = NULL;
+err_free:
+	tprof_session_free(s);
+	return ret;
+}
 
 /* After stop (or a failed start): no hook or sample sees @s any more. */
 void tprof_session_free(struct tprof_session *s)

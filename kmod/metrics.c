@@ -3,8 +3,8 @@
  * Per-thread metrics: enable and disable, the table of tracked
  * threads and their lifecycle (new task, exec, free). The locking rules and
  * invariants are in metrics.h; the switch hook is in metrics_switch.c, the
- * read-and-zero ioctls in metrics_ioctl.c, the per-CPU perf counters in
- * metrics_counters.c.
+ * ioctls (ENABLE and DISABLE's permission check and copy included) in
+ * metrics_ioctl.c, the per-CPU perf counters in metrics_counters.c.
  */
 #include <linux/log2.h>
 #include <linux/moduleparam.h>
@@ -750,32 +750,23 @@ static int tprof_metrics_enable_locked(const struct tprof_metrics_config *c)
 	return 0;
 }
 
-long tprof_ioctl_metrics_enable(struct tprof_metrics_config __user *uarg)
+/* METRICS_ENABLE, with the config metrics_ioctl.c has copied and checked. */
+int tprof_metrics_enable(const struct tprof_metrics_config *c)
 {
-	struct tprof_metrics_config c;
 	int ret;
 
-	if (!perfmon_capable())
-		return -EPERM;
-	if (copy_from_user(&c, uarg, sizeof(c)))
-		return -EFAULT;
-	ret = tprof_metrics_config_check(&c);
-	if (ret)
-		return ret;
 	mutex_lock(&tprof_metrics_mutex);
-	ret = tprof_metrics_enable_locked(&c);
+	ret = tprof_metrics_enable_locked(c);
 	mutex_unlock(&tprof_metrics_mutex);
 	return ret;
 }
 
-long tprof_ioctl_metrics_disable(void)
+/* METRICS_DISABLE. */
+void tprof_metrics_disable(void)
 {
-	if (!perfmon_capable())
-		return -EPERM;
 	mutex_lock(&tprof_metrics_mutex);
 	tprof_metrics_disable_locked();
 	mutex_unlock(&tprof_metrics_mutex);
-	return 0;
 }
 
 /* ---- load / unload ------------------------------------------------------ */

@@ -3,8 +3,9 @@
  * Per-thread metrics: the entry points the rest of the module
  * calls, then the state shared by metrics.c (enable, disable, thread
  * lifecycle), metrics_switch.c (the context-switch hot path),
- * metrics_ioctl.c (read-and-zero, drain, status, the self page) and
- * metrics_counters.c (the per-CPU perf counters of event metrics).
+ * metrics_ioctl.c (the ioctls: user copies and checks, read-and-zero,
+ * drain, status; the self page) and metrics_counters.c (the per-CPU perf
+ * counters of event metrics).
  *
  * Per CPU: PCum(M) is read from the CPU's clock, its dispatch count or a
  * pinned per-CPU perf counter, PLastCum(M) is kept in struct
@@ -80,12 +81,12 @@ void tprof_metrics_exit(void);
 void tprof_metrics_newtask(struct task_struct *p);
 void tprof_metrics_exec(struct task_struct *p);
 void tprof_metrics_free(struct task_struct *p);
-long tprof_ioctl_metrics_enable(struct tprof_metrics_config __user *uarg);
-long tprof_ioctl_metrics_disable(void);
 /* metrics_switch.c */
 void tprof_metrics_sched_switch(struct task_struct *prev,
 				struct task_struct *next);
 /* metrics_ioctl.c */
+long tprof_ioctl_metrics_enable(struct tprof_metrics_config __user *uarg);
+long tprof_ioctl_metrics_disable(void);
 long tprof_ioctl_metrics_status(struct tprof_metrics_status __user *uarg);
 long tprof_ioctl_thread_read(struct tprof_thread_read __user *uarg);
 long tprof_ioctl_drain(struct tprof_drain __user *uarg);
@@ -255,6 +256,8 @@ int tprof_metrics_counters_start(const struct tprof_metrics_config *c);
 void tprof_metrics_counters_stop(void);
 
 /* metrics.c */
+int tprof_metrics_enable(const struct tprof_metrics_config *c);
+void tprof_metrics_disable(void);
 enum tprof_metric_source tprof_metric_source(const struct tprof_metric *m);
 void tprof_metrics_state_put(struct tprof_metrics_state *st);
 struct tprof_metrics_state *tprof_metrics_state_get(void);

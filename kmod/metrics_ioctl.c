@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Per-thread metrics, the consumers: STATUS, THREAD_READ and READ_SELF
+ * Per-thread metrics, the ioctls: ENABLE and DISABLE (CAP_PERFMON, the
+ * config's copy and check; metrics.c enables and disables), then the
+ * consumers: STATUS, THREAD_READ and READ_SELF
  * (read-and-zero of one thread), DRAIN (read-and-zero of every listed thread
  * of a process, or all) and the self page's mmap. Locking and invariants:
  * metrics.h. Each value is taken out of its slot under the slot lock and
@@ -10,6 +12,7 @@
  * Every pid and tid handed out is in the caller's pid namespace; threads of
  * processes the caller's namespace cannot see are not reported.
  */
+#include <linux/capability.h>
 #include <linux/mm.h>
 #include <linux/pid.h>
 #include <linux/pid_namespace.h>
@@ -23,6 +26,30 @@
 #include "admission.h"
 #include "self_page.h"
 #include "user_limits.h"
+#include "core/metrics_config.h"
+
+long tprof_ioctl_metrics_enable(struct tprof_metrics_config __user *uarg)
+{
+	struct tprof_metrics_config c;
+	int ret;
+
+	if (!perfmon_capable())
+		return -EPERM;
+	if (copy_from_user(&c, uarg, sizeof(c)))
+		return -EFAULT;
+	ret = tprof_metrics_config_check(&c);
+	if (ret)
+		return ret;
+	return tprof_metrics_enable(&c);
+}
+
+long tprof_ioctl_metrics_disable(void)
+{
+	if (!perfmon_capable())
+		return -EPERM;
+	tprof_metrics_disable();
+	return 0;
+}
 
 long tprof_ioctl_metrics_status(struct tprof_metrics_status __user *uarg)
 {

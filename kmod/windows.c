@@ -22,10 +22,12 @@
  * session's owner file is released, which unpublishes the table, waits for
  * an RCU grace period (every sample handler and hook that could see it has
  * returned) and frees it.
+ *
+ * The ioctls' side (the session's ownership, copies from and to userspace,
+ * checks, permissions) is windows_ioctl.c; it calls tprof_window_add(),
+ * tprof_window_read() and tprof_windows_list() here.
  */
 #include <linux/atomic.h>
-#include <linux/capability.h>
-#include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
@@ -181,15 +183,7 @@ void tprof_windows_on_exit(struct tprof_session *s, struct task_struct *p)
 			tprof_window_forget(t->w[i], p);
 }
 
-/* ---- Ioctls (process context) ------------------------------------------------ */
-
-/* 0 if @file owns the sampling session, else EPERM (another does) or ENODATA. */
-static long tprof_windows_owner(struct file *file)
-{
-	if (READ_ONCE(file->private_data))
-		return 0;
-	return tprof_sampling_state() == TPROF_STATE_SAMPLING ? -EPERM : -ENODATA;
-}
+/* ---- What the ioctls do (process context) ------------------------------------ */
 
 /* Process context, once no sample or hook can see @w. */
 static void tprof_window_free(struct tprof_window *w)
@@ -200,62 +194,42 @@ static void tprof_window_free(struct tprof_window *w)
 	kfree(w);
 }
 
-long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *uarg)
+/*
+ * WINDOW_ADD on @s, with the window windows_ioctl.c has copied and checked
+ * (@g, the request's @flags) and, for a process or profil window, admitted:
+ * @adm is ended here, once the window is published or refused. 0 with its
+ * id in *@id, or -ENOMEM, -ENOSPC.
+ */
+int tprof_window_add(struct tprof_session *s, const struct tprof_wm_geom *g,
+		     u32 flags, struct tprof_admission *adm, u32 *id)
 {
-	struct tprof_session *s;
 	struct tprof_window_table *t;
-	struct tprof_window_add a;
-	struct tprof_wm_geom g;
-	struct tprof_admission adm = {};
 	struct tprof_window *w;
-	long ret;
-
-	ret = tprof_windows_owner(file);
-	if (ret)
-		return ret;
-	s = file->private_data;
-	if (copy_from_user(&a, uarg, sizeof(a)))
-		return -EFAULT;
-	ret = tprof_wm_check_add(&a, &g);
-	if (ret)
-		return ret;
-	if (a.kind == TPROF_WINDOW_KERNEL) {
-		if (!perfmon_capable())
-			return -EPERM;
-	} else {
-		/*
-		 * Admitted (admission.h) and held until the window is
-		 * published: an exec into a setuid image comes before (EACCES)
-		 * or after, where tprof_windows_on_exec() forgets the process.
-		 */
-		ret = tprof_admit(a.pid, PIDTYPE_TGID, 0, &adm);
-		if (ret)
-			return ret;
-	}
+	int ret;
 
 	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
 	if (!w) {
-		tprof_admit_end(&adm);
+		tprof_admit_end(adm);
 		return -ENOMEM;
 	}
-	if (g.nr_cells) {
-		w->cells = kvcalloc(g.nr_cells, sizeof(*w->cells), GFP_KERNEL_ACCOUNT);
+	if (g->nr_cells) {
+		w->cells = kvcalloc(g->nr_cells, sizeof(*w->cells), GFP_KERNEL_ACCOUNT);
 		if (!w->cells) {
 			kfree(w);
-			tprof_admit_end(&adm);
+			tprof_admit_end(adm);
 			return -ENOMEM;
 		}
 	}
-	w->g = g;
-	w->flags = (a.flags & TPROF_WINDOW_CELLS32) | (g.off ? TPROF_WINDOW_OFF : 0);
-	if (adm.pid) {
+	w->g = *g;
+	w->flags = (flags & TPROF_WINDOW_CELLS32) | (g->off ? TPROF_WINDOW_OFF : 0);
+	if (adm->pid) {
 		/*
 		 * By identity: had the process exited already (a zombie is
 		 * admitted), the exit hook that would forget it has run, and
 		 * its number may go to another process: that one never matches.
 		 */
-		w->target = get_pid(adm.pid);
-		tprof_pid_set_add(w->procs, TPROF_WINDOW_PROCS, adm.pid);
+		w->target = get_pid(adm->pid);
+		tprof_pid_set_add(w->procs, TPROF_WINDOW_PROCS, adm->pid);
 	}
 
 	mutex_lock(&tprof_windows_mutex);
@@ -269,28 +243,25 @@ long tprof_ioctl_window_add(struct file *file, struct tprof_window_add __user *u
 	}
 	if (t->nr >= TPROF_MAX_WINDOWS)
 		ret = -ENOSPC;
-	else if (t->cells + g.nr_cells > TPROF_WINDOW_MAX_CELLS)
+	else if (t->cells + g->nr_cells > TPROF_WINDOW_MAX_CELLS)
 		ret = -ENOMEM;
 	else
 		ret = 0;
 	if (!ret) {
 		w->id = t->nr;
-		t->cells += g.nr_cells;
+		t->cells += g->nr_cells;
 		t->w[t->nr] = w;
 		smp_store_release(&t->nr, t->nr + 1);
 	}
 unlock:
 	mutex_unlock(&tprof_windows_mutex);
-	tprof_admit_end(&adm);
+	tprof_admit_end(adm);
 	if (ret) {
 		tprof_window_free(w);
 		return ret;
 	}
-	a.id = w->id;
-	a.nr_cells = g.nr_cells;
-	a.cell_bytes = g.cell_bytes;
-	/* On EFAULT the window exists all the same: WINDOW_LIST shows it. */
-	return copy_to_user(uarg, &a, sizeof(a)) ? -EFAULT : 0;
+	*id = w->id;
+	return 0;
 }
 
 /*
@@ -358,71 +329,62 @@ static long tprof_window_copy_cells(struct tprof_window *w, void __user *ucells,
 	return ret;
 }
 
-long tprof_ioctl_window_read(struct file *file, struct tprof_window_read __user *uarg)
+/*
+ * WINDOW_READ on @s, with the request windows_ioctl.c has copied and
+ * checked: window r->id's totals into r->info, then up to r->capacity of
+ * its cells from r->first on to r->cells, their number in r->copied. The
+ * cells go to userspace from here, under the windows mutex, as the totals
+ * are read. 0, or -EINVAL (no such window), -ENOMEM, -EFAULT.
+ */
+int tprof_window_read(struct tprof_session *s, struct tprof_window_read *r)
 {
-	struct tprof_session *s;
 	struct tprof_window_table *t;
-	struct tprof_window_read r;
 	struct tprof_window *w;
-	long ret;
+	int ret;
 
-	ret = tprof_windows_owner(file);
-	if (ret)
-		return ret;
-	s = file->private_data;
-	if (copy_from_user(&r, uarg, sizeof(r)))
-		return -EFAULT;
-	if (r.flags || r.resv[0] || r.resv[1])
-		return -EINVAL;
 	mutex_lock(&tprof_windows_mutex);
 	t = tprof_windows_locked(s);
 	ret = -EINVAL;
-	if (!t || r.id >= t->nr)
+	if (!t || r->id >= t->nr)
 		goto unlock;
-	w = t->w[r.id];
+	w = t->w[r->id];
 	/* Totals first: cells only grow, so they cover at least in_range. */
-	tprof_window_fill_info(w, &r.info);
-	r.copied = 0;
+	tprof_window_fill_info(w, &r->info);
+	r->copied = 0;
 	ret = 0;
-	if (r.cells && r.capacity && r.first < w->g.nr_cells) {
-		u64 n = w->g.nr_cells - r.first;
+	if (r->cells && r->capacity && r->first < w->g.nr_cells) {
+		u64 n = w->g.nr_cells - r->first;
 
-		if (n > r.capacity)
-			n = r.capacity;
-		ret = tprof_window_copy_cells(w, u64_to_user_ptr(r.cells), r.first, n);
+		if (n > r->capacity)
+			n = r->capacity;
+		ret = tprof_window_copy_cells(w, u64_to_user_ptr(r->cells), r->first, n);
 		if (!ret)
-			r.copied = n;
+			r->copied = n;
 	}
 unlock:
 	mutex_unlock(&tprof_windows_mutex);
-	if (ret)
-		return ret;
-	return copy_to_user(uarg, &r, sizeof(r)) ? -EFAULT : 0;
+	return ret;
 }
 
-long tprof_ioctl_window_list(struct file *file, struct tprof_window_list __user *uarg)
+/*
+ * WINDOW_LIST on @s, with the request windows_ioctl.c has copied and
+ * checked: the number of windows in l->count, and the first l->capacity
+ * of them to l->windows (userspace, from here, under the windows mutex).
+ * 0 or -EFAULT.
+ */
+int tprof_windows_list(struct tprof_session *s, struct tprof_window_list *l)
 {
-	struct tprof_session *s;
 	struct tprof_window_info __user *uinfo;
 	struct tprof_window_info info;
 	struct tprof_window_table *t;
-	struct tprof_window_list l;
 	unsigned int i;
-	long ret;
+	int ret = 0;
 
-	ret = tprof_windows_owner(file);
-	if (ret)
-		return ret;
-	s = file->private_data;
-	if (copy_from_user(&l, uarg, sizeof(l)))
-		return -EFAULT;
-	if (l.resv[0] || l.resv[1] || (!l.windows && l.capacity))
-		return -EINVAL;
-	uinfo = u64_to_user_ptr(l.windows);
+	uinfo = u64_to_user_ptr(l->windows);
 	mutex_lock(&tprof_windows_mutex);
 	t = tprof_windows_locked(s);
-	l.count = t ? t->nr : 0;
-	for (i = 0; i < l.count && i < l.capacity; i++) {
+	l->count = t ? t->nr : 0;
+	for (i = 0; i < l->count && i < l->capacity; i++) {
 		tprof_window_fill_info(t->w[i], &info);
 		if (copy_to_user(&uinfo[i], &info, sizeof(info))) {
 			ret = -EFAULT;
@@ -430,9 +392,7 @@ long tprof_ioctl_window_list(struct file *file, struct tprof_window_list __user 
 		}
 	}
 	mutex_unlock(&tprof_windows_mutex);
-	if (ret)
-		return ret;
-	return copy_to_user(uarg, &l, sizeof(l)) ? -EFAULT : 0;
+	return ret;
 }
 
 /* The session is stopped and being freed: free its windows. */

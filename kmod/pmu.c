@@ -21,7 +21,9 @@
  *
  * The program belongs to the descriptor TPROF_IOC_PMU_CREATE returns;
  * closing it releases the perf events (and their inherited copies), then
- * waits for the irq_work and the send work.
+ * waits for the irq_work and the send work. The ioctls' side (PMU_CREATE's
+ * copy and structural check, the descriptor's number, the descriptor's
+ * READ and READ_SUBRANGES) is pmu_ioctl.c.
  */
 #include <linux/anon_inodes.h>
 #include <linux/capability.h>
@@ -38,7 +40,6 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
-#include <linux/uaccess.h>
 #ifdef CONFIG_ARM64
 #include <asm/cpufeature.h>
 #include <asm/sysreg.h>
@@ -1264,9 +1265,16 @@ static int tprof_pmu_check_insn_alignment(const struct tprof_pmu_program *c)
 	return 0;
 }
 
-/* @c: the caller's program, copied and checked for nothing yet. */
-static long tprof_pmu_create(struct tprof_pmu_program *c,
-			     struct tprof_pmu_program __user *uarg)
+/*
+ * PMU_CREATE, with the program pmu_ioctl.c has copied and checked
+ * (tprof_pmu_program_check()): the checks that need this file's knowledge
+ * of counters (debug registers, instruction alignment, who may count what),
+ * then the program, its events, its descriptor's file. Returns the
+ * descriptor's number, reserved but not installed, with its file in
+ * *@filep (the caller installs it or puts both), or -errno with nothing
+ * left behind.
+ */
+int tprof_pmu_create(const struct tprof_pmu_program *c, struct file **filep)
 {
 	struct task_struct **tasks = NULL;
 	struct tprof_admission adm;
@@ -1275,10 +1283,6 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 	struct file *file;
 	int ret, fd;
 
-	c->fd = 0;	/* output */
-	ret = tprof_pmu_program_check(c);
-	if (ret)
-		return ret;
 	ret = tprof_pmu_check_slots(c);
 	if (ret)
 		return ret;
@@ -1343,29 +1347,11 @@ static long tprof_pmu_create(struct tprof_pmu_program *c,
 	mutex_lock(&tprof_pmu_programs_lock);
 	list_add_rcu(&p->node, &tprof_pmu_programs);	/* the exec hook reads it */
 	mutex_unlock(&tprof_pmu_programs_lock);
-	if (put_user(fd, &uarg->fd)) {
-		put_unused_fd(fd);
-		fput(file);	/* releases the program */
-		return -EFAULT;
-	}
-	fd_install(fd, file);
-	return 0;
+	*filep = file;
+	return fd;
 
 err_free:
 	tprof_pmu_free(p);
-	return ret;
-}
-
-long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg)
-{
-	/* 1.6 KiB: not on the kernel stack. */
-	struct tprof_pmu_program *c = memdup_user(uarg, sizeof(*c));
-	long ret;
-
-	if (IS_ERR(c))
-		return PTR_ERR(c);
-	ret = tprof_pmu_create(c, uarg);
-	kfree(c);
 	return ret;
 }
 
@@ -1377,7 +1363,7 @@ long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg)
  * that summed earlier never moves the value back.
  */
 /* Returns the hits guards took instead of ours (arm64, scope THREAD/PROCESS). */
-static u64 tprof_pmu_read_counts(struct tprof_pmu_prog *p)
+u64 tprof_pmu_read_counts(struct tprof_pmu_prog *p)
 {
 	u64 sum, old, enabled, running, missed = 0;
 	unsigned int t;
@@ -1414,75 +1400,6 @@ static u64 tprof_pmu_read_counts(struct tprof_pmu_prog *p)
 			;
 	}
 	return missed;
-}
-
-static long tprof_pmu_read(struct tprof_pmu_prog *p,
-			   struct tprof_pmu_values __user *uarg)
-{
-	struct tprof_pmu_values v;
-	u32 i;
-	u64 missed = tprof_pmu_read_counts(p);
-
-	memset(&v, 0, sizeof(v));
-	v.hits_missed = missed;
-	v.nr_counters = p->config.nr_counters;
-	for (i = 0; i < p->config.nr_counters; i++) {
-		v.values[i] = atomic64_read(&p->ctr[i].value);
-		v.threshold_fired[i] = atomic64_read(&p->ctr[i].threshold_fired);
-		if (tprof_pmu_kind_is_exact(p->config.counters[i].kind) ||
-		    p->config.counters[i].flags & TPROF_PMU_CTR_COUNT)
-			v.exact |= 1U << i;
-	}
-	for (i = 0; i < p->config.nr_rules; i++)
-		v.rule_fired[i] = atomic64_read(&p->rule_fired[i]);
-	v.events_queued = atomic64_read(&p->queued);
-	v.events_sent = atomic64_read(&p->sent);
-	v.events_lost = atomic64_read(&p->lost);
-	v.exec_left = atomic64_read(&p->exec_left);
-	v.armed = atomic_read(&p->armed);
-	return copy_to_user(uarg, &v, sizeof(v)) ? -EFAULT : 0;
-}
-
-static long tprof_pmu_read_subranges(struct tprof_pmu_prog *p,
-				     struct tprof_pmu_subranges __user *uarg)
-{
-	struct tprof_pmu_subranges a;
-	const struct tprof_pmu_counter *c;
-	u64 __user *out;
-	u32 i, n;
-
-	if (copy_from_user(&a, uarg, sizeof(a)))
-		return -EFAULT;
-	if (a.__pad || a.resv[0] || a.resv[1] || a.counter >= p->config.nr_counters)
-		return -EINVAL;
-	c = &p->config.counters[a.counter];
-	if (!c->nr_subranges)
-		return -EINVAL;
-	out = u64_to_user_ptr(a.values);
-	n = min(a.capacity, c->nr_subranges);
-	for (i = 0; i < n; i++)
-		if (put_user(atomic64_read(&p->ctr[a.counter].sub[i]), &out[i]))
-			return -EFAULT;
-	a.nr_subranges = c->nr_subranges;
-	a.width = p->ctr[a.counter].sub_width;
-	return copy_to_user(uarg, &a, sizeof(a)) ? -EFAULT : 0;
-}
-
-static long tprof_pmu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
-{
-	struct tprof_pmu_prog *p = file->private_data;
-
-	if (_IOC_TYPE(cmd) != TPROF_IOC_MAGIC)
-		return -ENOTTY;
-	switch (_IOC_NR(cmd)) {
-	case _IOC_NR(TPROF_IOC_PMU_READ):
-		return cmd == TPROF_IOC_PMU_READ ?
-			tprof_pmu_read(p, (void __user *)arg) : -EINVAL;
-	case _IOC_NR(TPROF_IOC_PMU_READ_SUBRANGES):
-		return cmd == TPROF_IOC_PMU_READ_SUBRANGES ?
-			tprof_pmu_read_subranges(p, (void __user *)arg) : -EINVAL;
-	}
-	return -ENOTTY;
 }
 
 static int tprof_pmu_release(struct inode *inode, struct file *file)

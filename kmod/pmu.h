@@ -4,7 +4,11 @@
  * evaluated in the perf overflow handlers; events go through a lock-free
  * queue to a work item that sends them over generic netlink. The entry
  * points the rest of the module calls, then what its files share:
- *   pmu.c          programs: creation, permissions, counters, rules, queue
+ *   pmu_ioctl.c    the ioctls: PMU_CREATE's copy and structural check,
+ *                  the descriptor's number; the descriptor's READ and
+ *                  READ_SUBRANGES
+ *   pmu.c          programs: creation, permissions, counters, rules, queue,
+ *                  the descriptor's file
  *   pmu_netlink.c  the generic netlink family, subscriptions, delivery
  *   pmu_probe.c    arm64: breakpoints as uprobes (user) and kprobes (kernel)
  */
@@ -20,6 +24,7 @@
 #include "cpu_events.h"
 #include "user_limits.h"
 
+struct file;
 struct perf_event;
 struct pt_regs;
 struct mm_struct;
@@ -30,10 +35,12 @@ struct tprof_pmu_prog;
 struct task_struct;
 
 /*
- * API for the rest of the module: the exec hook (hooks.c), the ioctl
- * (dev.c), load and unload (main.c). All in pmu.c.
+ * API for the rest of the module: the ioctl (dev.c), the exec hook
+ * (hooks.c), load and unload (main.c).
  */
+/* pmu_ioctl.c */
 long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg);
+/* pmu.c */
 void tprof_pmu_on_exec(struct task_struct *t);
 int tprof_pmu_init(void);
 void tprof_pmu_exit(void);
@@ -121,12 +128,17 @@ struct tprof_pmu_prog {
 };
 
 /* pmu.c */
+int tprof_pmu_create(const struct tprof_pmu_program *c, struct file **filep);
+u64 tprof_pmu_read_counts(struct tprof_pmu_prog *p);
 void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs);
 bool tprof_pmu_in_scope(const struct tprof_pmu_prog *p, struct task_struct *t);
 bool tprof_pmu_pop(struct tprof_pmu_prog *p, struct tprof_pmu_event *ev);
 struct tprof_pmu_prog *tprof_pmu_prog_from_file(struct file *file);
 extern struct mutex tprof_pmu_programs_lock;
 extern struct list_head tprof_pmu_programs;
+
+/* pmu_ioctl.c: the descriptor's ioctl (pmu.c's file operations) */
+long tprof_pmu_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
 /* pmu_netlink.c */
 int tprof_pmu_netlink_init(void);

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * /dev/tprof: the misc device and its ioctls. Everything from userspace is
- * checked here: ioctl type, number and size, reserved fields, pointers.
- * Structs are zeroed before they are filled so no uninitialized kernel
- * bytes reach userspace.
+ * /dev/tprof: the misc device, its file operations and the ioctl dispatch,
+ * which checks each ioctl's type, number and size. GET_INFO is handled
+ * here; the others by each feature's ioctl file (metrics_ioctl.c,
+ * sampling_ioctl.c, windows_ioctl.c, pmu_ioctl.c), which copies its
+ * argument and checks everything in it (reserved fields, pointers) before
+ * calling the feature. Structs are zeroed before they are filled so no
+ * uninitialized kernel bytes reach userspace.
  */
 #include <linux/cpumask.h>
 #include <linux/fs.h>

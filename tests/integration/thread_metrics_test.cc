@@ -406,7 +406,13 @@ TEST_F(ThreadMetricsTest, TooSmallBufferLosesNothing) {
     uint64_t sched = SchedstatNs(t->tid());
     uint64_t ours = time_by_tid[t->tid()];
     uint64_t diff = ours > sched ? ours - sched : sched - ours;
-    EXPECT_LE(diff, 2 * kTickNs) << "tid " << t->tid() << ": " << ours << " vs " << sched;
+    // A lost drain would leave a thread's one burn out (~0) and a repeated
+    // one count it twice (~2x). The margin is wider than the time tests':
+    // 20 threads preempting each other on one vCPU put many interrupts in
+    // each slice, which the time metric counts and the scheduler does not
+    // (12.8% more in the loaded KASAN guest).
+    EXPECT_TRUE(diff <= sched / 5 || diff <= 2 * kTickNs)
+        << "tid " << t->tid() << ": " << ours << " vs " << sched;
   }
 }
 

@@ -84,7 +84,14 @@ count_gtest() {
 		while read -r t; do failures+=("$name: $t"); done < <(tr -d '\r' <"$log" | sed -n 's/^\[  FAILED  \] \([A-Za-z][^ ]*\).*/\1/p' | sort -u)
 	fi
 	if [ -z "$np" ] && [ -z "$nf" ]; then
-		fail "$name: no test summary (exit $rc), see $log"
+		# A hung or crashed guest: name the test it was in and show how
+		# it ended, since CI keeps only this report.
+		local last
+		last=$(tr -d '\r' <"$log" | sed -n 's/^\[ RUN      \] \([^ ]*\).*/\1/p' | tail -n 1)
+		echo "--- the last 40 lines of $log:"
+		tr -d '\r' <"$log" | tail -n 40
+		echo "---"
+		fail "$name: no test summary (exit $rc) in ${last:-no test}, see $log"
 	elif [ "$rc" != 0 ] && { [ -z "$nf" ] || [ "$nf" = 0 ]; }; then
 		fail "$name: exited $rc after its tests (kernel report or crash?), see $log"
 	else

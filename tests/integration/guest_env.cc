@@ -1,6 +1,8 @@
 #include "guest_env.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <grp.h>
 #include <linux/capability.h>
 #include <sys/stat.h>
@@ -190,13 +192,57 @@ bool KeepOnlyPerfmon() {
 }
 
 int RunCommand(const std::string& command, std::string* out) {
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return -1;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    // Its own process group, which the deadline kills whole (the shell
+    // and what it left running in the background).
+    ::setpgid(0, 0);
+    ::dup2(fds[1], 1);
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ::setpgid(pid, pid);  // either side may run first
+  ::close(fds[1]);
+  const auto deadline = std::chrono::steady_clock::now() + kCommandLimit;
+  bool killed = false;
   char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0)
-    if (out) out->append(buf, n);
-  int status = ::pclose(pipe);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 && !killed) {
+      ::kill(-pid, SIGKILL);
+      killed = true;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, killed ? 1000 : static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (ready < 0 && errno != EINTR) break;
+    // Killed: what is left in the pipe, unless a process in another group
+    // holds it open.
+    if (killed && (ready <= 0 || left.count() < -5000)) break;
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(fds[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (out) out->append(buf, size_t(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (killed) {
+    if (out)
+      *out += "\n[killed: still running after " + std::to_string(kCommandLimit.count()) + " s]\n";
+    ADD_FAILURE() << "`" << command.substr(0, 200) << "` still ran after " << kCommandLimit.count()
+                  << " s: killed";
+    return 124;
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -220,11 +266,25 @@ Result RunAsNobody(const std::string& dir, const std::string& cmd) {
         ::setresuid(65534, 65534, 65534))
       _exit(121);
     if (::chdir(dir.c_str()) != 0) _exit(122);
+    ::setpgid(0, 0);  // for the deadline, as in RunCommand
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
+  ::setpgid(pid, pid);
   int status = 0;
-  if (::waitpid(pid, &status, 0) != pid) return r;
+  const auto deadline = std::chrono::steady_clock::now() + kCommandLimit;
+  pid_t got;
+  while ((got = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (got == 0) {
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    ADD_FAILURE() << "`" << cmd.substr(0, 200) << "` as nobody still ran after "
+                  << kCommandLimit.count() << " s: killed";
+    r.rc = 124;
+    return r;
+  }
+  if (got != pid) return r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   std::ifstream in(log);
   std::ostringstream s;

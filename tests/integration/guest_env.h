@@ -119,7 +119,15 @@ std::string BreakpointAt(void (*fn)());
 // permitted): root's uid, none of its other powers. False on failure.
 bool KeepOnlyPerfmon();
 
-// Runs a shell command, returns its exit status and captures stdout.
+// How long one shell command may run before it is killed (its whole
+// process group) and its test fails: a hung command then fails one test,
+// under the guest's 10 minutes of console silence that would end the
+// whole suite with no summary. The longest command takes ~3 min in the
+// debug kernel on a loaded host.
+constexpr std::chrono::seconds kCommandLimit{480};
+
+// Runs a shell command, returns its exit status (124 once it was killed at
+// kCommandLimit, with a test failure) and captures stdout.
 int RunCommand(const std::string& command, std::string* out);
 
 // A shell command's exit status and its stdout and stderr together.

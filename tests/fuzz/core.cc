@@ -305,6 +305,14 @@ namespace tprof_fuzz {
 using namespace core;
 
 void ReportViolation(const char* msg) { VIOLATION("%s", msg); }
+void ReportViolationf(const char* fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  ReportViolation(msg);
+}
 void ChildReportedViolation() { g_violations++; }
 void MarkForkedChild() { g_in_child = true; }
 void CountStat(const std::string& what, uint64_t n) { Count(what, n); }

@@ -26,11 +26,15 @@
 #include <string>
 #include <vector>
 
+#include "rng.h"
+
 namespace tprof_fuzz::core {
 
 // ---- basics (core.cc) ------------------------------------------------------------
 
 using u64 = unsigned long long;  // what __u64 is: one printf format (%llu) for all
+using ::tprof_fuzz::kWorkerStream;
+using ::tprof_fuzz::Rng;
 
 // arm64: a user breakpoint of tprof's where another program of tprof's has
 // one of the other kind (a uprobe vs. a debug register) is EBUSY; elsewhere
@@ -77,36 +81,6 @@ extern thread_local bool t_quiet;
     if (g_in_child.load()) ::_exit(66);                                                   \
     g_violations.fetch_add(1);                                                            \
   } while (0)
-
-struct Rng {
-  u64 s;
-  explicit Rng(u64 seed) : s(seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL) {}
-  u64 Next() {  // splitmix64
-    u64 z = (s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  u64 Below(u64 n) { return n ? Next() % n : 0; }
-  bool OneIn(u64 n) { return Below(n) == 0; }
-  template <typename T>
-  T Pick(std::initializer_list<T> l) {
-    return *(l.begin() + Below(l.size()));
-  }
-  // Boundary-heavy 64-bit values.
-  u64 Edgy() {
-    switch (Below(8)) {
-      case 0: return 0;
-      case 1: return 1;
-      case 2: return ~0ULL;
-      case 3: return 1ULL << Below(64);
-      case 4: return (1ULL << Below(64)) - 1;
-      case 5: return 0xffffffffULL;
-      case 6: return Below(4096);
-      default: return Next();
-    }
-  }
-};
 
 std::string ErrName(int e);
 
@@ -215,7 +189,7 @@ struct Worker {
   int index;
   Rng rng;
   std::vector<Mapping> self_pages;  // this thread's own self pages
-  explicit Worker(int i, u64 seed) : index(i), rng(seed) {}
+  explicit Worker(int i, u64 seed) : index(i), rng(seed, kWorkerStream) {}
 };
 
 // An embedded array pointer: valid (with canaries) most of the time. A

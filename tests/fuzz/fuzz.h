@@ -18,6 +18,7 @@ namespace tprof_fuzz {
 // child marked with MarkForkedChild(): exits 66, which the parent turns
 // into a violation with ChildReportedViolation()).
 void ReportViolation(const char* msg);
+void ReportViolationf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void ChildReportedViolation();
 void MarkForkedChild();
 // Statistics printed at the end ("what happened").

@@ -621,7 +621,7 @@ void OpThread(Worker& w) {
   for (int i = 0; i < n; ++i)
     ts.emplace_back([seed, i] {
       t_op = "short thread";
-      Rng r(seed + u64(i));
+      Rng r(seed + u64(i), kWorkerStream);
       int fd = OpenDevice();
       if (fd < 0) return;
       tprof_self_read sr;
@@ -688,7 +688,7 @@ void OpFork(Worker& w) {
     g_in_child = true;
     AddOwnPid(parent);
     t_op = "forked child";
-    Rng r(seed);
+    Rng r(seed, kWorkerStream);
     unsigned char vec[4];
     for (const Mapping& m : selfs)
       if (::mincore(m.addr, m.len, vec) == 0)

@@ -609,7 +609,7 @@ void NlForkSubscriber(Rng& r, NlScene& sc) {
     g_in_child = true;
     AddOwnPid(uint32_t(::getppid()));
     t_op = "pmu nl forked subscriber";
-    Rng cr(seed);
+    Rng cr(seed, kWorkerStream);
     NlScene child;
     child.family = sc.family;
     child.next_seq = 1;

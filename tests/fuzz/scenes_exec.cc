@@ -48,6 +48,7 @@
 //     a busy session or accounting being off explain). The worker itself
 //     tries the stranger too (EACCES: its capability is not the worker's).
 #include "fuzz.h"
+#include "rng.h"
 
 #include <elf.h>
 #include <linux/capability.h>
@@ -82,26 +83,6 @@ namespace tprof_fuzz {
 namespace {
 
 using u64 = unsigned long long;
-
-#define SCENE_VIOLATION(...)                                  \
-  do {                                                        \
-    char sv_buf_[768];                                        \
-    std::snprintf(sv_buf_, sizeof(sv_buf_), __VA_ARGS__);     \
-    ReportViolation(sv_buf_);                                 \
-  } while (0)
-
-struct Rng {
-  u64 s;
-  explicit Rng(u64 seed) : s(seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL) {}
-  u64 Next() {  // splitmix64
-    u64 z = (s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  u64 Below(u64 n) { return n ? Next() % n : 0; }
-  bool OneIn(u64 n) { return Below(n) == 0; }
-};
 
 constexpr uint32_t kNobody = 65534;
 constexpr const char* kHelperPath = "/tmp/tfz-suid-helper";
@@ -393,7 +374,7 @@ void RaceCreateProgram(Rng& r, int dev, pid_t child, bool after, std::vector<Rac
   // EACCES: the helper is already root (or paranoid 3); ESRCH: gone;
   // ENOSPC/EBUSY: debug registers (arm64: uprobes vs. registers) taken.
   if (!In(err, {EACCES, ESRCH, EINTR, ENOSPC, EBUSY, ENOENT, EOPNOTSUPP, E2BIG, ENOMEM, EMFILE}))
-    SCENE_VIOLATION("PMU_CREATE (%s) on the exec-race child %d: %s (not in PMU_CREATE's documented set)",
+    ReportViolationf("PMU_CREATE (%s) on the exec-race child %d: %s (not in PMU_CREATE's documented set)",
                     p.scope == TPROF_PMU_SCOPE_THREAD ? "THREAD" : "PROCESS", int(child), ErrnoName(err).c_str());
 }
 
@@ -412,7 +393,7 @@ void RaceStartSession(Rng& r, pid_t child, bool after, RaceSession& s) {
   CountStat(std::string("exec race: SAMPLING_START ") + (after ? "after go " : "before go ") + ErrnoName(err));
   if (err) {
     if (!In(err, {EACCES, ESRCH, EINTR, EBUSY, ENOMEM, E2BIG}))
-      SCENE_VIOLATION("SAMPLING_START on the exec-race child %d: %s (not in its documented set)", int(child),
+      ReportViolationf("SAMPLING_START on the exec-race child %d: %s (not in its documented set)", int(child),
                       ErrnoName(err).c_str());
     ::close(s.fd);
     s.fd = -1;
@@ -431,7 +412,7 @@ void RaceStartSession(Rng& r, pid_t child, bool after, RaceSession& s) {
   CountStat(std::string("exec race: WINDOW_ADD ") + ErrnoName(err));
   if (err == 0) s.window = int(wa.id);
   else if (!In(err, {EACCES, ESRCH, EINTR, ENOMEM, ENOSPC}))
-    SCENE_VIOLATION("WINDOW_ADD (process %d) on a session of its own: %s (not in its documented set)", int(child),
+    ReportViolationf("WINDOW_ADD (process %d) on a session of its own: %s (not in its documented set)", int(child),
                     ErrnoName(err).c_str());
 }
 
@@ -443,7 +424,7 @@ void RaceThreadRead(int dev, pid_t child, bool unpriv, bool* named_helper) {
   tr.flags = TPROF_THREAD_READ_TOTALS;
   int err = Ioctl(dev, TPROF_IOC_THREAD_READ, &tr);
   if (err && !In(err, {EACCES, ESRCH, EINTR, ENODATA}))
-    SCENE_VIOLATION("THREAD_READ of the exec-race child %d: %s (not in its documented set)", int(child),
+    ReportViolationf("THREAD_READ of the exec-race child %d: %s (not in its documented set)", int(child),
                     ErrnoName(err).c_str());
   char comm[17] = {};
   std::memcpy(comm, tr.thread.comm, 16);
@@ -451,7 +432,7 @@ void RaceThreadRead(int dev, pid_t child, bool unpriv, bool* named_helper) {
   CountStat(std::string("exec race: THREAD_READ ") + ErrnoName(err) + (helper ? " (the helper)" : ""));
   if (helper && unpriv && !*named_helper) {
     *named_helper = true;
-    SCENE_VIOLATION("THREAD_READ of tid %d succeeded for the unprivileged worker after the thread exec'd the "
+    ReportViolationf("THREAD_READ of tid %d succeeded for the unprivileged worker after the thread exec'd the "
                     "setuid-root helper (comm \"%s\"): a non-dumpable root process is not readable",
                     int(child), comm);
   }
@@ -527,17 +508,17 @@ void RaceEndSession(RaceSession& s, pid_t child, bool unpriv) {
     RaceRecords rec = RaceParse(s, child);
     CountStat("exec race: sessions parsed");
     if (rec.user_foreign_ip)
-      SCENE_VIOLATION("the unprivileged worker's session on pid %d recorded %llu user-mode samples of it outside "
+      ReportViolationf("the unprivileged worker's session on pid %d recorded %llu user-mode samples of it outside "
                       "the fuzzer's code (first ip 0x%llx): samples of the setuid-root helper it exec'd",
                       int(child), rec.user_foreign_ip, rec.first_foreign_ip);
     if (rec.exec_comms)
-      SCENE_VIOLATION("the unprivileged worker's session on pid %d recorded its exec (COMM \"%s\") into the "
+      ReportViolationf("the unprivileged worker's session on pid %d recorded its exec (COMM \"%s\") into the "
                       "setuid-root helper: the session must leave it at that exec",
                       int(child), rec.exec_comm);
     if (werr == 0 && serr == 0 && st.lost_samples == 0 && st.lost_records == 0 && !rec.malformed) {
       const u64 counted = wr.info.in_range + wr.info.out_of_range;
       if (counted > rec.samples)
-        SCENE_VIOLATION("the process window on pid %d counted %llu samples of it, the session's records hold %llu "
+        ReportViolationf("the process window on pid %d counted %llu samples of it, the session's records hold %llu "
                         "(every one before its exec into the setuid-root helper): the window followed the helper",
                         int(child), counted, rec.samples);
       else
@@ -553,7 +534,7 @@ void RaceCheckProgram(const RaceProgram& p, pid_t child, int marks, bool unpriv)
   tprof_pmu_values v{};
   int err = Ioctl(p.fd, TPROF_IOC_PMU_READ, &v);
   if (err) {
-    SCENE_VIOLATION("PMU_READ of a program on the exec-race child %d: %s", int(child), ErrnoName(err).c_str());
+    ReportViolationf("PMU_READ of a program on the exec-race child %d: %s", int(child), ErrnoName(err).c_str());
     return;
   }
   for (size_t i = 0; i < p.counters.size() && i < TPROF_PMU_MAX_COUNTERS; ++i) {
@@ -570,17 +551,17 @@ void RaceCheckProgram(const RaceProgram& p, pid_t child, int marks, bool unpriv)
     if (!unpriv && p.after_exec_started) continue;
     const char* who = unpriv ? "of the unprivileged worker" : "root created before the child could exec";
     if (kind >= 0 && g_tps[kind].helper_only && val != 0)
-      SCENE_VIOLATION("a PMU program (%s) %s on pid %d counted %llu %s, a syscall only the setuid-root helper it "
+      ReportViolationf("a PMU program (%s) %s on pid %d counted %llu %s, a syscall only the setuid-root helper it "
                       "exec'd makes: the program followed it into a non-dumpable root process",
                       p.scope == TPROF_PMU_SCOPE_THREAD ? "THREAD" : "PROCESS", who, int(child), val,
                       g_tps[kind].name);
     if (kind == -3 && val != 0)
-      SCENE_VIOLATION("a PMU program (%s) %s on pid %d counted %llu hits of a breakpoint at wl_child_work in the "
+      ReportViolationf("a PMU program (%s) %s on pid %d counted %llu hits of a breakpoint at wl_child_work in the "
                       "worker's mapping of %s, which only the setuid-root helper it exec'd runs: the program (a "
                       "uprobe on arm64?) followed it into a non-dumpable root process",
                       p.scope == TPROF_PMU_SCOPE_THREAD ? "THREAD" : "PROCESS", who, int(child), val, kHelperPath);
     if (kind == -1 && val > u64(marks))
-      SCENE_VIOLATION("a PMU program (%s) %s on pid %d counted %llu hits of a breakpoint the child ran %d times "
+      ReportViolationf("a PMU program (%s) %s on pid %d counted %llu hits of a breakpoint the child ran %d times "
                       "before its exec into the setuid-root helper",
                       p.scope == TPROF_PMU_SCOPE_THREAD ? "THREAD" : "PROCESS", who, int(child), val, marks);
   }
@@ -595,7 +576,7 @@ void OpExecRace(uint64_t seed) {
     CountStat("exec race: no setuid helper");
     return;
   }
-  Rng r(seed);
+  Rng r(seed, kSceneStream);
   const bool unpriv = Unprivileged();
   (void)HelperWorkInMapping();  // mapped before InOwnCode reads this process's code, and any fork
   (void)InOwnCode(0);
@@ -679,7 +660,7 @@ void OpExecRace(uint64_t seed) {
     SleepUs(1000 + r.Below(3000));
   }
   if (!exited) {
-    SCENE_VIOLATION("the setuid helper (pid %d) did not exit within 60 s: %s", int(child),
+    ReportViolationf("the setuid helper (pid %d) did not exit within 60 s: %s", int(child),
                     DescribeProcess(uint32_t(child)).c_str());
     ::kill(child, SIGKILL);
   }
@@ -694,11 +675,11 @@ void OpExecRace(uint64_t seed) {
   }
   ::close(dev);
   if (WIFSIGNALED(st)) {
-    SCENE_VIOLATION("the setuid helper (pid %d, exec'd %s after its exec race began) was killed by %s%s", int(child),
+    ReportViolationf("the setuid helper (pid %d, exec'd %s after its exec race began) was killed by %s%s", int(child),
                     delay_us ? "a moment" : "at once", strsignal(WTERMSIG(st)),
                     In(WTERMSIG(st), {SIGTRAP, SIGILL, SIGSEGV, SIGBUS}) ? " (a probe or breakpoint followed it?)" : "");
   } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
-    SCENE_VIOLATION("the setuid helper (pid %d) exited with %d%s", int(child), WEXITSTATUS(st),
+    ReportViolationf("the setuid helper (pid %d) exited with %d%s", int(child), WEXITSTATUS(st),
                     WEXITSTATUS(st) == 127 ? " (its execve failed)" : WEXITSTATUS(st) == 125 ? " (setresuid failed)" : "");
   }
   CountStat("exec races");
@@ -809,7 +790,7 @@ std::string NsJudge(Target t, int op, uint32_t pid, int err, bool in_ns) {
   const bool gone = ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
   if (outside) {
     if (err == 0)
-      SCENE_VIOLATION("%s (pid %u, uid %u outside %s) was attached to with %s by %s: only EACCES is legal (%s)",
+      ReportViolationf("%s (pid %u, uid %u outside %s) was attached to with %s by %s: only EACCES is legal (%s)",
                       TargetName(t), pid, kNobody, in_ns ? "the caller's user namespace" : "any namespace",
                       kNsOps[op],
                       in_ns ? "a process with every capability in a user namespace of its own" : "the unprivileged worker",
@@ -817,7 +798,7 @@ std::string NsJudge(Target t, int op, uint32_t pid, int err, bool in_ns) {
                                              : "the capability-subset rule holds only inside one user namespace");
     else if (err != EACCES && !(err == ESRCH && gone) && err != EINTR &&
              !((op == 3 || op == 4) && err == ENODATA) && !(op == 5 && (err == ENODATA || err == EPERM)))
-      SCENE_VIOLATION("%s (pid %u) with %s from %s: %s, where EACCES is the only legal refusal", TargetName(t), pid,
+      ReportViolationf("%s (pid %u) with %s from %s: %s, where EACCES is the only legal refusal", TargetName(t), pid,
                       kNsOps[op], in_ns ? "a user namespace of the caller's own" : "the unprivileged worker",
                       ErrnoName(err).c_str());
   } else {
@@ -826,7 +807,7 @@ std::string NsJudge(Target t, int op, uint32_t pid, int err, bool in_ns) {
               (err == EACCES && perf_gated && PerfParanoidLevel() > 2) || (op == 2 && err == EBUSY) ||
               ((op == 3 || op == 4) && (err == ENODATA || err == ESRCH)) || (op == 5 && err == ENOSPC);
     if (!ok)
-      SCENE_VIOLATION("%s (pid %u) with %s from inside a user namespace of its own: %s (without the namespace: "
+      ReportViolationf("%s (pid %u) with %s from inside a user namespace of its own: %s (without the namespace: "
                       "success, or what perf_event_paranoid %d, a busy session or accounting being off explain)",
                       TargetName(t), pid, kNsOps[op], ErrnoName(err).c_str(), PerfParanoidLevel());
   }
@@ -849,7 +830,7 @@ void UsernsChild(Rng& r, int rep, uint32_t worker, pid_t stranger) {
     return;
   }
   if (::geteuid() != 0) {
-    SCENE_VIOLATION("after unshare(CLONE_NEWUSER) and uid_map \"%s\", euid is %u, not 0", map, ::geteuid());
+    ReportViolationf("after unshare(CLONE_NEWUSER) and uid_map \"%s\", euid is %u, not 0", map, ::geteuid());
     return;
   }
   Report(rep, "user namespace: entered");
@@ -891,7 +872,7 @@ void UsernsChild(Rng& r, int rep, uint32_t worker, pid_t stranger) {
 void OpUserNamespace(uint64_t seed) {
   if (!Unprivileged()) return;
   SetOp("user namespace");
-  Rng r(seed);
+  Rng r(seed, kSceneStream);
   const pid_t stranger = g_capable_stranger;
   // The control: without a namespace the stranger's capability is not
   // the worker's either.
@@ -938,7 +919,7 @@ void OpUserNamespace(uint64_t seed) {
   }
   if (WIFEXITED(st) && WEXITSTATUS(st) == 66) ChildReportedViolation();
   else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    SCENE_VIOLATION("the user-namespace child %d ended with status 0x%x", int(child), st);
+    ReportViolationf("the user-namespace child %d ended with status 0x%x", int(child), st);
   CountStat("user namespace scenes");
 }
 

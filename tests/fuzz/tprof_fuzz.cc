@@ -474,7 +474,7 @@ void RunWorkers(bool cycles) {
   std::vector<std::thread> ws;
   for (int i = 0; i < g_opt.threads; ++i) ws.emplace_back(WorkerMain, i);
   std::thread dog(Watchdog);
-  Rng r(g_opt.seed * 7 + 3);
+  Rng r(g_opt.seed * 7 + 3, kWorkerStream);
   const u64 end = NowNs() + u64(g_opt.seconds * 1e9);
   const bool can_cycle = cycles && !ModulePath().empty();
   u64 next_cycle = NowNs() + u64(g_opt.seconds * 1e9 / 3);
@@ -616,7 +616,7 @@ int main(int argc, char** argv) {
         if (std::fscanf(f, "%d", &paranoid_was) != 1) paranoid_was = -1;
         std::fclose(f);
       }
-      const int paranoid = Rng(g_opt.seed * 17 + 3).Pick<int>({1, 2, 2, 3});
+      const int paranoid = Rng(g_opt.seed * 17 + 3, kWorkerStream).Pick<int>({1, 2, 2, 3});
       auto set_paranoid = [](int v) {
         if (FILE* f = std::fopen("/proc/sys/kernel/perf_event_paranoid", "w")) {
           std::fprintf(f, "%d\n", v);
@@ -641,7 +641,7 @@ int main(int argc, char** argv) {
         RunWorkers(false);
         return Report();
       }
-      Rng r(g_opt.seed * 13 + 5);
+      Rng r(g_opt.seed * 13 + 5, kWorkerStream);
       int status = 0;
       while (::waitpid(child, &status, WNOHANG) == 0) {
         t_op = "root parent";

@@ -22,6 +22,7 @@
 #include "../common/json.h"
 #include "fresh_pages.h"
 #include "guest_env.h"
+#include "pmu_fixture.h"
 #include "pmu_events.h"
 #include "tprof/pmu.h"
 
@@ -47,44 +48,28 @@ std::string DataRange(const FreshPages& pages) {
   return s;
 }
 
-Program CreateOrDie(const Device& dev, const ProgramSpec& spec, uint32_t scope = TPROF_PMU_SCOPE_THREAD) {
-  auto p = Program::Create(dev, spec.Build(scope, 0));
-  if (!p) FailTest(p.error().message());
-  return std::move(*p);
-}
-
-void AddOrFail(ProgramSpec& spec, const std::string& counter, const pmu::SymbolResolver* syms = nullptr) {
-  auto st = spec.AddCounter(counter, syms);
-  ASSERT_TRUE(st) << counter << ": " << st.error().message();
-}
-
-tprof_pmu_values ReadOrFail(const Program& p) {
-  auto v = p.Read();
-  EXPECT_TRUE(v) << v.error().message();
-  return v ? *v : tprof_pmu_values{};
-}
+// The PMU suite's fixture (pmu_fixture.h): the device, this process's
+// symbols, Spec, Create and ErrnoOf.
+class PmuDataRange : public PmuTest {};
 
 // N pages of A and M of B: each data range counts its own buffer's faults,
 // exactly; minor-faults too (anonymous faults are minor), major-faults
 // none; with an instruction range as well both must hold; K subranges of
 // one page each count one fault each.
-TEST(PmuDataRange, FaultsCountOnlyInsideTheirDataRange) {
-  Device dev = OpenDeviceOrFail();
-  auto syms = pmu::SymbolResolver::ForProcess(0);
-  ASSERT_TRUE(syms) << syms.error().message();
+TEST_F(PmuDataRange, FaultsCountOnlyInsideTheirDataRange) {
   constexpr long kN = 37, kM = 53;
   FreshPages a(kN), b(kM);
   ASSERT_NE(a.base, MAP_FAILED);
   ASSERT_NE(b.base, MAP_FAILED);
-  ProgramSpec spec;
-  AddOrFail(spec, "a=page-faults" + DataRange(a));
-  AddOrFail(spec, "b=page-faults" + DataRange(b));
-  AddOrFail(spec, "amin=minor-faults" + DataRange(a) + "/" + std::to_string(kN));
-  AddOrFail(spec, "amaj=major-faults" + DataRange(a));
-  AddOrFail(spec, "af=page-faults@tprof_pmu_touch_f" + DataRange(a), &*syms);  // both hold
-  AddOrFail(spec, "ag=page-faults@tprof_pmu_touch_g" + DataRange(a), &*syms);  // code range misses
-  AddOrFail(spec, "all=page-faults");
-  Program prog = CreateOrDie(dev, spec);
+  Program prog = Create(Spec({
+      "a=page-faults" + DataRange(a),
+      "b=page-faults" + DataRange(b),
+      "amin=minor-faults" + DataRange(a) + "/" + std::to_string(kN),
+      "amaj=major-faults" + DataRange(a),
+      "af=page-faults@tprof_pmu_touch_f" + DataRange(a),  // both hold
+      "ag=page-faults@tprof_pmu_touch_g" + DataRange(a),  // the code range misses
+      "all=page-faults",
+  }));
   tprof_pmu_touch_f(a.base, kN, kPageSize);
   tprof_pmu_touch_g(b.base, kM, kPageSize);
   auto v = ReadOrFail(prog);
@@ -104,24 +89,15 @@ TEST(PmuDataRange, FaultsCountOnlyInsideTheirDataRange) {
 // A threshold at the 20th fault of A: one event, with the counter at 20
 // and that fault's data address (the 20th page's first byte) and an ip in
 // the touching routine.
-TEST(PmuDataRange, ThresholdFiresAtTheNthFaultWithItsAddress) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuDataRange, ThresholdFiresAtTheNthFaultWithItsAddress) {
   constexpr long kN = 30, kM = 10;
   FreshPages a(kN), b(kM);
   ASSERT_NE(a.base, MAP_FAILED);
   ASSERT_NE(b.base, MAP_FAILED);
-  ProgramSpec spec;
-  AddOrFail(spec, "a=page-faults" + DataRange(a));
-  AddOrFail(spec, "b=page-faults" + DataRange(b));
+  ProgramSpec spec = Spec({"a=page-faults" + DataRange(a), "b=page-faults" + DataRange(b)});
   ASSERT_TRUE(spec.AddThreshold("a>=20"));
-  Program prog = CreateOrDie(dev, spec);
-  Monitor mon = [&] {
-    auto m = Monitor::Open();
-    if (!m) FailTest(m.error().message());
-    auto st = m->Subscribe(prog);
-    EXPECT_TRUE(st) << st.error().message();
-    return std::move(*m);
-  }();
+  Program prog = Create(spec);
+  Monitor mon = SubscribedMonitor(prog);
   tprof_pmu_touch_g(b.base, kM, kPageSize);
   tprof_pmu_touch_f(a.base, kN, kPageSize);
   auto events = CollectAll(mon, prog, 1);
@@ -141,22 +117,17 @@ TEST(PmuDataRange, ThresholdFiresAtTheNthFaultWithItsAddress) {
 
 // 2*a - b > 0 over two data-ranged counters: after 10 faults in B, it
 // becomes true at the 6th fault in A (12 - 10), not the 5th (10 - 10).
-TEST(PmuDataRange, RuleOverTwoDataRangesFiresAtTheExactFault) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuDataRange, RuleOverTwoDataRangesFiresAtTheExactFault) {
   FreshPages a(8), b(10);
   ASSERT_NE(a.base, MAP_FAILED);
   ASSERT_NE(b.base, MAP_FAILED);
-  ProgramSpec spec;
-  AddOrFail(spec, "a=page-faults" + DataRange(a));
-  AddOrFail(spec, "b=page-faults" + DataRange(b));
+  ProgramSpec spec = Spec({"a=page-faults" + DataRange(a), "b=page-faults" + DataRange(b)});
   ASSERT_TRUE(spec.AddRule("2*a - b > 0"));
-  Program prog = CreateOrDie(dev, spec);
-  auto m = Monitor::Open();
-  ASSERT_TRUE(m) << m.error().message();
-  ASSERT_TRUE(m->Subscribe(prog));
+  Program prog = Create(spec);
+  Monitor mon = SubscribedMonitor(prog);
   tprof_pmu_touch_g(b.base, 10, kPageSize);
   tprof_pmu_touch_f(a.base, 8, kPageSize);
-  auto events = CollectAll(*m, prog, 1);
+  auto events = CollectAll(mon, prog, 1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, uint32_t(TPROF_PMU_EVENT_RULE));
   EXPECT_EQ(events[0].values[0], 6u);
@@ -170,20 +141,12 @@ TEST(PmuDataRange, RuleOverTwoDataRangesFiresAtTheExactFault) {
 
 // Every CPU (CAP_PERFMON): the data range still selects this process's
 // buffer exactly, whichever CPU faulted.
-TEST(PmuDataRange, EveryCpuScopeCountsTheRangeExactly) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuDataRange, EveryCpuScopeCountsTheRangeExactly) {
   FreshPages a(25);
   ASSERT_NE(a.base, MAP_FAILED);
-  ProgramSpec spec;
-  AddOrFail(spec, "a=page-faults" + DataRange(a));
-  Program prog = CreateOrDie(dev, spec, TPROF_PMU_SCOPE_CPUS);
+  Program prog = Create(Spec({"a=page-faults" + DataRange(a)}), TPROF_PMU_SCOPE_CPUS);
   tprof_pmu_touch_f(a.base, 25, kPageSize);
   EXPECT_EQ(ReadOrFail(prog).values[0], 25u);
-}
-
-int ErrnoOf(const Device& dev, const tprof_pmu_program& p) {
-  auto r = Program::Create(dev, p);
-  return r ? 0 : r.error().code().value();
 }
 
 // One counter of `config` with a data range [addr, addr + len), built by
@@ -200,37 +163,40 @@ tprof_pmu_program Raw(uint32_t kind, uint64_t config, uint64_t addr, uint64_t le
   return p;
 }
 
-TEST(PmuDataRange, BadRangesAndKindsAreRefused) {
-  Device dev = OpenDeviceOrFail();
+TEST_F(PmuDataRange, BadRangesAndKindsAreRefused) {
   const uint32_t sw = TPROF_PMU_EV_SOFTWARE;
   const uint64_t pf = PERF_COUNT_SW_PAGE_FAULTS;
-  EXPECT_EQ(ErrnoOf(dev, Raw(sw, pf, 0x10000, 4096)), 0);
-  EXPECT_EQ(ErrnoOf(dev, Raw(sw, pf, 0x10000, 1ULL << 46)), 0) << "any length";
-  EXPECT_EQ(ErrnoOf(dev, Raw(sw, pf, 0x10000, 0)), EINVAL) << "empty";
-  EXPECT_EQ(ErrnoOf(dev, Raw(sw, pf, 0x20000, uint64_t(0x10000) - 0x20000)), EINVAL) << "inverted";
-  EXPECT_EQ(ErrnoOf(dev, Raw(sw, pf, ~0ULL - 0xfff, 0x2000)), EINVAL) << "wrapping";
+  EXPECT_EQ(ErrnoOf(Raw(sw, pf, 0x10000, 4096)), 0);
+  EXPECT_EQ(ErrnoOf(Raw(sw, pf, 0x10000, 1ULL << 46)), 0) << "any length";
+  EXPECT_EQ(ErrnoOf(Raw(sw, pf, 0x10000, 0)), EINVAL) << "empty";
+  EXPECT_EQ(ErrnoOf(Raw(sw, pf, 0x20000, uint64_t(0x10000) - 0x20000)), EINVAL) << "inverted";
+  EXPECT_EQ(ErrnoOf(Raw(sw, pf, ~0ULL - 0xfff, 0x2000)), EINVAL) << "wrapping";
   for (uint64_t config : {uint64_t(PERF_COUNT_SW_CONTEXT_SWITCHES), uint64_t(PERF_COUNT_SW_CPU_MIGRATIONS),
                           uint64_t(PERF_COUNT_SW_ALIGNMENT_FAULTS), uint64_t(PERF_COUNT_SW_EMULATION_FAULTS)})
-    EXPECT_EQ(ErrnoOf(dev, Raw(sw, config, 0x10000, 4096)), EINVAL) << "no data address: " << config;
+    EXPECT_EQ(ErrnoOf(Raw(sw, config, 0x10000, 4096)), EINVAL) << "no data address: " << config;
   auto hw = Raw(TPROF_PMU_EV_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 0x10000, 4096);
   hw.counters[0].period = 1000;  // valid but for the data range
-  EXPECT_EQ(ErrnoOf(dev, hw), EINVAL);
-  EXPECT_EQ(ErrnoOf(dev, Raw(TPROF_PMU_EV_BREAKPOINT, 0, 0x10000, 4096)), EINVAL);
+  EXPECT_EQ(ErrnoOf(hw), EINVAL);
+  EXPECT_EQ(ErrnoOf(Raw(TPROF_PMU_EV_BREAKPOINT, 0, 0x10000, 4096)), EINVAL);
   auto wp = Raw(TPROF_PMU_EV_WATCHPOINT, 0, 0x10000, 8);
   wp.counters[0].flags |= TPROF_PMU_CTR_WATCH_WRITE;
-  EXPECT_EQ(ErrnoOf(dev, wp), EINVAL) << "a watchpoint's range is its own";
+  EXPECT_EQ(ErrnoOf(wp), EINVAL) << "a watchpoint's range is its own";
 
   // Kernel addresses: CAP_PERFMON (root here) may; uid 65534 gets EACCES,
   // while its own user range is fine.
   const auto kernel = Raw(sw, pf, 0xffff800000000000ULL, 1ULL << 40);
   const auto user = Raw(sw, pf, 0x10000, 4096);
-  EXPECT_EQ(ErrnoOf(dev, kernel), 0);
+  EXPECT_EQ(ErrnoOf(kernel), 0);
   ScopedParanoid paranoid(2);
   EXPECT_EQ(RunUnprivileged([&] {
               auto d = Device::Open();
               if (!d) return 10;
-              if (ErrnoOf(*d, user) != 0) return 11;
-              return ErrnoOf(*d, kernel) == EACCES ? 0 : 12;
+              auto errno_of = [&](const tprof_pmu_program& p) {
+                auto r = Program::Create(*d, p);
+                return r ? 0 : r.error().code().value();
+              };
+              if (errno_of(user) != 0) return 11;
+              return errno_of(kernel) == EACCES ? 0 : 12;
             }),
             0)
       << "10: no device, 11: a user data range refused, 12: a kernel one not EACCES";

@@ -132,6 +132,11 @@ bool SwitchOutSelf(uint64_t switches_before) {
   return true;
 }
 
+bool TimeMatchesSchedstat(uint64_t ours, uint64_t sched) {
+  const uint64_t diff = ours > sched ? ours - sched : sched - ours;
+  return diff <= 2 * kTickNs || diff <= sched / 20;
+}
+
 bool WaitUntilCharged(const Device& dev, uint32_t tid) {
   auto st = dev.GetMetricsStatus();
   const int time = st && st->enabled ? TimeMetricIndex(st->metrics) : -1;

@@ -123,9 +123,7 @@ TEST_F(ThreadMetricsTest, BusyThreadTimeMatchesSchedstat) {
   ASSERT_TRUE(m) << m.error().message();
   ASSERT_EQ(m->values.size(), 3u);
   uint64_t ours = m->values[0];
-  uint64_t diff = ours > schedstat ? ours - schedstat : schedstat - ours;
-  EXPECT_TRUE(diff <= schedstat / 50 || diff <= 2 * kTickNs)
-      << "tprof time_ns " << ours << " vs schedstat " << schedstat;
+  EXPECT_TRUE(TimeMatchesSchedstat(ours, schedstat)) << "tprof time_ns " << ours << " vs schedstat " << schedstat;
   EXPECT_GE(ours, 290'000'000u);
   EXPECT_GE(m->values[1], 1u) << "dispatches";
   EXPECT_EQ(m->tid, t.tid());
@@ -340,9 +338,7 @@ TEST_F(ThreadMetricsTest, IoUringThreadsAreAccounted) {
   ::close(ring);
   EXPECT_EQ(hits[0].pid, uint32_t(::getpid()));
   uint64_t ours = hits[0].values[0];
-  uint64_t diff = ours > schedstat ? ours - schedstat : schedstat - ours;
-  EXPECT_TRUE(diff <= schedstat / 50 || diff <= 2 * kTickNs)
-      << "tprof time_ns " << ours << " vs schedstat " << schedstat;
+  EXPECT_TRUE(TimeMatchesSchedstat(ours, schedstat)) << "tprof time_ns " << ours << " vs schedstat " << schedstat;
 }
 
 TEST_F(ThreadMetricsTest, LeanReadSelfReadsAndZeroes) {

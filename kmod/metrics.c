@@ -786,9 +786,7 @@ int tprof_metrics_init(void)
 		pr_err("metrics=%s: unknown or invalid metric list\n", metrics);
 		goto err;
 	}
-	mutex_lock(&tprof_metrics_mutex);
-	ret = tprof_metrics_enable_locked(&c);
-	mutex_unlock(&tprof_metrics_mutex);
+	ret = tprof_metrics_enable(&c);
 	if (ret) {
 		pr_err("metrics=%s: cannot enable: %d\n", metrics, ret);
 		goto err;
@@ -801,8 +799,6 @@ err:
 
 void tprof_metrics_exit(void)
 {
-	mutex_lock(&tprof_metrics_mutex);
-	tprof_metrics_disable_locked();
-	mutex_unlock(&tprof_metrics_mutex);
+	tprof_metrics_disable();
 	tprof_metrics_ioctl_exit();
 }

@@ -426,6 +426,8 @@ TEST_F(ExecSafetyMetrics, CloneVmSelfPageIsRetiredAtTheSetuidExec) {
       for (char ch; ::read(out[0], &ch, 1) == 1 && ch != '\n';) line += ch;
       if (!WaitUntilSleeping(c)) bad |= 1 << 4;
       tprof_self_page during = Snapshot(a.page);
+      // All the child ran, before its exec and after: at least its burn.
+      const uint64_t child_ms = ProcessSchedstatNs(c) / 1'000'000;
       ::close(in[1]);
       int st = 0;
       ::waitpid(c, &st, 0);
@@ -433,15 +435,21 @@ TEST_F(ExecSafetyMetrics, CloneVmSelfPageIsRetiredAtTheSetuidExec) {
       if (StatusCode(st) != 0 || line + "\n" != kMessage) bad |= 1 << 4;
       if (setuid) {
         if (during.flags & TPROF_SELF_LIVE) bad |= 1 << 5;
-        if (grew_ms > 100) bad |= 1 << 6;  // its exec before the setuid point, a few ticks
+        // The page may hold the child's time up to the exec, never its
+        // burn: the scheduler's count less the burn, with the margin for
+        // interrupts that TooSmallBufferLosesNothing explains. Not a fixed
+        // bound: on a loaded host one slice before the exec took >100 ms.
+        const uint64_t before_exec_ms = child_ms > kBurnMs ? child_ms - kBurnMs : 0;
+        if (grew_ms > before_exec_ms + before_exec_ms / 5 + 2 * kTickNs / 1'000'000) bad |= 1 << 6;
       } else {
         if (!(during.flags & TPROF_SELF_LIVE)) bad |= 1 << 5;
         if (grew_ms < kBurnMs / 2) bad |= 1 << 6;
       }
       if (bad)
-        std::fprintf(stderr, "%s: flags %#x -> %#x, time grew %llu ms, status %d, output \"%s\"\n",
+        std::fprintf(stderr,
+                     "%s: flags %#x -> %#x, time grew %llu ms (the child ran %llu ms), status %d, output \"%s\"\n",
                      setuid ? "setuid" : "plain", before.flags, during.flags, (unsigned long long)grew_ms,
-                     StatusCode(st), line.c_str());
+                     (unsigned long long)child_ms, StatusCode(st), line.c_str());
       return bad;
     });
     EXPECT_EQ(rc, 0) << (setuid ? "setuid exec" : "plain exec (control)")

@@ -56,12 +56,18 @@ std::string TaskFile(uint32_t tid, const char* name) {
 }
 }  // namespace
 
-uint64_t SchedstatNs(uint32_t tid) {
-  std::ifstream in(TaskFile(tid, "schedstat"));
+namespace {
+uint64_t FirstNumber(const std::string& path) {
+  std::ifstream in(path);
   uint64_t ns = 0;
   in >> ns;
   return ns;
 }
+}  // namespace
+
+uint64_t SchedstatNs(uint32_t tid) { return FirstNumber(TaskFile(tid, "schedstat")); }
+
+uint64_t ProcessSchedstatNs(pid_t pid) { return FirstNumber("/proc/" + std::to_string(pid) + "/schedstat"); }
 
 char ThreadState(uint32_t tid) {
   std::ifstream in(TaskFile(tid, "stat"));

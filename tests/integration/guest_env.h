@@ -53,6 +53,8 @@ bool TimeMatchesSchedstat(uint64_t ours, uint64_t sched);
 // its state letter ('R', 'S', ...), and its voluntary plus involuntary
 // context switches (each is one sched_switch with it as prev).
 uint64_t SchedstatNs(uint32_t tid);
+// The same of any process (/proc/PID/schedstat), readable by every user.
+uint64_t ProcessSchedstatNs(pid_t pid);
 char ThreadState(uint32_t tid);
 // The state letter of process PID (/proc/PID/stat), '?' once it is gone.
 char ProcState(pid_t pid);

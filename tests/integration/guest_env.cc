@@ -202,6 +202,17 @@ bool KeepOnlyPerfmon() {
   return ::syscall(SYS_capset, &h, d) == 0;
 }
 
+namespace {
+// A command that still ran at kCommandLimit, its group killed: the output
+// says so and the test fails naming it. 124, as timeout(1) exits.
+int KilledAtTheLimit(const std::string& command, const char* as, std::string* out) {
+  if (out) *out += "\n[killed: still running after " + std::to_string(kCommandLimit.count()) + " s]\n";
+  ADD_FAILURE() << "`" << command.substr(0, 200) << "`" << as << " still ran after " << kCommandLimit.count()
+                << " s: killed";
+  return 124;
+}
+}  // namespace
+
 int RunCommand(const std::string& command, std::string* out) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return -1;
@@ -247,13 +258,7 @@ int RunCommand(const std::string& command, std::string* out) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (killed) {
-    if (out)
-      *out += "\n[killed: still running after " + std::to_string(kCommandLimit.count()) + " s]\n";
-    ADD_FAILURE() << "`" << command.substr(0, 200) << "` still ran after " << kCommandLimit.count()
-                  << " s: killed";
-    return 124;
-  }
+  if (killed) return KilledAtTheLimit(command, "", out);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -290,17 +295,17 @@ Result RunAsNobody(const std::string& dir, const std::string& cmd) {
   if (got == 0) {
     ::kill(-pid, SIGKILL);
     ::waitpid(pid, &status, 0);
-    ADD_FAILURE() << "`" << cmd.substr(0, 200) << "` as nobody still ran after "
-                  << kCommandLimit.count() << " s: killed";
-    r.rc = 124;
+  } else if (got != pid) {
     return r;
   }
-  if (got != pid) return r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   std::ifstream in(log);
   std::ostringstream s;
   s << in.rdbuf();
   r.out = s.str();
+  if (got == 0)
+    r.rc = KilledAtTheLimit(cmd, " as nobody", &r.out);
+  else
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
 }
 

@@ -228,6 +228,8 @@ $(RUNTIME_EXAMPLE): $(call obj,$(RUNTIME_EXAMPLE_SRCS)) $(LIB)
 # The unit tests of kmod/core (pure logic, built for userspace too) reach
 # the module's tree; nothing else in userspace does.
 $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS)): CPPFLAGS += -Ikmod
+# The error table's test reads the ABI header's text.
+$(call asan_obj,tests/unit/ioctl_error_table_test.cc): CPPFLAGS += -DTPROF_UAPI_HEADER='"$(CURDIR)/uapi/linux/tprof.h"'
 $(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS) $(TPROFCTL_UNIT_SRCS)) $(LIB_ASAN)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(SANITIZE) -o $@ $^ $(GTEST_LIBS) $(ELF_LIBS)

@@ -1,5 +1,7 @@
 #include "tprof/device.h"
 
+#include "ioctl_errors.h"
+
 #include <fcntl.h>
 #include <sys/ioctl.h>
 
@@ -27,28 +29,6 @@ Error OpenError(const std::string& path, int err) {
     default:
       return Error::FromErrno(err, "cannot open " + path + ": " + ErrnoText(err));
   }
-}
-
-Error IoctlError(const char* what, int err) {
-  if (err == EPERM)
-    return Error::FromErrno(err, std::string(what) +
-                                     ": permission denied: needs CAP_PERFMON or CAP_SYS_ADMIN");
-  if (err == EACCES)
-    return Error::FromErrno(err, std::string(what) +
-                                     ": permission denied: another user's process needs "
-                                     "CAP_PERFMON or CAP_SYS_ADMIN");
-  if (err == ENODATA)
-    return Error::FromErrno(err, std::string(what) +
-                                     ": per-thread metrics are off (ENODATA)");
-  if (err == EOPNOTSUPP)
-    return Error::FromErrno(err, std::string(what) +
-                                     ": a hardware metric is not available on this machine "
-                                     "(no usable PMU, e.g. in a VM)");
-  if (err == ENOTTY)
-    return Error::FromErrno(err, std::string(what) +
-                                     ": not a tprof device, or a module too old for this "
-                                     "library (ENOTTY)");
-  return Error::FromErrno(err, std::string(what) + ": " + ErrnoText(err));
 }
 
 }  // namespace
@@ -130,7 +110,7 @@ Expected<Info> Device::GetInfo() const {
   // never added to cpu_possible_mask at run time, so two calls suffice.
   tprof_info raw{};
   if (::ioctl(fd_.get(), TPROF_IOC_GET_INFO, &raw) != 0)
-    return IoctlError("TPROF_IOC_GET_INFO", errno);
+    return IoctlFailure("TPROF_IOC_GET_INFO", TPROF_IOC_GET_INFO, errno);
   if (raw.abi_major != TPROF_ABI_MAJOR)
     return Error::FromErrno(
         EPROTO, "tprof module speaks ABI " + std::to_string(raw.abi_major) + "." +
@@ -143,7 +123,7 @@ Expected<Info> Device::GetInfo() const {
   raw.cpu_stats = reinterpret_cast<uintptr_t>(stats.data());
   raw.cpu_stats_count = static_cast<uint32_t>(stats.size());
   if (::ioctl(fd_.get(), TPROF_IOC_GET_INFO, &raw) != 0)
-    return IoctlError("TPROF_IOC_GET_INFO", errno);
+    return IoctlFailure("TPROF_IOC_GET_INFO", TPROF_IOC_GET_INFO, errno);
 
   Info info;
   info.abi_major = raw.abi_major;
@@ -170,26 +150,26 @@ Status Device::EnableMetrics(const std::vector<MetricSpec>& metrics) const {
     config.metrics[i].config = metrics[i].config;
   }
   if (::ioctl(fd_.get(), TPROF_IOC_METRICS_ENABLE, &config) != 0)
-    return IoctlError("enabling per-thread metrics", errno);
+    return IoctlFailure("enabling per-thread metrics", TPROF_IOC_METRICS_ENABLE, errno);
   return OkStatus();
 }
 
 Status Device::DisableMetrics() const {
   if (::ioctl(fd_.get(), TPROF_IOC_METRICS_DISABLE) != 0)
-    return IoctlError("disabling per-thread metrics", errno);
+    return IoctlFailure("disabling per-thread metrics", TPROF_IOC_METRICS_DISABLE, errno);
   return OkStatus();
 }
 
 Status Device::StopAnySampling() const {
   if (::ioctl(fd_.get(), TPROF_IOC_SAMPLING_STOP_ANY) != 0)
-    return IoctlError("stopping the sampling session (needs CAP_PERFMON or root)", errno);
+    return IoctlFailure("stopping the sampling session", TPROF_IOC_SAMPLING_STOP_ANY, errno);
   return OkStatus();
 }
 
 Expected<MetricsStatus> Device::GetMetricsStatus() const {
   tprof_metrics_status raw{};
   if (::ioctl(fd_.get(), TPROF_IOC_METRICS_STATUS, &raw) != 0)
-    return IoctlError("TPROF_IOC_METRICS_STATUS", errno);
+    return IoctlFailure("TPROF_IOC_METRICS_STATUS", TPROF_IOC_METRICS_STATUS, errno);
   MetricsStatus st;
   st.enabled = raw.enabled != 0;
   for (uint32_t i = 0; i < raw.nr_metrics && i < TPROF_MAX_METRICS; ++i)
@@ -212,7 +192,7 @@ Expected<ThreadMetrics> ThreadRead(int fd, uint32_t tid, uint32_t flags, const c
   req.tid = tid;
   req.flags = flags;
   if (::ioctl(fd, TPROF_IOC_THREAD_READ, &req) != 0)
-    return IoctlError((what + std::to_string(tid)).c_str(), errno);
+    return IoctlFailure(what + std::to_string(tid), TPROF_IOC_THREAD_READ, errno);
   return ThreadMetricsFromRecord(req.thread);
 }
 
@@ -229,7 +209,7 @@ Expected<ThreadMetrics> Device::ReadThreadTotals(uint32_t tid) const {
 Expected<SamplingStatus> Device::GetSamplingStatus() const {
   tprof_sampling_status st{};
   if (::ioctl(fd_.get(), TPROF_IOC_SAMPLING_STATUS, &st) != 0)
-    return IoctlError("TPROF_IOC_SAMPLING_STATUS", errno);
+    return IoctlFailure("TPROF_IOC_SAMPLING_STATUS", TPROF_IOC_SAMPLING_STATUS, errno);
   SamplingStatus out;
   out.active = st.active != 0;
   out.running = st.running != 0;
@@ -245,7 +225,7 @@ Expected<SamplingStatus> Device::GetSamplingStatus() const {
 Expected<uint64_t> Device::ReadSelf(uint64_t (&values)[TPROF_MAX_METRICS]) const {
   tprof_self_read out{};
   if (::ioctl(fd_.get(), TPROF_IOC_READ_SELF, &out) != 0)
-    return IoctlError("reading this thread's metrics", errno);
+    return IoctlFailure("reading this thread's metrics", TPROF_IOC_READ_SELF, errno);
   for (size_t i = 0; i < TPROF_MAX_METRICS; ++i) values[i] = out.values[i];
   return static_cast<uint64_t>(out.identity);
 }
@@ -256,7 +236,7 @@ Expected<DrainResult> Device::Drain(uint32_t pid, uint32_t capacity) const {
   req.records = reinterpret_cast<uintptr_t>(records.data());
   req.capacity = capacity;
   req.pid = pid;
-  if (::ioctl(fd_.get(), TPROF_IOC_DRAIN, &req) != 0) return IoctlError("TPROF_IOC_DRAIN", errno);
+  if (::ioctl(fd_.get(), TPROF_IOC_DRAIN, &req) != 0) return IoctlFailure("TPROF_IOC_DRAIN", TPROF_IOC_DRAIN, errno);
   DrainResult result;
   result.remaining = req.remaining;
   result.untracked_threads = req.untracked_threads;

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "tprof/pmu.h"
+#include "ioctl_errors.h"
 
 namespace tprof::pmu {
 
@@ -47,27 +48,24 @@ Expected<Program> Program::Create(const Device& device, const tprof_pmu_program&
   tprof_pmu_program arg = program;
   if (::ioctl(device.fd(), TPROF_IOC_PMU_CREATE, &arg) != 0) {
     int err = errno;
-    std::string hint;
-    if (err == EACCES) hint = " (another user's process, a kernel address, or kernel.perf_event_paranoid > 2)";
-    if (err == EOPNOTSUPP) hint = " (no usable hardware PMU here)";
+    // What this machine or program adds to the table's meaning.
+    std::string more;
 #if defined(__aarch64__)
-    if (err == EINVAL)
-      hint = " (a malformed program, or a kernel breakpoint kprobes cannot probe or inside tprof.ko)";
+    if (err == EINVAL) more = " (or a kernel breakpoint kprobes cannot probe, or one inside tprof.ko)";
 #endif
     if (err == ENOSPC)
-      hint = " (no free debug register for a breakpoint or watchpoint: a watchpoint takes one per "
-             "piece of its range, x86 has 4 in all; on arm64 a threshold, rule, range, arming or "
-             "every-CPU scope takes 3 per piece and 2 per breakpoint)";
+      more = " (a watchpoint takes one per piece of its range, x86 has 4 in all; on arm64 a threshold, "
+             "rule, range, arming or every-CPU scope takes 3 per piece and 2 per breakpoint)";
     if (err == EDQUOT)
-      hint = " (your user's PMU programs hold the module's pmu_user_events perf events: close "
-             "some, count fewer threads, or have root raise /sys/module/tprof/parameters/"
+      more = " (close some, count fewer threads, or have root raise /sys/module/tprof/parameters/"
              "pmu_user_events)";
-    if (err == ENOTTY) hint = " (the module is older than ABI 1.7)";
+    if (err == ENOTTY) more = " (PMU programs need ABI 1.7)";
     if (err == EINVAL && OlderThanWideWatchpoints(device, program))
-      hint = " (a watchpoint longer than 8 bytes needs a module of ABI 1.10 or later)";
+      more = " (a watchpoint longer than 8 bytes needs a module of ABI 1.10 or later)";
     if (err == EINVAL && OlderThanDataRanges(device, program))
-      hint = " (a data range (@data:) needs a module of ABI 1.11 or later)";
-    return Error::FromErrno(err, std::string("creating the PMU program: ") + std::strerror(err) + hint);
+      more = " (a data range (@data:) needs a module of ABI 1.11 or later)";
+    Error e = IoctlFailure("creating the PMU program", TPROF_IOC_PMU_CREATE, err);
+    return Error::FromErrno(err, e.message() + more);
   }
   return Program(ScopedFd(arg.fd));
 }

@@ -16,6 +16,7 @@
 
 #include "tprof/device.h"
 #include "tprof/event_names.h"
+#include "ioctl_errors.h"
 
 namespace tprof {
 
@@ -28,43 +29,20 @@ int Paranoid() {
   return in >> level ? level : -1000;
 }
 
-Error SamplingError(const char* what, int err) {
-  std::string msg = std::string(what) + ": ";
-  switch (err) {
-    case EPERM:
-      return Error::FromErrno(err, msg + "permission denied: system-wide sampling needs "
-                                         "CAP_PERFMON or CAP_SYS_ADMIN, and the buffers must "
-                                         "fit the locked-memory allowance");
-    case EACCES:
-      // The module checks the paranoid level first (as perf): above 2 it
-      // refuses even the caller's own child, which is not another user's.
-      if (const int level = Paranoid(); level > 2)
-        return Error::FromErrno(err, msg + "permission denied: kernel.perf_event_paranoid is " +
-                                         std::to_string(level) +
-                                         ", which lets no one sample without CAP_PERFMON or "
-                                         "CAP_SYS_ADMIN (2 allows your own processes)");
-      return Error::FromErrno(err, msg + "permission denied: that process belongs to "
-                                         "another user (needs CAP_PERFMON or CAP_SYS_ADMIN)");
-    case EBUSY:
-      return Error::FromErrno(err, msg + "a sampling session is already running; only the "
-                                         "program that started it can stop it");
-    case ESRCH:
-      return Error::FromErrno(err, msg + "no such process");
-    case EOPNOTSUPP:
-      return Error::FromErrno(err, msg + "that event needs a hardware PMU, which this "
-                                         "machine does not offer (e.g. in a VM)");
-    case EINVAL:
-      return Error::FromErrno(err, msg + "invalid settings (frequency 1..100000 Hz, buffer "
-                                         "a power of two from 4 KiB to 16 MiB, event period "
-                                         ">= 1)");
-    case ENOTTY:
-      return Error::FromErrno(err, msg + "the loaded tprof module is too old for sampling "
-                                         "(ENOTTY)");
-    case ENODATA:
-      return Error::FromErrno(err, msg + "no sampling session on this descriptor");
-    default:
-      return Error::FromErrno(err, msg + std::strerror(err));
-  }
+// The table's meaning of err (ioctl_errors.h), with what only the caller's
+// machine can add: the paranoid level behind an EACCES, and which ABI
+// brought sampling.
+Error SamplingError(const char* what, unsigned long cmd, int err) {
+  // The module checks the paranoid level first (as perf): above 2 it
+  // refuses even the caller's own child, which is not another user's.
+  if (const int level = err == EACCES ? Paranoid() : 0; level > 2)
+    return Error::FromErrno(err, std::string(what) + ": permission denied: kernel.perf_event_paranoid is " +
+                                     std::to_string(level) +
+                                     ", which lets no one sample without CAP_PERFMON or "
+                                     "CAP_SYS_ADMIN (2 allows your own processes)");
+  if (err == ENOTTY)
+    return Error::FromErrno(err, std::string(what) + ": the loaded tprof module is too old for sampling (ENOTTY)");
+  return IoctlFailure(what, cmd, err);
 }
 
 }  // namespace
@@ -115,7 +93,7 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
   if (!o.cpus.empty()) {
     tprof_info info{};
     if (::ioctl(fd.get(), TPROF_IOC_GET_INFO, &info) != 0)
-      return SamplingError("starting sampling", errno);
+      return SamplingError("starting sampling", TPROF_IOC_GET_INFO, errno);
     if (!(FeaturesOf(info) & TPROF_FEAT_SAMPLING_CPUS))
       return Error::FromErrno(ENOTSUP, "sampling chosen CPUs needs a module of ABI 1.16 or "
                                        "later (this one is 1." +
@@ -128,7 +106,7 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
     c.cpus_bytes = static_cast<uint32_t>(cpu_words.size() * sizeof(uint64_t));
   }
   if (::ioctl(fd.get(), TPROF_IOC_SAMPLING_START, &c) != 0)
-    return SamplingError("starting sampling", errno);
+    return SamplingError("starting sampling", TPROF_IOC_SAMPLING_START, errno);
   // MAP_POPULATE: the page faults of the reader's first pass over each
   // half (32 a CPU at the default size) happen now, not while the profiled
   // work runs. The kernel stops populating at the first page of a CPU
@@ -203,7 +181,7 @@ Expected<size_t> SamplingSession::Consume(const RecordFn& fn) {
       rel.cpu = cpu;
       rel.half = half;
       if (::ioctl(fd_.get(), TPROF_IOC_SAMPLING_RELEASE, &rel) != 0)
-        return SamplingError("handing a sample buffer back", errno);
+        return SamplingError("handing a sample buffer back", TPROF_IOC_SAMPLING_RELEASE, errno);
       ++consumed;
     }
   }
@@ -213,7 +191,7 @@ Expected<size_t> SamplingSession::Consume(const RecordFn& fn) {
 Status SamplingSession::Stop() {
   if (stopped_) return OkStatus();
   if (::ioctl(fd_.get(), TPROF_IOC_SAMPLING_STOP) != 0)
-    return SamplingError("stopping sampling", errno);
+    return SamplingError("stopping sampling", TPROF_IOC_SAMPLING_STOP, errno);
   stopped_ = true;
   return OkStatus();
 }
@@ -221,7 +199,7 @@ Status SamplingSession::Stop() {
 Status SamplingSession::Flush() {
   if (stopped_) return OkStatus();
   if (::ioctl(fd_.get(), TPROF_IOC_SAMPLING_FLUSH) != 0)
-    return SamplingError("publishing the partial buffers", errno);
+    return SamplingError("publishing the partial buffers", TPROF_IOC_SAMPLING_FLUSH, errno);
   return OkStatus();
 }
 

@@ -1,5 +1,7 @@
 #include "tprof/windows.h"
 
+#include "ioctl_errors.h"
+
 #include <sys/ioctl.h>
 
 #include <cerrno>
@@ -12,36 +14,11 @@ namespace tprof {
 
 namespace {
 
-Error WindowError(const char* what, int err) {
-  std::string msg = std::string(what) + ": ";
-  switch (err) {
-    case EPERM:
-      return Error::FromErrno(err, msg + "permission denied: only the sampling session's owner "
-                                         "may use its windows, and a kernel window needs "
-                                         "CAP_PERFMON or CAP_SYS_ADMIN");
-    case EACCES:
-      return Error::FromErrno(err, msg + "permission denied: that process belongs to another "
-                                         "user (needs CAP_PERFMON or CAP_SYS_ADMIN)");
-    case ESRCH:
-      return Error::FromErrno(err, msg + "no such process");
-    case ENODATA:
-      return Error::FromErrno(err, msg + "no sampling session runs on this descriptor");
-    case ENOSPC:
-      return Error::FromErrno(err, msg + "the session has " + std::to_string(TPROF_MAX_WINDOWS) +
-                                       " windows already");
-    case ENOMEM:
-      return Error::FromErrno(err, msg + "the session's windows would exceed " +
-                                       std::to_string(TPROF_WINDOW_MAX_CELLS) + " counters");
-    case EINVAL:
-      return Error::FromErrno(err, msg + "invalid window (length > 0, block a power of two, "
-                                         "profil scale 0..0x10000, at most " +
-                                         std::to_string(TPROF_WINDOW_MAX_CELLS) + " counters)");
-    case ENOTTY:
-      return Error::FromErrno(err, msg + "the loaded tprof module has no counting windows "
-                                         "(ABI < 1.3, ENOTTY)");
-    default:
-      return Error::FromErrno(err, msg + std::strerror(err));
-  }
+Error WindowError(const char* what, unsigned long cmd, int err) {
+  if (err == ENOTTY)
+    return Error::FromErrno(err, std::string(what) + ": the loaded tprof module has no counting windows "
+                                                     "(ABI < 1.3, ENOTTY)");
+  return IoctlFailure(what, cmd, err);
 }
 
 template <typename T>
@@ -110,7 +87,7 @@ Expected<tprof_window_add> ParseProfilSpec(const std::string& spec) {
 
 Expected<tprof_window_add> AddWindow(int fd, const tprof_window_add& spec) {
   tprof_window_add a = spec;
-  if (::ioctl(fd, TPROF_IOC_WINDOW_ADD, &a) != 0) return WindowError("adding a window", errno);
+  if (::ioctl(fd, TPROF_IOC_WINDOW_ADD, &a) != 0) return WindowError("adding a window", TPROF_IOC_WINDOW_ADD, errno);
   return a;
 }
 
@@ -119,7 +96,7 @@ Expected<std::vector<tprof_window_info>> ListWindows(int fd) {
   tprof_window_list l{};
   l.windows = reinterpret_cast<uintptr_t>(out.data());
   l.capacity = static_cast<uint32_t>(out.size());
-  if (::ioctl(fd, TPROF_IOC_WINDOW_LIST, &l) != 0) return WindowError("listing windows", errno);
+  if (::ioctl(fd, TPROF_IOC_WINDOW_LIST, &l) != 0) return WindowError("listing windows", TPROF_IOC_WINDOW_LIST, errno);
   out.resize(std::min<size_t>(l.count, out.size()));
   return out;
 }
@@ -127,11 +104,11 @@ Expected<std::vector<tprof_window_info>> ListWindows(int fd) {
 Expected<WindowCounts> ReadWindow(int fd, uint32_t id) {
   tprof_window_read r{};
   r.id = id;
-  if (::ioctl(fd, TPROF_IOC_WINDOW_READ, &r) != 0) return WindowError("reading a window", errno);
+  if (::ioctl(fd, TPROF_IOC_WINDOW_READ, &r) != 0) return WindowError("reading a window", TPROF_IOC_WINDOW_READ, errno);
   std::vector<uint8_t> raw(r.info.nr_cells * r.info.cell_bytes);
   r.cells = reinterpret_cast<uintptr_t>(raw.data());
   r.capacity = r.info.nr_cells;
-  if (::ioctl(fd, TPROF_IOC_WINDOW_READ, &r) != 0) return WindowError("reading a window", errno);
+  if (::ioctl(fd, TPROF_IOC_WINDOW_READ, &r) != 0) return WindowError("reading a window", TPROF_IOC_WINDOW_READ, errno);
   WindowCounts w;
   w.info = r.info;
   w.cells.resize(r.copied);

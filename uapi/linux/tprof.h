@@ -25,6 +25,8 @@
  *     is the same for 32- and 64-bit callers. Sizes are checked at compile
  *     time in the module and in the library (see the static asserts at the
  *     bottom of this file).
+ *   - The errors each ioctl documents below are also a table, one row per
+ *     (ioctl, errno), in <linux/tprof_errors.h>.
  *
  * Ioctls
  *   TPROF_IOC_GET_INFO (struct tprof_info, read/write)
@@ -49,7 +51,8 @@
  *     ENOMEM: the thread table (module parameter max_threads) cannot be
  *     allocated.
  *   TPROF_IOC_METRICS_DISABLE (no argument)
- *     CAP_PERFMON or CAP_SYS_ADMIN. Stops accounting and frees the table.
+ *     CAP_PERFMON or CAP_SYS_ADMIN, else EPERM. Stops accounting and frees
+ *     the table.
  *   TPROF_IOC_METRICS_STATUS (struct tprof_metrics_status, read)
  *     Anyone. Whether accounting is on, its metrics, the table's size and use,
  *     the number of threads it could not track (table full) and of exited
@@ -88,7 +91,8 @@
  *     or faults). A thread that exited is reported once more with
  *     TPROF_THREAD_EXITED and then forgotten. pid 0 is the caller's process;
  *     TPROF_PID_ALL needs CAP_PERFMON/CAP_SYS_ADMIN (else EPERM); another pid
- *     needs the TPROF_IOC_THREAD_READ rights over it (else EACCES).
+ *     needs the TPROF_IOC_THREAD_READ rights over it (else EACCES; ESRCH:
+ *     no such process). ENODATA: accounting is off. ENOMEM: no memory.
  *     Processes are matched by identity: a pid reused by a new process does
  *     not reach a dead one's threads. Every pid and tid is in the caller's
  *     pid namespace, and threads of processes that namespace cannot see are
@@ -175,6 +179,7 @@
  *     without; only one of cpus and cpus_bytes set, a bad cpus_bytes, or
  *     a bitmap naming no possible CPU.
  *     EOPNOTSUPP: a hardware event on a machine without a usable PMU.
+ *     ENOMEM: no memory for the buffers.
  *     At start, one TPROF_REC_COMM (TPROF_COMM_EXISTING) per existing
  *     process is written (into the starting CPU's buffer).
  *   TPROF_IOC_SAMPLING_STOP (no argument)
@@ -184,7 +189,8 @@
  *     descriptor is closed. ENODATA: no session on this descriptor.
  *   TPROF_IOC_SAMPLING_RELEASE (struct tprof_buffer_release, write)
  *     Hands CPU cpu's half back to the kernel. EINVAL: cpu or half out of
- *     range, or that half is not full. ENODATA: no session.
+ *     range, or that half is not full. The owner only (another descriptor:
+ *     EPERM; ENODATA: no session).
  *   TPROF_IOC_SAMPLING_STATUS (struct tprof_sampling_status, read)
  *     Anyone. Whether a session runs, its settings and totals.
  *   TPROF_IOC_SAMPLING_FLUSH (no argument; ABI 1.8)
@@ -267,10 +273,11 @@
  *     Copies cells [first, first + capacity) (clipped to nr_cells) to the
  *     user array of cell_bytes-wide counters and returns the window's info.
  *     Reading does not reset anything, so nothing is lost on EFAULT or a
- *     short buffer. EINVAL: unknown id, flags or nonzero reserved.
+ *     short buffer. EINVAL: unknown id, flags or nonzero reserved. ENOMEM:
+ *     no memory.
  *   TPROF_IOC_WINDOW_LIST (struct tprof_window_list, read/write)
- *     Owner only. Writes min(capacity, count) window infos; count = the
- *     session's number of windows.
+ *     Owner only (EPERM/ENODATA as above). Writes min(capacity, count)
+ *     window infos; count = the session's number of windows.
  */
 #ifndef _UAPI_LINUX_TPROF_H
 #define _UAPI_LINUX_TPROF_H

@@ -84,7 +84,7 @@ BENCH_SRCS := $(wildcard bench/*.cc)
 # The /dev/tprof fuzzer: its core, its scenes (tests/fuzz/*.cc).
 FUZZER_SRCS := $(wildcard tests/fuzz/*.cc)
 RUNTIME_EXAMPLE_SRCS := $(wildcard tools/runtime-example/*.cc)
-KMOD_SRCS := kmod/Kbuild kmod/Makefile debian/changelog $(wildcard kmod/*.[ch] kmod/core/*.[ch] kmod/probes/*.c uapi/linux/*.h)
+KMOD_SRCS := kmod/Kbuild kmod/Makefile debian/changelog $(wildcard kmod/*.[ch] kmod/arch/*.h kmod/arch/*/*.h kmod/core/*.[ch] kmod/probes/*.c uapi/linux/*.h)
 
 obj = $(patsubst %.cc,$(B)/obj/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B)/obj/%.o,$(filter %.c,$(1)))
 pic_obj = $(patsubst %.cc,$(B)/pic/%.o,$(filter %.cc,$(1)))

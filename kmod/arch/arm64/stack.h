@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * arm64's part of a sample's stack (see ../stack.h): frame records that
+ * x29 points at, in the kernel and in user space; the leaf's return
+ * address is x30. Return addresses may carry pointer authentication codes.
+ */
+#ifndef TPROF_ARCH_ARM64_STACK_H
+#define TPROF_ARCH_ARM64_STACK_H
+
+#include <linux/ptrace.h>
+#include <linux/uaccess.h>
+#include "../../compat.h"
+#include "../../core/stack_walk.h"
+
+static inline int tprof_arch_read_frame_inatomic(void *ctx, u64 addr, u64 rec[2])
+{
+	const u64 __user *p = (const u64 __user *)(unsigned long)addr;
+
+	if (!access_ok(p, 2 * sizeof(u64)))
+		return -EFAULT;
+	return __copy_from_user_inatomic(rec, p, 2 * sizeof(u64)) ? -EFAULT : 0;
+}
+
+static inline void tprof_arch_strip(u64 *frames, unsigned int n, bool user)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		frames[i] = tprof_strip_pac(frames[i], user);
+}
+
+static inline int tprof_arch_read_kernel_frame(void *ctx, u64 addr, u64 rec[2])
+{
+	return copy_from_kernel_nofault(rec, (const void *)(unsigned long)addr,
+					2 * sizeof(u64)) ? -EFAULT : 0;
+}
+
+static inline unsigned int tprof_arch_kernel_frames(struct pt_regs *regs, u64 *out,
+						    unsigned int max, bool *truncated)
+{
+	struct tprof_fp_walker w = {
+		.fp = regs->regs[29], .floor = regs->sp, .align = 16,
+		.out = out, .max = max,
+	};
+	unsigned int n = tprof_fp_walk(&w, tprof_arch_read_kernel_frame, NULL, truncated);
+
+	tprof_arch_strip(out, n, false);
+	return n;
+}
+
+static inline bool tprof_arch_user_regs_walkable(struct pt_regs *uregs)
+{
+	return !compat_user_mode(uregs);
+}
+
+/* The leaf's return address is x30; nmi_uaccess_okay() is always true. */
+static inline bool tprof_arch_user_leaf(struct pt_regs *uregs, u64 *fp, u64 *ra)
+{
+	*fp = uregs->regs[29];
+	*ra = tprof_strip_pac(uregs->regs[30], true);
+	return true;
+}
+
+#endif /* TPROF_ARCH_ARM64_STACK_H */

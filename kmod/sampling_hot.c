@@ -12,9 +12,7 @@
 #include <linux/sched/clock.h>
 #include <linux/siphash.h>
 #include <linux/uaccess.h>
-#ifdef CONFIG_X86_64
-#include <asm/unwind.h>
-#endif
+#include "arch/stack.h"
 #include "sampling.h"
 #include "compat.h"
 #include "windows.h"
@@ -87,56 +85,6 @@ static u64 tprof_space_id(struct tprof_session *s, struct mm_struct *mm)
 			    mm->mmap_base, mm->start_stack, &s->space_key);
 }
 
-/* The return address of the sampled function, best effort. */
-static bool tprof_sample_caller(struct pt_regs *regs, bool user, u64 *caller)
-{
-#ifdef CONFIG_X86_64
-	if (user) {
-		unsigned long ret;
-
-		/* Frame-pointer chain: meaningful for code built with it. */
-		if (copy_from_user_nofault(&ret, (void __user *)(regs->bp + 8),
-					   sizeof(ret)))
-			return false;
-		*caller = ret;
-		return ret != 0;
-	} else {
-		struct unwind_state state;
-
-		/* Started from @regs, the unwinder is already at the caller. */
-		unwind_start(&state, current, regs, NULL);
-		if (unwind_done(&state))
-			return false;
-		*caller = unwind_get_return_address(&state);
-		return *caller != 0;
-	}
-#elif defined(CONFIG_ARM64)
-	unsigned long ret;
-
-	/*
-	 * The AAPCS64 frame record {fp, lr} that x29 points at: the step
-	 * the kernel's own unwinder (and so perf's kernel callchain) takes
-	 * first from @regs; the kernel always keeps frame records on arm64,
-	 * user code when built with frame pointers.
-	 */
-	if (user) {
-		if (compat_user_mode(regs) ||
-		    copy_from_user_nofault(&ret, (void __user *)(regs->regs[29] + 8),
-					   sizeof(ret)))
-			return false;
-	} else {
-		if (copy_from_kernel_nofault(&ret, (void *)(regs->regs[29] + 8),
-					     sizeof(ret)))
-			return false;
-	}
-	ret = tprof_strip_pac(ret, user);
-	*caller = ret;
-	return ret != 0;
-#else
-	return false;
-#endif
-}
-
 void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 		  struct pt_regs *regs)
 {
@@ -201,7 +149,7 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 	if (user || s->show_kernel) {
 		rec->ip = instruction_pointer(regs);
 		if ((s->config.flags & TPROF_SAMPLING_CALLERS) &&
-		    tprof_sample_caller(regs, user, &rec->caller))
+		    tprof_arch_sample_caller(regs, user, &rec->caller))
 			rec->flags |= TPROF_SAMPLE_CALLER;
 	} else {
 		rec->flags |= TPROF_SAMPLE_HIDDEN;

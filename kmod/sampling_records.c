@@ -19,6 +19,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include "arch/vdso.h"
 #include "sampling.h"
 #include "admission.h"
 #include "pid_set.h"
@@ -311,11 +312,9 @@ static void tprof_capture_maps(struct tprof_session *s,
 		if (!(vma->vm_flags & VM_EXEC))
 			continue;
 		if (!vma->vm_file) {
-#if defined(CONFIG_X86) || defined(CONFIG_ARM64)
 			/* Code every process runs (clock_gettime...): name it. */
-			if (vma->vm_start == (unsigned long)r->mm->context.vdso)
+			if (vma->vm_start == tprof_arch_vdso_start(r->mm))
 				tprof_write_map(s, r, vma, "[vdso]");
-#endif
 			continue;
 		}
 		path = d_path(&vma->vm_file->f_path, buf, PATH_MAX);

@@ -19,73 +19,8 @@
 #include <linux/time64.h>
 #include "self_page.h"
 #include "compat.h"
+#include "arch/user_clock.h"
 #include "core/metrics_config.h"
-
-#ifdef CONFIG_X86_TSC
-#include <asm/tsc.h>
-
-/*
- * The thread compares two TSC readings taken on one CPU while it runs there
- * (seq changes when it leaves), so what matters is that the TSC ticks at
- * one rate whatever the CPU's frequency: a constant TSC. It need not be
- * synchronized across CPUs, nor keep ticking in deep idle (the CPU is not
- * idle while the thread runs), so the kernel marking it "unstable" for
- * either reason does not disqualify it.
- */
-static bool tprof_tsc_usable(void)
-{
-	return boot_cpu_has(X86_FEATURE_TSC) && tsc_khz &&
-	       boot_cpu_has(X86_FEATURE_CONSTANT_TSC);
-}
-
-/* TSC -> ns as mult/shift; 0 when the TSC cannot be used. */
-static u64 tprof_tsc_mult(u32 *shift)
-{
-	*shift = 32;
-	if (!tprof_tsc_usable())
-		return 0;
-	return div_u64((u64)NSEC_PER_MSEC << 32, tsc_khz);
-}
-
-static u64 tprof_tsc_now(void)
-{
-	return rdtsc();
-}
-#elif defined(CONFIG_ARM64)
-#include <asm/arch_timer.h>
-
-/*
- * arm64: the generic timer's virtual counter (cntvct_el0, what the vDSO
- * reads), which ticks at cntfrq on every CPU whatever their frequency.
- * Offered only while EL0 may read it (CNTKCTL_EL1.EL0VCTEN, which the
- * kernel clears where a timer erratum makes user reads unsafe).
- */
-static u64 tprof_tsc_mult(u32 *shift)
-{
-	u32 rate = arch_timer_get_cntfrq();	/* arch_timer_get_rate: not exported */
-
-	*shift = 32;
-	if (!rate || !(arch_timer_get_cntkctl() & ARCH_TIMER_USR_VCT_ACCESS_EN))
-		return 0;
-	return div_u64((u64)NSEC_PER_SEC << 32, rate);
-}
-
-static u64 tprof_tsc_now(void)
-{
-	return __arch_counter_get_cntvct_stable();
-}
-#else
-static u64 tprof_tsc_mult(u32 *shift)
-{
-	*shift = 0;
-	return 0;
-}
-
-static u64 tprof_tsc_now(void)
-{
-	return 0;
-}
-#endif
 
 static void tprof_self_write_begin(struct tprof_self_page *p)
 {
@@ -128,8 +63,8 @@ void tprof_self_page_init(struct tprof_self_page *p, u64 identity, u32 tid,
 	for (m = 0; m < c->nr_metrics; m++)
 		if (c->metrics[m].type == TPROF_METRIC_TIME)
 			p->time_index = m;
-	p->tsc_mult = tprof_tsc_mult(&p->tsc_shift);
-	p->tsc_in = tprof_tsc_now();
+	p->tsc_mult = tprof_arch_clock_mult(&p->tsc_shift);
+	p->tsc_in = tprof_arch_clock_now();
 	p->flags = TPROF_SELF_LIVE | (p->tsc_mult ? TPROF_SELF_TSC : 0);
 	tprof_self_write_end(p);
 }
@@ -141,14 +76,14 @@ void tprof_self_page_charge(struct tprof_self_page *p, const u64 *delta)
 	tprof_self_write_begin(p);
 	for (m = 0; m < p->nr_metrics; m++)
 		p->total[m] += delta[m];
-	p->tsc_in = tprof_tsc_now();
+	p->tsc_in = tprof_arch_clock_now();
 	tprof_self_write_end(p);
 }
 
 void tprof_self_page_switch_in(struct tprof_self_page *p)
 {
 	tprof_self_write_begin(p);
-	p->tsc_in = tprof_tsc_now();
+	p->tsc_in = tprof_arch_clock_now();
 	tprof_self_write_end(p);
 }
 

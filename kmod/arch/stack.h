@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the stack walk of a sample (sampling_stack.c) needs from the
- * architecture, inline: it runs in the sample handler (hard IRQ or NMI).
+ * What a sample's stack walk (sampling_stack.c) and caller
+ * (sampling_hot.c) need from the architecture, inline: they run in the
+ * sample handler (hard IRQ or NMI).
  *
  * tprof_arch_read_frame_inatomic(ctx, addr, rec)
  *	One user frame record (saved frame pointer, return address) under
@@ -18,6 +19,9 @@
  *	the copy (nmi_uaccess_okay()) was made, and the walk may read inatomic.
  * tprof_arch_strip(frames, n, user)
  *	What is not the address (arm64's pointer authentication codes) off.
+ * tprof_arch_sample_caller(regs, user, caller)
+ *	The return address of the sampled function (TPROF_SAMPLING_CALLERS),
+ *	best effort: true if found.
  */
 #ifndef TPROF_ARCH_STACK_H
 #define TPROF_ARCH_STACK_H
@@ -56,6 +60,11 @@ static inline bool tprof_arch_user_leaf(struct pt_regs *uregs, u64 *fp, u64 *ra)
 
 static inline void tprof_arch_strip(u64 *frames, unsigned int n, bool user)
 {
+}
+
+static inline bool tprof_arch_sample_caller(struct pt_regs *regs, bool user, u64 *caller)
+{
+	return false;
 }
 #endif
 

@@ -61,4 +61,29 @@ static inline bool tprof_arch_user_leaf(struct pt_regs *uregs, u64 *fp, u64 *ra)
 	return true;
 }
 
+/*
+ * The AAPCS64 frame record {fp, lr} that x29 points at: the step the
+ * kernel's own unwinder (and so perf's kernel callchain) takes first from
+ * @regs; the kernel always keeps frame records on arm64, user code when
+ * built with frame pointers.
+ */
+static inline bool tprof_arch_sample_caller(struct pt_regs *regs, bool user, u64 *caller)
+{
+	unsigned long ret;
+
+	if (user) {
+		if (compat_user_mode(regs) ||
+		    copy_from_user_nofault(&ret, (void __user *)(regs->regs[29] + 8),
+					   sizeof(ret)))
+			return false;
+	} else {
+		if (copy_from_kernel_nofault(&ret, (void *)(regs->regs[29] + 8),
+					     sizeof(ret)))
+			return false;
+	}
+	ret = tprof_strip_pac(ret, user);
+	*caller = ret;
+	return ret != 0;
+}
+
 #endif /* TPROF_ARCH_ARM64_STACK_H */

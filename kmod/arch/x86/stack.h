@@ -80,4 +80,27 @@ static inline void tprof_arch_strip(u64 *frames, unsigned int n, bool user)
 {
 }
 
+static inline bool tprof_arch_sample_caller(struct pt_regs *regs, bool user, u64 *caller)
+{
+	if (user) {
+		unsigned long ret;
+
+		/* Frame-pointer chain: meaningful for code built with it. */
+		if (copy_from_user_nofault(&ret, (void __user *)(regs->bp + 8),
+					   sizeof(ret)))
+			return false;
+		*caller = ret;
+		return ret != 0;
+	} else {
+		struct unwind_state state;
+
+		/* Started from @regs, the unwinder is already at the caller. */
+		unwind_start(&state, current, regs, NULL);
+		if (unwind_done(&state))
+			return false;
+		*caller = unwind_get_return_address(&state);
+		return *caller != 0;
+	}
+}
+
 #endif /* TPROF_ARCH_X86_STACK_H */

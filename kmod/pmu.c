@@ -40,10 +40,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
-#ifdef CONFIG_ARM64
-#include <asm/cpufeature.h>
-#include <asm/sysreg.h>
-#endif
+#include "arch/debug_regs.h"
 #include "pmu.h"
 #include "admission.h"
 #include "compat.h"
@@ -348,7 +345,7 @@ static void tprof_pmu_kick(struct irq_work *work)
  */
 static bool tprof_pmu_debug_reg(const struct tprof_pmu_counter *c)
 {
-	return IS_ENABLED(CONFIG_ARM64) &&
+	return TPROF_ARCH_HIT_NEEDS_STEP &&
 	       (c->kind == TPROF_PMU_EV_BREAKPOINT ||
 		c->kind == TPROF_PMU_EV_WATCHPOINT);
 }
@@ -367,7 +364,7 @@ static bool tprof_pmu_user_address(u64 start, u64 len)
  */
 static bool tprof_pmu_may_kprobe(const struct tprof_pmu_counter *k)
 {
-	return IS_ENABLED(CONFIG_ARM64) && k->kind == TPROF_PMU_EV_BREAKPOINT &&
+	return TPROF_ARCH_HIT_NEEDS_STEP && k->kind == TPROF_PMU_EV_BREAKPOINT &&
 	       !tprof_pmu_user_address(k->addr, sizeof(long)) &&
 	       !(k->flags & TPROF_PMU_CTR_USER_ONLY);
 }
@@ -379,7 +376,7 @@ static bool tprof_pmu_may_kprobe(const struct tprof_pmu_counter *k)
  */
 static bool tprof_pmu_user_debug_bp(const struct tprof_pmu_counter *k)
 {
-	return IS_ENABLED(CONFIG_ARM64) && k->kind == TPROF_PMU_EV_BREAKPOINT &&
+	return TPROF_ARCH_HIT_NEEDS_STEP && k->kind == TPROF_PMU_EV_BREAKPOINT &&
 	       tprof_pmu_user_address(k->addr, sizeof(long));
 }
 
@@ -402,7 +399,7 @@ static bool tprof_pmu_may_probe(const struct tprof_pmu_program *c,
 {
 	if (tprof_pmu_may_kprobe(k))
 		return true;
-	return IS_ENABLED(CONFIG_ARM64) && k->kind == TPROF_PMU_EV_BREAKPOINT &&
+	return TPROF_ARCH_HIT_NEEDS_STEP && k->kind == TPROF_PMU_EV_BREAKPOINT &&
 	       c->scope != TPROF_PMU_SCOPE_CPUS &&
 	       tprof_pmu_user_address(k->addr, sizeof(long)) &&
 	       tprof_pmu_caller_may_uprobe();
@@ -487,32 +484,6 @@ static u32 tprof_pmu_pieces(const struct tprof_pmu_counter *c,
 	return n > 0 ? n : 1;
 }
 
-/*
- * Data debug registers: x86's 4 are shared with execution breakpoints
- * (CONFIG_HAVE_MIXED_BREAKPOINTS_REGS); arm64's watchpoints are
- * ID_AA64DFR0_EL1.WRPs + 1 (hw_breakpoint_slots() is not exported there).
- */
-static u32 tprof_pmu_data_slots(void)
-{
-#if defined(CONFIG_ARM64)
-	return ((read_sanitised_ftr_reg(SYS_ID_AA64DFR0_EL1) >> 20) & 0xf) + 1;
-#elif defined(hw_breakpoint_slots)
-	return hw_breakpoint_slots(TYPE_DATA);
-#else
-	return TPROF_PMU_MAX_WATCH_PIECES;	/* perf's ENOSPC decides */
-#endif
-}
-
-/* arm64's execution breakpoints: ID_AA64DFR0_EL1.BRPs + 1. */
-static u32 tprof_pmu_exec_slots(void)
-{
-#if defined(CONFIG_ARM64)
-	return ((read_sanitised_ftr_reg(SYS_ID_AA64DFR0_EL1) >> 12) & 0xf) + 1;
-#else
-	return U32_MAX;	/* x86: shared with data (tprof_pmu_data_slots()) */
-#endif
-}
-
 /* Perf events per thread or CPU of counter @i: pieces, with steppers. */
 static u32 tprof_pmu_ctr_events(const struct tprof_pmu_program *c, u32 i)
 {
@@ -564,7 +535,7 @@ static int tprof_pmu_check_slots(const struct tprof_pmu_program *c)
 	u32 data, exec;
 
 	tprof_pmu_slots_needed(c, &data, &exec);
-	return data > tprof_pmu_data_slots() || exec > tprof_pmu_exec_slots() ?
+	return data > tprof_arch_data_slots() || exec > tprof_arch_exec_slots() ?
 		-ENOSPC : 0;
 }
 
@@ -628,8 +599,8 @@ static int tprof_pmu_check_task_slots(const struct tprof_pmu_program *c,
 	exec += tprof_pmu_cpu_slots_exec;
 	for (t = 0; t < n; t++) {
 		tprof_pmu_task_slots_used(tasks[t], &used_data, &used_exec);
-		if (used_data + data > tprof_pmu_data_slots() ||
-		    used_exec + exec > tprof_pmu_exec_slots())
+		if (used_data + data > tprof_arch_data_slots() ||
+		    used_exec + exec > tprof_arch_exec_slots())
 			return -ENOSPC;
 	}
 	return 0;
@@ -658,8 +629,8 @@ static int tprof_pmu_reserve_cpu_slots(struct tprof_pmu_prog *p)
 		max_exec = max(max_exec, e);
 	}
 	rcu_read_unlock();
-	if (data + tprof_pmu_cpu_slots_data + max_data > tprof_pmu_data_slots() ||
-	    exec + tprof_pmu_cpu_slots_exec + max_exec > tprof_pmu_exec_slots())
+	if (data + tprof_pmu_cpu_slots_data + max_data > tprof_arch_data_slots() ||
+	    exec + tprof_pmu_cpu_slots_exec + max_exec > tprof_arch_exec_slots())
 		return -ENOSPC;
 	p->cpu_slots_data = data;
 	p->cpu_slots_exec = exec;
@@ -1258,9 +1229,8 @@ static int tprof_pmu_check_insn_alignment(const struct tprof_pmu_program *c)
 	u32 i;
 
 	for (i = 0; i < c->nr_counters; i++)
-		if (IS_ENABLED(CONFIG_ARM64) &&
-		    c->counters[i].kind == TPROF_PMU_EV_BREAKPOINT &&
-		    (c->counters[i].addr & 3))
+		if (c->counters[i].kind == TPROF_PMU_EV_BREAKPOINT &&
+		    (c->counters[i].addr & (TPROF_ARCH_INSN_ALIGN - 1)))
 			return -EINVAL;
 	return 0;
 }

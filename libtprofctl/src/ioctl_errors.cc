@@ -20,9 +20,9 @@ const char* IoctlErrorMeaning(unsigned long cmd, int err) {
   return nullptr;
 }
 
-Error IoctlFailure(const std::string& what, unsigned long cmd, int err) {
+Error IoctlFailure(const std::string& what, unsigned long cmd, int err, const std::string& more) {
   const char* meaning = IoctlErrorMeaning(cmd, err);
-  return Error::FromErrno(err, what + ": " + (meaning ? meaning : std::strerror(err)));
+  return Error::FromErrno(err, what + ": " + (meaning ? meaning : std::strerror(err)) + more);
 }
 
 }  // namespace tprof

@@ -13,8 +13,8 @@ namespace tprof {
 // else TPROF_COMMON_ERRORS', else nullptr.
 const char* IoctlErrorMeaning(unsigned long cmd, int err);
 
-// "what: meaning" (strerror when the table has no row), as an Error that
-// keeps err.
-Error IoctlFailure(const std::string& what, unsigned long cmd, int err);
+// "what: meaning" (strerror when the table has no row) and then `more`,
+// what the caller knows besides, as an Error that keeps err.
+Error IoctlFailure(const std::string& what, unsigned long cmd, int err, const std::string& more = {});
 
 }  // namespace tprof

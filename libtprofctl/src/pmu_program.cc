@@ -64,8 +64,7 @@ Expected<Program> Program::Create(const Device& device, const tprof_pmu_program&
       more = " (a watchpoint longer than 8 bytes needs a module of ABI 1.10 or later)";
     if (err == EINVAL && OlderThanDataRanges(device, program))
       more = " (a data range (@data:) needs a module of ABI 1.11 or later)";
-    Error e = IoctlFailure("creating the PMU program", TPROF_IOC_PMU_CREATE, err);
-    return Error::FromErrno(err, e.message() + more);
+    return IoctlFailure("creating the PMU program", TPROF_IOC_PMU_CREATE, err, more);
   }
   return Program(ScopedFd(arg.fd));
 }

@@ -4,12 +4,14 @@
 // shared library, and kernel time of system calls under the user function
 // that made them. Read from the folded stacks, `dump --children` and
 // `dump --by caller`, as a user would.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <regex>
 #include <sstream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -236,9 +238,16 @@ TEST_F(Stacks, CallTreeSharesThroughFramelessLeafAndSharedLibrary) {
       << "wl_c's samples must show main -> wl_a -> wl_c";
   EXPECT_GE(UserPathEndsWith(stacks, "main;wl_a;wl_b;wl_lib_call;wl_d") * 100, d * 95)
       << "wl_d's samples must show main -> wl_a -> wl_b -> wl_lib_call (libtprofwl.so) -> wl_d";
-  // Heaviest stack first.
+  // Heaviest stack first: that of the function the workload measured
+  // heaviest (wl_d on a machine; in a loaded guest once wl_c, 53% against
+  // 34%), when its lead is beyond the sampling margin.
   ASSERT_FALSE(stacks.empty());
-  EXPECT_EQ(stacks.front().UserLeaf(), "wl_d") << "folded output is heaviest first";
+  std::vector<std::pair<double, std::string>> by_share;
+  for (const auto& [fn, share] : self) by_share.emplace_back(share, fn);
+  std::sort(by_share.rbegin(), by_share.rend());
+  if (by_share[0].first - by_share[1].first > 2 * Margin(by_share[0].first, total, 5)) {
+    EXPECT_EQ(stacks.front().UserLeaf(), by_share[0].second) << "folded output is heaviest first";
+  }
 
   // dump --children: the same inclusive totals beside self, sorted by them.
   std::string json_text;

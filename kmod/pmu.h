@@ -2,15 +2,9 @@
 /*
  * PMU programs: counters with thresholds and arithmetic rules,
  * evaluated in the perf overflow handlers; events go through a lock-free
- * queue to a work item that sends them over generic netlink. The entry
- * points the rest of the module calls, then what its files share:
- *   pmu_ioctl.c    the ioctls: PMU_CREATE's copy and structural check,
- *                  the descriptor's number; the descriptor's READ and
- *                  READ_SUBRANGES
- *   pmu.c          programs: creation, permissions, counters, rules, queue,
- *                  the descriptor's file
- *   pmu_netlink.c  the generic netlink family, subscriptions, delivery
- *   pmu_probe.c    arm64: breakpoints as uprobes (user) and kprobes (kernel)
+ * queue to a work item that sends them over generic netlink (pmu.c's top
+ * comment lists the files). The entry points the rest of the module
+ * calls, then what the pmu*.c files share.
  */
 #ifndef TPROF_PMU_H
 #define TPROF_PMU_H
@@ -32,7 +26,10 @@ struct tprof_pmu_probe;
 struct sock;
 struct pid_namespace;
 struct tprof_pmu_prog;
+struct tprof_pmu_plan;
 struct task_struct;
+struct irq_work;
+struct perf_sample_data;
 
 /*
  * API for the rest of the module: the ioctl (dev.c), the exec hook
@@ -40,8 +37,9 @@ struct task_struct;
  */
 /* pmu_ioctl.c */
 long tprof_ioctl_pmu_create(struct tprof_pmu_program __user *uarg);
-/* pmu.c */
+/* pmu_hit.c */
 void tprof_pmu_on_exec(struct task_struct *t);
+/* pmu.c */
 int tprof_pmu_init(void);
 void tprof_pmu_exit(void);
 
@@ -67,7 +65,7 @@ struct tprof_pmu_ctr {
 	 * arm64, per hit: events[k]'s stepper (a counting event on the same
 	 * debug register setup, so the kernel steps over the hit), released
 	 * after it, and for a watchpoint its guard (the same, created before
-	 * it: see tprof_pmu_stepped()). Scope CPUS: each piece is guard
+	 * it: pmu_create.c, "Stepped counters"). Scope CPUS: each piece is guard
 	 * (watchpoints), ours, stepper in cpus.
 	 */
 	bool stepped;
@@ -75,7 +73,7 @@ struct tprof_pmu_ctr {
 	struct perf_event **steppers;
 	struct perf_event **guards;	/* watchpoints, or NULL */
 	struct tprof_pmu_probe *probe;	/* a u/kprobe instead of events (arm64) */
-	/* arm64: its user breakpoint's address, claimed (pmu_probe.c). */
+	/* arm64: its user breakpoint's address, claimed (pmu_claims.c). */
 	struct list_head claim_node;
 	u64 claim_addr;
 	kuid_t claim_uid;	/* the creator's real uid */
@@ -92,6 +90,7 @@ struct tprof_pmu_cell {
 
 struct tprof_pmu_prog {
 	struct tprof_pmu_program config;
+	struct tprof_pmu_plan *plan;	/* how its counters are made (pmu_plan.h) */
 	struct tprof_pmu_ctr ctr[TPROF_PMU_MAX_COUNTERS];
 	atomic_t rule_state[TPROF_PMU_MAX_RULES];	/* last truth value */
 	atomic_t rule_done[TPROF_PMU_MAX_RULES];	/* a ONCE rule that fired */
@@ -130,12 +129,24 @@ struct tprof_pmu_prog {
 /* pmu.c */
 int tprof_pmu_create(const struct tprof_pmu_program *c, struct file **filep);
 u64 tprof_pmu_read_counts(struct tprof_pmu_prog *p);
-void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs);
-bool tprof_pmu_in_scope(const struct tprof_pmu_prog *p, struct task_struct *t);
+struct tprof_pmu_event *tprof_pmu_queue_reserve(struct tprof_pmu_prog *p,
+						struct tprof_pmu_cell **cellp);
+void tprof_pmu_queue_publish(struct tprof_pmu_cell *cell);
 bool tprof_pmu_pop(struct tprof_pmu_prog *p, struct tprof_pmu_event *ev);
 struct tprof_pmu_prog *tprof_pmu_prog_from_file(struct file *file);
 extern struct mutex tprof_pmu_programs_lock;
 extern struct list_head tprof_pmu_programs;
+
+/* pmu_create.c */
+struct tprof_pmu_prog *tprof_pmu_prog_create(const struct tprof_pmu_program *c);
+void tprof_pmu_free(struct tprof_pmu_prog *p);
+
+/* pmu_hit.c */
+void tprof_pmu_overflow(struct perf_event *event, struct perf_sample_data *data,
+			struct pt_regs *regs);
+void tprof_pmu_kick(struct irq_work *work);
+void tprof_pmu_hit(struct tprof_pmu_ctr *ctr, struct pt_regs *regs);
+bool tprof_pmu_in_scope(const struct tprof_pmu_prog *p, struct task_struct *t);
 
 /* pmu_ioctl.c: the descriptor's ioctl (pmu.c's file operations) */
 long tprof_pmu_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
@@ -152,7 +163,5 @@ int tprof_pmu_kprobe_create(struct tprof_pmu_ctr *ctr);
 bool tprof_pmu_probe_unregister(struct tprof_pmu_ctr *ctr);
 void tprof_pmu_probe_sync(void);
 void tprof_pmu_probe_free(struct tprof_pmu_ctr *ctr);
-int tprof_pmu_claim(struct tprof_pmu_ctr *ctr, u64 addr, bool uprobe);
-void tprof_pmu_unclaim(struct tprof_pmu_ctr *ctr);
 
 #endif /* TPROF_PMU_H */

@@ -48,6 +48,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include "pmu.h"
+#include "pmu_claims.h"
 #include "admission.h"
 #include "compat.h"
 
@@ -254,67 +255,4 @@ void tprof_pmu_probe_free(struct tprof_pmu_ctr *ctr)
 	tprof_limit_uncharge(TPROF_LIMIT_UPROBES, &pr->charge);
 	kfree(pr);
 	ctr->probe = NULL;
-}
-
-/*
- * User breakpoints of tprof by address: a uprobe's (in its target's mm at
- * creation) and a debug register's (any scope). The two kinds can meet in
- * one task only when one user's programs target related processes (an
- * inherited breakpoint reaches the target's descendants) or when one of
- * them is every-CPU (it traps in every process): a claim conflicts with
- * the other kind at the same address of the same creator (real uid), or
- * of any creator when either is every-CPU. Another user's per-task claims
- * never make a call EBUSY (nor tell which addresses they watch): their
- * targets are processes this user may not attach to. Programs with
- * breakpoints are few: a list.
- */
-static DEFINE_MUTEX(tprof_pmu_claims_lock);
-static LIST_HEAD(tprof_pmu_claims);
-
-static bool tprof_pmu_claims_meet(const struct tprof_pmu_ctr *a,
-				  const struct tprof_pmu_ctr *b)
-{
-	return a->claim_addr == b->claim_addr &&
-	       a->claim_uprobe != b->claim_uprobe &&
-	       (a->claim_every_task || b->claim_every_task ||
-		uid_eq(a->claim_uid, b->claim_uid));
-}
-
-/*
- * In the creator's context. -EBUSY: the other kind holds @addr where the
- * two could meet (see the top of this file).
- */
-int tprof_pmu_claim(struct tprof_pmu_ctr *ctr, u64 addr, bool uprobe)
-{
-	struct tprof_pmu_ctr *o;
-	int ret = 0;
-
-	ctr->claim_addr = addr;
-	ctr->claim_uprobe = uprobe;
-	ctr->claim_uid = current_uid();
-	ctr->claim_every_task = ctr->prog->config.scope == TPROF_PMU_SCOPE_CPUS;
-	mutex_lock(&tprof_pmu_claims_lock);
-	list_for_each_entry(o, &tprof_pmu_claims, claim_node) {
-		if (tprof_pmu_claims_meet(ctr, o)) {
-			ret = -EBUSY;
-			break;
-		}
-	}
-	if (!ret) {
-		ctr->claimed = true;
-		list_add(&ctr->claim_node, &tprof_pmu_claims);
-	}
-	mutex_unlock(&tprof_pmu_claims_lock);
-	return ret;
-}
-
-/* Once its uprobe or debug registers are gone. */
-void tprof_pmu_unclaim(struct tprof_pmu_ctr *ctr)
-{
-	if (!ctr->claimed)
-		return;
-	mutex_lock(&tprof_pmu_claims_lock);
-	list_del(&ctr->claim_node);
-	mutex_unlock(&tprof_pmu_claims_lock);
-	ctr->claimed = false;
 }

@@ -77,6 +77,9 @@ LIB_SRCS := $(wildcard libtprofctl/src/*.cc)
 TPROFCTL_SRCS := $(wildcard tools/tprofctl/*.cc)
 CORE_SRCS := $(wildcard kmod/core/*.c)
 UNIT_TEST_SRCS := $(wildcard tests/unit/*.cc)
+# The KUnit suites of kmod/core's units, also run on the host (each unit's
+# cases written once): compiled against tests/unit/kunit/'s KUnit API.
+KUNIT_HOST_SRCS := $(filter-out ktests/abi_kunit.c,$(wildcard ktests/*_kunit.c)) tests/unit/kunit/kunit_runner.c
 # tprofctl's parts that need no device (the option parser, the hints), unit-tested.
 TPROFCTL_UNIT_SRCS := tools/tprofctl/command_line.cc tools/tprofctl/hints.cc
 INTEGRATION_TEST_SRCS := $(wildcard tests/integration/*.cc)
@@ -230,7 +233,11 @@ $(RUNTIME_EXAMPLE): $(call obj,$(RUNTIME_EXAMPLE_SRCS)) $(LIB)
 $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS)): CPPFLAGS += -Ikmod
 # The error table's test reads the ABI header's text.
 $(call asan_obj,tests/unit/ioctl_error_table_test.cc): CPPFLAGS += -DTPROF_UAPI_HEADER='"$(CURDIR)/uapi/linux/tprof.h"'
-$(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS) $(TPROFCTL_UNIT_SRCS)) $(LIB_ASAN)
+# The kernel builds them without -Wsign-compare (KUnit's macros compare as written).
+$(call asan_obj,$(KUNIT_HOST_SRCS)): CPPFLAGS += -Itests/unit/kunit -Ikmod
+$(call asan_obj,$(KUNIT_HOST_SRCS)): CFLAGS += -Wno-sign-compare
+$(call asan_obj,tests/unit/kunit_gtest.cc): CPPFLAGS += -Itests/unit/kunit
+$(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS) $(KUNIT_HOST_SRCS) $(TPROFCTL_UNIT_SRCS)) $(LIB_ASAN)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(SANITIZE) -o $@ $^ $(GTEST_LIBS) $(ELF_LIBS)
 

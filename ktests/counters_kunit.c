@@ -16,6 +16,7 @@ static void tprof_counters_add_sums_every_field(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, total.exits, 8ULL);
 	KUNIT_EXPECT_EQ(test, total.frees, 10ULL);
 	KUNIT_EXPECT_EQ_MSG(test, total.resv[0], 7ULL, "reserved fields must not be summed");
+	KUNIT_EXPECT_EQ(test, total.resv[1], 0ULL);
 }
 
 struct tprof_info_input_case {
@@ -31,7 +32,7 @@ struct tprof_info_input_case {
 static const struct tprof_info_input_case tprof_info_input_cases[] = {
 	{ "zeroed", 0, 0, 0, 0, 0, 0 },
 	{ "array", 0x1000, 4, 0, 0, 0, 0 },
-	{ "stale_outputs", 0, 0, 0, 0, 1, 0 },
+	{ "stale_outputs", 0, 0, 0, 0, 5, 0 },
 	{ "count_without_pointer", 0, 4, 0, 0, 0, -EINVAL },
 	{ "pointer_without_count", 0x1000, 0, 0, 0, 0, -EINVAL },
 	{ "nonzero_pad", 0, 0, 1, 0, 0, -EINVAL },

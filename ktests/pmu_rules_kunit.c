@@ -99,30 +99,94 @@ static void tprof_pmu_check_secondaries_and_subranges(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
 }
 
-/* A data range: page faults only, any nonzero length that does not wrap. */
+/*
+ * A data range (ABI 1.11): page faults only, [addr, addr + len) of any
+ * nonzero length that does not wrap; subranges cut it.
+ */
 static void tprof_pmu_check_data_ranges(struct kunit *test)
 {
+	static const u64 faults[] = {
+		PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_PAGE_FAULTS_MIN,
+		PERF_COUNT_SW_PAGE_FAULTS_MAJ,
+	};
+	static const u64 no_address[] = {
+		PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_MIGRATIONS,
+		PERF_COUNT_SW_ALIGNMENT_FAULTS, PERF_COUNT_SW_EMULATION_FAULTS,
+	};
+	static const u32 kinds[] = {
+		TPROF_PMU_EV_TRACEPOINT, TPROF_PMU_EV_BREAKPOINT, TPROF_PMU_EV_WATCHPOINT,
+	};
 	struct tprof_pmu_program *p = tprof_pmu_one_counter(test);
 	struct tprof_pmu_counter *c = &p->counters[0];
+	size_t k;
 
+	p->scope = TPROF_PMU_SCOPE_THREAD;
 	c->flags = TPROF_PMU_CTR_DATA_RANGE;
 	c->addr = 0x10000;
-	c->len = 1ULL << 40;
-	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
-	KUNIT_EXPECT_TRUE(test, tprof_pmu_in_data_range(c, 0x10000));
-	KUNIT_EXPECT_FALSE(test, tprof_pmu_in_data_range(c, 0xffff));
-	KUNIT_EXPECT_FALSE(test, tprof_pmu_in_data_range(c, 0x10000 + (1ULL << 40)));
+	c->len = 1ULL << 40;				/* no length limit */
+	for (k = 0; k < ARRAY_SIZE(faults); k++) {
+		c->config = faults[k];
+		KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	}
+	for (k = 0; k < ARRAY_SIZE(no_address); k++) {
+		c->config = no_address[k];		/* no data address */
+		KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	}
+	c->config = PERF_COUNT_SW_PAGE_FAULTS;
 	c->len = 0;					/* empty */
 	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
-	c->len = (u64)0x8000 - 0x10000;			/* inverted: wraps */
+	c->len = ~0ULL - 0x10000 + 1;			/* up to 2^64 exactly */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	c->len++;					/* wraps: an inverted range */
 	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
 	c->len = 4096;
-	c->config = PERF_COUNT_SW_ALIGNMENT_FAULTS;	/* an instruction address */
-	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
-	c->config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
-	c->nr_subranges = 16;				/* cuts the data range */
+	c->flags |= TPROF_PMU_CTR_RANGE;		/* both ranges */
+	c->range_start = 0x400000;
+	c->range_end = 0x400010;
 	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	c->nr_subranges = 16;	/* the data range's 4096 bytes, not the code's 16 */
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), 0);
+	KUNIT_EXPECT_EQ(test, tprof_pmu_subrange_base(c), (u64)0x10000);
 	KUNIT_EXPECT_EQ(test, tprof_pmu_subrange_width(c), (u64)256);
+	c->nr_subranges = 4097;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	c->nr_subranges = 0;
+	c->flags = TPROF_PMU_CTR_DATA_RANGE | TPROF_PMU_CTR_WATCH_WRITE;
+	c->range_start = c->range_end = 0;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	c->flags = TPROF_PMU_CTR_DATA_RANGE;
+	for (k = 0; k < ARRAY_SIZE(kinds); k++) {
+		c->kind = kinds[k];
+		c->config = 0;
+		KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	}
+	c->kind = TPROF_PMU_EV_HARDWARE;
+	c->config = PERF_COUNT_HW_INSTRUCTIONS;
+	c->period = 1000;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+	/* Without the flag addr and len stay refused for software events. */
+	memset(c, 0, sizeof(*c));
+	c->kind = TPROF_PMU_EV_SOFTWARE;
+	c->config = PERF_COUNT_SW_PAGE_FAULTS;
+	c->addr = 0x10000;
+	c->len = 4096;
+	KUNIT_EXPECT_EQ(test, tprof_pmu_program_check(p), -EINVAL);
+}
+
+/* A data range is half open, up to 2^64. */
+static void tprof_pmu_in_data_range_is_half_open(struct kunit *test)
+{
+	struct tprof_pmu_counter c = { .addr = 0x10000, .len = 0x3000 };
+
+	KUNIT_EXPECT_FALSE(test, tprof_pmu_in_data_range(&c, 0xffff));
+	KUNIT_EXPECT_TRUE(test, tprof_pmu_in_data_range(&c, 0x10000));
+	KUNIT_EXPECT_TRUE(test, tprof_pmu_in_data_range(&c, 0x12fff));
+	KUNIT_EXPECT_FALSE(test, tprof_pmu_in_data_range(&c, 0x13000));
+	KUNIT_EXPECT_FALSE(test, tprof_pmu_in_data_range(&c, 0));
+	c.addr = 0xfffffffffffff000ULL;
+	c.len = 0x1000;					/* ends at 2^64 */
+	KUNIT_EXPECT_TRUE(test, tprof_pmu_in_data_range(&c, ~0ULL));
+	KUNIT_EXPECT_FALSE(test, tprof_pmu_in_data_range(&c, 0));
 }
 
 static void tprof_pmu_check_refuses_bad_rules(struct kunit *test)
@@ -175,11 +239,19 @@ static void tprof_pmu_rules_saturate(struct kunit *test)
 	v[1] = U64_MAX;
 	KUNIT_EXPECT_FALSE(test, tprof_pmu_rule_holds(&r, v));
 	KUNIT_EXPECT_EQ(test, tprof_pmu_rule_counters(&r), 3U);
+	/* One term at the largest multiplier: saturates, never wraps negative. */
+	r.nr_terms = 1;
+	r.terms[0].multiplier = TPROF_PMU_MAX_MULTIPLIER;
+	v[0] = U64_MAX;
+	KUNIT_EXPECT_TRUE(test, tprof_pmu_rule_holds(&r, v));
+	r.terms[0].multiplier = -TPROF_PMU_MAX_MULTIPLIER;
+	KUNIT_EXPECT_FALSE(test, tprof_pmu_rule_holds(&r, v));
 }
 
 static struct kunit_case tprof_pmu_rules_cases[] = {
 	KUNIT_CASE(tprof_pmu_check_refuses_bad_programs),
 	KUNIT_CASE(tprof_pmu_check_data_ranges),
+	KUNIT_CASE(tprof_pmu_in_data_range_is_half_open),
 	KUNIT_CASE(tprof_pmu_check_refuses_bad_rules),
 	KUNIT_CASE(tprof_pmu_check_secondaries_and_subranges),
 	KUNIT_CASE(tprof_pmu_rules_saturate),

@@ -137,7 +137,12 @@ static void tprof_ti_incremental_rehash_with_writers(struct kunit *test)
 
 static void tprof_ti_capacity_is_bounded(struct kunit *test)
 {
+	KUNIT_EXPECT_EQ(test, tprof_thread_index_hash_size(TPROF_TI_MAX_CAPACITY),
+			2 * TPROF_TI_MAX_CAPACITY);
+	/* Larger requests are clamped, never overflow 2 * capacity. */
 	KUNIT_EXPECT_EQ(test, tprof_thread_index_hash_size(0x7fffffffU),
+			2 * TPROF_TI_MAX_CAPACITY);
+	KUNIT_EXPECT_EQ(test, tprof_thread_index_hash_size(0xffffffffU),
 			2 * TPROF_TI_MAX_CAPACITY);
 }
 

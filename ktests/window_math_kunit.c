@@ -156,12 +156,12 @@ static void wm_profil_documented_scales(struct kunit *test)
 
 static void wm_profil_cell_pc_inverts(struct kunit *test)
 {
-	static const u32 scales[] = { 0x10000, 0x8000, 0x4000, 0x1234, 3 };
+	static const u32 scales[] = { 0x10000, 0x8000, 0x5555, 0x4000, 0x1234, 0x100, 3 };
 	u64 pc = 0, idx, c;
 	size_t s;
 
 	for (s = 0; s < ARRAY_SIZE(scales); s++) {
-		for (c = 0; c < 64; c++) {
+		for (c = 0; c < 300; c++) {
 			KUNIT_ASSERT_TRUE(test, tprof_wm_profil_cell_pc(0x1000, scales[s], c, &pc));
 			KUNIT_ASSERT_TRUE(test, tprof_wm_profil_index16(0x1000, scales[s], pc, &idx));
 			KUNIT_EXPECT_EQ(test, idx, c);

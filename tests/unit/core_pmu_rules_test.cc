@@ -1,5 +1,6 @@
-// PMU program rules (kmod/core/pmu_rules.c) on the host: evaluation against
-// a 128-bit reference over random inputs, saturation at the s64 edges.
+// PMU program rules (kmod/core/pmu_rules.c) on the host, beyond
+// ktests/pmu_rules_kunit.c's cases (which run here too): evaluation against
+// a 128-bit reference over random inputs, a maximal program, counts only.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -39,17 +40,6 @@ TEST(CorePmuRules, SmallValuesMatchExactArithmetic) {
     }
     ASSERT_EQ(tprof_pmu_rule_holds(&r, v), Reference(r, v)) << n;
   }
-}
-
-TEST(CorePmuRules, HugeValuesSaturateInsteadOfWrapping) {
-  tprof_pmu_rule r{};
-  r.nr_terms = 1;
-  r.op = TPROF_PMU_OP_GT;
-  r.terms[0].multiplier = TPROF_PMU_MAX_MULTIPLIER;
-  u64 v[TPROF_PMU_MAX_COUNTERS] = {~0ULL};
-  EXPECT_TRUE(tprof_pmu_rule_holds(&r, v));  // wraps negative without saturation
-  r.terms[0].multiplier = -TPROF_PMU_MAX_MULTIPLIER;
-  EXPECT_FALSE(tprof_pmu_rule_holds(&r, v));
 }
 
 TEST(CorePmuRules, CheckAcceptsAMaximalProgram) {
@@ -147,84 +137,6 @@ TEST(CorePmuRules, CountsOnlyCheck) {
     if (kind == TPROF_PMU_EV_WATCHPOINT) c.flags |= TPROF_PMU_CTR_WATCH_WRITE;
     EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL) << kind;
   }
-}
-
-// A data range (ABI 1.11): page faults only, [addr, addr + len) of any
-// nonzero length that does not wrap; subranges cut it.
-TEST(CorePmuRules, DataRangeCheck) {
-  tprof_pmu_program p{};
-  p.scope = TPROF_PMU_SCOPE_THREAD;
-  p.nr_counters = 1;
-  tprof_pmu_counter& c = p.counters[0];
-  c.kind = TPROF_PMU_EV_SOFTWARE;
-  c.config = PERF_COUNT_SW_PAGE_FAULTS;
-  c.flags = TPROF_PMU_CTR_DATA_RANGE;
-  c.addr = 0x10000;
-  c.len = 1ULL << 40;  // no length limit
-  EXPECT_EQ(tprof_pmu_program_check(&p), 0);
-  for (u64 config : {PERF_COUNT_SW_PAGE_FAULTS_MIN, PERF_COUNT_SW_PAGE_FAULTS_MAJ}) {
-    c.config = config;
-    EXPECT_EQ(tprof_pmu_program_check(&p), 0) << config;
-  }
-  for (u64 config : {PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_MIGRATIONS,
-                     PERF_COUNT_SW_ALIGNMENT_FAULTS, PERF_COUNT_SW_EMULATION_FAULTS}) {
-    c.config = config;
-    EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL) << "no data address: " << config;
-  }
-  c.config = PERF_COUNT_SW_PAGE_FAULTS;
-  c.len = 0;  // empty
-  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL);
-  c.len = ~0ULL - 0x10000 + 1;  // up to 2^64 exactly: fine
-  EXPECT_EQ(tprof_pmu_program_check(&p), 0);
-  c.len++;  // wraps (an inverted [start, end) given as end - start)
-  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL);
-  c.len = 4096;
-  c.flags |= TPROF_PMU_CTR_RANGE;  // both ranges
-  c.range_start = 0x400000;
-  c.range_end = 0x400010;
-  EXPECT_EQ(tprof_pmu_program_check(&p), 0);
-  c.nr_subranges = 16;  // the data range's 4096 bytes, not the 16 of the code
-  EXPECT_EQ(tprof_pmu_program_check(&p), 0);
-  EXPECT_EQ(tprof_pmu_subrange_base(&c), 0x10000u);
-  EXPECT_EQ(tprof_pmu_subrange_width(&c), 256u);
-  c.nr_subranges = 4097;
-  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL);
-  c.nr_subranges = 0;
-  c.flags = TPROF_PMU_CTR_DATA_RANGE | TPROF_PMU_CTR_WATCH_WRITE;
-  c.range_start = c.range_end = 0;
-  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL);
-  c.flags = TPROF_PMU_CTR_DATA_RANGE;
-  for (u32 kind : {TPROF_PMU_EV_TRACEPOINT, TPROF_PMU_EV_BREAKPOINT, TPROF_PMU_EV_WATCHPOINT}) {
-    c.kind = kind;
-    c.config = 0;
-    EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL) << kind;
-  }
-  c.kind = TPROF_PMU_EV_HARDWARE;
-  c.config = PERF_COUNT_HW_INSTRUCTIONS;
-  c.period = 1000;
-  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL);
-  // Without the flag addr and len stay refused for software events.
-  c = {};
-  c.kind = TPROF_PMU_EV_SOFTWARE;
-  c.config = PERF_COUNT_SW_PAGE_FAULTS;
-  c.addr = 0x10000;
-  c.len = 4096;
-  EXPECT_EQ(tprof_pmu_program_check(&p), -EINVAL);
-}
-
-TEST(CorePmuRules, InDataRangeIsHalfOpen) {
-  tprof_pmu_counter c{};
-  c.addr = 0x10000;
-  c.len = 0x3000;
-  EXPECT_FALSE(tprof_pmu_in_data_range(&c, 0xffff));
-  EXPECT_TRUE(tprof_pmu_in_data_range(&c, 0x10000));
-  EXPECT_TRUE(tprof_pmu_in_data_range(&c, 0x12fff));
-  EXPECT_FALSE(tprof_pmu_in_data_range(&c, 0x13000));
-  EXPECT_FALSE(tprof_pmu_in_data_range(&c, 0));
-  c.addr = 0xfffffffffffff000ULL;
-  c.len = 0x1000;  // ends at 2^64
-  EXPECT_TRUE(tprof_pmu_in_data_range(&c, ~0ULL));
-  EXPECT_FALSE(tprof_pmu_in_data_range(&c, 0));
 }
 
 }  // namespace

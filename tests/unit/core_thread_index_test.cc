@@ -161,13 +161,6 @@ TEST(CoreThreadIndex, RemovingEverythingLeavesNoTombstone) {
   for (const tprof_ti_entry& e : ix.entries) EXPECT_EQ(e.key, 0u);
 }
 
-TEST(CoreThreadIndex, CapacityIsBounded) {
-  EXPECT_EQ(tprof_thread_index_hash_size(TPROF_TI_MAX_CAPACITY), 2 * TPROF_TI_MAX_CAPACITY);
-  // Larger requests are clamped, never overflow 2 * capacity.
-  EXPECT_EQ(tprof_thread_index_hash_size(0x7fffffffu), 2 * TPROF_TI_MAX_CAPACITY);
-  EXPECT_EQ(tprof_thread_index_hash_size(0xffffffffu), 2 * TPROF_TI_MAX_CAPACITY);
-}
-
 TEST(CoreThreadIndex, TcumAddReportsTheZeroToNonzeroTransitionOnly) {
   u64 tcum[2] = {0, 0};
   u64 zero[2] = {0, 0}, d[2] = {5, 0};

@@ -1,6 +1,7 @@
-// Counting windows and profil(2) (kmod/core/window_math.c) on the host:
-// the documented profil scales, glibc's profil_count as a reference over
-// random inputs, address blocks at the edges, the 16-bit wrap.
+// Counting windows and profil(2) (kmod/core/window_math.c) on the host,
+// beyond ktests/window_math_kunit.c's cases (which run here too):
+// glibc's profil_count as a reference over random inputs, and every pc of
+// the documented scales and of address blocks at the edges.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -106,21 +107,6 @@ TEST(CoreWindowMath, ProfilDocumentedScales) {
   EXPECT_FALSE(tprof_wm_index(&g, 0x1000, &i));
 }
 
-TEST(CoreWindowMath, ProfilCellPcIsTheFirstPcOfTheCell) {
-  for (uint32_t scale : {0x10000u, 0x8000u, 0x5555u, 0x100u, 3u}) {
-    for (uint64_t c = 0; c < 300; ++c) {
-      u64 pc = 0, idx = 0;
-      ASSERT_TRUE(tprof_wm_profil_cell_pc(0x4000, scale, c, &pc));
-      ASSERT_TRUE(tprof_wm_profil_index16(0x4000, scale, pc, &idx));
-      EXPECT_EQ(idx, c);
-      if (pc > 0x4000) {
-        ASSERT_TRUE(tprof_wm_profil_index16(0x4000, scale, pc - 1, &idx));
-        EXPECT_LT(idx, c) << "scale " << scale << " cell " << c;
-      }
-    }
-  }
-}
-
 TEST(CoreWindowMath, AddressBlocksAndEdges) {
   tprof_wm_geom g;
   u64 i = 0;
@@ -143,16 +129,6 @@ TEST(CoreWindowMath, AddressBlocksAndEdges) {
   a = Addr(0, 4096, 1);
   ASSERT_EQ(tprof_wm_check_add(&a, &g), 0);
   EXPECT_EQ(g.nr_cells, 4096u);
-}
-
-TEST(CoreWindowMath, SixteenBitCellsWrap) {
-  // The kernel counts in 32 bits; a profil cell is the low 16 bits.
-  uint32_t raw = 0;
-  for (int n = 0; n < 65536 + 3; ++n) ++raw;
-  EXPECT_EQ(tprof_wm_cell_value(raw, 2), 3u);
-  EXPECT_EQ(tprof_wm_cell_value(raw, 4), 65539u);
-  EXPECT_EQ(tprof_wm_cell_value(0xffff, 2), 0xffffu);
-  EXPECT_EQ(tprof_wm_cell_value(0x10000, 2), 0u);
 }
 
 }  // namespace

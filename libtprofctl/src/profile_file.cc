@@ -303,6 +303,32 @@ bool ParseLine(LineReader& r, Profile* p, std::vector<ContextSite>* sites) {
       if (hi < 0 || lo < 0) return false;
       p->vdso_image.push_back(static_cast<char>(hi * 16 + lo));
     }
+  } else if (tag == "window") {
+    WindowCounts w;
+    tprof_window_info& i = w.info;
+    i.id = r.Dec32(1);
+    i.kind = r.Dec32(2);
+    i.pid = r.Dec32(3);
+    i.flags = r.Dec32(4);
+    i.start = r.Hex(5);
+    i.length = r.Dec(6);
+    i.block_bytes = r.Dec32(7);
+    i.scale = r.Dec32(8);
+    i.nr_cells = r.Dec(9);
+    i.cell_bytes = r.Dec32(10);
+    i.nr_procs = r.Dec32(11);
+    i.in_range = r.Dec(12);
+    i.out_of_range = r.Dec(13);
+    i.wait = r.Dec(14);
+    i.untracked_forks = r.Dec(15);
+    if (!r.ok() || i.nr_cells > TPROF_WINDOW_MAX_CELLS) return false;
+    w.cells.assign(i.nr_cells, 0);
+    for (size_t f = 16; f < r.size(); ++f) {
+      uint64_t cell = 0, count = 0;
+      if (!r.Pair(f, &cell, &count) || cell >= i.nr_cells || count > UINT32_MAX) return false;
+      w.cells[cell] = static_cast<uint32_t>(count);
+    }
+    p->windows.push_back(std::move(w));
   } else if (tag == "vdso-gz") {
     const uint64_t size = r.Dec(1);
     std::optional<std::string> gz = Base64Decode(r.Str(2));
@@ -397,6 +423,15 @@ std::string SerializeProfile(const Profile& p) {
   for (const auto& [pid, syms] : p.jit_symbols)
     for (const JitSymbol& j : syms) w.Tag("jit").Dec(pid).Hex(j.start).Hex(j.size).Str(j.name).End();
   for (const auto& [path, id] : p.build_ids) w.Tag("buildid").Str(path).Str(id).End();
+  for (const WindowCounts& win : p.windows) {
+    const tprof_window_info& i = win.info;
+    w.Tag("window").Dec(i.id).Dec(i.kind).Dec(i.pid).Dec(i.flags).Hex(i.start).Dec(i.length);
+    w.Dec(i.block_bytes).Dec(i.scale).Dec(i.nr_cells).Dec(i.cell_bytes).Dec(i.nr_procs);
+    w.Dec(i.in_range).Dec(i.out_of_range).Dec(i.wait).Dec(i.untracked_forks);
+    for (size_t c = 0; c < win.cells.size(); ++c)
+      if (win.cells[c]) w.Pair(c, win.cells[c]);
+    w.End();
+  }
   // The vDSO image gzipped (1.4): x86-64's 8 KiB image takes ~4 kB of
   // base64 where 1.2's hex took 16 kB, most of a short recording's file.
   // Hex, readable by older readers too, only if zlib fails.

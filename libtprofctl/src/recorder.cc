@@ -214,6 +214,9 @@ Expected<Profile> Recorder::Finish() {
   if (session.malformed_halves())
     builder.SetAttribute("malformed_halves", std::to_string(session.malformed_halves()));
   Profile profile = builder.Finish();
+  // The session's counting windows, as they ended (a module without
+  // windows refuses the list: a recording without them).
+  if (auto windows = ReadWindows(session.fd())) profile.windows = std::move(*windows);
   DropUnsampledProcesses(&profile);
   SnapshotSystemState(&profile);
   return profile;

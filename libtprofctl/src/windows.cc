@@ -167,6 +167,23 @@ const char* WindowKindName(uint32_t kind) {
   }
 }
 
+bool WindowCounts::operator==(const WindowCounts& o) const {
+  return std::memcmp(&info, &o.info, sizeof(info)) == 0 && cells == o.cells;
+}
+
+Status AddWindows(int fd, const std::vector<tprof_window_add>& windows, pid_t command) {
+  for (tprof_window_add w : windows) {
+    if (w.kind == TPROF_WINDOW_PROFIL && w.pid == 0 && command > 0)
+      return Error::FromErrno(EINVAL, "a profil window of pid 0 cannot follow the recorded "
+                                      "command: exec turns profil off; use a process window "
+                                      "of pid 0 instead");
+    if (w.kind != TPROF_WINDOW_KERNEL && w.pid == 0 && command > 0)
+      w.pid = static_cast<uint32_t>(command);
+    if (auto r = AddWindow(fd, w); !r) return r.error();
+  }
+  return OkStatus();
+}
+
 std::string FormatWindows(const std::vector<WindowCounts>& windows) {
   std::ostringstream o;
   o << "tprof-windows 1\n";

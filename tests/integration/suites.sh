@@ -5,7 +5,7 @@
 # for a cause outside tprof, or its kernel path runs in another kernel and
 # it costs more time than CI has.
 # shellcheck shell=bash
-# shellcheck disable=SC2034  # every variable is check.sh's
+# shellcheck disable=SC2034,SC2125  # check.sh's variables; globs are gtest's
 # Tests of userspace alone (annotate, archive, diff, CLI parsing): no
 # kernel path of their own. They run in the full-suite kernels (6.1,
 # 6.1-rt, sid; on arm64 sid), not in the debug or smoke ones.

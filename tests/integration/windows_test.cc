@@ -27,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include "guest_env.h"
+#include "tprof/profile_file.h"
 #include "tprof/sampling.h"
 #include "tprof/windows.h"
 
@@ -678,7 +679,7 @@ TEST(WindowTest, UnprivilegedProcessWindowsOnly) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "see the _exit codes in the child";
 }
 
-// The CLI: windows are options of record/start, saved to FILE.windows.
+// The CLI: windows are options of record/start, kept in the profile.
 TEST(WindowTest, CliRecordSavesWindowsAndShowPrintsHistograms) {
   std::string out;
   ASSERT_EQ(RunCommand("cd /tmp && tprofctl record -o /tmp/win.data"
@@ -699,12 +700,14 @@ TEST(WindowTest, CliRecordSavesWindowsAndShowPrintsHistograms) {
   EXPECT_NE(out.find("#"), std::string::npos) << "no histogram bar: " << out;
   EXPECT_NE(out.find("in range "), std::string::npos) << out;
   EXPECT_NE(out.find("out of range "), std::string::npos) << out;
-  auto file = ReadWindowsFile("/tmp/win.data.windows");
-  ASSERT_TRUE(file) << file.error().message();
-  ASSERT_EQ(file->size(), 2u);
+  // In the profile, nowhere else.
+  auto profile = ReadProfile("/tmp/win.data");
+  ASSERT_TRUE(profile) << profile.error().message();
+  ASSERT_EQ(profile->windows.size(), 2u);
+  EXPECT_EQ(access("/tmp/win.data.windows", F_OK), -1);
   // (how many depends on the host's load; the exact counts are checked
   // against records in the tests above)
-  EXPECT_GT((*file)[1].info.in_range, 0u) << "the shell's loop, in user space";
+  EXPECT_GT(profile->windows[1].info.in_range, 0u) << "the shell's loop, in user space";
   out.clear();
   EXPECT_EQ(RunCommand("tprofctl record -o /tmp/win2.data --profil 0:0:0x8000:64 -- true 2>&1", &out),
             1)

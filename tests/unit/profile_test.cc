@@ -467,7 +467,7 @@ TEST(ProfileFile, ReadsVersion10FilesAndChecksTheStackTable) {
 
 TEST(ProfileFile, CarriesBuildIdsAndTheVdsoGzipped) {
   std::string text = tprof::SerializeProfile(RichProfile());
-  EXPECT_EQ(text.rfind("tprof-profile 1 5\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("tprof-profile 1 6\n", 0), 0u) << text;
   EXPECT_NE(text.find("\nvdso-gz\t10\t"), std::string::npos) << text;
   EXPECT_EQ(text.find("\nvdso\t"), std::string::npos) << "1.4 writes no hex image: " << text;
   EXPECT_NE(text.find("\nbuildid\t/usr/bin/prog%09with tab\t0123456789abcdef\n"),
@@ -504,8 +504,8 @@ TEST(ProfileFile, Reads13FilesWithTheVdsoInHex) {
   // 1.3 wrote them reads as the same profile.
   const Profile rich = RichProfile();
   std::string text = tprof::SerializeProfile(rich);
-  ASSERT_EQ(text.rfind("tprof-profile 1 5\n", 0), 0u);
-  text.replace(0, std::strlen("tprof-profile 1 5"), "tprof-profile 1 3");
+  ASSERT_EQ(text.rfind("tprof-profile 1 6\n", 0), 0u);
+  text.replace(0, std::strlen("tprof-profile 1 6"), "tprof-profile 1 3");
   const size_t crc = text.find("\ncrc32\t");  // 1.3 had no checksum
   ASSERT_NE(crc, std::string::npos);
   text.erase(crc + 1, text.find('\n', crc + 1) - crc);
@@ -547,12 +547,57 @@ TEST(ProfileFile, RefusesACorruptVdsoGzLine) {
   }
 }
 
+// Counting windows (1.6): each window's info and its nonzero cells, so that
+// `tprofctl window show` needs only the profile.
+TEST(ProfileFile, KeepsTheSessionsWindows) {
+  Profile p;
+  tprof::WindowCounts kernel, process;
+  kernel.info.kind = TPROF_WINDOW_KERNEL;
+  kernel.info.start = 0xffffffff80000000;
+  kernel.info.length = 0x2000;
+  kernel.info.block_bytes = 0x1000;
+  kernel.info.nr_cells = 2;
+  kernel.info.cell_bytes = 4;
+  kernel.cells = {0, 0};
+  process.info.id = 1;
+  process.info.kind = TPROF_WINDOW_PROCESS;
+  process.info.pid = 42;
+  process.info.start = 0x401000;
+  process.info.length = 256;
+  process.info.block_bytes = 64;
+  process.info.nr_cells = 4;
+  process.info.cell_bytes = 4;
+  process.info.nr_procs = 1;
+  process.info.in_range = 9;
+  process.info.out_of_range = 3;
+  process.info.wait = 2;
+  process.cells = {0, 7, 0, 2};
+  p.windows = {kernel, process};
+  const std::string text = tprof::SerializeProfile(p);
+  EXPECT_NE(text.find("\nwindow\t1\t2\t42\t0\t401000\t256\t64\t0\t4\t4\t1\t9\t3\t2\t0\t1:7\t3:2\n"),
+            std::string::npos)
+      << text;
+  auto back = tprof::ParseProfile(text, "windows.data");
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_TRUE(back->windows == p.windows);
+  // A cell past the window, a count past 32 bits, more cells than a session
+  // may hold, a missing field: refused.
+  const std::string fields = "window\t1\t2\t42\t0\t401000\t256\t64\t0\t";
+  for (const std::string& line :
+       {fields + "4\t4\t1\t9\t3\t2\t0\t4:1", fields + "4\t4\t1\t9\t3\t2\t0\t1:4294967296",
+        fields + "4194305\t4\t1\t9\t3\t2\t0", fields + "4\t4\t1\t9\t3\t2"}) {
+    auto r = tprof::ParseProfile("tprof-profile 1 6\n" + line + "\nend\n", "bad.data");
+    ASSERT_FALSE(r) << line;
+    EXPECT_EQ(r.error().code().value(), EBADMSG);
+  }
+}
+
 TEST(ProfileFile, StoresTheContextTableCompactlyAndReads11FilesWithoutIt) {
   Profile p = RichProfile();
   ASSERT_EQ(p.context_granularity_ns, tprof::kDefaultContextGranularityNs);
   ASSERT_EQ(p.contexts.size(), 3u);
   const std::string text = tprof::SerializeProfile(p);
-  EXPECT_EQ(text.rfind("tprof-profile 1 5\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("tprof-profile 1 6\n", 0), 0u) << text;
   EXPECT_NE(text.find("\ncontext\t10000000\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\ncsite\t3\t"), std::string::npos) << text;
   // Two samples of one thread on one CPU in one bucket share a ctx line.

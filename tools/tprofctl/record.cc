@@ -279,13 +279,12 @@ bool RecorderAlive(pid_t pid) {
   return self.empty() || line.compare(open + 1, close - open - 1, self) == 0;
 }
 
-// Writes what a finished recording produced: the windows beside the
-// profile (FILE.windows), then the profile. SIGINT/SIGTERM stay blocked
-// from the end of Recorder::Run() until both are written; one that came
-// meanwhile asked for the stop that already happened, and is dropped so
-// that the summary and the report still print.
-Status WriteRecording(const Recorder& recorder, const Profile& profile, const std::string& output) {
-  if (Status st = SaveWindows(recorder.session().fd(), output); !st) return st;
+// Writes what a finished recording produced: the profile, with its
+// windows. SIGINT/SIGTERM stay blocked from the end of Recorder::Run()
+// until it is written; one that came meanwhile asked for the stop that
+// already happened, and is dropped so that the summary and the report
+// still print.
+Status WriteRecording(const Profile& profile, const std::string& output) {
   Status st = WriteProfile(profile, output);
   DiscardPendingStopSignals();
   BlockStopSignals(false);
@@ -361,7 +360,7 @@ int RunStart(RecordOptions o) {
   const Doing doing = o.sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling;
   auto session = StartSampling(o.sampling);
   if (!session) fail(with_hint(session.error(), doing));
-  if (Status st = ApplyWindows(session->fd(), o.windows, 0); !st)
+  if (Status st = AddWindows(session->fd(), o.windows); !st)
     fail(with_hint(st.error(), Doing::kSampling));
   std::ofstream(PidFile()) << ::getpid() << "\n";
   ::unlink(ResultFile().c_str());
@@ -381,7 +380,7 @@ int RunStart(RecordOptions o) {
   Recorder recorder(std::move(*session));
   recorder.SetContextOptions(o.context);
   auto profile = recorder.Run();
-  Status st = profile ? WriteRecording(recorder, *profile, o.output) : Status(profile.error());
+  Status st = profile ? WriteRecording(*profile, o.output) : Status(profile.error());
   if (st) {
     std::ostringstream r;
     r << "ok " << o.output << " " << profile->TotalSamples() << " " << profile->TotalLostSamples()
@@ -480,7 +479,7 @@ int RunRecord(RecordOptions o) {
     abandon_child();
     return ReportError(session.error(), doing);
   }
-  if (Status st = ApplyWindows(session->fd(), o.windows, child); !st) {
+  if (Status st = AddWindows(session->fd(), o.windows, child); !st) {
     abandon_child();
     return ReportError(st.error(), Doing::kSampling);
   }
@@ -508,7 +507,7 @@ int RunRecord(RecordOptions o) {
     if (!kept) return ReportError(kept.error());
     *profile = std::move(*kept);
   }
-  if (Status st = WriteRecording(recorder, *profile, o.output); !st) return ReportError(st.error());
+  if (Status st = WriteRecording(*profile, o.output); !st) return ReportError(st.error());
   int rc = 0;
   if (has_cmd) {
     // -1: stopped (a signal) before the command exited.

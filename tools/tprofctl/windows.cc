@@ -1,5 +1,5 @@
-// tprofctl window list|show: the counting windows a recorder saved beside
-// its profile (see windows_cli.h for why they are added at start).
+// tprofctl window list|show: the counting windows a recording kept in its
+// profile (see windows_cli.h for why they are added at start).
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,7 +33,7 @@ void AddWindowOptions(CLI::App* sub, std::vector<tprof_window_add>* out) {
   sub->add_option_function<std::vector<std::string>>(
       "--window", [add](const std::vector<std::string>& v) { add("--window", v); },
       "counting window: kernel:START:LEN:BLOCK or pid=PID:START:LEN:BLOCK (with record, pid=0 "
-      "is the command), saved to FILE.windows (`tprofctl window --help`)")
+      "is the command), kept in the profile (`tprofctl window --help`)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option_function<std::vector<std::string>>(
@@ -41,28 +41,6 @@ void AddWindowOptions(CLI::App* sub, std::vector<tprof_window_add>* out) {
       "profil(2) window PID:OFFSET:SCALE:BUFSIZ[:32]")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-}
-
-Status ApplyWindows(int fd, const std::vector<tprof_window_add>& windows, pid_t pid0) {
-  for (tprof_window_add w : windows) {
-    if (w.kind == TPROF_WINDOW_PROFIL && w.pid == 0 && pid0 > 0)
-      return Error::FromErrno(EINVAL, "--profil 0:...: profil is turned off by exec, so it cannot "
-                                      "follow the recorded command; use --window pid=0:...");
-    if (w.kind != TPROF_WINDOW_KERNEL && w.pid == 0 && pid0 > 0) w.pid = static_cast<uint32_t>(pid0);
-    if (auto r = AddWindow(fd, w); !r) return r.error();
-  }
-  return OkStatus();
-}
-
-Status SaveWindows(int fd, const std::string& profile_path) {
-  const std::string path = profile_path + ".windows";
-  auto windows = ReadWindows(fd);
-  if (!windows) return windows.error();
-  if (windows->empty()) {
-    ::unlink(path.c_str());
-    return OkStatus();
-  }
-  return WriteWindowsFile(*windows, path);
 }
 
 namespace {
@@ -122,18 +100,21 @@ int RunWindow(const WindowOptions& o, bool show) {
   const std::string& file = o.file;
   const int64_t only = o.only;
   const uint64_t width = std::clamp<uint64_t>(o.width, 1, 200);
-  auto windows = ReadWindowsFile(file + ".windows");
-  if (!windows) return ReportError(windows.error(), Doing::kReadProfile);
-  // The profile names the cells' addresses (if it can be read).
-  std::optional<Profile> profile;
-  std::unique_ptr<Symbolizer> sym;
-  if (show) {
-    if (auto p = ReadProfile(file)) {
-      profile = std::move(*p);
-      sym = std::make_unique<Symbolizer>(*profile);
-    }
+  auto read = ReadProfile(file);
+  if (!read) return ReportError(read.error(), Doing::kReadProfile);
+  std::optional<Profile> profile = std::move(*read);
+  std::vector<WindowCounts> windows = profile->windows;
+  // A recording made before the profile kept them (format 1.5 and older)
+  // left them beside it.
+  if (windows.empty() && ::access((file + ".windows").c_str(), F_OK) == 0) {
+    auto beside = ReadWindowsFile(file + ".windows");
+    if (!beside) return ReportError(beside.error(), Doing::kReadProfile);
+    windows = std::move(*beside);
   }
-  for (const WindowCounts& w : *windows) {
+  // The profile names the cells' addresses.
+  std::unique_ptr<Symbolizer> sym;
+  if (show) sym = std::make_unique<Symbolizer>(*profile);
+  for (const WindowCounts& w : windows) {
     if (only >= 0 && w.info.id != only) continue;
     PrintHeader(w.info);
     if (!show) continue;
@@ -165,7 +146,7 @@ void AddWindowCommand(CommandLine& cli) {
       "recording starts: `tprofctl start|record --window kernel:START:LEN:BLOCK --window "
       "pid=PID:START:LEN:BLOCK --profil PID:OFFSET:SCALE:BUFSIZ[:32]` (numbers decimal or "
       "0x-hex; BLOCK a power of two; with record, pid=0 is the command; profil windows end at "
-      "exec, as profil(2) does). At stop the recorder saves them to FILE.windows. There is no "
+      "exec, as profil(2) does). At stop the recording keeps them in its profile. There is no "
       "`window add`: only the recorder's own descriptor may add windows to its session.");
   window->require_subcommand(1);
   auto o = std::make_shared<WindowOptions>();

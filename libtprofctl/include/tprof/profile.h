@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tprof/expected.h"
+#include "tprof/windows.h"
 
 namespace tprof {
 
@@ -217,6 +218,8 @@ struct Profile {
   // Each sampled file mapping's GNU build id (hex) as the file on disk had
   // it at snapshot: a file rebuilt later is told apart.
   std::map<std::string, std::string> build_ids;  // path -> hex
+  // The session's counting windows, read when the recording stopped.
+  std::vector<WindowCounts> windows;
 
   // Samples delivered (the sum of `samples`).
   uint64_t TotalSamples() const;

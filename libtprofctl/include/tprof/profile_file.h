@@ -44,6 +44,11 @@
 //            '=' padding) (1.4), Profile::vdso_image
 //   vdso     IMAGE                              the same in hex, two digits a
 //            byte: what 1.2 and 1.3 wrote (1.4 writes it only if zlib fails)
+//   window   ID KIND PID FLAGS START LENGTH BLOCK SCALE CELLS CELL_BYTES PROCS
+//            IN_RANGE OUT_OF_RANGE WAIT UNTRACKED_FORKS CELL:COUNT...
+//            a counting window as the session ended (START in hex, the
+//            rest decimal: tprof_window_info's fields) and its nonzero
+//            cells (1.6), Profile::windows
 //   crc32    HEX                                zlib's CRC-32 of every byte
 //            before this line, 8 hex digits (1.5); only `end` follows. A
 //            reader refuses a file whose bytes disagree; a file without the
@@ -63,7 +68,7 @@ namespace tprof {
 
 inline constexpr char kDefaultProfilePath[] = "tprof.data";
 inline constexpr int kProfileFormatMajor = 1;
-inline constexpr int kProfileFormatMinor = 5;
+inline constexpr int kProfileFormatMinor = 6;
 
 std::string SerializeProfile(const Profile& profile);
 // Parses a profile; `name` is used in error messages. Errors: EBADMSG (not

@@ -4,10 +4,10 @@
 // 8x longer while it finds nothing to read), on SIGINT/SIGTERM and, if
 // given, on a child's exit.
 // Finish() stops the session, drains it, and hands over the Profile with
-// its CPU totals, attributes and the system state (kernel symbols, JIT
-// maps) copied in. Writing files is the caller's (profile_file.h,
-// windows.h): the session stays open until the Recorder is destroyed, so
-// its windows can still be read after Finish().
+// its CPU totals, attributes, counting windows (windows.h: add them with
+// AddWindows() on session().fd() before Run()) and the system state
+// (kernel symbols, JIT maps) copied in. Writing the file is the caller's
+// (profile_file.h).
 #ifndef TPROF_RECORDER_H_
 #define TPROF_RECORDER_H_
 

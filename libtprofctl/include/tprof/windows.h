@@ -3,7 +3,9 @@
 // windows. They are added on the session's own descriptor (only its owner
 // may) and read while it runs or after Stop(), until it is destroyed.
 //
-// FILE.windows, written by the recorder beside a profile, is text:
+// A recording keeps its session's windows in its profile (Recorder::Finish()
+// reads them; profile_file.h's `window` lines). FILE.windows, which
+// recorders before profile format 1.6 wrote beside a profile, is text:
 //   tprof-windows 1
 //   window id=0 kind=process pid=42 start=0x401000 length=4096 block=64 (...)
 //     (...) scale=0 flags=0 cells=64 cell_bytes=4 in_range=9 out_of_range=3
@@ -16,6 +18,8 @@
 
 #include <linux/tprof.h>
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +31,8 @@ namespace tprof {
 struct WindowCounts {
   tprof_window_info info{};
   std::vector<uint32_t> cells;  // info.nr_cells values (16-bit cells widened)
+
+  bool operator==(const WindowCounts& o) const;
 };
 
 // "kernel:START:LEN:BLOCK" or "pid=PID:START:LEN:BLOCK" (numbers decimal
@@ -38,6 +44,11 @@ Expected<tprof_window_add> ParseProfilSpec(const std::string& spec);
 
 // The ioctls, on a session's descriptor (SamplingSession::fd()).
 Expected<tprof_window_add> AddWindow(int fd, const tprof_window_add& spec);
+// Adds each window in turn. A process or profil window of pid 0 means
+// `command` (a recorded command's pid) if nonzero; a profil window cannot
+// follow a command (exec turns profil off): EINVAL.
+[[nodiscard]] Status AddWindows(int fd, const std::vector<tprof_window_add>& windows,
+                                pid_t command = 0);
 Expected<std::vector<tprof_window_info>> ListWindows(int fd);
 Expected<WindowCounts> ReadWindow(int fd, uint32_t id);
 Expected<std::vector<WindowCounts>> ReadWindows(int fd);

@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "tprof/device.h"
-#include "tprof/pmu.h"
+#include "tprof/pmu_program.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // PMU programs: the program descriptor and the generic netlink monitor
-// (libnl-genl-3), see tprof/pmu.h.
+// (libnl-genl-3), see tprof/pmu_program.h.
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
@@ -15,7 +15,7 @@
 #include <cstring>
 #include <utility>
 
-#include "tprof/pmu.h"
+#include "tprof/pmu_program.h"
 #include "ioctl_errors.h"
 
 namespace tprof::pmu {

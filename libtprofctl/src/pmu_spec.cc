@@ -1,5 +1,5 @@
 // PMU programs: event names, ranges, thresholds and rules -> the
-// TPROF_IOC_PMU_CREATE argument (see tprof/pmu.h).
+// TPROF_IOC_PMU_CREATE argument (see tprof/pmu_spec.h).
 #include <linux/perf_event.h>
 
 #include <cctype>
@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "tprof/event_names.h"
-#include "tprof/pmu.h"
+#include "tprof/pmu_spec.h"
 
 namespace tprof::pmu {
 namespace {

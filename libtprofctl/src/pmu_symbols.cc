@@ -15,7 +15,8 @@
 #include <optional>
 #include <sstream>
 
-#include "tprof/pmu.h"
+#include "tprof/pmu_spec.h"
+#include "tprof/scoped_fd.h"
 
 namespace tprof::pmu {
 namespace {

@@ -47,7 +47,7 @@
 #include "fresh_pages.h"
 #include "guest_env.h"
 #include "session_records.h"
-#include "tprof/pmu.h"
+#include "tprof/pmu_program.h"
 #include "tprof/sampling.h"
 
 namespace tprof::test {

@@ -36,7 +36,7 @@
 #include "guest_env.h"
 #include "pmu_events.h"
 #include "pmu_fixture.h"
-#include "tprof/pmu.h"
+#include "tprof/pmu_program.h"
 
 // The routines the tests count. C linkage and noinline, so their symbols
 // are what SymbolResolver finds and their first instruction is where a

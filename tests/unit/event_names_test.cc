@@ -12,7 +12,7 @@
 
 #include "core/metrics_config.h"
 #include "tprof/metrics.h"
-#include "tprof/pmu.h"
+#include "tprof/pmu_spec.h"
 #include "tprof/sampling.h"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <linux/perf_event.h>
 
-#include "tprof/pmu.h"
+#include "tprof/pmu_spec.h"
 
 extern "C" __attribute__((noinline, used)) int tprof_pmu_spec_probe(int x) { return x * 3 + 1; }
 static __attribute__((noinline, used)) int tprof_pmu_spec_local(int x) { return x + 2; }

@@ -24,7 +24,7 @@
 #include "commands.h"
 #include "tprof/event_names.h"
 #include "tprof/json_format.h"
-#include "tprof/pmu.h"
+#include "tprof/pmu_program.h"
 
 namespace tprof::cli {
 

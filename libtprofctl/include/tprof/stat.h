@@ -18,7 +18,7 @@
 
 #include "tprof/device.h"
 #include "tprof/expected.h"
-#include "tprof/pmu.h"
+#include "tprof/pmu_program.h"
 
 namespace tprof {
 

@@ -73,7 +73,11 @@ GTEST_LIBS := -lgtest -lgtest_main -pthread
 # (tprofctl annotate).
 ELF_LIBS := -ldw -lelf -lnl-genl-3 -lnl-3 -lprotobuf -lz -lcapstone $(EXTRA_LDFLAGS)
 
-LIB_SRCS := $(wildcard libtprofctl/src/*.cc)
+# The library by concern: base/ (errors, files, formats every part uses),
+# device/ (/dev/tprof and what runs on it), analysis/ (profiles and their
+# symbols), output/ (reports and export formats); headers the same way.
+LIB_AREAS := base device analysis output
+LIB_SRCS := $(wildcard $(LIB_AREAS:%=libtprofctl/src/%/*.cc))
 TPROFCTL_SRCS := $(wildcard tools/tprofctl/*.cc)
 CORE_SRCS := $(wildcard kmod/core/*.c)
 UNIT_TEST_SRCS := $(wildcard tests/unit/*.cc)
@@ -197,6 +201,8 @@ $(B)/asan/gen/%.pb.o: $(B)/gen/%.pb.cc
 # Sources that include a generated header need it before their first build
 # (their .d files list it afterwards).
 $(call pic_obj,$(LIB_SRCS)) $(call asan_obj,$(LIB_SRCS) $(UNIT_TEST_SRCS)): | $(GEN_HDRS)
+# The library's own headers (src/AREA/*.h) by their area: "base/json.h".
+$(call pic_obj,$(LIB_SRCS)) $(call asan_obj,$(LIB_SRCS)): CPPFLAGS += -Ilibtprofctl/src
 
 $(LIB): $(call pic_obj,$(LIB_SRCS)) $(GEN_PIC_OBJS)
 	@mkdir -p $(@D)
@@ -480,16 +486,16 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MAN1DIR ?= $(PREFIX)/share/man/man1
 BASH_COMPLETION_DIR ?= $(PREFIX)/share/bash-completion/completions
-PUBLIC_HEADERS := $(wildcard libtprofctl/include/tprof/*.h)
+PUBLIC_HEADERS := $(wildcard $(LIB_AREAS:%=libtprofctl/include/tprof/%/*.h))
 install: $(LIB) $(LIB_SO) $(TPROFCTL) $(MAN_PAGES)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/tprof/uapi/linux \
-		$(DESTDIR)$(MAN1DIR) $(DESTDIR)$(BASH_COMPLETION_DIR)
+		$(LIB_AREAS:%=$(DESTDIR)$(INCLUDEDIR)/tprof/%) $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(BASH_COMPLETION_DIR)
 	install -m 755 $(TPROFCTL) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sfn $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
 	ln -sfn $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libtprofctl.so
-	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/tprof/
+	for a in $(LIB_AREAS); do install -m 644 libtprofctl/include/tprof/$$a/*.h $(DESTDIR)$(INCLUDEDIR)/tprof/$$a/; done
 	install -m 644 uapi/linux/tprof.h $(DESTDIR)$(INCLUDEDIR)/tprof/uapi/linux/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
 		-e 's|@VERSION@|$(VERSION)|g' libtprofctl/tprofctl.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/tprofctl.pc
@@ -506,7 +512,7 @@ uninstall:
 		$(DESTDIR)$(INCLUDEDIR)/tprof/uapi/linux/tprof.h \
 		$(patsubst $(B)/man/%,$(DESTDIR)$(MAN1DIR)/%,$(MAN_PAGES)) \
 		$(DESTDIR)$(BASH_COMPLETION_DIR)/tprofctl
-	for d in uapi/linux uapi ""; do \
+	for d in uapi/linux uapi $(LIB_AREAS) ""; do \
 		if [ -d "$(DESTDIR)$(INCLUDEDIR)/tprof/$$d" ]; then rmdir --ignore-fail-on-non-empty "$(DESTDIR)$(INCLUDEDIR)/tprof/$$d"; fi; \
 	done
 

@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "tprof/device.h"
-#include "tprof/self_meter.h"
+#include "tprof/device/device.h"
+#include "tprof/device/self_meter.h"
 
 namespace {
 

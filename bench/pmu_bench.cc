@@ -36,8 +36,8 @@
 #include <thread>
 #include <vector>
 
-#include "tprof/device.h"
-#include "tprof/pmu_program.h"
+#include "tprof/device/device.h"
+#include "tprof/device/pmu_program.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "tprof/profile.h"
+#include "tprof/analysis/profile.h"
 
 namespace {
 

@@ -37,7 +37,7 @@ check "make install DESTDIR=... PREFIX=$P exits 0" test "$rc" = 0
 
 # --- what is installed -------------------------------------------------------
 headers=()
-for h in libtprofctl/include/tprof/*.h; do headers+=("include/tprof/${h##*/}"); done
+for h in libtprofctl/include/tprof/*/*.h; do headers+=("include/${h#libtprofctl/include/}"); done
 check "bin/tprofctl installed, executable" test -x "$D$P/bin/tprofctl"
 check "lib: libtprofctl.a, libtprofctl.so.$V, .so.0 and .so links" \
 	all_exist lib/libtprofctl.a lib/libtprofctl.so.$V lib/libtprofctl.so.0 lib/libtprofctl.so
@@ -51,7 +51,7 @@ check "libtprofctl.so.$V's soname is libtprofctl.so.0" \
 nm -DC --defined-only "$D$P/lib/libtprofctl.so.$V" >"$tmp/exports" 2>&1
 check "libtprofctl.so exports tprof:: (ReadProfile) but not protobuf's generated perftools::" \
 	bash -c "grep -q 'tprof::ReadProfile' '$tmp/exports' && ! grep -q perftools '$tmp/exports'"
-check "headers: include/tprof/*.h (${#headers[@]}) and include/tprof/uapi/linux/tprof.h" \
+check "headers: include/tprof/*/*.h (${#headers[@]}) and include/tprof/uapi/linux/tprof.h" \
 	all_exist "${headers[@]}" include/tprof/uapi/linux/tprof.h
 check "no header under include/linux" test ! -e "$D$P/include/linux"
 check "lib/pkgconfig/tprofctl.pc installed" all_exist lib/pkgconfig/tprofctl.pc

@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <string>
 
-#include "tprof/gzip.h"
-#include "tprof/profile.h"
-#include "tprof/profile_file.h"
+#include "tprof/base/gzip.h"
+#include "tprof/analysis/profile.h"
+#include "tprof/analysis/profile_file.h"
 
 int main() {
   tprof::Profile profile;

@@ -10,7 +10,7 @@
 #include "../common/json.h"
 #include "../common/temp_dir.h"
 #include "guest_env.h"
-#include "tprof/elf_snapshot.h"
+#include "tprof/analysis/elf_snapshot.h"
 
 namespace tprof::test {
 namespace {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../common/json.h"
-#include "tprof/json_format.h"
+#include "tprof/output/json_format.h"
 #include "guest_env.h"
 
 namespace tprof::test {

@@ -47,8 +47,8 @@
 #include "fresh_pages.h"
 #include "guest_env.h"
 #include "session_records.h"
-#include "tprof/pmu_program.h"
-#include "tprof/sampling.h"
+#include "tprof/device/pmu_program.h"
+#include "tprof/device/sampling.h"
 
 namespace tprof::test {
 namespace {

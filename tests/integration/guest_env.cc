@@ -24,7 +24,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tprof/thread_top.h"
+#include "tprof/device/thread_top.h"
 
 namespace tprof::test {
 

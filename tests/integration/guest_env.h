@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tprof/device.h"
+#include "tprof/device/device.h"
 
 namespace tprof::test {
 

@@ -29,7 +29,7 @@
 #include <gtest/gtest.h>
 
 #include "guest_env.h"
-#include "tprof/self_meter.h"
+#include "tprof/device/self_meter.h"
 
 namespace tprof::test {
 namespace {

@@ -24,7 +24,7 @@
 #include "guest_env.h"
 #include "pmu_fixture.h"
 #include "pmu_events.h"
-#include "tprof/pmu_program.h"
+#include "tprof/device/pmu_program.h"
 
 // pmu_test.cc's routines: each touches `pages` pages of `base`, one fault each.
 extern "C" {

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "guest_env.h"
-#include "tprof/pmu_program.h"
+#include "tprof/device/pmu_program.h"
 
 namespace tprof::test {
 

@@ -31,12 +31,12 @@
 #include <gtest/gtest.h>
 
 #include "../common/json.h"
-#include "tprof/json_format.h"
+#include "tprof/output/json_format.h"
 #include "fresh_pages.h"
 #include "guest_env.h"
 #include "pmu_events.h"
 #include "pmu_fixture.h"
-#include "tprof/pmu_program.h"
+#include "tprof/device/pmu_program.h"
 
 // The routines the tests count. C linkage and noinline, so their symbols
 // are what SymbolResolver finds and their first instruction is where a

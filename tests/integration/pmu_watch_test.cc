@@ -24,7 +24,7 @@
 #include "guest_env.h"
 #include "pmu_events.h"
 #include "pmu_fixture.h"
-#include "tprof/pmu_program.h"
+#include "tprof/device/pmu_program.h"
 
 // A 32-byte struct with fields on every piece, between two guard words,
 // and a 24-byte one for the data symbol.

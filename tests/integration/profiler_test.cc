@@ -34,11 +34,11 @@
 #include <gtest/gtest.h>
 
 #include "../common/json.h"
-#include "tprof/json_format.h"
+#include "tprof/output/json_format.h"
 #include "../common/temp_dir.h"
 #include "guest_env.h"
-#include "tprof/profile_file.h"
-#include "tprof/sampling.h"
+#include "tprof/analysis/profile_file.h"
+#include "tprof/device/sampling.h"
 
 namespace tprof::test {
 namespace {

@@ -31,8 +31,8 @@
 
 #include "guest_env.h"
 #include "session_records.h"
-#include "tprof/sampling.h"
-#include "tprof/windows.h"
+#include "tprof/device/sampling.h"
+#include "tprof/device/windows.h"
 
 namespace tprof::test {
 namespace {

@@ -24,7 +24,7 @@
 #include <gtest/gtest.h>
 
 #include "guest_env.h"
-#include "tprof/sampling.h"
+#include "tprof/device/sampling.h"
 
 namespace tprof::test {
 namespace {

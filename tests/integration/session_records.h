@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "guest_env.h"
-#include "tprof/sampling.h"
+#include "tprof/device/sampling.h"
 
 namespace tprof::test {
 

@@ -31,9 +31,9 @@
 #include <gtest/gtest.h>
 
 #include "../common/json.h"
-#include "tprof/json_format.h"
+#include "tprof/output/json_format.h"
 #include "guest_env.h"
-#include "tprof/thread_top.h"
+#include "tprof/device/thread_top.h"
 
 namespace tprof::test {
 namespace {

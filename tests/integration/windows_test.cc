@@ -27,9 +27,9 @@
 #include <gtest/gtest.h>
 
 #include "guest_env.h"
-#include "tprof/profile_file.h"
-#include "tprof/sampling.h"
-#include "tprof/windows.h"
+#include "tprof/analysis/profile_file.h"
+#include "tprof/device/sampling.h"
+#include "tprof/device/windows.h"
 
 namespace tprof::test {
 namespace {

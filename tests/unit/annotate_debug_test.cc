@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "tprof/annotate.h"
-#include "tprof/profile.h"
-#include "tprof/symbolizer.h"
+#include "tprof/analysis/annotate.h"
+#include "tprof/analysis/profile.h"
+#include "tprof/analysis/symbolizer.h"
 #include "elf_fixtures.h"
 
 namespace {

@@ -2,7 +2,7 @@
 // -g) sampled at addresses the test knows (its first byte and two return
 // addresses of calls it makes), mapped as /proc/self/maps says; and
 // synthetic JIT and kernel samples whose code cannot be read.
-#include "tprof/annotate.h"
+#include "tprof/analysis/annotate.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "tprof/profile.h"
-#include "tprof/symbolizer.h"
+#include "tprof/analysis/profile.h"
+#include "tprof/analysis/symbolizer.h"
 #include "elf_fixtures.h"
 
 volatile uint64_t tprof_annotate_sink;

@@ -1,6 +1,6 @@
 // tprof archive: a recording packed with its files is reported after the
 // originals are gone (build/tests/symfiles: see elf_fixtures.h).
-#include "tprof/archive.h"
+#include "tprof/analysis/archive.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <string>
 
-#include "tprof/annotate.h"
-#include "tprof/diff.h"
-#include "tprof/elf_snapshot.h"
-#include "tprof/profile.h"
-#include "tprof/profile_file.h"
-#include "tprof/symbolizer.h"
+#include "tprof/analysis/annotate.h"
+#include "tprof/analysis/diff.h"
+#include "tprof/analysis/elf_snapshot.h"
+#include "tprof/analysis/profile.h"
+#include "tprof/analysis/profile_file.h"
+#include "tprof/analysis/symbolizer.h"
 #include "elf_fixtures.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // Library behaviour that needs no module: error codes and messages.
-#include "tprof/device.h"
+#include "tprof/device/device.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 // Per function: alpha 50% -> 20% (-30), gamma 0 -> 30% (+30, only in B),
 // beta 20% -> 30% (+10), default_idle 10% -> 20% (+10), delta 10% -> 0
 // (-10, only in A).
-#include "tprof/diff.h"
+#include "tprof/analysis/diff.h"
 
 #include <gtest/gtest.h>
 

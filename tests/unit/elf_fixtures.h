@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tprof/profile.h"
+#include "tprof/analysis/profile.h"
 
 namespace tprof::test {
 

@@ -1,7 +1,7 @@
 // The one name table (linux/tprof_event_names.h): every name means the same
 // event in the module's metrics= parameter, tprofctl's metric lists,
 // sampling's --event and PMU counters, and comes back as itself.
-#include "tprof/event_names.h"
+#include "tprof/base/event_names.h"
 
 #include <linux/perf_event.h>
 #include <linux/tprof.h>
@@ -11,9 +11,9 @@
 #include <string>
 
 #include "core/metrics_config.h"
-#include "tprof/metrics.h"
-#include "tprof/pmu_spec.h"
-#include "tprof/sampling.h"
+#include "tprof/device/metrics.h"
+#include "tprof/device/pmu_spec.h"
+#include "tprof/device/sampling.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // synthetic profile like report_test.cc's: the SVG is well-formed XML with
 // its script and style inside, frames as wide as their samples, names
 // escaped; the speedscope JSON holds the stacks and weights as given.
-#include "tprof/flamegraph.h"
+#include "tprof/output/flamegraph.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@
 #include "../common/json.h"
 #include "../common/records.h"
 #include "../common/xml_parser.h"
-#include "tprof/report.h"
-#include "tprof/speedscope.h"
+#include "tprof/output/report.h"
+#include "tprof/output/speedscope.h"
 
 namespace {
 

@@ -1,12 +1,12 @@
 // gzip and base64: what the profile file's vdso-gz line is made of.
-#include "tprof/gzip.h"
+#include "tprof/base/gzip.h"
 
 #include <gtest/gtest.h>
 
 #include <cerrno>
 #include <string>
 
-#include "../../libtprofctl/src/base64.h"
+#include "../../libtprofctl/src/base/base64.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../../libtprofctl/src/ioctl_errors.h"
+#include "../../libtprofctl/src/device/ioctl_errors.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Percentages in tprofctl's JSON are decimal numbers a reader can use as
 // they are (61.4, not 6140 basis points), the same in every locale.
-#include "tprof/json_format.h"
+#include "tprof/output/json_format.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tprof/metrics.h"
+#include "tprof/device/metrics.h"
 
 namespace {
 

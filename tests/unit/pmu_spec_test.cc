@@ -1,10 +1,10 @@
-// PMU program specs (libtprofctl/src/pmu_spec.cc, pmu_symbols.cc) on the
+// PMU program specs (libtprofctl/src/device/pmu_spec.cc, pmu_symbols.cc) on the
 // host: event names, ranges, thresholds, the rule grammar, symbols of the
 // test binary itself.
 #include <gtest/gtest.h>
 #include <linux/perf_event.h>
 
-#include "tprof/pmu_spec.h"
+#include "tprof/device/pmu_spec.h"
 
 extern "C" __attribute__((noinline, used)) int tprof_pmu_spec_probe(int x) { return x * 3 + 1; }
 static __attribute__((noinline, used)) int tprof_pmu_spec_local(int x) { return x + 2; }

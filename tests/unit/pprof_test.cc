@@ -3,7 +3,7 @@
 // values, labels, locations with their callers, functions and mappings, on
 // a synthetic profile and on this test binary's own code (real ELF symbols,
 // DWARF lines, build id).
-#include "tprof/pprof.h"
+#include "tprof/output/pprof.h"
 
 #include <gtest/gtest.h>
 #include <profile.pb.h>

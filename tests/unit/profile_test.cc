@@ -1,6 +1,6 @@
 // ProfileBuilder's reduction of raw records, the profile file, and the
 // stop-time snapshots (kallsyms, perf maps).
-#include "tprof/profile.h"
+#include "tprof/analysis/profile.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 
 #include "../common/records.h"
 #include "../common/temp_dir.h"
-#include "tprof/elf_snapshot.h"
-#include "tprof/profile_file.h"
+#include "tprof/analysis/elf_snapshot.h"
+#include "tprof/analysis/profile_file.h"
 
 namespace {
 

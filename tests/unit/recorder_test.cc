@@ -1,7 +1,7 @@
 // tprof::Recorder without a module: starting fails with the session's error
 // (so a program can tell a missing module from a device that is not
 // tprof's), and BlockStopSignals blocks exactly the stop signals.
-#include "tprof/recorder.h"
+#include "tprof/device/recorder.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

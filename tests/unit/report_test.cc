@@ -1,9 +1,9 @@
 // Reports from a synthetic profile whose numbers add up to 100 samples
 // taken: the per-process split (FIG. 1), idle and lost rows, per-function
 // tables, JSON and folded stacks.
-#include "tprof/report.h"
+#include "tprof/output/report.h"
 
-#include "tprof/json_format.h"
+#include "tprof/output/json_format.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // RuntimeProfiler (per-thread metrics, the profiler side) against a fake metrics source:
 // where each kernel delta is charged, base vs cumulative, kernel-tid reuse
 // under both policies, thread ends, Poll attribution, and the reports.
-#include "tprof/runtime_profiler.h"
+#include "tprof/device/runtime_profiler.h"
 
-#include "tprof/json_format.h"
+#include "tprof/output/json_format.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

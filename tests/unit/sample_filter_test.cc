@@ -1,16 +1,16 @@
 // Selecting samples by thread, CPU, process name and time: the option
 // parsers and FilterProfile on a synthetic profile whose every count is
 // known, so each filter's result is checked exactly.
-#include "tprof/sample_filter.h"
+#include "tprof/analysis/sample_filter.h"
 
 #include <gtest/gtest.h>
 
 #include <cerrno>
 
 #include "../common/records.h"
-#include "tprof/profile_file.h"
-#include "tprof/report.h"
-#include "tprof/symbolizer.h"
+#include "tprof/analysis/profile_file.h"
+#include "tprof/output/report.h"
+#include "tprof/analysis/symbolizer.h"
 
 namespace {
 

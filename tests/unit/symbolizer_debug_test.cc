@@ -14,11 +14,11 @@
 #include <fstream>
 #include <string>
 
-#include "tprof/elf_snapshot.h"
-#include "tprof/profile.h"
-#include "tprof/report.h"
-#include "tprof/symbolizer.h"
-#include "tprof/unresolved.h"
+#include "tprof/analysis/elf_snapshot.h"
+#include "tprof/analysis/profile.h"
+#include "tprof/output/report.h"
+#include "tprof/analysis/symbolizer.h"
+#include "tprof/analysis/unresolved.h"
 #include "elf_fixtures.h"
 
 namespace {

@@ -24,11 +24,11 @@
 #include <thread>
 #include <vector>
 
-#include "tprof/annotate.h"
-#include "tprof/elf_snapshot.h"
-#include "tprof/profile.h"
-#include "tprof/scoped_fd.h"
-#include "tprof/symbolizer.h"
+#include "tprof/analysis/annotate.h"
+#include "tprof/analysis/elf_snapshot.h"
+#include "tprof/analysis/profile.h"
+#include "tprof/base/scoped_fd.h"
+#include "tprof/analysis/symbolizer.h"
 #include "elf_fixtures.h"
 
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "elf_fixtures.h"
-#include "tprof/profile.h"
-#include "tprof/symbolizer.h"
+#include "tprof/analysis/profile.h"
+#include "tprof/analysis/symbolizer.h"
 
 namespace tprof::test {
 namespace {

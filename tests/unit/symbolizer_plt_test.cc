@@ -15,14 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "tprof/annotate.h"
-#include "tprof/archive.h"
-#include "tprof/elf_snapshot.h"
-#include "tprof/profile.h"
-#include "tprof/profile_file.h"
-#include "tprof/report.h"
-#include "tprof/symbolizer.h"
-#include "tprof/unresolved.h"
+#include "tprof/analysis/annotate.h"
+#include "tprof/analysis/archive.h"
+#include "tprof/analysis/elf_snapshot.h"
+#include "tprof/analysis/profile.h"
+#include "tprof/analysis/profile_file.h"
+#include "tprof/output/report.h"
+#include "tprof/analysis/symbolizer.h"
+#include "tprof/analysis/unresolved.h"
 #include "elf_fixtures.h"
 
 namespace {

@@ -1,7 +1,7 @@
 // The symbolizer against a real ELF file (this test binary and the libc it
 // runs with, mapped as /proc/self/maps says) and against synthetic kallsyms,
 // perf maps and mappings.
-#include "tprof/symbolizer.h"
+#include "tprof/analysis/symbolizer.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <string>
 
-#include "tprof/profile.h"
+#include "tprof/analysis/profile.h"
 #include "elf_fixtures.h"
 
 // Markers to look up: not inlined, not static (so in .symtab with a size).

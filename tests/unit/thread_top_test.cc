@@ -1,7 +1,7 @@
 // The live per-thread table's arithmetic (tprof/thread_top.h): deltas by
 // thread identity, %CPU from the time metric, order. The kernel side
 // (totals that take nothing) is tested in the guest (ThreadMetrics.*).
-#include "tprof/thread_top.h"
+#include "tprof/device/thread_top.h"
 
 #include <gtest/gtest.h>
 

@@ -12,9 +12,9 @@
 #include <string>
 
 #include "elf_fixtures.h"
-#include "tprof/archive.h"
-#include "tprof/device.h"
-#include "tprof/elf_snapshot.h"
+#include "tprof/analysis/archive.h"
+#include "tprof/device/device.h"
+#include "tprof/analysis/elf_snapshot.h"
 
 namespace tprof::cli {
 namespace {

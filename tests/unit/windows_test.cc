@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "tprof/windows.h"
+#include "tprof/device/windows.h"
 
 namespace tprof {
 namespace {

@@ -27,9 +27,9 @@
 #include <thread>
 #include <vector>
 
-#include "tprof/device.h"
-#include "tprof/metrics.h"
-#include "tprof/runtime_profiler.h"
+#include "tprof/device/device.h"
+#include "tprof/device/metrics.h"
+#include "tprof/device/runtime_profiler.h"
 
 namespace {
 

@@ -9,10 +9,10 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "hints.h"
-#include "tprof/annotate.h"
-#include "tprof/output_file.h"
-#include "tprof/profile_file.h"
-#include "tprof/symbolizer.h"
+#include "tprof/analysis/annotate.h"
+#include "tprof/base/output_file.h"
+#include "tprof/analysis/profile_file.h"
+#include "tprof/analysis/symbolizer.h"
 
 namespace tprof::cli {
 

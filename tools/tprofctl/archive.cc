@@ -7,8 +7,8 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "tprof/archive.h"
-#include "tprof/profile_file.h"
+#include "tprof/analysis/archive.h"
+#include "tprof/analysis/profile_file.h"
 
 namespace tprof::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "hints.h"
-#include "tprof/device.h"
+#include "tprof/device/device.h"
 
 namespace tprof::cli {
 

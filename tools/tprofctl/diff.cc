@@ -10,9 +10,9 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "filter_cli.h"
-#include "tprof/diff.h"
-#include "tprof/profile_file.h"
-#include "tprof/symbolizer.h"
+#include "tprof/analysis/diff.h"
+#include "tprof/analysis/profile_file.h"
+#include "tprof/analysis/symbolizer.h"
 
 namespace tprof::cli {
 

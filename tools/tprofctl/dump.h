@@ -6,9 +6,9 @@
 #include <string>
 
 #include "command_line.h"
-#include "tprof/profile_file.h"
-#include "tprof/report.h"
-#include "tprof/sample_filter.h"
+#include "tprof/analysis/profile_file.h"
+#include "tprof/output/report.h"
+#include "tprof/analysis/sample_filter.h"
 
 namespace tprof::cli {
 

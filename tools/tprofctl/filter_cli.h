@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "command_line.h"
-#include "tprof/profile.h"
-#include "tprof/sample_filter.h"
+#include "tprof/analysis/profile.h"
+#include "tprof/analysis/sample_filter.h"
 
 namespace tprof::cli {
 

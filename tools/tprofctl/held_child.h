@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tprof/expected.h"
-#include "tprof/scoped_fd.h"
+#include "tprof/base/expected.h"
+#include "tprof/base/scoped_fd.h"
 
 namespace tprof::cli {
 

@@ -13,8 +13,8 @@
 
 #include <linux/tprof.h>
 
-#include "tprof/archive.h"
-#include "tprof/elf_snapshot.h"
+#include "tprof/analysis/archive.h"
+#include "tprof/analysis/elf_snapshot.h"
 
 namespace tprof::cli {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "tprof/expected.h"
-#include "tprof/profile.h"
-#include "tprof/unresolved.h"
+#include "tprof/base/expected.h"
+#include "tprof/analysis/profile.h"
+#include "tprof/analysis/unresolved.h"
 
 namespace tprof::cli {
 

@@ -6,7 +6,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "tprof/json_format.h"
+#include "tprof/output/json_format.h"
 
 namespace tprof::cli {
 

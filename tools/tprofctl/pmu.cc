@@ -22,9 +22,9 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "tprof/event_names.h"
-#include "tprof/json_format.h"
-#include "tprof/pmu_program.h"
+#include "tprof/base/event_names.h"
+#include "tprof/output/json_format.h"
+#include "tprof/device/pmu_program.h"
 
 namespace tprof::cli {
 

@@ -14,7 +14,7 @@
 #include <optional>
 #include <thread>
 
-#include "tprof/profile.h"
+#include "tprof/analysis/profile.h"
 
 namespace tprof::cli {
 

@@ -27,10 +27,10 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "held_child.h"
-#include "tprof/json_format.h"
-#include "tprof/output_file.h"
-#include "tprof/scoped_fd.h"
-#include "tprof/stat.h"
+#include "tprof/output/json_format.h"
+#include "tprof/base/output_file.h"
+#include "tprof/base/scoped_fd.h"
+#include "tprof/device/stat.h"
 
 namespace tprof::cli {
 

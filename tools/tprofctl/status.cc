@@ -13,8 +13,8 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "tprof/device.h"
-#include "tprof/json_format.h"
+#include "tprof/device/device.h"
+#include "tprof/output/json_format.h"
 
 namespace tprof::cli {
 

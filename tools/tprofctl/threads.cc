@@ -15,8 +15,8 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "tprof/json_format.h"
-#include "tprof/thread_top.h"
+#include "tprof/output/json_format.h"
+#include "tprof/device/thread_top.h"
 
 namespace tprof::cli {
 

@@ -22,11 +22,11 @@
 #include "commands.h"
 #include "filter_cli.h"
 #include "refresh_thread.h"
-#include "tprof/profile.h"
-#include "tprof/recorder.h"
-#include "tprof/report.h"
-#include "tprof/sampling.h"
-#include "tprof/symbolizer.h"
+#include "tprof/analysis/profile.h"
+#include "tprof/device/recorder.h"
+#include "tprof/output/report.h"
+#include "tprof/device/sampling.h"
+#include "tprof/analysis/symbolizer.h"
 
 namespace tprof::cli {
 

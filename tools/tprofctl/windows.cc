@@ -13,8 +13,8 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "tprof/profile_file.h"
-#include "tprof/symbolizer.h"
+#include "tprof/analysis/profile_file.h"
+#include "tprof/analysis/symbolizer.h"
 #include "windows_cli.h"
 
 namespace tprof::cli {

@@ -14,8 +14,8 @@
 
 #include "command_line.h"
 
-#include "tprof/expected.h"
-#include "tprof/windows.h"
+#include "tprof/base/expected.h"
+#include "tprof/device/windows.h"
 
 namespace tprof::cli {
 

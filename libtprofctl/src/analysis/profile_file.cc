@@ -1,0 +1,551 @@
+#include "tprof/analysis/profile_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include <zlib.h>
+
+#include "base/base64.h"
+#include "tprof/base/gzip.h"
+#include "tprof/base/output_file.h"
+#include "tprof/base/scoped_fd.h"
+
+namespace tprof {
+
+namespace {
+
+constexpr char kMagic[] = "tprof-profile";
+// The largest vDSO image a file may carry (VdsoImage()'s own bound).
+constexpr size_t kMaxVdsoBytes = size_t{1} << 20;
+
+void AppendEscaped(std::string* out, std::string_view s) {
+  static const char kHex[] = "0123456789ABCDEF";
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '%' || c < 0x20 || c == 0x7f) {
+      *out += '%';
+      *out += kHex[c >> 4];
+      *out += kHex[c & 15];
+    } else {
+      *out += ch;
+    }
+  }
+}
+
+bool Unescape(std::string_view s, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      *out += s[i];
+      continue;
+    }
+    unsigned v = 0;
+    if (i + 2 >= s.size()) return false;
+    auto r = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
+    if (r.ec != std::errc() || r.ptr != s.data() + i + 3) return false;
+    *out += static_cast<char>(v);
+    i += 2;
+  }
+  return true;
+}
+
+// Builds one line: Tag(...) then fields, each preceded by a TAB.
+class LineWriter {
+ public:
+  explicit LineWriter(std::string* out) : out_(out) {}
+  LineWriter& Tag(const char* tag) {
+    *out_ += tag;
+    return *this;
+  }
+  LineWriter& Dec(uint64_t v) {
+    *out_ += '\t';
+    *out_ += std::to_string(v);
+    return *this;
+  }
+  LineWriter& Hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof(buf), "\t%llx", static_cast<unsigned long long>(v));
+    *out_ += buf;
+    return *this;
+  }
+  LineWriter& Pair(uint64_t a, uint64_t b) {
+    *out_ += '\t';
+    *out_ += std::to_string(a);
+    *out_ += ':';
+    *out_ += std::to_string(b);
+    return *this;
+  }
+  LineWriter& Str(std::string_view s) {
+    *out_ += '\t';
+    AppendEscaped(out_, s);
+    return *this;
+  }
+  void End() { *out_ += '\n'; }
+
+ private:
+  std::string* out_;
+};
+
+// The fields of one line, with typed accessors that record the first error.
+class LineReader {
+ public:
+  explicit LineReader(std::string_view line) {
+    size_t start = 0;
+    while (true) {
+      size_t tab = line.find('\t', start);
+      fields_.push_back(line.substr(start, tab == std::string_view::npos ? tab : tab - start));
+      if (tab == std::string_view::npos) break;
+      start = tab + 1;
+    }
+  }
+  std::string_view tag() const { return fields_[0]; }
+  bool ok() const { return ok_; }
+  size_t size() const { return fields_.size(); }
+  // "A" or "A:B" (decimal); B defaults to 1.
+  bool Pair(size_t i, uint64_t* a, uint64_t* b) {
+    std::string_view f = fields_[i];
+    const size_t colon = f.find(':');
+    *b = 1;
+    if (colon != std::string_view::npos) {
+      std::string_view count = f.substr(colon + 1);
+      auto rb = std::from_chars(count.data(), count.data() + count.size(), *b);
+      if (count.empty() || rb.ec != std::errc() || rb.ptr != count.data() + count.size())
+        return ok_ = false;
+      f = f.substr(0, colon);
+    }
+    auto ra = std::from_chars(f.data(), f.data() + f.size(), *a);
+    if (f.empty() || ra.ec != std::errc() || ra.ptr != f.data() + f.size()) return ok_ = false;
+    return true;
+  }
+
+  uint64_t Dec(size_t i) { return Number(i, 10); }
+  uint64_t Hex(size_t i) { return Number(i, 16); }
+  uint32_t Dec32(size_t i) {
+    uint64_t v = Dec(i);
+    if (v > UINT32_MAX) ok_ = false;
+    return static_cast<uint32_t>(v);
+  }
+  std::string Str(size_t i) {
+    std::string s;
+    if (i >= fields_.size() || !Unescape(fields_[i], &s)) ok_ = false;
+    return s;
+  }
+
+ private:
+  uint64_t Number(size_t i, int base) {
+    uint64_t v = 0;
+    if (i >= fields_.size()) {
+      ok_ = false;
+      return 0;
+    }
+    std::string_view f = fields_[i];
+    auto r = std::from_chars(f.data(), f.data() + f.size(), v, base);
+    if (f.empty() || r.ec != std::errc() || r.ptr != f.data() + f.size()) ok_ = false;
+    return v;
+  }
+
+  std::vector<std::string_view> fields_;
+  bool ok_ = true;
+};
+
+Error BadFile(const std::string& name, const std::string& what) {
+  return Error::FromErrno(EBADMSG, name + ": " + what);
+}
+
+// The start of a line for an error message, safe for a terminal: bytes
+// outside printable ASCII as \xNN, at most 80 of the line's bytes.
+std::string Excerpt(std::string_view line) {
+  std::string out;
+  for (unsigned char c : line.substr(0, 80)) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (line.size() > 80) out += "...";
+  return out;
+}
+
+// zlib's CRC-32 of the bytes before a file's `crc32` line.
+uint32_t Crc32(std::string_view bytes) {
+  return static_cast<uint32_t>(
+      ::crc32_z(0L, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+}
+
+std::string Crc32Hex(uint32_t crc) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%08x", crc);
+  return buf;
+}
+
+// What `ctx` lines refer to: the `csite` lines read so far (id i + 1).
+struct ContextSite {
+  SampleKey sample;
+  uint32_t stack = 0;
+  uint64_t caller = 0;
+};
+
+// Applies one line of a known kind; false if a field is malformed.
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+bool ParseLine(LineReader& r, Profile* p, std::vector<ContextSite>* sites) {
+  std::string_view tag = r.tag();
+  if (tag == "attr") {
+    std::string key = r.Str(1);
+    p->attributes[key] = r.Str(2);
+  } else if (tag == "time") {
+    p->first_time_ns = r.Dec(1);
+    p->last_time_ns = r.Dec(2);
+  } else if (tag == "lost") {
+    p->lost_samples_in_records = r.Dec(1);
+    p->lost_records_in_records = r.Dec(2);
+  } else if (tag == "records") {
+    RecordStats& s = p->records;
+    s = {r.Dec(1), r.Dec(2), r.Dec(3), r.Dec(4), r.Dec(5), r.Dec(6), r.Dec(7)};
+  } else if (tag == "cpu") {
+    CpuTotals& c = p->cpus[r.Dec32(1)];
+    c = {r.Dec(2), r.Dec(3) != 0, r.Dec(4), r.Dec(5), r.Dec(6)};
+  } else if (tag == "process") {
+    uint32_t pid = r.Dec32(1);
+    ProcessInfo& proc = p->processes[pid];
+    proc.pid = pid;
+    proc.exited = r.Dec(2) != 0;
+    proc.exit_time_ns = r.Dec(3);
+  } else if (tag == "name") {
+    uint32_t pid = r.Dec32(1);
+    ProcessInfo& proc = p->processes[pid];
+    proc.pid = pid;
+    ProcessName n;
+    n.time_ns = r.Dec(2);
+    n.kind = r.Dec32(3);
+    n.parent_pid = r.Dec32(4);
+    n.name = r.Str(5);
+    proc.names.push_back(std::move(n));
+  } else if (tag == "map") {
+    SpaceKey key{r.Dec32(1), r.Hex(2)};
+    p->mappings[key].push_back({r.Hex(3), r.Hex(4), r.Hex(5), r.Str(6)});
+  } else if (tag == "sample") {
+    SampleKey key{r.Dec32(1), r.Hex(2), r.Hex(3), static_cast<uint32_t>(r.Hex(4))};
+    p->samples[key] += r.Dec(5);
+  } else if (tag == "edge") {
+    CallerKey key{{r.Dec32(1), r.Hex(2), r.Hex(3), static_cast<uint32_t>(r.Hex(4))}, r.Hex(5)};
+    p->caller_edges[key] += r.Dec(6);
+  } else if (tag == "stack") {
+    const uint64_t id = r.Dec(1);
+    RawStack st;
+    st.flags = static_cast<uint32_t>(r.Hex(2));
+    st.space_id = r.Hex(3);
+    const uint64_t nk = r.Dec(4), nu = r.Dec(5);
+    // Ids come in order; the bounds keep a corrupt line from allocating much.
+    if (!r.ok() || id != p->stacks.size() + 1 || nk + nu > 4 * (TPROF_MAX_STACK_DEPTH + 2))
+      return false;
+    for (uint64_t i = 0; i < nk + nu; ++i) (i < nk ? st.kernel : st.user).push_back(r.Hex(6 + i));
+    p->stacks.push_back(std::move(st));
+  } else if (tag == "ssample") {
+    StackSampleKey key{{r.Dec32(1), r.Hex(2), r.Hex(3), static_cast<uint32_t>(r.Hex(4))},
+                       r.Dec32(5)};
+    if (key.stack == 0 || key.stack > p->stacks.size()) return false;
+    p->stack_samples[key] += r.Dec(6);
+  } else if (tag == "context") {
+    p->context_granularity_ns = r.Dec(1);
+  } else if (tag == "csite") {
+    const uint64_t id = r.Dec(1);
+    ContextSite site{{r.Dec32(2), r.Hex(3), r.Hex(4), static_cast<uint32_t>(r.Hex(5))},
+                     r.Dec32(6), r.Hex(7)};
+    if (!r.ok() || id != sites->size() + 1 || site.stack > p->stacks.size()) return false;
+    sites->push_back(site);
+  } else if (tag == "ctx") {
+    const uint64_t bucket = r.Dec(1);
+    const uint32_t cpu = r.Dec32(2), tid = r.Dec32(3);
+    for (size_t i = 4; r.ok() && i < r.size(); ++i) {
+      uint64_t id = 0, count = 0;
+      if (!r.Pair(i, &id, &count) || id == 0 || id > sites->size() || count == 0) return false;
+      const ContextSite& site = (*sites)[id - 1];
+      p->contexts[{bucket, cpu, tid, site.sample, site.stack, site.caller}] += count;
+    }
+  } else if (tag == "kernel-symbols") {
+    p->kernel_symbols.available = r.Dec(1) != 0;
+    p->kernel_symbols.note = r.Str(2);
+  } else if (tag == "ksym") {
+    uint64_t addr = r.Hex(1);
+    std::string type = r.Str(2);
+    if (type.size() != 1) return false;
+    p->kernel_symbols.symbols.push_back({addr, type[0], r.Str(3), r.Str(4)});
+  } else if (tag == "jit") {
+    uint32_t pid = r.Dec32(1);
+    p->jit_symbols[pid].push_back({r.Hex(2), r.Hex(3), r.Str(4)});
+  } else if (tag == "buildid") {
+    std::string path = r.Str(1);
+    p->build_ids[path] = r.Str(2);
+  } else if (tag == "vdso") {
+    std::string hex = r.Str(1);
+    if (hex.size() % 2 != 0) return false;
+    p->vdso_image.clear();
+    for (size_t i = 0; i < hex.size(); i += 2) {
+      int hi = HexDigit(hex[i]), lo = HexDigit(hex[i + 1]);
+      if (hi < 0 || lo < 0) return false;
+      p->vdso_image.push_back(static_cast<char>(hi * 16 + lo));
+    }
+  } else if (tag == "window") {
+    WindowCounts w;
+    tprof_window_info& i = w.info;
+    i.id = r.Dec32(1);
+    i.kind = r.Dec32(2);
+    i.pid = r.Dec32(3);
+    i.flags = r.Dec32(4);
+    i.start = r.Hex(5);
+    i.length = r.Dec(6);
+    i.block_bytes = r.Dec32(7);
+    i.scale = r.Dec32(8);
+    i.nr_cells = r.Dec(9);
+    i.cell_bytes = r.Dec32(10);
+    i.nr_procs = r.Dec32(11);
+    i.in_range = r.Dec(12);
+    i.out_of_range = r.Dec(13);
+    i.wait = r.Dec(14);
+    i.untracked_forks = r.Dec(15);
+    if (!r.ok() || i.nr_cells > TPROF_WINDOW_MAX_CELLS) return false;
+    w.cells.assign(i.nr_cells, 0);
+    for (size_t f = 16; f < r.size(); ++f) {
+      uint64_t cell = 0, count = 0;
+      if (!r.Pair(f, &cell, &count) || cell >= i.nr_cells || count > UINT32_MAX) return false;
+      w.cells[cell] = static_cast<uint32_t>(count);
+    }
+    p->windows.push_back(std::move(w));
+  } else if (tag == "vdso-gz") {
+    const uint64_t size = r.Dec(1);
+    std::optional<std::string> gz = Base64Decode(r.Str(2));
+    if (!r.ok() || !gz || size > kMaxVdsoBytes) return false;
+    auto image = Gunzip(*gz, size);
+    if (!image || image->size() != size) return false;
+    p->vdso_image = std::move(*image);
+  }
+  // Anything else is from a newer minor version: skipped.
+  return r.ok();
+}
+
+// The context table, compactly: each distinct (sample, stack, caller) once
+// as a `csite`, then a `ctx` line per (bucket, cpu, tid) listing its sites
+// and counts (the table is ordered by bucket, cpu, tid: one pass).
+void WriteContexts(const Profile& p, LineWriter& w) {
+  if (p.context_granularity_ns == 0) return;
+  w.Tag("context").Dec(p.context_granularity_ns).End();
+  std::map<std::tuple<SampleKey, uint32_t, uint64_t>, uint64_t> site_ids;
+  for (const auto& [k, count] : p.contexts) site_ids.try_emplace({k.sample, k.stack, k.caller}, 0);
+  uint64_t next = 0;
+  for (auto& [site, id] : site_ids) {
+    id = ++next;
+    const auto& [sk, stack, caller] = site;
+    w.Tag("csite").Dec(id).Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Dec(stack);
+    w.Hex(caller).End();
+  }
+  const SampleContextKey* line = nullptr;
+  for (const auto& [k, count] : p.contexts) {
+    if (!line || line->bucket != k.bucket || line->cpu != k.cpu || line->tid != k.tid) {
+      if (line) w.End();
+      w.Tag("ctx").Dec(k.bucket).Dec(k.cpu).Dec(k.tid);
+      line = &k;
+    }
+    const uint64_t id = site_ids.at({k.sample, k.stack, k.caller});
+    if (count == 1)
+      w.Dec(id);
+    else
+      w.Pair(id, count);
+  }
+  if (line) w.End();
+}
+
+}  // namespace
+
+std::string SerializeProfile(const Profile& p) {
+  std::string out;
+  LineWriter w(&out);
+  out += std::string(kMagic) + " " + std::to_string(kProfileFormatMajor) + " " +
+         std::to_string(kProfileFormatMinor) + "\n";
+  for (const auto& [k, v] : p.attributes) w.Tag("attr").Str(k).Str(v).End();
+  w.Tag("time").Dec(p.first_time_ns).Dec(p.last_time_ns).End();
+  w.Tag("lost").Dec(p.lost_samples_in_records).Dec(p.lost_records_in_records).End();
+  const RecordStats& s = p.records;
+  w.Tag("records").Dec(s.samples).Dec(s.comms).Dec(s.exits).Dec(s.maps).Dec(s.losts);
+  w.Dec(s.unknown).Dec(s.malformed).End();
+  for (const auto& [cpu, c] : p.cpus) {
+    w.Tag("cpu").Dec(cpu).Dec(c.samples).Dec(c.has_control_totals).Dec(c.samples_taken);
+    w.Dec(c.lost_samples).Dec(c.lost_records).End();
+  }
+  for (const auto& [pid, proc] : p.processes) {
+    w.Tag("process").Dec(pid).Dec(proc.exited).Dec(proc.exit_time_ns).End();
+    for (const ProcessName& n : proc.names)
+      w.Tag("name").Dec(pid).Dec(n.time_ns).Dec(n.kind).Dec(n.parent_pid).Str(n.name).End();
+  }
+  for (const auto& [key, maps] : p.mappings)
+    for (const Mapping& m : maps)
+      w.Tag("map").Dec(key.pid).Hex(key.space_id).Hex(m.start).Hex(m.end).Hex(m.pgoff).Str(m.path).End();
+  for (const auto& [k, count] : p.samples)
+    w.Tag("sample").Dec(k.pid).Hex(k.space_id).Hex(k.ip).Hex(k.flags).Dec(count).End();
+  for (const auto& [k, count] : p.caller_edges) {
+    const SampleKey& sk = k.sample;
+    w.Tag("edge").Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Hex(k.caller).Dec(count);
+    w.End();
+  }
+  for (size_t i = 0; i < p.stacks.size(); ++i) {
+    const RawStack& st = p.stacks[i];
+    w.Tag("stack").Dec(i + 1).Hex(st.flags).Hex(st.space_id).Dec(st.kernel.size()).Dec(st.user.size());
+    for (uint64_t a : st.kernel) w.Hex(a);
+    for (uint64_t a : st.user) w.Hex(a);
+    w.End();
+  }
+  for (const auto& [k, count] : p.stack_samples) {
+    const SampleKey& sk = k.sample;
+    w.Tag("ssample").Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Dec(k.stack).Dec(count);
+    w.End();
+  }
+  WriteContexts(p, w);
+  w.Tag("kernel-symbols").Dec(p.kernel_symbols.available).Str(p.kernel_symbols.note).End();
+  for (const KernelSymbol& k : p.kernel_symbols.symbols)
+    w.Tag("ksym").Hex(k.address).Str(std::string(1, k.type)).Str(k.name).Str(k.module).End();
+  for (const auto& [pid, syms] : p.jit_symbols)
+    for (const JitSymbol& j : syms) w.Tag("jit").Dec(pid).Hex(j.start).Hex(j.size).Str(j.name).End();
+  for (const auto& [path, id] : p.build_ids) w.Tag("buildid").Str(path).Str(id).End();
+  for (const WindowCounts& win : p.windows) {
+    const tprof_window_info& i = win.info;
+    w.Tag("window").Dec(i.id).Dec(i.kind).Dec(i.pid).Dec(i.flags).Hex(i.start).Dec(i.length);
+    w.Dec(i.block_bytes).Dec(i.scale).Dec(i.nr_cells).Dec(i.cell_bytes).Dec(i.nr_procs);
+    w.Dec(i.in_range).Dec(i.out_of_range).Dec(i.wait).Dec(i.untracked_forks);
+    for (size_t c = 0; c < win.cells.size(); ++c)
+      if (win.cells[c]) w.Pair(c, win.cells[c]);
+    w.End();
+  }
+  // The vDSO image gzipped (1.4): x86-64's 8 KiB image takes ~4 kB of
+  // base64 where 1.2's hex took 16 kB, most of a short recording's file.
+  // Hex, readable by older readers too, only if zlib fails.
+  if (!p.vdso_image.empty()) {
+    if (auto gz = Gzip(p.vdso_image)) {
+      w.Tag("vdso-gz").Dec(p.vdso_image.size()).Str(Base64Encode(*gz)).End();
+    } else {
+      static const char kDigits[] = "0123456789abcdef";
+      std::string hex;
+      hex.reserve(p.vdso_image.size() * 2);
+      for (unsigned char c : p.vdso_image) {
+        hex += kDigits[c >> 4];
+        hex += kDigits[c & 15];
+      }
+      w.Tag("vdso").Str(hex).End();
+    }
+  }
+  // Last, the checksum of everything above (1.5): a byte changed after
+  // writing is refused instead of read as a different profile.
+  out += "crc32\t" + Crc32Hex(Crc32(out)) + "\n";
+  out += "end\n";
+  return out;
+}
+
+Expected<Profile> ParseProfile(std::string_view text, const std::string& name) {
+  size_t eol = text.find('\n');
+  std::string_view header = text.substr(0, eol);
+  int major = -1, minor = -1;
+  std::string header_str(header);
+  char magic[32] = {};
+  if (std::sscanf(header_str.c_str(), "%31s %d %d", magic, &major, &minor) != 3 ||
+      std::strcmp(magic, kMagic) != 0)
+    return BadFile(name, "not a tprof profile (the first line is not `tprof-profile MAJOR "
+                         "MINOR`)");
+  if (major != kProfileFormatMajor)
+    return Error::FromErrno(
+        EPROTO, name + ": profile format version " + std::to_string(major) + "." +
+                    std::to_string(minor) + " is not supported (this library reads " +
+                    std::to_string(kProfileFormatMajor) + ".x)");
+  Profile p;
+  std::vector<ContextSite> sites;
+  bool ended = false;
+  size_t line_no = 1;
+  size_t pos = eol == std::string_view::npos ? text.size() : eol + 1;
+  bool checked = false;
+  while (pos < text.size() && !ended) {
+    ++line_no;
+    const size_t line_start = pos;
+    size_t next = text.find('\n', pos);
+    std::string_view line = text.substr(pos, next == std::string_view::npos ? next : next - pos);
+    pos = next == std::string_view::npos ? text.size() : next + 1;
+    // A last line without its newline was cut off mid-way (reported below).
+    if (next == std::string_view::npos && line != "end") break;
+    if (line == "end") {
+      ended = true;
+      break;
+    }
+    if (checked)
+      return BadFile(name, "line " + std::to_string(line_no) + " comes after the checksum (`" +
+                               Excerpt(line) + "`): only `end` may");
+    if (line.empty() || line[0] == '#') continue;
+    if (line.starts_with("crc32\t")) {
+      const std::string want = Crc32Hex(Crc32(text.substr(0, line_start)));
+      if (line.substr(6) != want)
+        return BadFile(name, "the checksum (line " + std::to_string(line_no) + ", crc32 " +
+                                 Excerpt(line.substr(6)) + ") is not the file's (" + want +
+                                 "): it changed after it was written; record it again, or "
+                                 "delete the crc32 line to read it unchecked");
+      checked = true;
+      continue;
+    }
+    LineReader r(line);
+    if (!ParseLine(r, &p, &sites))
+      return BadFile(name, "line " + std::to_string(line_no) + " is malformed: `" +
+                               Excerpt(line) + "`");
+  }
+  if (!ended)
+    return BadFile(name, "the profile is cut short (no `end` line): the recorder did not "
+                         "finish; record it again");
+  // Hand-edited or concatenated files: restore the orders the model promises.
+  for (auto& [key, maps] : p.mappings) std::sort(maps.begin(), maps.end());
+  std::sort(p.kernel_symbols.symbols.begin(), p.kernel_symbols.symbols.end());
+  for (auto& [pid, syms] : p.jit_symbols) std::sort(syms.begin(), syms.end());
+  for (auto& [pid, proc] : p.processes)
+    std::stable_sort(proc.names.begin(), proc.names.end(),
+                     [](const ProcessName& a, const ProcessName& b) { return a.time_ns < b.time_ns; });
+  return p;
+}
+
+Status WriteProfile(const Profile& profile, const std::string& path) {
+  return WriteFileAtomically(path, SerializeProfile(profile));
+}
+
+Expected<Profile> ReadProfile(const std::string& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    int err = errno;
+    if (err == ENOENT)
+      return Error::FromErrno(err, path + " not found: " + std::strerror(err));
+    return Error::FromErrno(err, "cannot read " + path + ": " + std::strerror(err));
+  }
+  std::string text;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      return Error::FromErrno(err, "cannot read " + path + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return ParseProfile(text, path);
+}
+
+}  // namespace tprof

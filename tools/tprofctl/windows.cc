@@ -111,6 +111,11 @@ int RunWindow(const WindowOptions& o, bool show) {
     if (!beside) return ReportError(beside.error(), Doing::kReadProfile);
     windows = std::move(*beside);
   }
+  if (windows.empty()) {
+    std::fprintf(stderr, "tprofctl: %s has no counting windows (record with --window or "
+                         "--profil)\n", file.c_str());
+    return 1;
+  }
   // The profile names the cells' addresses.
   std::unique_ptr<Symbolizer> sym;
   if (show) sym = std::make_unique<Symbolizer>(*profile);

@@ -254,14 +254,14 @@ void tprof_pmu_free(struct tprof_pmu_prog *p)
 	kfree(p);
 }
 
-
 /*
- * Stepped counters (arm64, a debug register whose hits we need): each event of ours is paired
- * with a "stepper", a counting event (period 0, perf's default handler) on
- * the same address, length, type and task or CPU. The kernel's handlers
- * report a hit to every event whose register matched and step over it
- * when one of them has the default handler, so ours sees every hit once
- * and the task goes on. The stepper's count is never read.
+ * Stepped counters (arm64, a debug register whose hits we need): each
+ * event of ours is paired with a "stepper", a counting event (period 0,
+ * perf's default handler) on the same address, length, type and task or
+ * CPU. The kernel's handlers report a hit to every event whose register
+ * matched and step over it when one of them has the default handler, so
+ * ours sees every hit once and the task goes on. The stepper's count is
+ * never read.
  *
  * The watchpoint handler keeps the step decision of the LAST exactly
  * matching register (step = watchpoint_report(), not |=, in 6.1 and 6.12),

@@ -158,7 +158,10 @@ static void tprof_pmu_plan_counter(const struct tprof_pmu_program *c, u32 i,
 		cp->per_piece = 1;
 	plan->events_per_thread += cp->nr_pieces * cp->per_piece;
 
-	/* A breakpoint that may become a u/kprobe takes none; if it falls back, perf decides. */
+	/*
+	 * A breakpoint that may become a u/kprobe takes none; if it falls
+	 * back, perf decides.
+	 */
 	if (k->kind == TPROF_PMU_EV_WATCHPOINT)
 		plan->data_slots += cp->nr_pieces * cp->per_piece;
 	else if (k->kind == TPROF_PMU_EV_BREAKPOINT &&

@@ -447,6 +447,11 @@ void Watchdog() {
 
 // The whole run in this process (root, or the unprivileged worker).
 void RunWorkers(bool cycles) {
+  // Orphans of this process's tree (a forked subscriber's child whose
+  // parent exited first) stay in it rather than going to init: a program
+  // of the tree's scope still counts them (perf's inherit), and the event
+  // checks find them by their parent chain (DescendsFrom()).
+  (void)::prctl(PR_SET_CHILD_SUBREAPER, 1);
   SetUpArena();
   t_scratch = new Scratch;
   struct sigaction sa {};

@@ -6,23 +6,10 @@
 
 #include <string>
 
+// The structures as the suites see them (the header is C that C++ reads).
 extern "C" {
-// The C structures, as kunit/test.h declares them (that header is C only).
-struct kunit {
-  void* param_value;
-  const char* param_desc;
-};
-struct kunit_case {
-  void (*run_case)(struct kunit* test);
-  const char* name;
-  const void* (*generate_params)(const void* prev, char* desc);
-};
-struct kunit_suite {
-  const char* name;
-  struct kunit_case* test_cases;
-};
+#include "kunit/test.h"
 }
-
 #include "kunit_runner.h"
 
 namespace {

@@ -8,7 +8,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "cli_util.h"
@@ -70,14 +69,14 @@ void PrintHeader(const tprof_window_info& i) {
 // beside the windows (its kallsyms snapshot, the process's mappings); ""
 // when nothing names it. A process window's pid may have several spaces
 // (exec): the one with a mapping over the address.
-std::string CellName(Symbolizer* sym, const Profile* profile, const tprof_window_info& w,
+std::string CellName(Symbolizer* sym, const Profile& profile, const tprof_window_info& w,
                      uint64_t addr) {
   if (!sym) return "";
   const Location* loc = nullptr;
   if (w.kind == TPROF_WINDOW_KERNEL) {
     loc = &sym->Resolve(0, 0, addr, false);
   } else {
-    for (const auto& [key, maps] : profile->mappings) {
+    for (const auto& [key, maps] : profile.mappings) {
       if (key.pid != w.pid) continue;
       for (const Mapping& m : maps)
         if (addr >= m.start && addr < m.end) loc = &sym->Resolve(key.pid, key.space_id, addr, true);
@@ -102,8 +101,8 @@ int RunWindow(const WindowOptions& o, bool show) {
   const uint64_t width = std::clamp<uint64_t>(o.width, 1, 200);
   auto read = ReadProfile(file);
   if (!read) return ReportError(read.error(), Doing::kReadProfile);
-  std::optional<Profile> profile = std::move(*read);
-  std::vector<WindowCounts> windows = profile->windows;
+  const Profile& profile = *read;
+  std::vector<WindowCounts> windows = profile.windows;
   // A recording made before the profile kept them (format 1.5 and older)
   // left them beside it.
   if (windows.empty() && ::access((file + ".windows").c_str(), F_OK) == 0) {
@@ -118,7 +117,7 @@ int RunWindow(const WindowOptions& o, bool show) {
   }
   // The profile names the cells' addresses.
   std::unique_ptr<Symbolizer> sym;
-  if (show) sym = std::make_unique<Symbolizer>(*profile);
+  if (show) sym = std::make_unique<Symbolizer>(profile);
   for (const WindowCounts& w : windows) {
     if (only >= 0 && w.info.id != only) continue;
     PrintHeader(w.info);
@@ -133,7 +132,7 @@ int RunWindow(const WindowOptions& o, bool show) {
       if (has_addr)
         std::printf("  0x%016" PRIx64 " %10u  %-*s%s\n", addr, w.cells[c], static_cast<int>(width),
                     std::string(bar, '#').c_str(),
-                    CellName(sym.get(), profile ? &*profile : nullptr, w.info, addr).c_str());
+                    CellName(sym.get(), profile, w.info, addr).c_str());
       else
         std::printf("  cell %-12zu %10u  %s\n", c, w.cells[c], std::string(bar, '#').c_str());
     }
@@ -147,7 +146,7 @@ void AddWindowCommand(CommandLine& cli) {
   CLI::App* window = AddSubcommand(
       cli.app(),
       "window",
-      "The counting windows a recorder saved beside its profile. Windows are added when "
+      "The counting windows a recording kept in its profile. Windows are added when "
       "recording starts: `tprofctl start|record --window kernel:START:LEN:BLOCK --window "
       "pid=PID:START:LEN:BLOCK --profil PID:OFFSET:SCALE:BUFSIZ[:32]` (numbers decimal or "
       "0x-hex; BLOCK a power of two; with record, pid=0 is the command; profil windows end at "

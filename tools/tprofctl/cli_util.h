@@ -2,7 +2,11 @@
 #ifndef TPROF_TOOLS_TPROFCTL_CLI_UTIL_H_
 #define TPROF_TOOLS_TPROFCTL_CLI_UTIL_H_
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <cstdio>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -29,6 +33,32 @@ inline std::optional<Device> OpenDeviceOrReport(Doing doing = Doing::kOpenDevice
   }
   return std::move(dev).value();
 }
+
+// Holds stop signals (Ctrl-C and the like) blocked from before a command
+// attaches until its signal_set is waiting for them: one sent in between
+// stays pending and reaches the set. Unblocked it would be lost, ignored
+// in a shell's background job or ending the process with nothing printed.
+class HeldStopSignals {
+ public:
+  explicit HeldStopSignals(std::initializer_list<int> signals) {
+    sigemptyset(&set_);
+    for (int sig : signals) sigaddset(&set_, sig);
+    ::pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+  }
+  ~HeldStopSignals() { Release(); }
+  HeldStopSignals(const HeldStopSignals&) = delete;
+  HeldStopSignals& operator=(const HeldStopSignals&) = delete;
+
+  // Call once the signal_set holds the signals.
+  void Release() {
+    if (held_) ::pthread_sigmask(SIG_UNBLOCK, &set_, nullptr);
+    held_ = false;
+  }
+
+ private:
+  sigset_t set_;
+  bool held_ = true;
+};
 
 }  // namespace tprof::cli
 

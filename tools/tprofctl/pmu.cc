@@ -211,6 +211,8 @@ int RunWatch(const WatchOptions& o) {
     kill_child();
     return ReportError(st.error(), Doing::kPmuSpec);
   }
+  // A Ctrl-C sent once the program exists must find the signal_set below.
+  HeldStopSignals held({SIGINT, SIGTERM});
   auto prog = pmu::Program::Create(*dev, spec.Build(scope, all_cpus ? 0 : pid));
   if (!prog) {
     kill_child();
@@ -238,6 +240,7 @@ int RunWatch(const WatchOptions& o) {
   boost::asio::posix::stream_descriptor sock(io, ::dup(mon->fd()));
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   if (child > 0) signals.add(SIGCHLD);
+  held.Release();
   int child_status = 0;
   Status failure = OkStatus();
   std::function<void()> wait_events = [&] {

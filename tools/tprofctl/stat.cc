@@ -174,11 +174,13 @@ std::string Json(const StatOptions& what, const std::vector<StatCount>& counts, 
 }
 
 // Waits until process `pidfd` exits (-1: no process) or SIGINT, SIGTERM or
-// SIGHUP arrives (perf stat's Ctrl-C). The signals are blocked after it, so
-// that a second Ctrl-C cannot cut the counts' printing short.
-Status WaitForExitOrStop(int pidfd) {
+// SIGHUP arrives (perf stat's Ctrl-C); `held` kept them pending until now.
+// They are blocked after it, so that a second Ctrl-C cannot cut the counts'
+// printing short.
+Status WaitForExitOrStop(int pidfd, HeldStopSignals& held) {
   boost::asio::io_context io;
   boost::asio::signal_set stop(io, SIGINT, SIGTERM, SIGHUP);
+  held.Release();
   stop.async_wait([&](const boost::system::error_code& ec, int) {
     if (!ec) io.stop();
   });
@@ -236,6 +238,10 @@ int RunStat(const StatOptions& o) {
     if (!forked) return ReportError(forked.error());
     child.emplace(std::move(*forked));
   }
+  // Without CMD, a stop signal ends the count; one sent as soon as the
+  // counters exist must find it waiting.
+  std::optional<HeldStopSignals> held;
+  if (!child) held.emplace(std::initializer_list<int>{SIGINT, SIGTERM, SIGHUP});
   auto counters = o.all_cpus ? StatCounters::StartAllCpus(*dev, std::move(*events))
                              : StatCounters::Start(*dev, o.pid ? static_cast<pid_t>(*o.pid)
                                                                : child->pid(),
@@ -264,7 +270,7 @@ int RunStat(const StatOptions& o) {
       end.user_s = Secs(ru.ru_utime);
       end.system_s = Secs(ru.ru_stime);
     }
-  } else if (Status st = WaitForExitOrStop(pidfd.get()); !st) {
+  } else if (Status st = WaitForExitOrStop(pidfd.get(), *held); !st) {
     return ReportError(st.error());
   }
   end.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -279,6 +279,15 @@ $(SYMFILES)/stamp: tests/unit/symfiles/symtest.c Makefile
 			$(SYMFILES)/debug/.build-id/$${id%"$${id#??}"}/$${id#??}.debug
 	touch $@
 
+# The unwind tables' known answer (tests/unit/unwind_table_test.cc): a call
+# chain built without frame pointers that captures its own stack.
+UNWINDFILES := $(SYMFILES)/unwind
+unit-tests: $(UNWINDFILES)/chain
+$(UNWINDFILES)/chain: tests/unit/symfiles/unwind_chain.c Makefile $(SYMFILES)/stamp
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
+		-fasynchronous-unwind-tables $(WARNINGS) -o $@ $<
+
 # The symbolizer's PLT tests (tests/unit/symbolizer_plt_test.cc):
 # tests/unit/symfiles/plttest.c as ld lays out PLTs: a PIE program (lazy
 # .plt and .plt.got, Debian's default), non-PIE, -z now, IBT's .plt.sec

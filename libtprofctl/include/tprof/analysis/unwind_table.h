@@ -1,0 +1,36 @@
+// Unwind tables (<linux/tprof_unwind.h>) derived from an ELF file's CFI:
+// per address range, how to find the caller's frame without frame
+// pointers. The sampler walks stacks with them (kmod/core/unwind_walk.h).
+#ifndef TPROF_UNWIND_TABLE_H_
+#define TPROF_UNWIND_TABLE_H_
+
+#include <linux/tprof_unwind.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tprof/base/expected.h"
+
+struct Elf;  // libelf's handle
+
+namespace tprof {
+
+struct UnwindTable {
+  std::vector<tprof_unwind_row> rows;  // sorted by start, ends with a NONE row
+  uint64_t functions = 0;              // FDEs: functions with CFI
+  // CFI rows the table cannot state (a CFA from another register or an
+  // expression other than the PLT's, a signal frame, offsets out of range):
+  // written as NONE, where the walk takes a frame-pointer step.
+  uint64_t unsupported = 0;
+};
+
+// The table of an x86-64 or arm64 ELF file from its .eh_frame, found by its
+// .eh_frame_hdr (PT_GNU_EH_FRAME). ENOTSUP for another machine, ENOENT
+// without .eh_frame_hdr, EINVAL for a header it cannot read.
+[[nodiscard]] Expected<UnwindTable> BuildUnwindTable(Elf* elf);
+[[nodiscard]] Expected<UnwindTable> BuildUnwindTable(const std::string& path);
+
+}  // namespace tprof
+
+#endif  // TPROF_UNWIND_TABLE_H_

@@ -1,0 +1,242 @@
+#include "tprof/analysis/unwind_table.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "tprof/base/scoped_fd.h"
+
+namespace tprof {
+namespace {
+
+// DWARF register numbers of the machine's stack pointer, frame pointer and
+// return-address column.
+struct MachineRegs {
+  int sp, fp, ra;
+  bool link_register;  // the return address starts in a register (arm64's x30)
+};
+
+struct FrameDeleter {
+  void operator()(Dwarf_Frame* f) const { std::free(f); }
+};
+using FramePtr = std::unique_ptr<Dwarf_Frame, FrameDeleter>;
+
+struct CfiDeleter {
+  void operator()(Dwarf_CFI* c) const { dwarf_cfi_end(c); }
+};
+
+// The x86-64 lazy-binding PLT's CFA expression (binutils' and lld's):
+// rsp + 8 + ((rip & 15) >= 11 ? 8 : 0).
+bool IsPltExpression(const Dwarf_Op* ops, size_t n) {
+  static const uint8_t kAtoms[] = {DW_OP_breg7, DW_OP_breg16, DW_OP_lit15, DW_OP_and, DW_OP_lit11,
+                                   DW_OP_ge,    DW_OP_lit3,   DW_OP_shl,   DW_OP_plus};
+  if (n != sizeof(kAtoms)) return false;
+  for (size_t i = 0; i < n; i++)
+    if (ops[i].atom != kAtoms[i]) return false;
+  return ops[1].number == 0;
+}
+
+// Where the caller's value of a register is: 0 same value, 1 at CFA + *off,
+// 2 undefined, -1 anything else (another register, an expression).
+int RegisterRule(Dwarf_Frame* f, int reg, int64_t* off) {
+  Dwarf_Op mem[3];
+  Dwarf_Op* ops = nullptr;
+  size_t n = 0;
+  if (dwarf_frame_register(f, reg, mem, &ops, &n) != 0) return -1;
+  if (n == 0) return ops == nullptr ? 0 : 2;
+  if (ops[0].atom != DW_OP_call_frame_cfa) return -1;
+  if (n == 1) {
+    *off = 0;
+    return 1;
+  }
+  if (n == 2 && ops[1].atom == DW_OP_plus_uconst) {
+    *off = static_cast<int64_t>(ops[1].number);  // a negative offset, as two's complement
+    return 1;
+  }
+  return -1;
+}
+
+bool FitsS16(int64_t v) {
+  return v >= std::numeric_limits<int16_t>::min() && v <= std::numeric_limits<int16_t>::max();
+}
+
+// The row for the frame state f; false for a rule the table cannot state.
+bool MakeRow(Dwarf_Frame* f, const MachineRegs& m, bool signal_frame, tprof_unwind_row* row) {
+  if (signal_frame) return false;
+  Dwarf_Op* ops = nullptr;
+  size_t n = 0;
+  if (dwarf_frame_cfa(f, &ops, &n) != 0 || n == 0) return false;
+  int64_t cfa_off = 0;
+  if (n == 1 && ops[0].atom == DW_OP_bregx && (ops[0].number == Dwarf_Word(m.sp) ||
+                                               ops[0].number == Dwarf_Word(m.fp))) {
+    row->cfa_base = ops[0].number == Dwarf_Word(m.sp) ? TPROF_UNWIND_CFA_SP : TPROF_UNWIND_CFA_FP;
+    cfa_off = static_cast<int64_t>(ops[0].number2);
+  } else if (m.sp == 7 && IsPltExpression(ops, n)) {
+    row->cfa_base = TPROF_UNWIND_CFA_PLT;
+    cfa_off = static_cast<int64_t>(ops[0].number);
+  } else {
+    return false;
+  }
+  if (cfa_off < std::numeric_limits<int32_t>::min() || cfa_off > std::numeric_limits<int32_t>::max())
+    return false;
+  row->cfa_offset = static_cast<int32_t>(cfa_off);
+
+  int64_t off = 0;
+  switch (RegisterRule(f, m.ra, &off)) {
+    case 0:  // same value: still in the link register
+      if (!m.link_register) return false;
+      row->ra_rule = TPROF_UNWIND_RA_IN_LR;
+      break;
+    case 1:
+      if (!FitsS16(off)) return false;
+      row->ra_rule = TPROF_UNWIND_RA_AT_CFA;
+      row->ra_offset = static_cast<int16_t>(off);
+      break;
+    case 2:  // no caller: the outermost frame
+      *row = tprof_unwind_row{};
+      row->cfa_base = TPROF_UNWIND_CFA_END;
+      return true;
+    default:
+      return false;
+  }
+  switch (RegisterRule(f, m.fp, &off)) {
+    case 0:
+      row->fp_rule = TPROF_UNWIND_FP_SAME;
+      break;
+    case 1:
+      if (!FitsS16(off)) return false;
+      row->fp_rule = TPROF_UNWIND_FP_AT_CFA;
+      row->fp_offset = static_cast<int16_t>(off);
+      break;
+    default:  // undefined, or somewhere the walk cannot follow
+      row->fp_rule = TPROF_UNWIND_FP_UNKNOWN;
+      break;
+  }
+  return true;
+}
+
+bool SameRules(const tprof_unwind_row& a, const tprof_unwind_row& b) {
+  return a.cfa_base == b.cfa_base && a.cfa_offset == b.cfa_offset && a.fp_rule == b.fp_rule &&
+         a.fp_offset == b.fp_offset && a.ra_rule == b.ra_rule && a.ra_offset == b.ra_offset;
+}
+
+// Appends a row unless it only repeats the one before.
+void Append(UnwindTable* t, const tprof_unwind_row& row) {
+  if (!t->rows.empty()) {
+    if (row.start <= t->rows.back().start) return;
+    if (SameRules(row, t->rows.back())) return;
+  }
+  t->rows.push_back(row);
+}
+
+// Reads a little-endian value of n bytes.
+int64_t ReadLe(const uint8_t* p, size_t n, bool is_signed) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; i++) v |= uint64_t(p[i]) << (8 * i);
+  if (is_signed && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t(0) << (8 * n);
+  return static_cast<int64_t>(v);
+}
+
+// The start addresses of the FDEs, from .eh_frame_hdr's search table
+// (sorted, as the unwinder's binary search needs).
+Expected<std::vector<uint64_t>> FunctionStarts(Elf* elf) {
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) != 0) return Error::FromErrno(EINVAL, "no program headers");
+  for (size_t i = 0; i < phnum; i++) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf, int(i), &ph) || ph.p_type != PT_GNU_EH_FRAME) continue;
+    Elf_Data* d = elf_getdata_rawchunk(elf, int64_t(ph.p_offset), ph.p_filesz, ELF_T_BYTE);
+    if (!d || d->d_size < 4) break;
+    const auto* p = static_cast<const uint8_t*>(d->d_buf);
+    const size_t size = d->d_size;
+    // version 1; eh_frame_ptr pcrel|sdata4 or |sdata8; fde_count udata4;
+    // table datarel|sdata4: what every linker writes.
+    const size_t ptr_size = (p[1] & 0x0f) == DW_EH_PE_sdata8 ? 8 : 4;
+    if (p[0] != 1 || p[2] != (DW_EH_PE_udata4) || p[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4) ||
+        size < 4 + ptr_size + 4)
+      return Error::FromErrno(EINVAL, ".eh_frame_hdr in a form not read here");
+    const uint64_t count = uint64_t(ReadLe(p + 4 + ptr_size, 4, false));
+    const uint8_t* table = p + 8 + ptr_size;
+    if (count > (size - 8 - ptr_size) / 8)
+      return Error::FromErrno(EINVAL, ".eh_frame_hdr's table is cut short");
+    std::vector<uint64_t> starts;
+    starts.reserve(count);
+    for (uint64_t k = 0; k < count; k++)
+      starts.push_back(ph.p_vaddr + uint64_t(ReadLe(table + 8 * k, 4, true)));
+    return starts;
+  }
+  return Error::FromErrno(ENOENT, "no .eh_frame_hdr");
+}
+
+}  // namespace
+
+Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
+  GElf_Ehdr eh;
+  if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
+    return Error::FromErrno(EINVAL, "not an ELF file");
+  MachineRegs m{};
+  if (eh.e_machine == EM_X86_64)
+    m = {7, 6, 16, false};
+  else if (eh.e_machine == EM_AARCH64)
+    m = {31, 29, 30, true};
+  else
+    return Error::FromErrno(ENOTSUP, "unwind tables are made for x86-64 and arm64 only");
+  auto starts = FunctionStarts(elf);
+  if (!starts) return starts.error();
+  std::unique_ptr<Dwarf_CFI, CfiDeleter> cfi(dwarf_getcfi_elf(elf));
+  if (!cfi) return Error::FromErrno(ENOENT, "no .eh_frame");
+
+  UnwindTable t;
+  constexpr uint64_t kMaxAddress = std::numeric_limits<uint32_t>::max();
+  for (size_t i = 0; i < starts->size(); i++) {
+    const uint64_t next = i + 1 < starts->size() ? (*starts)[i + 1] : kMaxAddress;
+    uint64_t addr = (*starts)[i];
+    if (addr >= kMaxAddress) return Error::FromErrno(EFBIG, "code above 4 GiB in the file");
+    t.functions++;
+    while (addr < next) {
+      Dwarf_Frame* raw = nullptr;
+      if (dwarf_cfi_addrframe(cfi.get(), addr, &raw) != 0) break;
+      FramePtr f(raw);
+      Dwarf_Addr start = 0, end = 0;
+      bool signal_frame = false;
+      if (dwarf_frame_info(f.get(), &start, &end, &signal_frame) < 0 || end <= addr) break;
+      tprof_unwind_row row{};
+      if (!MakeRow(f.get(), m, signal_frame, &row)) {
+        row = tprof_unwind_row{};
+        t.unsupported++;
+      }
+      row.start = static_cast<uint32_t>(addr);
+      Append(&t, row);
+      addr = std::min<uint64_t>(end, kMaxAddress);
+    }
+    // Past the function's CFI, up to the next one: frame pointers.
+    if (addr < next) {
+      tprof_unwind_row none{};
+      none.start = static_cast<uint32_t>(addr);
+      Append(&t, none);
+    }
+  }
+  return t;
+}
+
+Expected<UnwindTable> BuildUnwindTable(const std::string& path) {
+  elf_version(EV_CURRENT);
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return Error::FromErrno(errno, path);
+  Elf* elf = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
+  if (!elf) return Error::FromErrno(EINVAL, path + ": not an ELF file");
+  auto t = BuildUnwindTable(elf);
+  elf_end(elf);
+  if (!t) return Error(t.error().code(), path + ": " + t.error().message());
+  return t;
+}
+
+}  // namespace tprof

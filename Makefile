@@ -488,14 +488,16 @@ $(B)/man/tprofctl-%.1: $(TPROFCTL) tools/man/help2man-page $(wildcard tools/man/
 	tools/man/help2man-page $(TPROFCTL) "$(subst -, ,$*)" $(VERSION) $@
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: what uninstall removes too.
-# The ABI header goes to include/tprof/uapi/linux/tprof.h, found as
-# <linux/tprof.h> through the pkg-config file's -I (as -Iuapi in this tree).
+# The ABI headers the public headers include go to include/tprof/uapi/linux/,
+# found as <linux/tprof.h> through the pkg-config file's -I (as -Iuapi in
+# this tree).
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MAN1DIR ?= $(PREFIX)/share/man/man1
 BASH_COMPLETION_DIR ?= $(PREFIX)/share/bash-completion/completions
 PUBLIC_HEADERS := $(wildcard $(LIB_AREAS:%=libtprofctl/include/tprof/%/*.h))
+PUBLIC_UAPI_HEADERS := uapi/linux/tprof.h uapi/linux/tprof_unwind.h
 install: $(LIB) $(LIB_SO) $(TPROFCTL) $(MAN_PAGES)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/tprof/uapi/linux \
 		$(LIB_AREAS:%=$(DESTDIR)$(INCLUDEDIR)/tprof/%) $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(BASH_COMPLETION_DIR)
@@ -505,7 +507,7 @@ install: $(LIB) $(LIB_SO) $(TPROFCTL) $(MAN_PAGES)
 	ln -sfn $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
 	ln -sfn $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libtprofctl.so
 	for a in $(LIB_AREAS); do install -m 644 libtprofctl/include/tprof/$$a/*.h $(DESTDIR)$(INCLUDEDIR)/tprof/$$a/; done
-	install -m 644 uapi/linux/tprof.h $(DESTDIR)$(INCLUDEDIR)/tprof/uapi/linux/
+	install -m 644 $(PUBLIC_UAPI_HEADERS) $(DESTDIR)$(INCLUDEDIR)/tprof/uapi/linux/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
 		-e 's|@VERSION@|$(VERSION)|g' libtprofctl/tprofctl.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/tprofctl.pc
 	install -m 644 $(MAN_PAGES) $(DESTDIR)$(MAN1DIR)/
@@ -518,7 +520,7 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME) \
 		$(DESTDIR)$(LIBDIR)/libtprofctl.so $(DESTDIR)$(LIBDIR)/pkgconfig/tprofctl.pc \
 		$(patsubst libtprofctl/include/tprof/%,$(DESTDIR)$(INCLUDEDIR)/tprof/%,$(PUBLIC_HEADERS)) \
-		$(DESTDIR)$(INCLUDEDIR)/tprof/uapi/linux/tprof.h \
+		$(PUBLIC_UAPI_HEADERS:uapi/%=$(DESTDIR)$(INCLUDEDIR)/tprof/uapi/%) \
 		$(patsubst $(B)/man/%,$(DESTDIR)$(MAN1DIR)/%,$(MAN_PAGES)) \
 		$(DESTDIR)$(BASH_COMPLETION_DIR)/tprofctl
 	for d in uapi/linux uapi $(LIB_AREAS) ""; do \

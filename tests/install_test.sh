@@ -51,8 +51,8 @@ check "libtprofctl.so.$V's soname is libtprofctl.so.0" \
 nm -DC --defined-only "$D$P/lib/libtprofctl.so.$V" >"$tmp/exports" 2>&1
 check "libtprofctl.so exports tprof:: (ReadProfile) but not protobuf's generated perftools::" \
 	bash -c "grep -q 'tprof::ReadProfile' '$tmp/exports' && ! grep -q perftools '$tmp/exports'"
-check "headers: include/tprof/*/*.h (${#headers[@]}) and include/tprof/uapi/linux/tprof.h" \
-	all_exist "${headers[@]}" include/tprof/uapi/linux/tprof.h
+check "headers: include/tprof/*/*.h (${#headers[@]}) and include/tprof/uapi/linux/tprof{,_unwind}.h" \
+	all_exist "${headers[@]}" include/tprof/uapi/linux/tprof.h include/tprof/uapi/linux/tprof_unwind.h
 check "no header under include/linux" test ! -e "$D$P/include/linux"
 check "lib/pkgconfig/tprofctl.pc installed" all_exist lib/pkgconfig/tprofctl.pc
 # One page per command and subcommand tprofctl's help lists (a new one

@@ -78,6 +78,9 @@ ELF_LIBS := -ldw -lelf -lnl-genl-3 -lnl-3 -lprotobuf -lz -lcapstone $(EXTRA_LDFL
 # symbols), output/ (reports and export formats); headers the same way.
 LIB_AREAS := base device analysis output
 LIB_SRCS := $(wildcard $(LIB_AREAS:%=libtprofctl/src/%/*.cc))
+# The module's unwind walk is the library's too (pure C, kmod/core's rules):
+# stack copies are walked afterwards by the rules the kernel walks with.
+LIB_CORE_SRCS := kmod/core/unwind_walk.c
 TPROFCTL_SRCS := $(wildcard tools/tprofctl/*.cc)
 CORE_SRCS := $(wildcard kmod/core/*.c)
 UNIT_TEST_SRCS := $(wildcard tests/unit/*.cc)
@@ -94,7 +97,7 @@ RUNTIME_EXAMPLE_SRCS := $(wildcard tools/runtime-example/*.cc)
 KMOD_SRCS := kmod/Kbuild kmod/Makefile debian/changelog $(wildcard kmod/*.[ch] kmod/arch/*.h kmod/arch/*/*.h kmod/core/*.[ch] kmod/probes/*.c uapi/linux/*.h)
 
 obj = $(patsubst %.cc,$(B)/obj/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B)/obj/%.o,$(filter %.c,$(1)))
-pic_obj = $(patsubst %.cc,$(B)/pic/%.o,$(filter %.cc,$(1)))
+pic_obj = $(patsubst %.cc,$(B)/pic/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B)/pic/%.o,$(filter %.c,$(1)))
 asan_obj = $(patsubst %.cc,$(B)/asan/%.o,$(filter %.cc,$(1))) $(patsubst %.c,$(B)/asan/%.o,$(filter %.c,$(1)))
 
 # pprof's profile.proto (libtprofctl/proto/, copied from Debian's
@@ -188,6 +191,9 @@ $(B)/asan/%.o: %.c
 $(B)/pic/%.o: %.cc
 	@mkdir -p $(@D)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -fPIC -c $< -o $@
+$(B)/pic/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
 
 $(B)/gen/%.pb.cc $(B)/gen/%.pb.h: libtprofctl/proto/%.proto
 	@mkdir -p $(@D)
@@ -203,20 +209,21 @@ $(B)/asan/gen/%.pb.o: $(B)/gen/%.pb.cc
 $(call pic_obj,$(LIB_SRCS)) $(call asan_obj,$(LIB_SRCS) $(UNIT_TEST_SRCS)): | $(GEN_HDRS)
 # The library's own headers (src/AREA/*.h) by their area: "base/json.h".
 $(call pic_obj,$(LIB_SRCS)) $(call asan_obj,$(LIB_SRCS)): CPPFLAGS += -Ilibtprofctl/src
+$(call pic_obj,libtprofctl/src/analysis/stack_unwinder.cc) $(call asan_obj,libtprofctl/src/analysis/stack_unwinder.cc): CPPFLAGS += -Ikmod
 
-$(LIB): $(call pic_obj,$(LIB_SRCS)) $(GEN_PIC_OBJS)
+$(LIB): $(call pic_obj,$(LIB_SRCS) $(LIB_CORE_SRCS)) $(GEN_PIC_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 # Exports what the version script names (the tprof namespace: what the
 # public headers declare); -z defs: every dependency is on the link line.
 LIB_MAP := libtprofctl/libtprofctl.map
-$(LIB_SO): $(call pic_obj,$(LIB_SRCS)) $(GEN_PIC_OBJS) $(LIB_MAP)
+$(LIB_SO): $(call pic_obj,$(LIB_SRCS) $(LIB_CORE_SRCS)) $(GEN_PIC_OBJS) $(LIB_MAP)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=$(LIB_MAP) \
 		-Wl,-z,defs -o $@ $(filter %.o,$^) $(ELF_LIBS) -pthread
 	ln -sfn $(notdir $@) $(@D)/$(LIB_SONAME)
 	ln -sfn $(LIB_SONAME) $(@D)/libtprofctl.so
-$(LIB_ASAN): $(call asan_obj,$(LIB_SRCS)) $(GEN_ASAN_OBJS)
+$(LIB_ASAN): $(call asan_obj,$(LIB_SRCS) $(LIB_CORE_SRCS)) $(GEN_ASAN_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
@@ -243,7 +250,7 @@ $(call asan_obj,tests/unit/ioctl_error_table_test.cc): CPPFLAGS += -DTPROF_UAPI_
 $(call asan_obj,$(KUNIT_HOST_SRCS)): CPPFLAGS += -Itests/unit/kunit -Ikmod
 $(call asan_obj,$(KUNIT_HOST_SRCS)): CFLAGS += -Wno-sign-compare
 $(call asan_obj,tests/unit/kunit_gtest.cc): CPPFLAGS += -Itests/unit/kunit
-$(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(CORE_SRCS) $(KUNIT_HOST_SRCS) $(TPROFCTL_UNIT_SRCS)) $(LIB_ASAN)
+$(UNIT_TESTS): $(call asan_obj,$(UNIT_TEST_SRCS) $(filter-out $(LIB_CORE_SRCS),$(CORE_SRCS)) $(KUNIT_HOST_SRCS) $(TPROFCTL_UNIT_SRCS)) $(LIB_ASAN)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(SANITIZE) -o $@ $^ $(GTEST_LIBS) $(ELF_LIBS)
 
@@ -365,7 +372,7 @@ WL_LIB := $(B)/bin/libtprofwl.so
 WORKLOADS := $(B)/bin/tprof-wl-shares $(B)/bin/tprof-wl-split $(B)/bin/tprof-wl-spawn \
 	$(B)/bin/tprof-wl-child $(B)/bin/tprof-wl-jit $(B)/bin/tprof-wl-faults \
 	$(B)/bin/tprof-wl-calltree $(B)/bin/tprof-wl-vdso $(B)/bin/tprof-wl-inline $(B)/bin/tprof-wl-annotate \
-	$(B)/bin/tprof-wl-threads $(B)/bin/tprof-wl-suid-target $(WL_LIB)
+	$(B)/bin/tprof-wl-threads $(B)/bin/tprof-wl-suid-target $(B)/bin/tprof-wl-frameless $(WL_LIB)
 guest-programs: $(WORKLOADS)
 $(B)/bin/tprof-wl-%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
@@ -386,6 +393,11 @@ $(B)/bin/tprof-wl-calltree: tests/workloads/calltree.c tests/workloads/calltree_
 $(B)/bin/tprof-wl-inline: tests/workloads/inline.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARNINGS) -o $@ $<
+# --call-graph dwarf's workload: no frame pointers anywhere, as Debian builds.
+$(B)/bin/tprof-wl-frameless: tests/workloads/frameless.c tests/workloads/wl.h
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 $(DEBUG_INFO) -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
+		-fasynchronous-unwind-tables $(WARNINGS) -o $@ $<
 # The exec-safety tests' setuid target: static and not position-independent,
 # so its addresses are fixed and known before its setuid copy runs.
 $(B)/bin/tprof-wl-suid-target: tests/workloads/suid_target.c tests/workloads/wl.h

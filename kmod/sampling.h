@@ -206,9 +206,15 @@ static inline void tprof_record_end(struct tprof_sampling_cpu *pc)
 void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 		  struct pt_regs *regs);
 
-/* sampling_stack.c: fills *st and frames[stack_depth + 2]; returns the count. */
+/*
+ * sampling_stack.c: fills *st and frames[stack_depth + 2]; returns the
+ * count. *uregs: the user registers the user part started from, or NULL.
+ */
 unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
-				bool user, struct tprof_rec_stack *st, u64 *frames);
+				bool user, struct tprof_rec_stack *st, u64 *frames,
+				struct pt_regs **uregs);
+/* Fills *us but asked, and copies up to us->asked bytes of stack to @dst. */
+void tprof_sample_user_stack(struct pt_regs *uregs, struct tprof_rec_user_stack *us, u8 *dst);
 
 /* sampling_records.c */
 void tprof_request_maps(struct tprof_session *s, struct tprof_sampling_cpu *pc,

@@ -93,8 +93,9 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 	struct tprof_sampling_cpu *pc;
 	struct tprof_rec_sample *rec;
 	struct tprof_rec_stack st = {};
+	struct pt_regs *uregs = NULL;
 	unsigned int nframes = 0;
-	bool user, idle, stack = false;
+	bool user, idle, stack = false, ustack;
 	unsigned long flags;
 	u32 size;
 
@@ -130,10 +131,12 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 	if ((s->config.flags & TPROF_SAMPLING_STACKS) && !is_idle_task(task) &&
 	    !pc->stack_busy) {
 		pc->stack_busy = 1;
-		nframes = tprof_sample_stack(s, regs, user, &st, pc->stack);
+		nframes = tprof_sample_stack(s, regs, user, &st, pc->stack, &uregs);
 		stack = true;
 	}
-	size = sizeof(*rec) + (stack ? sizeof(st) + nframes * sizeof(u64) : 0);
+	ustack = uregs && (s->config.flags & TPROF_SAMPLING_USER_STACK);
+	size = sizeof(*rec) + (stack ? sizeof(st) + nframes * sizeof(u64) : 0) +
+	       (ustack ? sizeof(struct tprof_rec_user_stack) + s->config.user_stack_bytes : 0);
 	rec = tprof_record_begin(s, &pc, size, true);
 	if (!rec)
 		goto out;
@@ -158,6 +161,14 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 		rec->flags |= TPROF_SAMPLE_STACK;
 		memcpy(rec + 1, &st, sizeof(st));
 		memcpy((u8 *)(rec + 1) + sizeof(st), pc->stack, nframes * sizeof(u64));
+	}
+	if (ustack) {
+		struct tprof_rec_user_stack *us = (void *)((u8 *)(rec + 1) + sizeof(st) +
+							   nframes * sizeof(u64));
+
+		us->asked = s->config.user_stack_bytes;
+		tprof_sample_user_stack(uregs, us, (u8 *)(us + 1));
+		rec->flags |= TPROF_SAMPLE_USER_STACK;
 	}
 	/* A kernel-mode sample's stack reaches into its user space too. */
 	if (user || (st.flags & TPROF_STACK_USER_IP)) {

@@ -27,11 +27,11 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 	for (i = 0; i < ARRAY_SIZE(c->resv); i++)
 		if (c->resv[i])
 			return -EINVAL;
-	if (c->__pad2 || !c->cpus != !c->cpus_bytes ||
+	if (!c->cpus != !c->cpus_bytes ||
 	    c->cpus_bytes % sizeof(u64) ||
 	    c->cpus_bytes > TPROF_SAMPLING_MAX_CPUS_BYTES)
 		return -EINVAL;
-	if (c->flags & ~(TPROF_SAMPLING_CALLERS | TPROF_SAMPLING_STACKS))
+	if (c->flags & ~(TPROF_SAMPLING_CALLERS | TPROF_SAMPLING_STACKS | TPROF_SAMPLING_USER_STACK))
 		return -EINVAL;
 	if ((c->flags & TPROF_SAMPLING_STACKS) ?
 	    !c->stack_depth || c->stack_depth > TPROF_MAX_STACK_DEPTH :
@@ -42,6 +42,14 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 	if (c->half_bytes < TPROF_SAMPLING_MIN_HALF_BYTES ||
 	    c->half_bytes > TPROF_SAMPLING_MAX_HALF_BYTES ||
 	    !is_power_of_2(c->half_bytes) || c->half_bytes < PAGE_SIZE)
+		return -EINVAL;
+	/* A copy takes at most a quarter of a half: a record never spans two. */
+	if ((c->flags & TPROF_SAMPLING_USER_STACK) ?
+	    !(c->flags & TPROF_SAMPLING_STACKS) || !c->user_stack_bytes ||
+	    c->user_stack_bytes % sizeof(u64) ||
+	    c->user_stack_bytes > TPROF_MAX_USER_STACK_BYTES ||
+	    c->user_stack_bytes > c->half_bytes / 4 :
+	    c->user_stack_bytes)
 		return -EINVAL;
 	switch (c->event_type) {
 	case TPROF_SAMPLE_ON_CLOCK:

@@ -5,6 +5,8 @@
  * ORC, arm64's frame records), then the user part of a user task from its
  * user registers (the sample's, or those saved at kernel entry when the
  * sample hit the kernel) by walking frame pointers with fault-safe reads.
+ * With TPROF_SAMPLING_USER_STACK, the user registers and a copy of the user
+ * stack follow, for a walk afterwards with the binaries' CFI.
  * Runs in the sample handler (hard IRQ or NMI): no sleeping, no locks.
  */
 #include <linux/sched.h>
@@ -40,7 +42,8 @@ static struct pt_regs *tprof_user_regs(struct pt_regs *regs, bool user)
 }
 
 unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
-				bool user, struct tprof_rec_stack *st, u64 *frames)
+				bool user, struct tprof_rec_stack *st, u64 *frames,
+				struct pt_regs **uregs_out)
 {
 	unsigned int depth = s->config.stack_depth, nk = 0, nu = 0;
 	struct pt_regs *uregs;
@@ -51,6 +54,7 @@ unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
 	if (!user && s->show_kernel)
 		nk = tprof_arch_kernel_frames(regs, frames, depth, &truncated);
 	uregs = truncated ? NULL : tprof_user_regs(regs, user);
+	*uregs_out = uregs;
 	if (uregs) {
 		struct tprof_fp_walker w = { .align = 8 };
 		u64 *u = frames + nk;
@@ -87,4 +91,26 @@ unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
 	st->nr_kernel = nk;
 	st->nr_user = nu;
 	return nk + nu;
+}
+
+void tprof_sample_user_stack(struct pt_regs *uregs, struct tprof_rec_user_stack *us, u8 *dst)
+{
+	u64 at;
+	u32 done = 0;
+
+	tprof_arch_user_unwind_regs(uregs, us);
+	/*
+	 * Page by page: a fault-safe copy fails whole, and the stack's
+	 * mapping ends at a page boundary, often within the bytes asked.
+	 */
+	at = us->sp;
+	while (done < us->asked) {
+		u32 chunk = min_t(u64, us->asked - done, PAGE_SIZE - (at & (PAGE_SIZE - 1)));
+
+		if (copy_from_user_nofault(dst + done, (const void __user *)(unsigned long)at, chunk))
+			break;
+		done += chunk;
+		at += chunk;
+	}
+	us->bytes = done & ~7U;
 }

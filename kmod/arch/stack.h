@@ -22,6 +22,9 @@
  * tprof_arch_sample_caller(regs, user, caller)
  *	The return address of the sampled function (TPROF_SAMPLING_CALLERS),
  *	best effort: true if found.
+ * tprof_arch_user_unwind_regs(uregs, us)
+ *	The registers a walk from a user stack copy starts from (struct
+ *	tprof_rec_user_stack: pc, sp, fp, lr, pac_mask).
  */
 #ifndef TPROF_ARCH_STACK_H
 #define TPROF_ARCH_STACK_H
@@ -34,6 +37,7 @@
 /* Elsewhere samples carry no stack. */
 #include <linux/ptrace.h>
 #include <linux/uaccess.h>
+#include <linux/tprof.h>
 
 static inline int tprof_arch_read_frame_inatomic(void *ctx, u64 addr, u64 rec[2])
 {
@@ -65,6 +69,11 @@ static inline void tprof_arch_strip(u64 *frames, unsigned int n, bool user)
 static inline bool tprof_arch_sample_caller(struct pt_regs *regs, bool user, u64 *caller)
 {
 	return false;
+}
+
+static inline void tprof_arch_user_unwind_regs(struct pt_regs *uregs,
+					       struct tprof_rec_user_stack *us)
+{
 }
 #endif
 

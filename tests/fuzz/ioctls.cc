@@ -315,6 +315,10 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
   if (r.OneIn(3)) {
     in->flags |= TPROF_SAMPLING_STACKS;
     in->stack_depth = 1 + uint32_t(r.Below(TPROF_MAX_STACK_DEPTH));
+    if (r.OneIn(3)) {  // user stack copies (ABI 1.18): at most a quarter of the smallest half
+      in->flags |= TPROF_SAMPLING_USER_STACK;
+      in->user_stack_bytes = uint32_t(r.Pick<u64>({8, 256, 1024}));
+    }
   }
   if (r.OneIn(5)) {
     in->frequency_hz = 0;
@@ -347,7 +351,7 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
     case 0: in->half_bytes = uint32_t(r.Edgy()); break;
     case 1: in->frequency_hz = uint32_t(r.Edgy()); break;
     case 2: in->event_type = uint32_t(r.Below(8)); in->event_period = r.Edgy(); in->event_config = r.Edgy(); break;
-    case 3: in->flags = uint32_t(r.Edgy()) | 4; c.must_fail = true; c.defect = "unknown flags"; break;
+    case 3: in->flags = uint32_t(r.Edgy()) | 8; c.must_fail = true; c.defect = "unknown flags"; break;
     case 4: in->half_bytes = TPROF_SAMPLING_MAX_HALF_BYTES * 2; c.must_fail = true; c.defect = "half_bytes > max"; break;
     case 5: in->half_bytes = 4096 + 8; c.must_fail = true; c.defect = "half_bytes not a power of two"; break;
     case 6: in->frequency_hz = TPROF_SAMPLING_MAX_HZ + 1; in->event_type = 0; c.must_fail = true; c.defect = "frequency > max"; break;
@@ -357,7 +361,20 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
       c.must_fail = !(in->flags & TPROF_SAMPLING_STACKS) || in->stack_depth > TPROF_MAX_STACK_DEPTH;
       c.defect = "stack_depth";
       break;
-    case 8: in->__pad2 = 1 + uint32_t(r.Below(100)); c.must_fail = true; c.defect = "__pad2"; break;
+    case 8: {  // user_stack_bytes: only with USER_STACK and STACKS, 8-aligned, bounded
+      in->user_stack_bytes = uint32_t(r.Pick<u64>({0, 8, 12, 1024, 16384, TPROF_MAX_USER_STACK_BYTES,
+                                                   TPROF_MAX_USER_STACK_BYTES + 8}));
+      if (r.OneIn(2)) in->flags |= TPROF_SAMPLING_USER_STACK;
+      const bool stacks = in->flags & TPROF_SAMPLING_STACKS;
+      const uint32_t half = in->half_bytes ? in->half_bytes : TPROF_SAMPLING_DEFAULT_HALF_BYTES;
+      const uint32_t bytes = in->user_stack_bytes;
+      c.must_fail = (in->flags & TPROF_SAMPLING_USER_STACK)
+                        ? !stacks || !bytes || bytes % 8 || bytes > TPROF_MAX_USER_STACK_BYTES ||
+                              bytes > half / 4
+                        : bytes != 0;
+      c.defect = "user_stack_bytes";
+      break;
+    }
     case 9:
       in->cpus_bytes = r.Pick<uint32_t>({4, 12, TPROF_SAMPLING_MAX_CPUS_BYTES + 8});
       if (!in->cpus) in->cpus = u64(uintptr_t(t_scratch->array));

@@ -24,7 +24,8 @@ TEST(GetInfo, ReportsTheAbiAndModuleVersionOfThisTree) {
                        TPROF_FEAT_PMU_SUBSCRIBE_REPLY | TPROF_FEAT_PMU_WIDE_WATCHPOINTS |
                        TPROF_FEAT_PMU_DATA_RANGES | TPROF_FEAT_EXEC_TRANSITION |
                        TPROF_FEAT_INDEX_REHASHES | TPROF_FEAT_PMU_COUNTS_ONLY |
-                       TPROF_FEAT_PMU_COUNTS_ONLY_CPUS | TPROF_FEAT_SAMPLING_CPUS;
+                       TPROF_FEAT_PMU_COUNTS_ONLY_CPUS | TPROF_FEAT_SAMPLING_CPUS |
+                       TPROF_FEAT_SAMPLING_USER_STACK;
   EXPECT_EQ(info.features, all) << std::hex << info.features;
 }
 

@@ -597,10 +597,30 @@ TEST(SamplingTest, BadConfigurationsAreRefused) {
   c.cpus = at;
   c.cpus_bytes = TPROF_SAMPLING_MAX_CPUS_BYTES;
   EXPECT_EQ(start(c), EINVAL) << "a bitmap naming no possible CPU";
-  c = {};
-  c.pid = TPROF_PID_ALL;
-  c.__pad2 = 1;
-  EXPECT_EQ(start(c), EINVAL);
+  // User stack copies: with STACKS, 8-aligned, within a quarter of a half.
+  const struct {
+    uint32_t flags, bytes, half;
+    int err;
+    const char* why;
+  } user_stacks[] = {
+      {0, 8, 0, EINVAL, "user_stack_bytes without USER_STACK"},
+      {TPROF_SAMPLING_USER_STACK, 8, 0, EINVAL, "USER_STACK without STACKS"},
+      {TPROF_SAMPLING_USER_STACK | TPROF_SAMPLING_STACKS, 0, 0, EINVAL, "no bytes"},
+      {TPROF_SAMPLING_USER_STACK | TPROF_SAMPLING_STACKS, 12, 0, EINVAL, "not 8-aligned"},
+      {TPROF_SAMPLING_USER_STACK | TPROF_SAMPLING_STACKS, TPROF_MAX_USER_STACK_BYTES + 8,
+       TPROF_SAMPLING_MAX_HALF_BYTES, EINVAL, "above the maximum"},
+      {TPROF_SAMPLING_USER_STACK | TPROF_SAMPLING_STACKS, 2048, 4096, EINVAL,
+       "above a quarter of the half"},
+  };
+  for (const auto& k : user_stacks) {
+    c = {};
+    c.pid = TPROF_PID_ALL;
+    c.flags = k.flags;
+    c.stack_depth = (k.flags & TPROF_SAMPLING_STACKS) ? 8 : 0;
+    c.user_stack_bytes = k.bytes;
+    c.half_bytes = k.half;
+    EXPECT_EQ(start(c), k.err) << k.why;
+  }
   c = {};
   c.pid = 999999;
   EXPECT_EQ(start(c), ESRCH);

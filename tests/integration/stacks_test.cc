@@ -344,5 +344,45 @@ TEST_F(Stacks, SyscallKernelTimeSitsUnderTheCallingFunction) {
               Percent(calls_under, calls), Percent(deep, kernel));
 }
 
+// --call-graph dwarf: each sample also copies the user stack, walked
+// afterwards with the binaries' CFI, so code built without frame pointers
+// (tests/workloads/frameless.c: every function, as Debian builds) keeps its
+// callers, where the frame-pointer walk of plain -g loses them.
+TEST_F(Stacks, DwarfCallGraphWalksCodeWithoutFramePointers) {
+  auto whole_share = [&](const std::string& mode, uint64_t* in_leaf) {
+    const std::string file = dir_.File(mode + ".data");
+    Result rec = Sh("cd " + dir_.path() + " && tprofctl record -q -o " + file +
+                    " --call-graph " + mode + " -- tprof-wl-frameless --ms 1500");
+    EXPECT_EQ(rec.rc, 0) << rec.out;
+    Result folded = Sh("tprofctl dump -i " + file + " --format folded");
+    EXPECT_EQ(folded.rc, 0) << folded.out;
+    uint64_t leaf = 0, whole = 0;
+    std::string misses;
+    for (const Stack& s : ParseFolded(folded.out, "tprof-wl-framel")) {
+      if (s.UserLeaf() != "fl_d") continue;
+      leaf += s.samples;
+      const std::string path = s.UserPath();
+      const std::string chain = "main;fl_a;fl_b;fl_c;fl_d";
+      if (path.size() >= chain.size() && path.compare(path.size() - chain.size(), chain.size(), chain) == 0)
+        whole += s.samples;
+      else if (misses.size() < 2000)
+        misses += path + " (" + std::to_string(s.samples) + ")\n";
+    }
+    *in_leaf = leaf;
+    if (mode.rfind("dwarf", 0) == 0) {
+      EXPECT_GE(whole * 100, leaf * 99) << whole << " of " << leaf << " whole; the others:\n" << misses;
+    }
+    return leaf ? Percent(whole, leaf) : 0.0;
+  };
+  uint64_t dwarf_n = 0, fp_n = 0;
+  const double dwarf = whole_share("dwarf", &dwarf_n);
+  const double fp = whole_share("fp", &fp_n);
+  ASSERT_GE(dwarf_n, 300u) << "1.5 s of CPU in fl_d at 1 kHz";
+  ASSERT_GE(fp_n, 300u);
+  EXPECT_LT(fp, 10) << "frame pointers alone found fl_b's callers: the workload proves nothing";
+  std::printf("  [frameless] whole stacks in fl_d: dwarf %.1f%% of %llu, fp %.1f%% of %llu\n", dwarf,
+              static_cast<unsigned long long>(dwarf_n), fp, static_cast<unsigned long long>(fp_n));
+}
+
 }  // namespace
 }  // namespace tprof::test

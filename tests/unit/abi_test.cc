@@ -96,7 +96,7 @@ TEST(Abi, VersionMacrosUnpackModuleVersion) {
   const unsigned v = (2u << 16) | (7u << 8) | 3u;
   EXPECT_EQ(TPROF_VERSION_MAJOR(v), 2u);
   EXPECT_EQ(TPROF_VERSION_MINOR(v), 7u);
-  EXPECT_EQ(TPROF_ABI_MINOR, 17) << "1.17: a feature bit for every addition";
+  EXPECT_EQ(TPROF_ABI_MINOR, 18) << "1.18: user stack copies";
   EXPECT_EQ(TPROF_PMU_CTR_FLAGS, 0x3fu) << "TPROF_PMU_CTR_COUNT is bit 5";
   EXPECT_EQ(TPROF_VERSION_PATCH(v), 3u);
 }

@@ -13,10 +13,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "core/unwind_walk.h"
+#include "elf_fixtures.h"
+#include "tprof/analysis/profile.h"
 
 namespace {
 
@@ -149,6 +152,96 @@ TEST(UnwindTable, RefusesWhatItCannotRead) {
   ASSERT_FALSE(text);
   EXPECT_EQ(text.error().code().value(), EINVAL);
   EXPECT_NE(text.error().message().find("/etc/passwd"), std::string::npos);
+}
+
+// Appends a record (header first) of `body` bytes padded to 8.
+void AppendRecord(std::vector<uint8_t>* buf, uint32_t type, const void* body, size_t bytes) {
+  const size_t start = buf->size();
+  buf->resize(start + ((bytes + 7) & ~size_t{7}));
+  std::memcpy(buf->data() + start, body, bytes);
+  tprof_rec_header h{type, static_cast<uint32_t>(buf->size() - start)};
+  std::memcpy(buf->data() + start, &h, sizeof(h));
+}
+
+// A user-mode sample of the chain's capture, as the kernel writes one with
+// TPROF_SAMPLING_USER_STACK: the frame-pointer walk's frames (`fp_frames`),
+// then the registers and the stack copy.
+std::vector<uint8_t> ChainSample(const ChainCapture& cap, const std::vector<uint64_t>& fp_frames,
+                                 uint64_t space = tprof::test::kSymSpace) {
+  std::vector<uint8_t> body(sizeof(tprof_rec_sample));
+  tprof_rec_sample s{};
+  s.pid = s.tid = tprof::test::kSymPid;
+  s.space_id = space;
+  s.ip = cap.pc;
+  s.flags = TPROF_SAMPLE_USER | TPROF_SAMPLE_STACK | TPROF_SAMPLE_USER_STACK;
+  std::memcpy(body.data(), &s, sizeof(s));
+  tprof_rec_stack st{0, static_cast<uint16_t>(fp_frames.size()), 0};
+  auto append = [&body](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    body.insert(body.end(), b, b + n);
+  };
+  append(&st, sizeof(st));
+  append(fp_frames.data(), fp_frames.size() * sizeof(uint64_t));
+  tprof_rec_user_stack us{};
+  us.pc = cap.pc;
+  us.sp = cap.sp;
+  us.fp = cap.fp;
+  us.lr = cap.lr;
+  us.asked = static_cast<uint32_t>((cap.stack_len + 7) & ~uint64_t{7});
+  us.bytes = static_cast<uint32_t>(cap.stack_len & ~uint64_t{7});
+  append(&us, sizeof(us));
+  append(cap.stack, cap.stack_len);
+  body.resize(body.size() + (us.asked - cap.stack_len));
+  std::vector<uint8_t> rec;
+  AppendRecord(&rec, TPROF_REC_SAMPLE, body.data(), body.size());
+  return rec;
+}
+
+// The profile builder walks a sample's stack copy with its space's
+// mappings, which the kernel reports after the space's first sample: a
+// sample waits for them, until the end at most, where a space whose
+// mappings never came keeps the kernel's frame-pointer frames.
+TEST(UnwindTable, ProfileBuilderWalksSampleStackCopies) {
+  static ChainCapture cap;
+  ASSERT_TRUE(RunChain(&cap));
+  const std::string path = std::filesystem::absolute(kChain).string();
+  tprof::ProfileBuilder b;
+  const std::vector<uint8_t> early = ChainSample(cap, {0xdead});
+  ASSERT_EQ(b.AddRecords(early.data(), early.size()), early.size());
+  const std::vector<uint8_t> unmapped = ChainSample(cap, {0xbeef}, tprof::test::kSymSpace + 1);
+  ASSERT_EQ(b.AddRecords(unmapped.data(), unmapped.size()), unmapped.size());
+  EXPECT_EQ(b.profile().records.samples, 0u) << "both wait for their mappings";
+  std::vector<uint8_t> maps;
+  tprof::Profile mapped = tprof::test::LibraryProfile(path, cap.bias);
+  for (const tprof::Mapping& m : mapped.mappings[{tprof::test::kSymPid, tprof::test::kSymSpace}]) {
+    std::vector<uint8_t> body(sizeof(tprof_rec_map) + m.path.size() + 1);
+    tprof_rec_map r{};
+    r.pid = tprof::test::kSymPid;
+    r.space_id = tprof::test::kSymSpace;
+    r.start = m.start;
+    r.end = m.end;
+    r.pgoff = m.pgoff;
+    std::memcpy(body.data(), &r, sizeof(r));
+    std::memcpy(body.data() + sizeof(r), m.path.c_str(), m.path.size() + 1);
+    AppendRecord(&maps, TPROF_REC_MAP, body.data(), body.size());
+  }
+  ASSERT_FALSE(maps.empty());
+  ASSERT_EQ(b.AddRecords(maps.data(), maps.size()), maps.size());
+  const std::vector<uint8_t> late = ChainSample(cap, {0xdead});
+  ASSERT_EQ(b.AddRecords(late.data(), late.size()), late.size());
+  EXPECT_EQ(b.profile().records.samples, 2u) << "the mapped space's two";
+  tprof::Profile p = b.Finish();
+  EXPECT_EQ(p.records.samples, 3u);
+  ASSERT_EQ(p.stacks.size(), 2u);
+  const std::vector<uint64_t>& user = p.stacks[0].user;
+  ASSERT_GE(user.size(), 4u);
+  EXPECT_EQ(std::vector<uint64_t>(user.begin(), user.begin() + 4),
+            std::vector<uint64_t>(cap.ra, cap.ra + 4));
+  EXPECT_EQ(p.stacks[1].user, std::vector<uint64_t>{0xbeef}) << "never mapped: the kernel's";
+  uint64_t walked = 0;
+  for (const auto& [key, n] : p.stack_samples)
+    if (key.stack == 1) walked += n;
+  EXPECT_EQ(walked, 2u);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <climits>
@@ -48,6 +49,8 @@ namespace {
 
 // Frames per stack with -g unless --stack-depth says otherwise.
 constexpr int kDefaultStackDepth = 64;
+// perf's default for --call-graph dwarf.
+constexpr uint32_t kDefaultUserStackBytes = 8192;
 
 struct RecordOptions {
   SamplingOptions sampling;
@@ -86,9 +89,29 @@ void AddSamplingOptions(CLI::App* sub, RecordOptions& o) {
                 "frame pointers), for folded stacks, flame graphs and `dump --children` / "
                 "`--by caller`");
   sub->add_option_function<std::string>(
-         "--call-graph", [&o](const std::string&) { o.callers = true; },
-         "as perf: fp (frame pointers) is what -g records")
-      ->check(CLI::IsMember({"fp"}));
+         "--call-graph",
+         [&o](const std::string& mode) {
+           o.callers = true;
+           o.sampling.user_stack_bytes = 0;
+           if (mode == "fp") return;
+           const std::string size = mode.substr(std::min(mode.size(), sizeof("dwarf") - 1));
+           if (mode.rfind("dwarf", 0) != 0 || (!size.empty() && size[0] != ','))
+             throw CLI::ValidationError("--call-graph", "fp or dwarf[,BYTES], not " + mode);
+           o.sampling.user_stack_bytes = kDefaultUserStackBytes;
+           if (size.empty()) return;
+           char* end = nullptr;
+           const unsigned long n = std::strtoul(size.c_str() + 1, &end, 10);
+           if (size.size() == 1 || *end || n < 8 || n > TPROF_MAX_USER_STACK_BYTES || n % 8)
+             throw CLI::ValidationError(
+                 "--call-graph", "dwarf's stack copy is 8.." +
+                                     std::to_string(TPROF_MAX_USER_STACK_BYTES) +
+                                     " bytes, a multiple of 8, not " + size.substr(1));
+           o.sampling.user_stack_bytes = static_cast<uint32_t>(n);
+         },
+         "as perf: fp (frame pointers, what -g records) or dwarf[,BYTES]: each sample also "
+         "copies BYTES (default 8192) of the user stack, walked afterwards with the binaries' "
+         "CFI (.eh_frame), so that code built without frame pointers keeps its callers")
+      ->type_name("fp|dwarf[,BYTES]");
   sub->add_option("--stack-depth", o.stack_depth,
                   "frames per stack with -g (1.." + std::to_string(TPROF_MAX_STACK_DEPTH) +
                       ", default " + std::to_string(kDefaultStackDepth) + ")")

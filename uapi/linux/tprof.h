@@ -165,6 +165,11 @@
  *     TPROF_SAMPLING_STACKS (ABI 1.8) makes every sample carry its whole
  *     stack, kernel and user part, at most stack_depth frames (see struct
  *     tprof_rec_stack); TPROF_SAMPLING_CALLERS keeps filling caller.
+ *     TPROF_SAMPLING_USER_STACK (ABI 1.18, with STACKS) also copies each
+ *     user-task sample's user registers and up to user_stack_bytes of its
+ *     user stack from sp into the record (struct tprof_rec_user_stack), as
+ *     perf's --call-graph dwarf does, for a walk afterwards with the
+ *     binaries' CFI (<linux/tprof_unwind.h>) where frame pointers fail.
  *     cpus and cpus_bytes (ABI 1.16; both 0: every CPU) choose the CPUs
  *     samples are taken on, as perf record -C: a bitmap at user address
  *     cpus of cpus_bytes bytes (a multiple of 8, at most
@@ -176,7 +181,9 @@
  *     EFAULT: the bitmap cannot be read.
  *     EINVAL: bad flags, frequency, buffer size or event, nonzero reserved,
  *     stack_depth 0 or above TPROF_MAX_STACK_DEPTH with STACKS, nonzero
- *     without; only one of cpus and cpus_bytes set, a bad cpus_bytes, or
+ *     without; USER_STACK without STACKS, user_stack_bytes not a multiple
+ *     of 8 in [8, TPROF_MAX_USER_STACK_BYTES] and at most a quarter of the
+ *     half in effect with USER_STACK, nonzero without; only one of cpus and cpus_bytes set, a bad cpus_bytes, or
  *     a bitmap naming no possible CPU.
  *     EOPNOTSUPP: a hardware event on a machine without a usable PMU.
  *     ENOMEM: no memory for the buffers.
@@ -286,7 +293,7 @@
 #include <linux/types.h>
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 17 /* 1.17: a feature bit for every addition (TPROF_FEAT_*) */
+#define TPROF_ABI_MINOR 18 /* 1.18: user stack copies (TPROF_SAMPLING_USER_STACK) */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -320,6 +327,7 @@
 #define TPROF_FEAT_PMU_COUNTS_ONLY (1ULL << 12) /* TPROF_PMU_CTR_COUNT (ABI 1.14) */
 #define TPROF_FEAT_PMU_COUNTS_ONLY_CPUS (1ULL << 13) /* counts only in scope CPUS (ABI 1.15) */
 #define TPROF_FEAT_SAMPLING_CPUS (1ULL << 14) /* tprof_sampling_config.cpus (ABI 1.16) */
+#define TPROF_FEAT_SAMPLING_USER_STACK (1ULL << 15) /* TPROF_SAMPLING_USER_STACK (ABI 1.18) */
 
 /* tprof_info.state */
 enum tprof_state {
@@ -539,10 +547,13 @@ struct tprof_self_page {
 /* tprof_sampling_config.flags */
 #define TPROF_SAMPLING_CALLERS (1U << 0) /* also record the caller's return address */
 #define TPROF_SAMPLING_STACKS (1U << 1)  /* whole stacks, stack_depth frames (ABI 1.8) */
+#define TPROF_SAMPLING_USER_STACK (1U << 2) /* and user stack copies (ABI 1.18) */
 
 /* tprof_sampling_config.stack_depth: 1..TPROF_MAX_STACK_DEPTH with
  * TPROF_SAMPLING_STACKS, else 0. */
 #define TPROF_MAX_STACK_DEPTH 127
+/* tprof_sampling_config.user_stack_bytes: with TPROF_SAMPLING_USER_STACK. */
+#define TPROF_MAX_USER_STACK_BYTES 32768
 
 /* tprof_sampling_config.event_type */
 #define TPROF_SAMPLE_ON_CLOCK 0 /* frequency_hz samples/s per CPU (cpu-clock) */
@@ -575,7 +586,7 @@ struct tprof_sampling_config {
 	__u32 frequency_out;  /* out: the clock frequency in effect (0 if counter) */
 	__u64 cpus;           /* in: user address of a CPU bitmap, 0 = every CPU (ABI 1.16) */
 	__u32 cpus_bytes;     /* in: its size: a multiple of 8; 0 with cpus 0 */
-	__u32 __pad2;
+	__u32 user_stack_bytes; /* in: with TPROF_SAMPLING_USER_STACK, else 0 (ABI 1.18) */
 	__u64 resv[2];
 };
 
@@ -630,6 +641,7 @@ struct tprof_rec_header {
 #define TPROF_SAMPLE_CALLER (1U << 2)   /* caller is valid */
 #define TPROF_SAMPLE_HIDDEN (1U << 3)   /* kernel addresses withheld (no CAP_PERFMON) */
 #define TPROF_SAMPLE_STACK (1U << 4)    /* a struct tprof_rec_stack follows (ABI 1.8) */
+#define TPROF_SAMPLE_USER_STACK (1U << 5) /* a struct tprof_rec_user_stack follows it (ABI 1.18) */
 
 struct tprof_rec_sample {
 	struct tprof_rec_header hdr;
@@ -676,6 +688,26 @@ struct tprof_rec_stack {
 	__u16 nr_user;
 	__u32 flags;          /* TPROF_STACK_* */
 	/* __u64 frames[nr_kernel + nr_user]; */
+};
+
+/*
+ * A user task's registers and a copy of its user stack (TPROF_SAMPLING_USER_STACK,
+ * ABI 1.18): after the stack's frames, with TPROF_SAMPLE_USER_STACK, for a
+ * sample whose user registers the kernel has (those of struct
+ * tprof_rec_stack's user part). bytes of the stack from sp follow, then
+ * zeros up to the record's end: bytes is less than asked where the stack
+ * ends sooner (a fault-safe copy stops there), a multiple of 8.
+ */
+struct tprof_rec_user_stack {
+	__u64 pc;             /* the user-mode ip */
+	__u64 sp;
+	__u64 fp;             /* rbp, x29 */
+	__u64 lr;             /* x30 on arm64, else 0 */
+	__u64 pac_mask;       /* bits of a return address that are not the
+			       * address (arm64 pointer authentication), else 0 */
+	__u32 bytes;          /* of stack copied from sp */
+	__u32 asked;          /* user_stack_bytes: the room that follows */
+	/* __u8 stack[asked]; */
 };
 
 /* tprof_rec_comm.kind */
@@ -1235,6 +1267,7 @@ TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_stack) == 8, "tprof_rec_stack size")
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_comm) == 48, "tprof_rec_comm size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_exit) == 24, "tprof_rec_exit size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_map) == 56, "tprof_rec_map size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_user_stack) == 48, "tprof_rec_user_stack size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_lost) == 32, "tprof_rec_lost size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_window_add) == 72, "tprof_window_add size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_window_info) == 104, "tprof_window_info size");

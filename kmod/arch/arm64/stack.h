@@ -9,6 +9,7 @@
 
 #include <linux/ptrace.h>
 #include <linux/uaccess.h>
+#include <linux/tprof.h>
 #include "../../compat.h"
 #include "../../core/stack_walk.h"
 
@@ -46,6 +47,18 @@ static inline unsigned int tprof_arch_kernel_frames(struct pt_regs *regs, u64 *o
 
 	tprof_arch_strip(out, n, false);
 	return n;
+}
+
+/* lr and the saved return addresses in the copy keep their codes. */
+static inline void tprof_arch_user_unwind_regs(struct pt_regs *uregs,
+					       struct tprof_rec_user_stack *us)
+{
+	us->pc = instruction_pointer(uregs);
+	us->sp = user_stack_pointer(uregs);
+	us->fp = uregs->regs[29];
+	us->lr = uregs->regs[30];
+	/* User addresses are below bit 55: what stripping clears above it. */
+	us->pac_mask = ~(u64)tprof_strip_pac(GENMASK_ULL(54, 0), true);
 }
 
 static inline bool tprof_arch_user_regs_walkable(struct pt_regs *uregs)

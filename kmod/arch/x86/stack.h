@@ -12,6 +12,7 @@
 #include <linux/sched.h>
 #include <linux/uaccess.h>
 #include <asm/unwind.h>
+#include <linux/tprof.h>
 
 /*
  * Two word reads, as perf's callchain code reads a frame (__get_user()
@@ -78,6 +79,14 @@ static inline bool tprof_arch_user_leaf(struct pt_regs *uregs, u64 *fp, u64 *ra)
 
 static inline void tprof_arch_strip(u64 *frames, unsigned int n, bool user)
 {
+}
+
+static inline void tprof_arch_user_unwind_regs(struct pt_regs *uregs,
+					       struct tprof_rec_user_stack *us)
+{
+	us->pc = instruction_pointer(uregs);
+	us->sp = user_stack_pointer(uregs);
+	us->fp = uregs->bp;
 }
 
 static inline bool tprof_arch_sample_caller(struct pt_regs *regs, bool user, u64 *caller)

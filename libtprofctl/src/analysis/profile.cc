@@ -10,6 +10,7 @@
 
 #include "analysis/recent_samples.h"
 #include "tprof/analysis/elf_snapshot.h"
+#include "tprof/analysis/stack_unwinder.h"
 
 namespace tprof {
 
@@ -223,6 +224,7 @@ size_t ProfileBuilder::AddRecords(const void* data, size_t bytes) {
 }
 
 bool ProfileBuilder::AddSample(const unsigned char* rec, uint32_t size) {
+  if (DeferUntilMapped(rec, size)) return true;
   if (RecentSample* seen = recent_->Find(rec, size, profile_.stacks)) {
     uint64_t time_ns;
     std::memcpy(&time_ns, rec + offsetof(tprof_rec_sample, time_ns), sizeof(time_ns));
@@ -290,6 +292,23 @@ bool ProfileBuilder::AddStack(const tprof_rec_sample& s, const unsigned char* re
   // a RawStack (two vectors) only to find it again cost ~1,000
   // instructions a sample (bench/sampling_bench, section 4).
   const unsigned char* frames = rest + sizeof(st);
+  const unsigned char* user_frames = frames + size_t{st.nr_kernel} * sizeof(uint64_t);
+  // A user stack copy: its walk with the mapped files' tables replaces the
+  // kernel's frame-pointer walk, when the space's mappings are known.
+  std::vector<uint64_t> walked;
+  if (s.flags & TPROF_SAMPLE_USER_STACK) {
+    const size_t at = sizeof(st) + n * sizeof(uint64_t);
+    tprof_rec_user_stack us;
+    if (rest_bytes < at + sizeof(us)) return false;
+    std::memcpy(&us, rest + at, sizeof(us));
+    if (us.bytes > us.asked || rest_bytes - at - sizeof(us) < us.asked) return false;
+    WalkUserStack(s, st, us, rest + at + sizeof(us), &walked);
+    if (!walked.empty()) {
+      st.flags &= ~TPROF_STACK_LEAF_RA;
+      st.nr_user = static_cast<uint16_t>(walked.size());
+      user_frames = reinterpret_cast<const unsigned char*>(walked.data());
+    }
+  }
   const uint64_t space_id = st.nr_user ? s.space_id : 0;
   const size_t kernel_bytes = size_t{st.nr_kernel} * sizeof(uint64_t);
   const size_t user_bytes = size_t{st.nr_user} * sizeof(uint64_t);
@@ -298,16 +317,21 @@ bool ProfileBuilder::AddStack(const tprof_rec_sample& s, const unsigned char* re
   mix(st.flags);
   mix(space_id);
   mix(uint64_t{st.nr_kernel} << 32 | st.nr_user);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < st.nr_kernel; i++) {
     uint64_t v;
     std::memcpy(&v, frames + i * sizeof(v), sizeof(v));
+    mix(v);
+  }
+  for (size_t i = 0; i < st.nr_user; i++) {
+    uint64_t v;
+    std::memcpy(&v, user_frames + i * sizeof(v), sizeof(v));
     mix(v);
   }
   auto same = [&](const RawStack& r) {
     return r.flags == st.flags && r.space_id == space_id && r.kernel.size() == st.nr_kernel &&
            r.user.size() == st.nr_user &&
            (!kernel_bytes || std::memcmp(r.kernel.data(), frames, kernel_bytes) == 0) &&
-           (!user_bytes || std::memcmp(r.user.data(), frames + kernel_bytes, user_bytes) == 0);
+           (!user_bytes || std::memcmp(r.user.data(), user_frames, user_bytes) == 0);
   };
   uint32_t id = 0;
   for (auto [it, end] = stack_ids_.equal_range(hash); it != end; ++it) {
@@ -323,12 +347,59 @@ bool ProfileBuilder::AddStack(const tprof_rec_sample& s, const unsigned char* re
     raw.kernel.resize(st.nr_kernel);
     raw.user.resize(st.nr_user);
     if (kernel_bytes) std::memcpy(raw.kernel.data(), frames, kernel_bytes);
-    if (user_bytes) std::memcpy(raw.user.data(), frames + kernel_bytes, user_bytes);
+    if (user_bytes) std::memcpy(raw.user.data(), user_frames, user_bytes);
     id = static_cast<uint32_t>(profile_.stacks.size());
     stack_ids_.emplace(hash, id);
   }
   *id_out = id;
   return true;
+}
+
+bool ProfileBuilder::DeferUntilMapped(const unsigned char* rec, uint32_t size) {
+  uint32_t flags;
+  std::memcpy(&flags, rec + offsetof(tprof_rec_sample, flags), sizeof(flags));
+  if (!(flags & TPROF_SAMPLE_USER_STACK) || replaying_) return false;
+  SpaceKey key;
+  std::memcpy(&key.pid, rec + offsetof(tprof_rec_sample, pid), sizeof(key.pid));
+  std::memcpy(&key.space_id, rec + offsetof(tprof_rec_sample, space_id), sizeof(key.space_id));
+  if (profile_.mappings.count(key)) {
+    ReplayDeferred(key);
+    return false;
+  }
+  // Beyond the bound, walked now: the kernel's frame-pointer frames.
+  if (deferred_bytes_ + size > kMaxDeferredBytes) return false;
+  deferred_[key].emplace_back(rec, rec + size);
+  deferred_bytes_ += size;
+  return true;
+}
+
+void ProfileBuilder::ReplayDeferred(const SpaceKey& key) {
+  auto it = deferred_.find(key);
+  if (it == deferred_.end()) return;
+  std::vector<std::vector<unsigned char>> recs = std::move(it->second);
+  deferred_.erase(it);
+  replaying_ = true;
+  for (const auto& r : recs) {
+    deferred_bytes_ -= r.size();
+    (void)AddSample(r.data(), static_cast<uint32_t>(r.size()));
+  }
+  replaying_ = false;
+}
+
+void ProfileBuilder::WalkUserStack(const tprof_rec_sample& s, const tprof_rec_stack& st,
+                                   const tprof_rec_user_stack& us, const unsigned char* stack,
+                                   std::vector<uint64_t>* out) {
+  auto maps = profile_.mappings.find({s.pid, s.space_id});
+  if (maps == profile_.mappings.end()) return;  // not yet known: the kernel's walk stays
+  if (!unwinder_) unwinder_ = std::make_unique<StackUnwinder>();
+  // As the kernel's user part: [the user ip, for a sample in the kernel]
+  // then the callers, at most the deepest stack the kernel records.
+  const bool user_ip = st.flags & TPROF_STACK_USER_IP;
+  const unsigned room = TPROF_MAX_STACK_DEPTH - (user_ip ? 1 : 0);
+  StackUnwinder::Walk w = unwinder_->Unwind(maps->second, us, stack, room);
+  if (w.callers.empty()) return;
+  if (user_ip) out->push_back(us.pc);
+  out->insert(out->end(), w.callers.begin(), w.callers.end());
 }
 
 uint64_t ProfileBuilder::CurrentGranularity() {
@@ -417,6 +488,9 @@ void ProfileBuilder::SetAttribute(const std::string& key, const std::string& val
 }
 
 Profile ProfileBuilder::Finish() {
+  // Samples still waiting for their space's mappings: walked with what is
+  // known now (none: the kernel's frames).
+  while (!deferred_.empty()) ReplayDeferred(deferred_.begin()->first);
   // A fork with an empty comm inherits the parent's name at fork time. A
   // parent may itself be such a fork, hence a few passes.
   for (int pass = 0; pass < 8; ++pass) {

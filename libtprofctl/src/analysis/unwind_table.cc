@@ -195,6 +195,13 @@ Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
   if (!cfi) return Error::FromErrno(ENOENT, "no .eh_frame");
 
   UnwindTable t;
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) == 0)
+    for (size_t i = 0; i < phnum; i++) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, int(i), &ph) && ph.p_type == PT_LOAD)
+        t.segments.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
+    }
   constexpr uint64_t kMaxAddress = std::numeric_limits<uint32_t>::max();
   for (size_t i = 0; i < starts->size(); i++) {
     const uint64_t next = i + 1 < starts->size() ? (*starts)[i + 1] : kMaxAddress;

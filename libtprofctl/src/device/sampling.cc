@@ -83,6 +83,17 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
     c.flags |= TPROF_SAMPLING_STACKS;
     c.stack_depth = o.stack_depth;
   }
+  if (o.user_stack_bytes) {
+    tprof_info info{};
+    if (::ioctl(fd.get(), TPROF_IOC_GET_INFO, &info) != 0)
+      return SamplingError("starting sampling", TPROF_IOC_GET_INFO, errno);
+    if (!(FeaturesOf(info) & TPROF_FEAT_SAMPLING_USER_STACK))
+      return Error::FromErrno(ENOTSUP, "user stack copies need a module of ABI 1.18 or later "
+                                       "(this one is 1." +
+                                           std::to_string(info.abi_minor) + ")");
+    c.flags |= TPROF_SAMPLING_USER_STACK;
+    c.user_stack_bytes = o.user_stack_bytes;
+  }
   c.pid = o.pid;
   c.frequency_hz = o.event_type == TPROF_SAMPLE_ON_CLOCK ? o.frequency_hz : 0;
   c.half_bytes = o.half_bytes;

@@ -243,6 +243,7 @@ struct ContextOptions {
 
 struct RecentSample;
 class RecentSamples;
+class StackUnwinder;
 
 class ProfileBuilder {
  public:
@@ -287,6 +288,17 @@ class ProfileBuilder {
   // Interns the stack after a sample; false if it does not fit the record.
   bool AddStack(const tprof_rec_sample& s, const unsigned char* rest, size_t rest_bytes,
                 uint32_t* id_out);
+  // A sample with a user stack copy waits, a copy of its record, until its
+  // space's mappings have come (the kernel reports them a moment after the
+  // space's first sample, often in another CPU's buffer); true if it waits.
+  bool DeferUntilMapped(const unsigned char* rec, uint32_t size);
+  // Adds the samples of `key` that waited.
+  void ReplayDeferred(const SpaceKey& key);
+  // The callers a sample's user stack copy gives, walked with the tables of
+  // the files its space maps; none while its mappings are unknown.
+  void WalkUserStack(const tprof_rec_sample& s, const tprof_rec_stack& st,
+                     const tprof_rec_user_stack& us, const unsigned char* stack,
+                     std::vector<uint64_t>* out);
   // The profile's granularity, set from the options at the first use.
   uint64_t CurrentGranularity();
 
@@ -302,6 +314,12 @@ class ProfileBuilder {
   // Recent records and where their counts are; the epoch counts the
   // merges of the pending contexts, which empty the list slots point into.
   std::unique_ptr<RecentSamples> recent_;
+  // Walks the user stack copies (TPROF_SAMPLE_USER_STACK); made at the first.
+  std::unique_ptr<StackUnwinder> unwinder_;
+  std::map<SpaceKey, std::vector<std::vector<unsigned char>>> deferred_;
+  size_t deferred_bytes_ = 0;
+  bool replaying_ = false;
+  static constexpr size_t kMaxDeferredBytes = size_t{64} << 20;
   uint64_t context_epoch_ = 0;
   // Contexts counted since the last merge, in the order first seen (a key
   // may be here more than once): appending is what a sample costs while

@@ -18,6 +18,12 @@ namespace tprof {
 
 struct UnwindTable {
   std::vector<tprof_unwind_row> rows;  // sorted by start, ends with a NONE row
+  // The file's loadable segments, to turn a mapped address's file offset
+  // into the address the rows use.
+  struct Segment {
+    uint64_t offset = 0, vaddr = 0, filesz = 0;
+  };
+  std::vector<Segment> segments;
   uint64_t functions = 0;              // FDEs: functions with CFI
   // CFI rows the table cannot state (a CFA from another register or an
   // expression other than the PLT's, a signal frame, offsets out of range):

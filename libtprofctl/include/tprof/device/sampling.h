@@ -28,6 +28,10 @@ struct SamplingOptions {
   // Whole stacks (ABI 1.8): each sample's kernel and user frames, at most
   // stack_depth (1..TPROF_MAX_STACK_DEPTH); 0 = none.
   uint32_t stack_depth = 0;
+  // With stacks, also a copy of each user-task sample's user stack, this
+  // many bytes from sp, for a walk with the binaries' CFI (ABI 1.18; a
+  // module before it: ENOTSUP); 0 = none.
+  uint32_t user_stack_bytes = 0;
   uint32_t event_type = TPROF_SAMPLE_ON_CLOCK;  // or TPROF_METRIC_SOFTWARE/HARDWARE/RAW
   uint64_t event_config = 0;
   uint64_t event_period = 0;   // events per sample (counter sampling)

@@ -1,0 +1,102 @@
+#include "tprof/analysis/stack_unwinder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "core/unwind_walk.h"
+
+namespace tprof {
+
+struct StackUnwinder::FileTable {
+  UnwindTable table;
+};
+
+StackUnwinder::StackUnwinder() = default;
+StackUnwinder::~StackUnwinder() = default;
+StackUnwinder::StackUnwinder(StackUnwinder&&) noexcept = default;
+StackUnwinder& StackUnwinder::operator=(StackUnwinder&&) noexcept = default;
+
+const StackUnwinder::FileTable* StackUnwinder::TableOf(const std::string& path) {
+  auto it = tables_.find(path);
+  if (it == tables_.end()) {
+    std::unique_ptr<FileTable> t;
+    // Pseudo files ("[vdso]", "[anon:...]") and unreadable ones: none.
+    if (!path.empty() && path[0] == '/')
+      if (auto built = BuildUnwindTable(path))
+        t = std::make_unique<FileTable>(FileTable{std::move(*built)});
+    it = tables_.emplace(path, std::move(t)).first;
+  }
+  return it->second.get();
+}
+
+namespace {
+
+struct WalkContext {
+  const std::vector<Mapping>* maps;
+  const tprof_rec_user_stack* regs;
+  const uint8_t* stack;
+  // The table of a mapped file (StackUnwinder::TableOf).
+  std::function<const UnwindTable*(const std::string&)> table_of;
+};
+
+int ReadCopy(void* ctx, u64 addr, u64* val) {
+  const auto* w = static_cast<WalkContext*>(ctx);
+  const uint64_t sp = w->regs->sp;
+  if (addr < sp || addr - sp > w->regs->bytes || w->regs->bytes - (addr - sp) < 8) return -EFAULT;
+  std::memcpy(val, w->stack + (addr - sp), 8);
+  return 0;
+}
+
+const tprof_unwind_row* FindRow(void* ctx, u64 pc) {
+  auto* w = static_cast<WalkContext*>(ctx);
+  const auto& maps = *w->maps;
+  auto it = std::upper_bound(maps.begin(), maps.end(), pc,
+                             [](uint64_t a, const Mapping& m) { return a < m.start; });
+  if (it == maps.begin()) return nullptr;
+  const Mapping& m = *--it;
+  if (pc >= m.end) return nullptr;
+  const UnwindTable* t = w->table_of(m.path);
+  if (!t) return nullptr;
+  const uint64_t offset = pc - m.start + m.pgoff;
+  for (const UnwindTable::Segment& s : t->segments)
+    if (offset >= s.offset && offset - s.offset < s.filesz)
+      return tprof_unwind_table_find(t->rows.data(), static_cast<u32>(t->rows.size()),
+                                     offset - s.offset + s.vaddr);
+  return nullptr;
+}
+
+}  // namespace
+
+StackUnwinder::Walk StackUnwinder::Unwind(const std::vector<Mapping>& maps,
+                                          const tprof_rec_user_stack& regs, const uint8_t* stack,
+                                          unsigned max) {
+  Walk out;
+  if (!max) return out;
+  WalkContext ctx{&maps, &regs, stack, [this](const std::string& path) {
+                    const FileTable* f = TableOf(path);
+                    return f ? &f->table : nullptr;
+                  }};
+  std::vector<u64> callers(max);
+  std::vector<u8> how(max);
+  tprof_unwind_walker w{};
+  w.regs = {regs.pc, regs.sp, regs.fp, regs.lr};
+  w.find = FindRow;
+  w.read = ReadCopy;
+  w.ctx = &ctx;
+  w.ra_strip = regs.pac_mask;
+  w.out = callers.data();
+  w.how = how.data();
+  w.max = max;
+  // Each frame reads at most two words.
+  w.max_reads = 2 * max + 2;
+  tprof_unwind_stop stop{};
+  const unsigned n = tprof_unwind_walk(&w, &stop);
+  out.callers.assign(callers.begin(), callers.begin() + n);
+  for (unsigned i = 0; i < n; i++)
+    (how[i] == TPROF_UNWOUND_CFI ? out.by_table : out.by_frame_pointer)++;
+  out.whole = stop == TPROF_UNWIND_STOP_END;
+  return out;
+}
+
+}  // namespace tprof

@@ -1,0 +1,72 @@
+/*
+ * tprof-wl-frameless: a call chain built entirely without frame pointers
+ * (-O2 -fomit-frame-pointer), as Debian builds its programs and libraries,
+ * for the stack tests of `record --call-graph dwarf`.
+ *
+ *   tprof-wl-frameless [--ms TOTAL_MS]   (default 2000 ms of CPU)
+ *
+ * Each round: main -> fl_a -> fl_b -> fl_c -> fl_d. fl_b keeps a stack
+ * frame of its own and works after its call: a frameless non-leaf, whose
+ * caller a frame-pointer walk cannot find. fl_d burns nearly all of the
+ * time, so nearly every sample's whole stack is main;fl_a;fl_b;fl_c;fl_d.
+ */
+#include "wl.h"
+
+#define ROUND_ITERS 200000ul
+
+volatile uint64_t fl_sink;
+
+__attribute__((noinline)) uint64_t fl_d(unsigned long iters)
+{
+	volatile uint64_t x = 1;
+
+	for (unsigned long i = 0; i < iters; i++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	return x;
+}
+
+__attribute__((noinline)) uint64_t fl_c(unsigned long iters)
+{
+	uint64_t r = fl_d(iters);
+
+	fl_sink += r;
+	return r + 1;
+}
+
+__attribute__((noinline)) uint64_t fl_b(unsigned long iters)
+{
+	volatile uint64_t local[8];
+	uint64_t sum = 0;
+
+	for (int i = 0; i < 8; i++)
+		local[i] = iters + (uint64_t)i;
+	sum = fl_c(iters);
+	for (int i = 0; i < 8; i++)
+		sum += local[i];
+	return sum;
+}
+
+__attribute__((noinline)) uint64_t fl_a(unsigned long iters)
+{
+	uint64_t r = fl_b(iters);
+
+	fl_sink += r;
+	return r + 2;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t ms = 2000, start;
+
+	if (argc == 3 && strcmp(argv[1], "--ms") == 0)
+		ms = strtoull(argv[2], NULL, 10);
+	else if (argc != 1) {
+		fprintf(stderr, "usage: tprof-wl-frameless [--ms TOTAL_MS]\n");
+		return 2;
+	}
+	start = wl_thread_ns();
+	while (wl_thread_ns() - start < ms * 1000000u)
+		fl_sink += fl_a(ROUND_ITERS);
+	printf("frameless: %llu ms\n", (unsigned long long)ms);
+	return 0;
+}

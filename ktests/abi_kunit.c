@@ -7,6 +7,7 @@
 #include <linux/module.h>
 #include <linux/stddef.h>
 #include <linux/tprof.h>
+#include <linux/tprof_unwind.h>
 
 static void tprof_abi_struct_sizes_are_pinned(struct kunit *test)
 {
@@ -28,6 +29,8 @@ static void tprof_abi_struct_sizes_are_pinned(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_sample), (size_t)56);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_stack), (size_t)8);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_map), (size_t)56);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_user_stack), (size_t)48);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_unwind_row), (size_t)16);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_program), (size_t)1592);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_values), (size_t)256);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_event), (size_t)136);

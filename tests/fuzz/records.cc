@@ -21,6 +21,34 @@ constexpr u64 kUserEnd = 1ULL << 52;
 constexpr u64 kUserEnd = 0x0000800000000000ULL;
 #endif
 
+// A user stack copy (ABI 1.18) after a sample's frames, at `at` of a record
+// of `size` bytes: the registers of a user task, a copy within the room it
+// was given, nothing past the copy but zeros (no kernel bytes).
+void CheckUserStackCopy(const char* rec, uint32_t at, uint32_t size) {
+  tprof_rec_user_stack us;
+  if (size < at + sizeof(us)) {
+    VIOLATION("a user stack copy in a record of %u bytes, frames to %u", size, at);
+    return;
+  }
+  std::memcpy(&us, rec + at, sizeof(us));
+  if (size != at + sizeof(us) + us.asked || us.bytes > us.asked || us.bytes % 8 ||
+      us.asked > TPROF_MAX_USER_STACK_BYTES) {
+    VIOLATION("user stack copy of %u of %u bytes in a record of %u bytes, frames to %u", us.bytes,
+              us.asked, size, at);
+    return;
+  }
+  Count(us.bytes ? "sampling user stack copies" : "sampling user stack copies (empty)");
+  if (us.pc >= kUserEnd || us.sp >= kUserEnd)
+    VIOLATION("user stack copy from pc 0x%llx sp 0x%llx", us.pc, us.sp);
+  const char* tail = rec + at + sizeof(us) + us.bytes;
+  for (uint32_t i = 0; i < us.asked - us.bytes; i++)
+    if (tail[i]) {
+      VIOLATION("byte %u past a user stack copy of %u bytes is 0x%x", us.bytes + i, us.bytes,
+                unsigned(uint8_t(tail[i])));
+      return;
+    }
+}
+
 // Checks and counts the records of CPU cpu's half (used bytes).
 void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cpu, Books* books,
                uint32_t session_pid) {
@@ -55,7 +83,9 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
         tprof_rec_sample s;
         std::memcpy(&s, p, sizeof(s));
         if (s.cpu != cpu) VIOLATION("a sample of cpu %u in cpu %u's buffer", s.cpu, cpu);
-        if (s.flags & ~0x1fu) VIOLATION("sample flags 0x%x", s.flags);
+        if (s.flags & ~0x3fu) VIOLATION("sample flags 0x%x", s.flags);
+        if ((s.flags & TPROF_SAMPLE_USER_STACK) && !(s.flags & TPROF_SAMPLE_STACK))
+          VIOLATION("a user stack copy without a stack: flags 0x%x", s.flags);
         if (s.flags & TPROF_SAMPLE_STACK) {
           // ABI 1.8: the stack fills the record; no kernel frames for a
           // reader without kernel addresses (its user part is the
@@ -65,7 +95,10 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
             VIOLATION("stack sample of size %u", h.size);
           } else {
             std::memcpy(&st, p + sizeof(s), sizeof(st));
-            if (h.size != sizeof(s) + sizeof(st) + 8u * (st.nr_kernel + st.nr_user))
+            const uint32_t framed = uint32_t(sizeof(s) + sizeof(st) + 8u * (st.nr_kernel + st.nr_user));
+            if (s.flags & TPROF_SAMPLE_USER_STACK)
+              CheckUserStackCopy(p, framed, h.size);
+            else if (h.size != framed)
               VIOLATION("stack of %u+%u frames in a record of %u bytes", st.nr_kernel, st.nr_user, h.size);
             if (st.nr_kernel + st.nr_user > TPROF_MAX_STACK_DEPTH + 2 || (st.flags & ~7u))
               VIOLATION("stack of %u+%u frames, flags 0x%x", st.nr_kernel, st.nr_user, st.flags);

@@ -380,6 +380,14 @@ TEST_F(Stacks, DwarfCallGraphWalksCodeWithoutFramePointers) {
   ASSERT_GE(dwarf_n, 300u) << "1.5 s of CPU in fl_d at 1 kHz";
   ASSERT_GE(fp_n, 300u);
   EXPECT_LT(fp, 10) << "frame pointers alone found fl_b's callers: the workload proves nothing";
+  // Usage errors, before anything runs: perf's spellings only, a copy the
+  // module takes (8-aligned, at most a quarter of a half-buffer).
+  for (const char* bad : {"lbr", "dwarf,12", "dwarf,", "dwarf,x", "dwarf,65536", "dwarfs",
+                          "dwarf,16384 --buffer-kb 32"}) {
+    Result r = Sh(std::string("tprofctl record -q -o ") + dir_.File("bad.data") +
+                  " --call-graph " + bad + " -- true");
+    EXPECT_EQ(r.rc, 2) << bad << ": " << r.out;
+  }
   std::printf("  [frameless] whole stacks in fl_d: dwarf %.1f%% of %llu, fp %.1f%% of %llu\n", dwarf,
               static_cast<unsigned long long>(dwarf_n), fp, static_cast<unsigned long long>(fp_n));
 }

@@ -1,6 +1,7 @@
 // The ABI header's layout: a change here is an ABI change, so every offset
 // a 32- or 64-bit caller relies on is pinned.
 #include <linux/tprof.h>
+#include <linux/tprof_unwind.h>
 
 #include <cstddef>
 
@@ -44,6 +45,17 @@ TEST(Abi, SampleStacksKeepTheOldSampleLayout) {
   EXPECT_EQ(largest % 8, 0u);
   EXPECT_LT(largest, size_t(TPROF_SAMPLING_MIN_HALF_BYTES)) << "a stack record must fit in a half";
   EXPECT_EQ(TPROF_SAMPLING_STACKS & TPROF_SAMPLING_CALLERS, 0u);
+}
+
+TEST(Abi, UserStackCopiesFitAQuarterHalf) {
+  // ABI 1.18: user_stack_bytes is the old __pad2; the copy follows the frames.
+  EXPECT_EQ(offsetof(tprof_sampling_config, user_stack_bytes), 76u);
+  EXPECT_EQ(sizeof(tprof_rec_user_stack), 48u);
+  EXPECT_EQ(sizeof(tprof_rec_user_stack) % 8, 0u);
+  EXPECT_EQ(TPROF_MAX_USER_STACK_BYTES % 8, 0);
+  EXPECT_EQ(TPROF_SAMPLING_USER_STACK & (TPROF_SAMPLING_STACKS | TPROF_SAMPLING_CALLERS), 0u);
+  EXPECT_EQ(TPROF_SAMPLE_USER_STACK & TPROF_SAMPLE_STACK, 0u);
+  EXPECT_EQ(sizeof(tprof_unwind_row), 16u);
 }
 
 TEST(Abi, SelfPageOffsetsArePinned) {

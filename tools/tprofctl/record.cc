@@ -157,6 +157,15 @@ int SettleOptions(const char* name, RecordOptions* o, bool cmd) {
     return kExitUsage;
   }
   if (o->callers) o->sampling.stack_depth = o->stack_depth.value_or(kDefaultStackDepth);
+  // A record holds at most a quarter of a half (the module's rule).
+  if (o->sampling.user_stack_bytes && o->sampling.half_bytes &&
+      o->sampling.user_stack_bytes > o->sampling.half_bytes / 4) {
+    std::fprintf(stderr,
+                 "tprofctl %s: --call-graph dwarf,%u needs --buffer-kb %u or more (a sample's "
+                 "stack copy fits in a quarter of a half-buffer)\n",
+                 name, o->sampling.user_stack_bytes, o->sampling.user_stack_bytes * 4 / 1024);
+    return kExitUsage;
+  }
   if (o->all_cpus && o->pid) {
     std::fprintf(stderr, "tprofctl %s: -a (every process) and -p (one) exclude each other\n", name);
     return kExitUsage;

@@ -374,6 +374,13 @@ TEST_F(Stacks, DwarfCallGraphWalksCodeWithoutFramePointers) {
     *in_leaf = leaf;
     if (mode.rfind("dwarf", 0) == 0) {
       EXPECT_GE(whole * 100, leaf * 99) << whole << " of " << leaf << " whole; the others:\n" << misses;
+      // The report says how the stacks were found: fl_d's all whole (up
+      // to _start, whose CFI ends the stack).
+      Result report = Sh("tprofctl dump -i " + file + " --top 1");
+      std::smatch m;
+      EXPECT_TRUE(std::regex_search(report.out, m, std::regex("user stacks: ([0-9]+) whole")) &&
+                  std::stoull(m[1]) * 100 >= leaf * 99)
+          << report.out;
     }
     return leaf ? Percent(whole, leaf) : 0.0;
   };

@@ -237,7 +237,9 @@ TEST(UnwindTable, ProfileBuilderWalksSampleStackCopies) {
   ASSERT_GE(user.size(), 4u);
   EXPECT_EQ(std::vector<uint64_t>(user.begin(), user.begin() + 4),
             std::vector<uint64_t>(cap.ra, cap.ra + 4));
+  EXPECT_TRUE(p.stacks[0].flags & tprof::kStackUserByCfi);
   EXPECT_EQ(p.stacks[1].user, std::vector<uint64_t>{0xbeef}) << "never mapped: the kernel's";
+  EXPECT_FALSE(p.stacks[1].flags & tprof::kStackUserByCfi);
   uint64_t walked = 0;
   for (const auto& [key, n] : p.stack_samples)
     if (key.stack == 1) walked += n;

@@ -302,9 +302,11 @@ bool ProfileBuilder::AddStack(const tprof_rec_sample& s, const unsigned char* re
     if (rest_bytes < at + sizeof(us)) return false;
     std::memcpy(&us, rest + at, sizeof(us));
     if (us.bytes > us.asked || rest_bytes - at - sizeof(us) < us.asked) return false;
-    WalkUserStack(s, st, us, rest + at + sizeof(us), &walked);
+    bool whole = false;
+    WalkUserStack(s, st, us, rest + at + sizeof(us), &walked, &whole);
     if (!walked.empty()) {
       st.flags &= ~TPROF_STACK_LEAF_RA;
+      st.flags |= kStackUserByCfi | (whole ? kStackUserWhole : 0);
       st.nr_user = static_cast<uint16_t>(walked.size());
       user_frames = reinterpret_cast<const unsigned char*>(walked.data());
     }
@@ -388,7 +390,7 @@ void ProfileBuilder::ReplayDeferred(const SpaceKey& key) {
 
 void ProfileBuilder::WalkUserStack(const tprof_rec_sample& s, const tprof_rec_stack& st,
                                    const tprof_rec_user_stack& us, const unsigned char* stack,
-                                   std::vector<uint64_t>* out) {
+                                   std::vector<uint64_t>* out, bool* whole) {
   auto maps = profile_.mappings.find({s.pid, s.space_id});
   if (maps == profile_.mappings.end()) return;  // not yet known: the kernel's walk stays
   if (!unwinder_) unwinder_ = std::make_unique<StackUnwinder>();
@@ -398,6 +400,7 @@ void ProfileBuilder::WalkUserStack(const tprof_rec_sample& s, const tprof_rec_st
   const unsigned room = TPROF_MAX_STACK_DEPTH - (user_ip ? 1 : 0);
   StackUnwinder::Walk w = unwinder_->Unwind(maps->second, us, stack, room);
   if (w.callers.empty()) return;
+  *whole = w.whole;
   if (user_ip) out->push_back(us.pc);
   out->insert(out->end(), w.callers.begin(), w.callers.end());
 }

@@ -206,6 +206,8 @@ Expected<Profile> Recorder::Finish() {
   builder.SetAttribute("frequency_hz", std::to_string(c.frequency_out));
   builder.SetAttribute("half_bytes", std::to_string(c.half_bytes_out));
   builder.SetAttribute("pid", c.pid == TPROF_PID_ALL ? "all" : std::to_string(c.pid));
+  if (c.flags & TPROF_SAMPLING_USER_STACK)
+    builder.SetAttribute(kUserStackBytes, std::to_string(c.user_stack_bytes));
   if (c.pid == TPROF_PID_ALL) builder.SetAttribute(kRecorderPid, std::to_string(::getpid()));
   // Which kernel's symbols and debug files (tprofctl annotate) fit the samples.
   if (struct utsname u; ::uname(&u) == 0) builder.SetAttribute("kernel_release", u.release);

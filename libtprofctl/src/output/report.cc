@@ -233,6 +233,8 @@ void TextAttribute(const std::string& key, const std::string& value, std::string
   else if (key == kPerfMaxRateAtEnd)
     Appendf(out, "perf's sample limit: %llu Hz per counter (kernel.perf_event_max_sample_rate)\n",
             n);
+  else if (key == kUserStackBytes)
+    Appendf(out, "call graph: dwarf, %llu bytes of user stack copied per sample\n", n);
   else if (key == kRecorderPid)
     Appendf(out, "recorder: tprofctl, pid %s (its own samples are in the tables)\n", value.c_str());
   else
@@ -259,6 +261,23 @@ void TextHeader(const Profile& p, const ReportData& d, std::string* out) {
   if (d.lost_records)
     Appendf(out, "lost records: %" PRIu64 " (names, mappings or exits may be missing)\n",
             d.lost_records);
+  if (p.attributes.count(kUserStackBytes)) {
+    // Per sample: how its user stack was found.
+    uint64_t cfi = 0, whole = 0, other = 0;
+    for (const auto& [k, n] : p.stack_samples) {
+      if (k.stack == 0 || k.stack > p.stacks.size()) continue;
+      const RawStack& st = p.stacks[k.stack - 1];
+      const uint32_t f = st.flags;
+      if (st.user.empty() && !k.sample.user()) continue;  // no user part to find
+      if (f & kStackUserByCfi)
+        (f & kStackUserWhole ? whole : cfi) += n;
+      else
+        other += n;
+    }
+    Appendf(out, "user stacks: %" PRIu64 " whole, %" PRIu64 " cut (a fault, the copy's end, the "
+                 "depth) by CFI; %" PRIu64 " by frame pointers (no copy or mapping)\n",
+            whole, cfi, other);
+  }
   if (p.records.malformed || p.records.unknown)
     Appendf(out, "records skipped: %" PRIu64 " malformed, %" PRIu64 " of unknown type\n",
             p.records.malformed, p.records.unknown);

@@ -55,8 +55,19 @@ struct CallerKey {
 // distinct stack once. space_id is the space of the user entries (also
 // for a kernel-mode sample, whose SampleKey has space 0). Which entries
 // are frames is decided when reading (ExpandStack, stacks.h).
+// RawStack::flags beside the module's TPROF_STACK_* (bits 0-15): how the
+// recorder found the user part.
+// Walked from a user stack copy with the binaries' CFI (--call-graph dwarf).
+inline constexpr uint32_t kStackUserByCfi = 1u << 16;
+// ... up to the outermost frame: the whole stack.
+inline constexpr uint32_t kStackUserWhole = 1u << 17;
+
+// The attribute that says each sample copied this many bytes of its user
+// stack (record --call-graph dwarf).
+inline constexpr char kUserStackBytes[] = "user_stack_bytes";
+
 struct RawStack {
-  uint32_t flags = 0;  // TPROF_STACK_*
+  uint32_t flags = 0;  // TPROF_STACK_*, kStackUser*
   uint64_t space_id = 0;
   std::vector<uint64_t> kernel;  // return addresses, innermost first
   std::vector<uint64_t> user;    // [user ip] [leaf's return address] chain
@@ -298,7 +309,7 @@ class ProfileBuilder {
   // the files its space maps; none while its mappings are unknown.
   void WalkUserStack(const tprof_rec_sample& s, const tprof_rec_stack& st,
                      const tprof_rec_user_stack& us, const unsigned char* stack,
-                     std::vector<uint64_t>* out);
+                     std::vector<uint64_t>* out, bool* whole);
   // The profile's granularity, set from the options at the first use.
   uint64_t CurrentGranularity();
 

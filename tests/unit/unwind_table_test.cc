@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 
 #include "core/unwind_walk.h"
@@ -55,7 +57,8 @@ const tprof_unwind_row* FindInProgram(void* ctx, u64 pc) {
   return tprof_unwind_table_find(rows.data(), static_cast<u32>(rows.size()), pc - e->cap->bias);
 }
 
-bool RunChain(ChainCapture* cap) {
+// Runs the chain; *maps_text: its /proc/self/maps at the capture.
+bool RunChain(ChainCapture* cap, std::string* maps_text = nullptr) {
   char path[] = "/tmp/tprof-unwind-XXXXXX";
   const int fd = ::mkstemp(path);
   if (fd < 0) return false;
@@ -64,6 +67,7 @@ bool RunChain(ChainCapture* cap) {
   const int rc = std::system(cmd.c_str());
   std::ifstream in(path, std::ios::binary);
   const bool ok = rc == 0 && in.read(reinterpret_cast<char*>(cap), sizeof(*cap)).good();
+  if (ok && maps_text) maps_text->assign(std::istreambuf_iterator<char>(in), {});
   ::unlink(path);
   return ok;
 }
@@ -197,53 +201,77 @@ std::vector<uint8_t> ChainSample(const ChainCapture& cap, const std::vector<uint
   return rec;
 }
 
-// The profile builder walks a sample's stack copy with its space's
-// mappings, which the kernel reports after the space's first sample: a
-// sample waits for them, until the end at most, where a space whose
-// mappings never came keeps the kernel's frame-pointer frames.
-TEST(UnwindTable, ProfileBuilderWalksSampleStackCopies) {
-  static ChainCapture cap;
-  ASSERT_TRUE(RunChain(&cap));
-  const std::string path = std::filesystem::absolute(kChain).string();
-  tprof::ProfileBuilder b;
-  const std::vector<uint8_t> early = ChainSample(cap, {0xdead});
-  ASSERT_EQ(b.AddRecords(early.data(), early.size()), early.size());
-  const std::vector<uint8_t> unmapped = ChainSample(cap, {0xbeef}, tprof::test::kSymSpace + 1);
-  ASSERT_EQ(b.AddRecords(unmapped.data(), unmapped.size()), unmapped.size());
-  EXPECT_EQ(b.profile().records.samples, 0u) << "both wait for their mappings";
-  std::vector<uint8_t> maps;
-  tprof::Profile mapped = tprof::test::LibraryProfile(path, cap.bias);
-  for (const tprof::Mapping& m : mapped.mappings[{tprof::test::kSymPid, tprof::test::kSymSpace}]) {
-    std::vector<uint8_t> body(sizeof(tprof_rec_map) + m.path.size() + 1);
+// The MAP records of the chain's executable file mappings (from its
+// /proc/self/maps) whose path does (`program`) or does not contain the
+// chain's own.
+std::vector<uint8_t> ChainMaps(const std::string& maps_text, bool program) {
+  std::vector<uint8_t> out;
+  std::istringstream in(maps_text);
+  std::string line;
+  while (std::getline(in, line)) {
+    unsigned long long start, end, pgoff;
+    char perms[8] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &pgoff,
+                    &path_at) < 4 || perms[2] != 'x' || !path_at)
+      continue;
+    const std::string path = line.substr(size_t(path_at));
+    if (path.empty() || path[0] != '/' ||
+        (path.find("unwind/chain") != std::string::npos) != program)
+      continue;
+    std::vector<uint8_t> body(sizeof(tprof_rec_map) + path.size() + 1);
     tprof_rec_map r{};
     r.pid = tprof::test::kSymPid;
     r.space_id = tprof::test::kSymSpace;
-    r.start = m.start;
-    r.end = m.end;
-    r.pgoff = m.pgoff;
+    r.start = start;
+    r.end = end;
+    r.pgoff = pgoff;
     std::memcpy(body.data(), &r, sizeof(r));
-    std::memcpy(body.data() + sizeof(r), m.path.c_str(), m.path.size() + 1);
-    AppendRecord(&maps, TPROF_REC_MAP, body.data(), body.size());
+    std::memcpy(body.data() + sizeof(r), path.c_str(), path.size() + 1);
+    AppendRecord(&out, TPROF_REC_MAP, body.data(), body.size());
   }
-  ASSERT_FALSE(maps.empty());
-  ASSERT_EQ(b.AddRecords(maps.data(), maps.size()), maps.size());
-  const std::vector<uint8_t> late = ChainSample(cap, {0xdead});
-  ASSERT_EQ(b.AddRecords(late.data(), late.size()), late.size());
-  EXPECT_EQ(b.profile().records.samples, 2u) << "the mapped space's two";
+  return out;
+}
+
+// The profile builder walks a sample's stack copy with its space's
+// mappings, which the kernel reports after the space's first sample and
+// after each change, often in a buffer read later: a sample waits while
+// none are known, or while its walk reaches code no mapping covers yet
+// (libc, before its MAP records), until newer ones come; at the end, a
+// space whose mappings never came keeps the kernel's frame-pointer frames.
+TEST(UnwindTable, ProfileBuilderWalksSampleStackCopies) {
+  static ChainCapture cap;
+  std::string maps_text;
+  ASSERT_TRUE(RunChain(&cap, &maps_text));
+  tprof::ProfileBuilder b;
+  auto add = [&b](const std::vector<uint8_t>& recs) {
+    ASSERT_FALSE(recs.empty());
+    ASSERT_EQ(b.AddRecords(recs.data(), recs.size()), recs.size());
+  };
+  add(ChainSample(cap, {0xdead}));
+  add(ChainSample(cap, {0xbeef}, tprof::test::kSymSpace + 1));
+  EXPECT_EQ(b.profile().records.samples, 0u) << "both wait for their mappings";
+  add(ChainMaps(maps_text, true));
+  add(ChainSample(cap, {0xdead}));
+  EXPECT_EQ(b.profile().records.samples, 0u) << "main's caller is in libc, not mapped yet";
+  add(ChainMaps(maps_text, false));
+  add(ChainSample(cap, {0xdead}));
+  EXPECT_EQ(b.profile().records.samples, 3u) << "with libc, the three walked whole";
   tprof::Profile p = b.Finish();
-  EXPECT_EQ(p.records.samples, 3u);
+  EXPECT_EQ(p.records.samples, 4u);
   ASSERT_EQ(p.stacks.size(), 2u);
   const std::vector<uint64_t>& user = p.stacks[0].user;
   ASSERT_GE(user.size(), 4u);
   EXPECT_EQ(std::vector<uint64_t>(user.begin(), user.begin() + 4),
             std::vector<uint64_t>(cap.ra, cap.ra + 4));
   EXPECT_TRUE(p.stacks[0].flags & tprof::kStackUserByCfi);
+  EXPECT_TRUE(p.stacks[0].flags & tprof::kStackUserWhole) << "up to _start";
   EXPECT_EQ(p.stacks[1].user, std::vector<uint64_t>{0xbeef}) << "never mapped: the kernel's";
   EXPECT_FALSE(p.stacks[1].flags & tprof::kStackUserByCfi);
   uint64_t walked = 0;
   for (const auto& [key, n] : p.stack_samples)
     if (key.stack == 1) walked += n;
-  EXPECT_EQ(walked, 2u);
+  EXPECT_EQ(walked, 3u);
 }
 
 }  // namespace

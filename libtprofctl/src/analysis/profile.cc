@@ -295,20 +295,18 @@ bool ProfileBuilder::AddStack(const tprof_rec_sample& s, const unsigned char* re
   const unsigned char* user_frames = frames + size_t{st.nr_kernel} * sizeof(uint64_t);
   // A user stack copy: its walk with the mapped files' tables replaces the
   // kernel's frame-pointer walk, when the space's mappings are known.
-  std::vector<uint64_t> walked;
+  UserWalk fresh;
   if (s.flags & TPROF_SAMPLE_USER_STACK) {
-    const size_t at = sizeof(st) + n * sizeof(uint64_t);
-    tprof_rec_user_stack us;
-    if (rest_bytes < at + sizeof(us)) return false;
-    std::memcpy(&us, rest + at, sizeof(us));
-    if (us.bytes > us.asked || rest_bytes - at - sizeof(us) < us.asked) return false;
-    bool whole = false;
-    WalkUserStack(s, st, us, rest + at + sizeof(us), &walked, &whole);
-    if (!walked.empty()) {
+    const UserWalk* w = &walk_;
+    if (walk_.rest != rest) {  // not walked by DeferUntilMapped
+      if (!WalkUserStack(s, rest, rest_bytes, &fresh)) return false;
+      w = &fresh;
+    }
+    if (!w->frames.empty()) {
       st.flags &= ~TPROF_STACK_LEAF_RA;
-      st.flags |= kStackUserByCfi | (whole ? kStackUserWhole : 0);
-      st.nr_user = static_cast<uint16_t>(walked.size());
-      user_frames = reinterpret_cast<const unsigned char*>(walked.data());
+      st.flags |= kStackUserByCfi | (w->whole ? kStackUserWhole : 0);
+      st.nr_user = static_cast<uint16_t>(w->frames.size());
+      user_frames = reinterpret_cast<const unsigned char*>(w->frames.data());
     }
   }
   const uint64_t space_id = st.nr_user ? s.space_id : 0;
@@ -358,19 +356,30 @@ bool ProfileBuilder::AddStack(const tprof_rec_sample& s, const unsigned char* re
 }
 
 bool ProfileBuilder::DeferUntilMapped(const unsigned char* rec, uint32_t size) {
-  uint32_t flags;
-  std::memcpy(&flags, rec + offsetof(tprof_rec_sample, flags), sizeof(flags));
-  if (!(flags & TPROF_SAMPLE_USER_STACK) || replaying_) return false;
-  SpaceKey key;
-  std::memcpy(&key.pid, rec + offsetof(tprof_rec_sample, pid), sizeof(key.pid));
-  std::memcpy(&key.space_id, rec + offsetof(tprof_rec_sample, space_id), sizeof(key.space_id));
-  if (profile_.mappings.count(key)) {
-    ReplayDeferred(key);
+  walk_ = UserWalk{};
+  tprof_rec_sample s;
+  std::memcpy(&s, rec, sizeof(s));
+  if (!(s.flags & TPROF_SAMPLE_USER_STACK) || !(s.flags & TPROF_SAMPLE_STACK) || finishing_)
     return false;
+  const SpaceKey key{s.pid, s.space_id};
+  auto maps = profile_.mappings.find(key);
+  const size_t known = maps == profile_.mappings.end() ? 0 : maps->second.size();
+  if (known) {
+    // Newer mappings than those the waiting samples had: they try again.
+    if (auto d = deferred_.find(key); d != deferred_.end() && d->second.maps_seen != known)
+      ReplayDeferred(key);
+    UserWalk w;
+    if (!WalkUserStack(s, rec + sizeof(s), size - sizeof(s), &w)) return false;  // malformed
+    if (w.whole || !w.unmapped) {
+      walk_ = std::move(w);
+      return false;
+    }
   }
-  // Beyond the bound, walked now: the kernel's frame-pointer frames.
+  // Beyond the bound, counted now with what is known.
   if (deferred_bytes_ + size > kMaxDeferredBytes) return false;
-  deferred_[key].emplace_back(rec, rec + size);
+  Deferred& d = deferred_[key];
+  d.maps_seen = known;
+  d.records.emplace_back(rec, rec + size);
   deferred_bytes_ += size;
   return true;
 }
@@ -378,31 +387,39 @@ bool ProfileBuilder::DeferUntilMapped(const unsigned char* rec, uint32_t size) {
 void ProfileBuilder::ReplayDeferred(const SpaceKey& key) {
   auto it = deferred_.find(key);
   if (it == deferred_.end()) return;
-  std::vector<std::vector<unsigned char>> recs = std::move(it->second);
+  std::vector<std::vector<unsigned char>> recs = std::move(it->second.records);
   deferred_.erase(it);
-  replaying_ = true;
   for (const auto& r : recs) {
     deferred_bytes_ -= r.size();
     (void)AddSample(r.data(), static_cast<uint32_t>(r.size()));
   }
-  replaying_ = false;
 }
 
-void ProfileBuilder::WalkUserStack(const tprof_rec_sample& s, const tprof_rec_stack& st,
-                                   const tprof_rec_user_stack& us, const unsigned char* stack,
-                                   std::vector<uint64_t>* out, bool* whole) {
+bool ProfileBuilder::WalkUserStack(const tprof_rec_sample& s, const unsigned char* rest,
+                                   size_t rest_bytes, UserWalk* out) {
+  tprof_rec_stack st;
+  if (rest_bytes < sizeof(st)) return false;
+  std::memcpy(&st, rest, sizeof(st));
+  const size_t at = sizeof(st) + (size_t{st.nr_kernel} + st.nr_user) * sizeof(uint64_t);
+  tprof_rec_user_stack us;
+  if (rest_bytes < at + sizeof(us)) return false;
+  std::memcpy(&us, rest + at, sizeof(us));
+  if (us.bytes > us.asked || rest_bytes - at - sizeof(us) < us.asked) return false;
+  out->rest = rest;
   auto maps = profile_.mappings.find({s.pid, s.space_id});
-  if (maps == profile_.mappings.end()) return;  // not yet known: the kernel's walk stays
+  if (maps == profile_.mappings.end()) return true;  // not known: the kernel's walk stays
   if (!unwinder_) unwinder_ = std::make_unique<StackUnwinder>();
   // As the kernel's user part: [the user ip, for a sample in the kernel]
   // then the callers, at most the deepest stack the kernel records.
   const bool user_ip = st.flags & TPROF_STACK_USER_IP;
   const unsigned room = TPROF_MAX_STACK_DEPTH - (user_ip ? 1 : 0);
-  StackUnwinder::Walk w = unwinder_->Unwind(maps->second, us, stack, room);
-  if (w.callers.empty()) return;
-  *whole = w.whole;
-  if (user_ip) out->push_back(us.pc);
-  out->insert(out->end(), w.callers.begin(), w.callers.end());
+  StackUnwinder::Walk w = unwinder_->Unwind(maps->second, us, rest + at + sizeof(us), room);
+  out->whole = w.whole;
+  out->unmapped = w.unmapped;
+  if (w.callers.empty()) return true;
+  if (user_ip) out->frames.push_back(us.pc);
+  out->frames.insert(out->frames.end(), w.callers.begin(), w.callers.end());
+  return true;
 }
 
 uint64_t ProfileBuilder::CurrentGranularity() {
@@ -493,7 +510,9 @@ void ProfileBuilder::SetAttribute(const std::string& key, const std::string& val
 Profile ProfileBuilder::Finish() {
   // Samples still waiting for their space's mappings: walked with what is
   // known now (none: the kernel's frames).
+  finishing_ = true;
   while (!deferred_.empty()) ReplayDeferred(deferred_.begin()->first);
+  finishing_ = false;
   // A fork with an empty comm inherits the parent's name at fork time. A
   // parent may itself be such a fork, hence a few passes.
   for (int pass = 0; pass < 8; ++pass) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <iterator>
 
 #include "core/unwind_walk.h"
 
@@ -38,6 +39,7 @@ struct WalkContext {
   const uint8_t* stack;
   // The table of a mapped file (StackUnwinder::TableOf).
   std::function<const UnwindTable*(const std::string&)> table_of;
+  bool unmapped = false;  // a pc in no mapping was looked up
 };
 
 int ReadCopy(void* ctx, u64 addr, u64* val) {
@@ -53,9 +55,11 @@ const tprof_unwind_row* FindRow(void* ctx, u64 pc) {
   const auto& maps = *w->maps;
   auto it = std::upper_bound(maps.begin(), maps.end(), pc,
                              [](uint64_t a, const Mapping& m) { return a < m.start; });
-  if (it == maps.begin()) return nullptr;
+  if (it == maps.begin() || pc >= std::prev(it)->end) {
+    w->unmapped = true;
+    return nullptr;
+  }
   const Mapping& m = *--it;
-  if (pc >= m.end) return nullptr;
   const UnwindTable* t = w->table_of(m.path);
   if (!t) return nullptr;
   const uint64_t offset = pc - m.start + m.pgoff;
@@ -73,10 +77,12 @@ StackUnwinder::Walk StackUnwinder::Unwind(const std::vector<Mapping>& maps,
                                           unsigned max) {
   Walk out;
   if (!max) return out;
-  WalkContext ctx{&maps, &regs, stack, [this](const std::string& path) {
+  WalkContext ctx{&maps, &regs, stack,
+                  [this](const std::string& path) {
                     const FileTable* f = TableOf(path);
                     return f ? &f->table : nullptr;
-                  }};
+                  },
+                  false};
   std::vector<u64> callers(max);
   std::vector<u8> how(max);
   tprof_unwind_walker w{};
@@ -96,6 +102,7 @@ StackUnwinder::Walk StackUnwinder::Unwind(const std::vector<Mapping>& maps,
   for (unsigned i = 0; i < n; i++)
     (how[i] == TPROF_UNWOUND_CFI ? out.by_table : out.by_frame_pointer)++;
   out.whole = stop == TPROF_UNWIND_STOP_END;
+  out.unmapped = ctx.unmapped;
   return out;
 }
 

@@ -6,7 +6,8 @@
  * walks lose. uw_d captures its registers, the stack above them and each
  * level's return address (__builtin_return_address(0), always right), and
  * writes them to argv[1] as struct chain_capture (unwind_table_test.cc):
- * the known answer a table-driven walk must reproduce.
+ * the known answer a table-driven walk must reproduce. /proc/self/maps
+ * follows, for the mappings a recording would report.
  */
 #define _GNU_SOURCE
 #include <link.h>
@@ -110,7 +111,17 @@ int main(int argc, char **argv)
 	dl_iterate_phdr(first_object, &cap.bias);
 	uw_a(argc);
 	out = fopen(argv[1], "wb");
-	if (!out || fwrite(&cap, sizeof(cap), 1, out) != 1 || fclose(out))
+	if (!out || fwrite(&cap, sizeof(cap), 1, out) != 1)
 		return 1;
-	return 0;
+	{
+		FILE *maps = fopen("/proc/self/maps", "r");
+		char buf[4096];
+		size_t n;
+
+		while (maps && (n = fread(buf, 1, sizeof(buf), maps)) > 0)
+			fwrite(buf, 1, n, out);
+		if (maps)
+			fclose(maps);
+	}
+	return fclose(out) ? 1 : 0;
 }

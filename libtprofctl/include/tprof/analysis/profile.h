@@ -299,17 +299,26 @@ class ProfileBuilder {
   // Interns the stack after a sample; false if it does not fit the record.
   bool AddStack(const tprof_rec_sample& s, const unsigned char* rest, size_t rest_bytes,
                 uint32_t* id_out);
-  // A sample with a user stack copy waits, a copy of its record, until its
-  // space's mappings have come (the kernel reports them a moment after the
-  // space's first sample, often in another CPU's buffer); true if it waits.
+  // A sample with a user stack copy waits, a copy of its record, for its
+  // space's mappings: the kernel reports them a moment after the space's
+  // first sample and again after each change, often in another CPU's
+  // buffer, published later. It waits while none are known, or while its
+  // walk reaches an address none covers (a library not reported yet),
+  // until newer ones come or Finish(). True if it waits.
   bool DeferUntilMapped(const unsigned char* rec, uint32_t size);
-  // Adds the samples of `key` that waited.
+  // Adds the samples of `key` that waited (those still short wait again).
   void ReplayDeferred(const SpaceKey& key);
-  // The callers a sample's user stack copy gives, walked with the tables of
-  // the files its space maps; none while its mappings are unknown.
-  void WalkUserStack(const tprof_rec_sample& s, const tprof_rec_stack& st,
-                     const tprof_rec_user_stack& us, const unsigned char* stack,
-                     std::vector<uint64_t>* out, bool* whole);
+  // The user part a sample's stack copy gives (the record after the
+  // sample: `rest`), walked with the tables of the files its space maps.
+  struct UserWalk {
+    const unsigned char* rest = nullptr;  // the record it is of
+    std::vector<uint64_t> frames;         // empty: not walked
+    bool whole = false;
+    bool unmapped = false;
+  };
+  // False if the stack part is malformed.
+  bool WalkUserStack(const tprof_rec_sample& s, const unsigned char* rest, size_t rest_bytes,
+                     UserWalk* out);
   // The profile's granularity, set from the options at the first use.
   uint64_t CurrentGranularity();
 
@@ -327,9 +336,14 @@ class ProfileBuilder {
   std::unique_ptr<RecentSamples> recent_;
   // Walks the user stack copies (TPROF_SAMPLE_USER_STACK); made at the first.
   std::unique_ptr<StackUnwinder> unwinder_;
-  std::map<SpaceKey, std::vector<std::vector<unsigned char>>> deferred_;
+  struct Deferred {
+    size_t maps_seen = 0;  // the space's mappings when they began to wait
+    std::vector<std::vector<unsigned char>> records;
+  };
+  std::map<SpaceKey, Deferred> deferred_;
   size_t deferred_bytes_ = 0;
-  bool replaying_ = false;
+  bool finishing_ = false;  // Finish(): walk with what is known
+  UserWalk walk_;           // DeferUntilMapped's walk, for AddStack
   static constexpr size_t kMaxDeferredBytes = size_t{64} << 20;
   uint64_t context_epoch_ = 0;
   // Contexts counted since the last merge, in the order first seen (a key

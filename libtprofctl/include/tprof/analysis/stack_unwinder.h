@@ -30,6 +30,7 @@ class StackUnwinder {
     unsigned by_table = 0;          // callers found by a table row
     unsigned by_frame_pointer = 0;  // by a frame-pointer step
     bool whole = false;             // reached the outermost frame
+    bool unmapped = false;          // reached an address no mapping covers
   };
   // The callers of regs.pc over `stack` (regs.bytes of it from regs.sp),
   // through `maps` (the space's mappings, sorted by start), at most max.

@@ -37,6 +37,7 @@ struct file;
 struct pid;
 struct poll_table_struct;
 struct task_struct;
+struct tprof_unwind_store;
 struct vm_area_struct;
 
 /*
@@ -56,6 +57,8 @@ long tprof_ioctl_sampling_flush(struct file *file);
 long tprof_ioctl_sampling_release(struct file *file,
 				  struct tprof_buffer_release __user *uarg);
 long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg);
+long tprof_ioctl_unwind_load(struct file *file, struct tprof_unwind_load __user *uarg);
+long tprof_ioctl_unwind_space(struct file *file, const struct tprof_unwind_space __user *uarg);
 /* sampling_session.c */
 u32 tprof_sampling_state(void);
 int tprof_sampling_mmap(struct file *file, struct vm_area_struct *vma);
@@ -139,6 +142,8 @@ struct tprof_session {
 	struct tprof_buffer_ctl *ctl_area;	/* [nr_cpu_ids], in buffers */
 	size_t area_bytes;		/* of the mapping (uapi map_bytes) */
 	struct tprof_sampling_cpu __percpu *cpus;
+	/* TPROF_SAMPLING_USER_CFI: the owner's unwind tables, else NULL. */
+	struct tprof_unwind_store *unwind;
 	/* config.cpus (record -C): samples only on these; NULL: every CPU. */
 	struct cpumask *sample_cpus;
 	siphash_key_t space_key;	/* space ids never reveal mm pointers */
@@ -211,8 +216,8 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
  * count. *uregs: the user registers the user part started from, or NULL.
  */
 unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
-				bool user, struct tprof_rec_stack *st, u64 *frames,
-				struct pt_regs **uregs);
+				bool user, u64 space_id, struct tprof_rec_stack *st,
+				u64 *frames, struct pt_regs **uregs);
 /* Fills *us but asked, and copies up to us->asked bytes of stack to @dst. */
 void tprof_sample_user_stack(struct pt_regs *uregs, struct tprof_rec_user_stack *us, u8 *dst);
 

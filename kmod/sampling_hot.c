@@ -97,6 +97,7 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 	unsigned int nframes = 0;
 	bool user, idle, stack = false, ustack;
 	unsigned long flags;
+	u64 space_id;
 	u32 size;
 
 	if (!READ_ONCE(s->running) || !regs)
@@ -128,13 +129,16 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 	local_irq_save(flags);
 	user = user_mode(regs);
 	pc = this_cpu_ptr(s->cpus);
+	space_id = user || (s->config.flags & TPROF_SAMPLING_STACKS) ? tprof_space_id(s, task->mm) : 0;
 	if ((s->config.flags & TPROF_SAMPLING_STACKS) && !is_idle_task(task) &&
 	    !pc->stack_busy) {
 		pc->stack_busy = 1;
-		nframes = tprof_sample_stack(s, regs, user, &st, pc->stack, &uregs);
+		nframes = tprof_sample_stack(s, regs, user, space_id, &st, pc->stack, &uregs);
 		stack = true;
 	}
-	ustack = uregs && (s->config.flags & TPROF_SAMPLING_USER_STACK);
+	/* With unwind tables, a copy only where they did not cover the walk. */
+	ustack = uregs && (s->config.flags & TPROF_SAMPLING_USER_STACK) &&
+		 (!s->unwind || (st.flags & TPROF_STACK_USER_UNCOVERED));
 	size = sizeof(*rec) + (stack ? sizeof(st) + nframes * sizeof(u64) : 0) +
 	       (ustack ? sizeof(struct tprof_rec_user_stack) + s->config.user_stack_bytes : 0);
 	rec = tprof_record_begin(s, &pc, size, true);
@@ -172,7 +176,7 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 	}
 	/* A kernel-mode sample's stack reaches into its user space too. */
 	if (user || (st.flags & TPROF_STACK_USER_IP)) {
-		rec->space_id = tprof_space_id(s, task->mm);
+		rec->space_id = space_id;
 		tprof_request_maps(s, pc, rec->space_id);
 	}
 	tprof_record_end(pc);

@@ -19,6 +19,7 @@
 #include <linux/uaccess.h>
 #include "sampling.h"
 #include "admission.h"
+#include "unwind_store.h"
 
 static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 {
@@ -31,7 +32,10 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 	    c->cpus_bytes % sizeof(u64) ||
 	    c->cpus_bytes > TPROF_SAMPLING_MAX_CPUS_BYTES)
 		return -EINVAL;
-	if (c->flags & ~(TPROF_SAMPLING_CALLERS | TPROF_SAMPLING_STACKS | TPROF_SAMPLING_USER_STACK))
+	if (c->flags & ~(TPROF_SAMPLING_CALLERS | TPROF_SAMPLING_STACKS | TPROF_SAMPLING_USER_STACK |
+			 TPROF_SAMPLING_USER_CFI))
+		return -EINVAL;
+	if ((c->flags & TPROF_SAMPLING_USER_CFI) && !(c->flags & TPROF_SAMPLING_STACKS))
 		return -EINVAL;
 	if ((c->flags & TPROF_SAMPLING_STACKS) ?
 	    !c->stack_depth || c->stack_depth > TPROF_MAX_STACK_DEPTH :
@@ -275,6 +279,42 @@ long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg)
 	}
 	mutex_unlock(&tprof_sampling_mutex);
 	return copy_to_user(uarg, &st, sizeof(st)) ? -EFAULT : 0;
+}
+
+/*
+ * The owner's unwind tables: the store has its own mutex, so a copy from
+ * the owner that stalls (userfaultfd) holds up nobody else's session calls.
+ * The session lives until its owner's file is released, which cannot
+ * happen during this call.
+ */
+static struct tprof_unwind_store *tprof_owned_unwind(struct file *file, long *err)
+{
+	struct tprof_session *s;
+
+	mutex_lock(&tprof_sampling_mutex);
+	s = tprof_owned_session(file, err);
+	mutex_unlock(&tprof_sampling_mutex);
+	if (s && !s->unwind)
+		*err = -EINVAL;
+	return s ? s->unwind : NULL;
+}
+
+long tprof_ioctl_unwind_load(struct file *file, struct tprof_unwind_load __user *uarg)
+{
+	struct tprof_unwind_store *u;
+	long ret;
+
+	u = tprof_owned_unwind(file, &ret);
+	return u ? tprof_unwind_load(u, uarg) : ret;
+}
+
+long tprof_ioctl_unwind_space(struct file *file, const struct tprof_unwind_space __user *uarg)
+{
+	struct tprof_unwind_store *u;
+	long ret;
+
+	u = tprof_owned_unwind(file, &ret);
+	return u ? tprof_unwind_set_space(u, uarg) : ret;
 }
 
 /*

@@ -32,6 +32,7 @@
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include "sampling.h"
+#include "unwind_store.h"
 #include "compat.h"
 #include "windows.h"
 
@@ -252,7 +253,9 @@ int tprof_sampling_start_locked(struct file *owner,
 	ret = -ENOMEM;
 	s->cpus = alloc_percpu(struct tprof_sampling_cpu);
 	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL_ACCOUNT);
-	if (!s->cpus || !s->path_buf)
+	if (c->flags & TPROF_SAMPLING_USER_CFI)
+		s->unwind = tprof_unwind_store_create();
+	if (!s->cpus || !s->path_buf || (!s->unwind && (c->flags & TPROF_SAMPLING_USER_CFI)))
 		goto err_free;
 	/*
 	 * Halves for the CPUs online now (not published yet: any CPU may set
@@ -323,6 +326,7 @@ void tprof_session_free(struct tprof_session *s)
 	if (s->buf_file)
 		fput(s->buf_file);	/* the mappings keep the buffers */
 	kfree(s->path_buf);
+	tprof_unwind_store_free(s->unwind);
 	kfree(s);
 }
 

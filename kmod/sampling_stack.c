@@ -5,6 +5,8 @@
  * ORC, arm64's frame records), then the user part of a user task from its
  * user registers (the sample's, or those saved at kernel entry when the
  * sample hit the kernel) by walking frame pointers with fault-safe reads.
+ * With TPROF_SAMPLING_USER_CFI the user part is walked with the unwind
+ * tables the owner loaded for the space (unwind_store.h) instead.
  * With TPROF_SAMPLING_USER_STACK, the user registers and a copy of the user
  * stack follow, for a walk afterwards with the binaries' CFI.
  * Runs in the sample handler (hard IRQ or NMI): no sleeping, no locks.
@@ -15,6 +17,8 @@
 #include "sampling.h"
 #include "arch/stack.h"
 #include "core/stack_walk.h"
+#include "core/unwind_walk.h"
+#include "unwind_store.h"
 
 static int tprof_read_user_frame(void *ctx, u64 addr, u64 rec[2])
 {
@@ -41,9 +45,78 @@ static struct pt_regs *tprof_user_regs(struct pt_regs *regs, bool user)
 	return tprof_arch_user_regs_walkable(uregs) ? uregs : NULL;
 }
 
+struct tprof_cfi_walk {
+	const struct tprof_unwind_space_map *map;
+	bool uncovered;
+};
+
+static const struct tprof_unwind_row *tprof_cfi_find(void *ctx, u64 pc)
+{
+	struct tprof_cfi_walk *c = ctx;
+	const struct tprof_unwind_row *row = NULL;
+	bool covered = false;
+
+	if (c->map)
+		row = tprof_unwind_space_row(c->map, pc, &covered);
+	if (!covered)
+		c->uncovered = true;
+	return row;
+}
+
+static int tprof_read_user_word(void *ctx, u64 addr, u64 *val)
+{
+	return copy_from_user_nofault(val, (const void __user *)(unsigned long)addr,
+				      sizeof(*val)) ? -EFAULT : 0;
+}
+
+/*
+ * The callers of the user registers' pc by the space's unwind tables.
+ * Each frame reads at most two words: the budget bounds a hostile table's
+ * walk (a loop of rows is stopped by the rising CFA anyway).
+ */
+static unsigned int tprof_sample_user_cfi(struct tprof_session *s, struct pt_regs *uregs,
+					  u64 space_id, u64 *out, unsigned int max,
+					  u32 *flags, bool *truncated)
+{
+	struct tprof_cfi_walk c = {
+		.map = tprof_unwind_space_find(s->unwind, space_id),
+	};
+	struct tprof_rec_user_stack r = {};
+	struct tprof_unwind_walker w = {
+		.find = tprof_cfi_find,
+		.read = tprof_read_user_word,
+		.ctx = &c,
+		.out = out,
+		.max = max,
+		.max_reads = 2 * max + 2,
+	};
+	enum tprof_unwind_stop stop = TPROF_UNWIND_STOP_END;
+	u8 how[TPROF_MAX_STACK_DEPTH];
+	unsigned int n, i;
+
+	tprof_arch_user_unwind_regs(uregs, &r);
+	w.regs = (struct tprof_unwind_regs){ r.pc, r.sp, r.fp, r.lr };
+	w.ra_strip = r.pac_mask;
+	w.how = how;
+	if (w.max > ARRAY_SIZE(how))
+		w.max = ARRAY_SIZE(how);
+	n = tprof_unwind_walk(&w, &stop);
+	*flags |= TPROF_STACK_USER_CFI;
+	if (stop == TPROF_UNWIND_STOP_END)
+		*flags |= TPROF_STACK_USER_WHOLE;
+	if (stop == TPROF_UNWIND_STOP_DEPTH || stop == TPROF_UNWIND_STOP_BUDGET)
+		*truncated = true;
+	if (c.uncovered)
+		*flags |= TPROF_STACK_USER_UNCOVERED;
+	for (i = 0; i < n; i++)
+		if (how[i] == TPROF_UNWOUND_FP)
+			*flags |= TPROF_STACK_USER_BY_FP;
+	return n;
+}
+
 unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
-				bool user, struct tprof_rec_stack *st, u64 *frames,
-				struct pt_regs **uregs_out)
+				bool user, u64 space_id, struct tprof_rec_stack *st,
+				u64 *frames, struct pt_regs **uregs_out)
 {
 	unsigned int depth = s->config.stack_depth, nk = 0, nu = 0;
 	struct pt_regs *uregs;
@@ -63,6 +136,11 @@ unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
 		if (!user) {
 			u[nu++] = instruction_pointer(uregs);
 			st->flags |= TPROF_STACK_USER_IP;
+		}
+		if (s->unwind) {
+			nu += tprof_sample_user_cfi(s, uregs, space_id, u + nu, depth - nk,
+						    &st->flags, &truncated);
+			goto done;
 		}
 		sp = user_stack_pointer(uregs);
 		if (tprof_arch_user_leaf(uregs, &fp, &ra)) {
@@ -86,6 +164,7 @@ unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
 		tprof_arch_strip(w.out, walked, true);
 		nu += walked;
 	}
+done:
 	if (truncated)
 		st->flags |= TPROF_STACK_TRUNCATED;
 	st->nr_kernel = nk;

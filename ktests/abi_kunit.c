@@ -31,6 +31,9 @@ static void tprof_abi_struct_sizes_are_pinned(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_map), (size_t)56);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_rec_user_stack), (size_t)48);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_unwind_row), (size_t)16);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_unwind_load), (size_t)32);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_unwind_range), (size_t)32);
+	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_unwind_space), (size_t)32);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_program), (size_t)1592);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_values), (size_t)256);
 	KUNIT_EXPECT_EQ(test, sizeof(struct tprof_pmu_event), (size_t)136);

@@ -234,6 +234,11 @@ struct Books {
   std::vector<u64> last_seq;
 };
 
+// Address spaces samples named lately (records.cc), for UNWIND_SPACE calls
+// that hit live walks.
+void NoteSpace(u64 space_id);
+u64 RecentSpace(Rng& r);
+
 int ConsumeHalves(int fd, const char* map, uint32_t nr_cpu, uint32_t ctl_bytes, uint32_t half_bytes,
                   Books* books, uint32_t session_pid, bool release);
 

@@ -319,6 +319,7 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
       in->flags |= TPROF_SAMPLING_USER_STACK;
       in->user_stack_bytes = uint32_t(r.Pick<u64>({8, 256, 1024}));
     }
+    if (r.OneIn(3)) in->flags |= TPROF_SAMPLING_USER_CFI;  // unwind tables (ABI 1.19)
   }
   if (r.OneIn(5)) {
     in->frequency_hz = 0;
@@ -351,7 +352,7 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
     case 0: in->half_bytes = uint32_t(r.Edgy()); break;
     case 1: in->frequency_hz = uint32_t(r.Edgy()); break;
     case 2: in->event_type = uint32_t(r.Below(8)); in->event_period = r.Edgy(); in->event_config = r.Edgy(); break;
-    case 3: in->flags = uint32_t(r.Edgy()) | 8; c.must_fail = true; c.defect = "unknown flags"; break;
+    case 3: in->flags = uint32_t(r.Edgy()) | 16; c.must_fail = true; c.defect = "unknown flags"; break;
     case 4: in->half_bytes = TPROF_SAMPLING_MAX_HALF_BYTES * 2; c.must_fail = true; c.defect = "half_bytes > max"; break;
     case 5: in->half_bytes = 4096 + 8; c.must_fail = true; c.defect = "half_bytes not a power of two"; break;
     case 6: in->frequency_hz = TPROF_SAMPLING_MAX_HZ + 1; in->event_type = 0; c.must_fail = true; c.defect = "frequency > max"; break;
@@ -881,6 +882,111 @@ void CheckPmuCreate(Worker&, const void* i, const void* o, const Call&) {
   ::close(out->fd);
 }
 
+// -- unwind tables (ABI 1.19): mostly valid tables and ranges, sometimes
+// hostile ones the module must refuse; valid-looking but lying rules (a CFA
+// that loops, return addresses anywhere) are accepted and walked: the walk
+// must stay bounded and fault-safe.
+void FillUnwindLoad(Rng& r, Worker&, void* a, Call& c) {
+  auto* in = static_cast<tprof_unwind_load*>(a);
+  *in = {};
+  u64 n = 1 + r.Below(64);
+  in->rows = EmbeddedPtr(r, c, sizeof(tprof_unwind_row), n);
+  in->nr_rows = uint32_t(n);
+  if (c.embedded == PtrKind::kValid) {
+    auto* rows = reinterpret_cast<tprof_unwind_row*>(t_scratch->array);
+    u64 start = r.Below(4096);
+    for (u64 i = 0; i < n; i++) {
+      tprof_unwind_row& row = rows[i];
+      row = {};
+      row.start = uint32_t(start);
+      start += 1 + r.Below(64);
+      row.cfa_base = uint8_t(r.Below(TPROF_UNWIND_CFA_MAX + 1));
+      row.cfa_offset = int32_t(r.OneIn(4) ? int64_t(r.Edgy()) : int64_t(r.Below(64)) * 8 - 64);
+      row.fp_rule = uint8_t(r.Below(TPROF_UNWIND_FP_MAX + 1));
+      row.fp_offset = int16_t(int(r.Below(32)) * 8 - 128);
+      row.ra_rule = uint8_t(r.Below(TPROF_UNWIND_RA_MAX + 1));
+      row.ra_offset = int16_t(int(r.Below(32)) * 8 - 128);
+    }
+    if (r.OneIn(6)) {
+      const u64 k = r.Below(n);
+      switch (r.Below(3)) {
+        case 0: rows[k].cfa_base = TPROF_UNWIND_CFA_MAX + 1; c.defect = "a CFA rule out of range"; break;
+        case 1: rows[k].reserved = 1; c.defect = "a row's nonzero reserved byte"; break;
+        default:
+          if (n < 2) return;
+          rows[k ? k : 1].start = rows[(k ? k : 1) - 1].start;
+          c.defect = "rows not increasing";
+          break;
+      }
+      c.must_fail = true;
+    }
+  } else if (!Readable(c.embedded)) {
+    c.must_fail = true;
+    c.defect = "unreadable rows";
+  }
+  if (r.OneIn(10)) {
+    in->nr_rows = r.OneIn(2) ? 0 : TPROF_UNWIND_MAX_ROWS + 1;
+    c.must_fail = true;
+    c.defect = "nr_rows";
+  }
+  MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv");
+}
+
+void FillUnwindSpace(Rng& r, Worker&, void* a, Call& c) {
+  auto* in = static_cast<tprof_unwind_space*>(a);
+  *in = {};
+  in->space_id = r.OneIn(4) ? r.Edgy() : RecentSpace(r);
+  u64 n = r.OneIn(8) ? 0 : 1 + r.Below(16);
+  if (n) in->ranges = EmbeddedPtr(r, c, sizeof(tprof_unwind_range), n);
+  in->nr_ranges = uint32_t(n);
+  if (n && c.embedded == PtrKind::kValid) {
+    auto* ranges = reinterpret_cast<tprof_unwind_range*>(t_scratch->array);
+    // Over the fuzzer's own code and stack, or anywhere.
+    u64 at = r.OneIn(2) ? u64(uintptr_t(&tprof_fuzz_spin)) & ~u64(0xffff) : r.Edgy() & ~u64(0xfff);
+    for (u64 i = 0; i < n; i++) {
+      ranges[i] = {};
+      ranges[i].start = at;
+      ranges[i].end = at + 1 + r.Below(1 << 20);
+      at = ranges[i].end + r.Below(4096);
+      ranges[i].bias = r.OneIn(3) ? r.Edgy() : ranges[i].start - r.Below(4096);
+      ranges[i].table_id = uint32_t(1 + r.Below(8));  // may not exist: EINVAL
+      if (ranges[i].end <= ranges[i].start) {  // wrapped past the top
+        n = i;
+        in->nr_ranges = uint32_t(n);
+        break;
+      }
+    }
+    if (n >= 2 && r.OneIn(6)) {
+      ranges[1].start = ranges[0].end - 1;
+      c.must_fail = true;
+      c.defect = "overlapping ranges";
+    } else if (n && r.OneIn(8)) {
+      ranges[0].resv = 1;
+      c.must_fail = true;
+      c.defect = "a range's nonzero resv";
+    }
+  } else if (n && !Readable(c.embedded)) {
+    c.must_fail = true;
+    c.defect = "unreadable ranges";
+  }
+  if (r.OneIn(12)) {
+    in->nr_ranges = TPROF_UNWIND_MAX_RANGES + 1;
+    c.must_fail = true;
+    c.defect = "nr_ranges";
+  }
+  if (r.OneIn(8)) {
+    in->resv2 = 1;
+    c.must_fail = true;
+    c.defect = "nonzero resv2";
+  }
+}
+
+void CheckUnwindLoad(Worker&, const void*, const void* o, const Call&) {
+  const auto* out = static_cast<const tprof_unwind_load*>(o);
+  if (out->table_id == 0 || out->table_id > (1u << 31))
+    VIOLATION("UNWIND_LOAD: table_id %u", out->table_id);
+}
+
 // The table. Errnos: Documented(), plus EFAULT and EINVAL for every ioctl.
 const std::vector<IoctlSpec> kIoctls = {
     {"GET_INFO", TPROF_IOC_GET_INFO, false, FillInfo, CheckInfo},
@@ -899,6 +1005,8 @@ const std::vector<IoctlSpec> kIoctls = {
     {"WINDOW_LIST", TPROF_IOC_WINDOW_LIST, false, FillWindowList, CheckWindowList},
     {"SAMPLING_STOP_ANY", TPROF_IOC_SAMPLING_STOP_ANY, true, FillNone, CheckNothing},
     {"SAMPLING_FLUSH", TPROF_IOC_SAMPLING_FLUSH, false, FillNone, CheckNothing},
+    {"UNWIND_LOAD", TPROF_IOC_UNWIND_LOAD, false, FillUnwindLoad, CheckUnwindLoad},
+    {"UNWIND_SPACE", TPROF_IOC_UNWIND_SPACE, false, FillUnwindSpace, CheckNothing},
     {"PMU_CREATE", TPROF_IOC_PMU_CREATE, false, FillPmuCreate, CheckPmuCreate},
 };
 

@@ -5,10 +5,23 @@
 
 #include <linux/tprof.h>
 
+#include <atomic>
 #include <cstring>
 #include <utility>
 
 namespace tprof_fuzz::core {
+
+namespace {
+std::atomic<u64> g_spaces[8];
+std::atomic<unsigned> g_space_next{0};
+}  // namespace
+
+void NoteSpace(u64 space_id) {
+  g_spaces[g_space_next.fetch_add(1, std::memory_order_relaxed) % 8].store(space_id, std::memory_order_relaxed);
+}
+
+u64 RecentSpace(Rng& r) { return g_spaces[r.Below(8)].load(std::memory_order_relaxed); }
+
 
 // ---- records ------------------------------------------------------------------
 
@@ -100,8 +113,19 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
               CheckUserStackCopy(p, framed, h.size);
             else if (h.size != framed)
               VIOLATION("stack of %u+%u frames in a record of %u bytes", st.nr_kernel, st.nr_user, h.size);
-            if (st.nr_kernel + st.nr_user > TPROF_MAX_STACK_DEPTH + 2 || (st.flags & ~7u))
+            if (st.nr_kernel + st.nr_user > TPROF_MAX_STACK_DEPTH + 2 || (st.flags & ~0x7fu))
               VIOLATION("stack of %u+%u frames, flags 0x%x", st.nr_kernel, st.nr_user, st.flags);
+            // ABI 1.19: how a table walk went, only on one; a copy only where it was not covered.
+            constexpr uint32_t kWalkFlags =
+                TPROF_STACK_USER_WHOLE | TPROF_STACK_USER_UNCOVERED | TPROF_STACK_USER_BY_FP;
+            if ((st.flags & kWalkFlags) && !(st.flags & TPROF_STACK_USER_CFI))
+              VIOLATION("stack flags 0x%x: a table walk's flags without one", st.flags);
+            if ((st.flags & TPROF_STACK_USER_CFI) && (st.flags & TPROF_STACK_LEAF_RA))
+              VIOLATION("stack flags 0x%x: a table walk with a leaf guess", st.flags);
+            if ((s.flags & TPROF_SAMPLE_USER_STACK) && (st.flags & TPROF_STACK_USER_CFI) &&
+                !(st.flags & TPROF_STACK_USER_UNCOVERED))
+              VIOLATION("stack flags 0x%x: a copy of a stack the tables covered", st.flags);
+            if (st.flags & TPROF_STACK_USER_CFI) NoteSpace(s.space_id);
             if (g_unpriv && st.nr_kernel) VIOLATION("unprivileged stack with %u kernel frames", st.nr_kernel);
           }
         } else if (h.size != sizeof(s)) {

@@ -20,6 +20,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -440,6 +441,147 @@ TEST(SamplingTest, FlushHandsOverPartialHalvesWhileRunning) {
   EXPECT_GT(rest.own_samples, 0u);
   EXPECT_EQ(flushed.samples + rest.samples + t.lost_samples, t.samples_taken);
   EXPECT_EQ(ioctl(s.fd(), TPROF_IOC_SAMPLING_FLUSH), 0) << "a stopped session: nothing to do";
+}
+
+// Unwind tables (ABI 1.19): the owner loads tables and sends spaces; each
+// argument check answers with its documented errno; the session's bounds
+// (unwind_table_kb=, TPROF_UNWIND_MAX_SPACES) refuse with EDQUOT.
+TEST(SamplingTest, UnwindTablesCheckTheirArgumentsAndBounds) {
+  auto load = [](int fd, std::vector<tprof_unwind_row> rows, uint32_t* id = nullptr) {
+    tprof_unwind_load l{};
+    l.rows = reinterpret_cast<uintptr_t>(rows.data());
+    l.nr_rows = static_cast<uint32_t>(rows.size());
+    errno = 0;
+    int rc = ioctl(fd, TPROF_IOC_UNWIND_LOAD, &l);
+    if (id) *id = l.table_id;
+    return rc == 0 ? 0 : errno;
+  };
+  auto space = [](int fd, uint64_t id, std::vector<tprof_unwind_range> ranges) {
+    tprof_unwind_space sp{};
+    sp.space_id = id;
+    sp.ranges = reinterpret_cast<uintptr_t>(ranges.data());
+    sp.nr_ranges = static_cast<uint32_t>(ranges.size());
+    errno = 0;
+    return ioctl(fd, TPROF_IOC_UNWIND_SPACE, &sp) == 0 ? 0 : errno;
+  };
+  auto row = [](uint32_t start) {
+    tprof_unwind_row r{};
+    r.start = start;
+    r.cfa_base = TPROF_UNWIND_CFA_SP;
+    r.cfa_offset = 8;
+    return r;
+  };
+  const std::vector<tprof_unwind_row> good = {row(0), row(16), row(64)};
+  {
+    Device fresh = OpenDeviceOrFail();
+    EXPECT_EQ(load(fresh.fd(), good), ENODATA) << "no session on this descriptor";
+    EXPECT_EQ(space(fresh.fd(), 1, {}), ENODATA);
+  }
+  SamplingOptions o;
+  o.pid = static_cast<uint32_t>(::getpid());
+  o.stack_depth = 16;
+  {
+    SamplingSession plain = StartOrDie(o);
+    EXPECT_EQ(load(plain.fd(), good), EINVAL) << "a session without TPROF_SAMPLING_USER_CFI";
+  }
+  o.unwind_tables = true;
+  SamplingSession s = StartOrDie(o);
+  Device other = OpenDeviceOrFail();
+  EXPECT_EQ(load(other.fd(), good), EPERM) << "another descriptor loaded into the session";
+  EXPECT_EQ(space(other.fd(), 1, {}), EPERM);
+
+  uint32_t id1 = 0, id2 = 0;
+  ASSERT_EQ(load(s.fd(), good, &id1), 0);
+  ASSERT_EQ(load(s.fd(), good, &id2), 0);
+  EXPECT_GE(id1, 1u);
+  EXPECT_NE(id1, id2);
+  EXPECT_EQ(load(s.fd(), {}), EINVAL) << "no rows";
+  EXPECT_EQ(load(s.fd(), {row(16), row(16)}), EINVAL) << "rows not increasing";
+  EXPECT_EQ(load(s.fd(), {row(16), row(0)}), EINVAL) << "rows not sorted";
+  for (int field = 0; field < 4; ++field) {
+    std::vector<tprof_unwind_row> bad = good;
+    switch (field) {
+      case 0: bad[1].cfa_base = TPROF_UNWIND_CFA_MAX + 1; break;
+      case 1: bad[1].fp_rule = TPROF_UNWIND_FP_MAX + 1; break;
+      case 2: bad[1].ra_rule = TPROF_UNWIND_RA_MAX + 1; break;
+      default: bad[1].reserved = 1; break;
+    }
+    EXPECT_EQ(load(s.fd(), bad), EINVAL) << "a bad row, field " << field;
+  }
+  {
+    tprof_unwind_load l{};
+    l.rows = 16;  // unmapped
+    l.nr_rows = 4;
+    EXPECT_EQ(ioctl(s.fd(), TPROF_IOC_UNWIND_LOAD, &l), -1);
+    EXPECT_EQ(errno, EFAULT);
+    l.rows = reinterpret_cast<uintptr_t>(good.data());
+    l.nr_rows = TPROF_UNWIND_MAX_ROWS + 1;
+    EXPECT_EQ(ioctl(s.fd(), TPROF_IOC_UNWIND_LOAD, &l), -1);
+    EXPECT_EQ(errno, EINVAL);
+    l.nr_rows = 3;
+    l.resv[1] = 1;
+    EXPECT_EQ(ioctl(s.fd(), TPROF_IOC_UNWIND_LOAD, &l), -1);
+    EXPECT_EQ(errno, EINVAL);
+  }
+
+  auto range = [](uint64_t start, uint64_t end, uint32_t table) {
+    tprof_unwind_range r{};
+    r.start = start;
+    r.end = end;
+    r.bias = start;
+    r.table_id = table;
+    return r;
+  };
+  EXPECT_EQ(space(s.fd(), 7, {range(0x1000, 0x2000, id1), range(0x2000, 0x3000, id2)}), 0);
+  EXPECT_EQ(space(s.fd(), 7, {range(0x1000, 0x2000, id2)}), 0) << "replaced whole";
+  EXPECT_EQ(space(s.fd(), 7, {}), 0) << "forgotten";
+  EXPECT_EQ(space(s.fd(), 7, {}), 0) << "forgetting an unknown space is not an error";
+  EXPECT_EQ(space(s.fd(), 7, {range(0x1000, 0x2000, 999)}), EINVAL) << "an unknown table";
+  EXPECT_EQ(space(s.fd(), 7, {range(0x1000, 0x2001, id1), range(0x2000, 0x3000, id1)}), EINVAL)
+      << "overlapping ranges";
+  EXPECT_EQ(space(s.fd(), 7, {range(0x2000, 0x3000, id1), range(0x1000, 0x1800, id1)}), EINVAL)
+      << "unsorted ranges";
+  EXPECT_EQ(space(s.fd(), 7, {range(0x2000, 0x2000, id1)}), EINVAL) << "an empty range";
+  {
+    std::vector<tprof_unwind_range> many(TPROF_UNWIND_MAX_RANGES + 1);
+    for (size_t i = 0; i < many.size(); i++) many[i] = range(0x1000 * (i + 1), 0x1000 * (i + 2), id1);
+    EXPECT_EQ(space(s.fd(), 7, many), EINVAL) << "more than TPROF_UNWIND_MAX_RANGES";
+    many.pop_back();
+    EXPECT_EQ(space(s.fd(), 7, many), 0) << "TPROF_UNWIND_MAX_RANGES";
+    tprof_unwind_space sp{};
+    sp.space_id = 8;
+    sp.nr_ranges = 1;
+    sp.ranges = 16;
+    EXPECT_EQ(ioctl(s.fd(), TPROF_IOC_UNWIND_SPACE, &sp), -1);
+    EXPECT_EQ(errno, EFAULT);
+    sp.ranges = reinterpret_cast<uintptr_t>(many.data());
+    sp.resv2 = 1;
+    EXPECT_EQ(ioctl(s.fd(), TPROF_IOC_UNWIND_SPACE, &sp), -1);
+    EXPECT_EQ(errno, EINVAL);
+  }
+  // At most TPROF_UNWIND_MAX_SPACES spaces (7 holds one).
+  int err = 0;
+  uint64_t sent = 1;
+  for (uint64_t id = 100; id < 100 + TPROF_UNWIND_MAX_SPACES && !err; id++, sent++)
+    err = space(s.fd(), id, {range(0x1000, 0x2000, id1)});
+  EXPECT_EQ(err, EDQUOT) << "space " << sent;
+  EXPECT_EQ(sent, uint64_t{TPROF_UNWIND_MAX_SPACES} + 1) << "refused before the bound";
+  EXPECT_EQ(space(s.fd(), 100, {range(0x1000, 0x3000, id1)}), 0) << "a known space is replaced";
+  // unwind_table_kb=: the session's bytes of tables and ranges.
+  {
+    const char* param = "/sys/module/tprof/parameters/unwind_table_kb";
+    std::string old;
+    std::ifstream(param) >> old;
+    ASSERT_FALSE(old.empty()) << param;
+    std::ofstream(param) << "1";
+    std::vector<tprof_unwind_row> big;
+    for (uint32_t i = 0; i < 128; i++) big.push_back(row(i * 16));  // 2 KiB
+    EXPECT_EQ(load(s.fd(), big), EDQUOT);
+    std::ofstream(param) << old;
+    EXPECT_EQ(load(s.fd(), big), 0) << "the bound restored";
+  }
+  Collected c;
+  StopAndDrain(s, &c);
 }
 
 // Function-call interrupts (IPIs) every CPU took so far: /proc/interrupts'

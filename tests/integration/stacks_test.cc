@@ -349,7 +349,7 @@ TEST_F(Stacks, SyscallKernelTimeSitsUnderTheCallingFunction) {
 // afterwards with the binaries' CFI, so code built without frame pointers
 // (tests/workloads/frameless.c: every function, as Debian builds) keeps its
 // callers, where the frame-pointer walk of plain -g loses them.
-TEST_F(Stacks, DwarfCallGraphWalksCodeWithoutFramePointers) {
+TEST_F(Stacks, DwarfAndCfiCallGraphsWalkCodeWithoutFramePointers) {
   auto whole_share = [&](const std::string& mode, unsigned ms, uint64_t* in_leaf) {
     const std::string file = dir_.File(mode + ".data");
     Result rec = Sh("cd " + dir_.path() + " && tprofctl record -q -o " + file +
@@ -372,7 +372,7 @@ TEST_F(Stacks, DwarfCallGraphWalksCodeWithoutFramePointers) {
         misses += path + " (" + std::to_string(s.samples) + ")\n";
     }
     *in_leaf = leaf;
-    if (mode.rfind("dwarf", 0) == 0) {
+    if (mode.rfind("dwarf", 0) == 0 || mode.rfind("cfi", 0) == 0) {
       EXPECT_GE(whole * 100, leaf * 99) << whole << " of " << leaf << " whole; the others:\n" << misses;
       // The report says how the stacks were found: fl_d's all whole (up
       // to _start, whose CFI ends the stack).
@@ -396,19 +396,40 @@ TEST_F(Stacks, DwarfCallGraphWalksCodeWithoutFramePointers) {
     fp = whole_share("fp", ms, &fp_n);
     return fp_n;
   });
+  uint64_t cfi_n = 0;
+  double cfi = 0;
+  (void)RecordUntil(1500, 300, [&](unsigned ms) {
+    cfi = whole_share("cfi", ms, &cfi_n);
+    return cfi_n;
+  });
   ASSERT_GE(dwarf_n, 100u) << "too few samples in fl_d for a share";
   ASSERT_GE(fp_n, 100u);
+  ASSERT_GE(cfi_n, 100u);
+  // cfi: the module walked most of them itself, with the tables the
+  // recorder loaded once the process's mappings came (copies before).
+  {
+    Result report = Sh("tprofctl dump -i " + dir_.File("cfi.data") + " --top 1");
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(report.out, m, std::regex("user stacks walked in the module: ([0-9]+)")) &&
+                std::stoull(m[1]) * 2 >= cfi_n)
+        << report.out;
+    EXPECT_TRUE(std::regex_search(report.out, m, std::regex("call graph: cfi, ([0-9]+) unwind tables")) &&
+                std::stoull(m[1]) >= 2)
+        << "the program and libc at least: " << report.out;
+    EXPECT_EQ(report.out.find("unwind tables refused"), std::string::npos) << report.out;
+  }
   EXPECT_LT(fp, 10) << "frame pointers alone found fl_b's callers: the workload proves nothing";
   // Usage errors, before anything runs: perf's spellings only, a copy the
   // module takes (8-aligned, at most a quarter of a half-buffer).
   for (const char* bad : {"lbr", "dwarf,12", "dwarf,", "dwarf,x", "dwarf,65536", "dwarfs",
-                          "dwarf,16384 --buffer-kb 32"}) {
+                          "dwarf,16384 --buffer-kb 32", "cfi,12", "cfis", "cfi,16384 --buffer-kb 32"}) {
     Result r = Sh(std::string("tprofctl record -q -o ") + dir_.File("bad.data") +
                   " --call-graph " + bad + " -- true");
     EXPECT_EQ(r.rc, 2) << bad << ": " << r.out;
   }
-  std::printf("  [frameless] whole stacks in fl_d: dwarf %.1f%% of %llu, fp %.1f%% of %llu\n", dwarf,
-              static_cast<unsigned long long>(dwarf_n), fp, static_cast<unsigned long long>(fp_n));
+  std::printf("  [frameless] whole stacks in fl_d: dwarf %.1f%% of %llu, cfi %.1f%% of %llu, fp %.1f%% of %llu\n",
+              dwarf, static_cast<unsigned long long>(dwarf_n), cfi, static_cast<unsigned long long>(cfi_n), fp,
+              static_cast<unsigned long long>(fp_n));
 }
 
 }  // namespace

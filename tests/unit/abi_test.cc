@@ -58,6 +58,24 @@ TEST(Abi, UserStackCopiesFitAQuarterHalf) {
   EXPECT_EQ(sizeof(tprof_unwind_row), 16u);
 }
 
+TEST(Abi, UnwindTableIoctls) {
+  // ABI 1.19: the flags are new bits; the structs are 8-byte multiples.
+  EXPECT_EQ(TPROF_SAMPLING_USER_CFI &
+                (TPROF_SAMPLING_USER_STACK | TPROF_SAMPLING_STACKS | TPROF_SAMPLING_CALLERS),
+            0u);
+  EXPECT_EQ(sizeof(tprof_unwind_load), 32u);
+  EXPECT_EQ(offsetof(tprof_unwind_load, table_id), 12u);
+  EXPECT_EQ(sizeof(tprof_unwind_range), 32u);
+  EXPECT_EQ(offsetof(tprof_unwind_range, table_id), 24u);
+  EXPECT_EQ(sizeof(tprof_unwind_space), 32u);
+  EXPECT_EQ(offsetof(tprof_unwind_space, nr_ranges), 16u);
+  EXPECT_EQ(_IOC_NR(TPROF_IOC_UNWIND_LOAD), 0x26u);
+  EXPECT_EQ(_IOC_NR(TPROF_IOC_UNWIND_SPACE), 0x27u);
+  EXPECT_EQ(TPROF_STACK_USER_CFI | TPROF_STACK_USER_WHOLE | TPROF_STACK_USER_UNCOVERED |
+                TPROF_STACK_USER_BY_FP,
+            0x78u);
+}
+
 TEST(Abi, SelfPageOffsetsArePinned) {
   EXPECT_EQ(offsetof(tprof_self_page, identity), 8u);
   EXPECT_EQ(offsetof(tprof_self_page, tid), 16u);
@@ -108,7 +126,7 @@ TEST(Abi, VersionMacrosUnpackModuleVersion) {
   const unsigned v = (2u << 16) | (7u << 8) | 3u;
   EXPECT_EQ(TPROF_VERSION_MAJOR(v), 2u);
   EXPECT_EQ(TPROF_VERSION_MINOR(v), 7u);
-  EXPECT_EQ(TPROF_ABI_MINOR, 18) << "1.18: user stack copies";
+  EXPECT_EQ(TPROF_ABI_MINOR, 19) << "1.19: unwind tables in the sample handler";
   EXPECT_EQ(TPROF_PMU_CTR_FLAGS, 0x3fu) << "TPROF_PMU_CTR_COUNT is bit 5";
   EXPECT_EQ(TPROF_VERSION_PATCH(v), 3u);
 }

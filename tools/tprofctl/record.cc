@@ -93,25 +93,32 @@ void AddSamplingOptions(CLI::App* sub, RecordOptions& o) {
          [&o](const std::string& mode) {
            o.callers = true;
            o.sampling.user_stack_bytes = 0;
+           o.sampling.unwind_tables = false;
            if (mode == "fp") return;
-           const std::string size = mode.substr(std::min(mode.size(), sizeof("dwarf") - 1));
-           if (mode.rfind("dwarf", 0) != 0 || (!size.empty() && size[0] != ','))
-             throw CLI::ValidationError("--call-graph", "fp or dwarf[,BYTES], not " + mode);
+           // cfi: the module walks with the tables; copies only where none is loaded yet.
+           o.sampling.unwind_tables = mode.rfind("cfi", 0) == 0;
+           const size_t kind = o.sampling.unwind_tables ? sizeof("cfi") - 1 : sizeof("dwarf") - 1;
+           const std::string size = mode.substr(std::min(mode.size(), kind));
+           if ((!o.sampling.unwind_tables && mode.rfind("dwarf", 0) != 0) ||
+               (!size.empty() && size[0] != ','))
+             throw CLI::ValidationError("--call-graph", "fp, cfi[,BYTES] or dwarf[,BYTES], not " + mode);
            o.sampling.user_stack_bytes = kDefaultUserStackBytes;
            if (size.empty()) return;
            char* end = nullptr;
            const unsigned long n = std::strtoul(size.c_str() + 1, &end, 10);
            if (size.size() == 1 || *end || n < 8 || n > TPROF_MAX_USER_STACK_BYTES || n % 8)
              throw CLI::ValidationError(
-                 "--call-graph", "dwarf's stack copy is 8.." +
+                 "--call-graph", "the stack copy is 8.." +
                                      std::to_string(TPROF_MAX_USER_STACK_BYTES) +
                                      " bytes, a multiple of 8, not " + size.substr(1));
            o.sampling.user_stack_bytes = static_cast<uint32_t>(n);
          },
          "as perf: fp (frame pointers, what -g records) or dwarf[,BYTES]: each sample also "
          "copies BYTES (default 8192) of the user stack, walked afterwards with the binaries' "
-         "CFI (.eh_frame), so that code built without frame pointers keeps its callers")
-      ->type_name("fp|dwarf[,BYTES]");
+         "CFI (.eh_frame), so that code built without frame pointers keeps its callers; or "
+         "cfi[,BYTES]: the module walks each stack with tables derived from that CFI, "
+         "copying BYTES only while a process's tables are not loaded yet")
+      ->type_name("fp|cfi[,BYTES]|dwarf[,BYTES]");
   sub->add_option("--stack-depth", o.stack_depth,
                   "frames per stack with -g (1.." + std::to_string(TPROF_MAX_STACK_DEPTH) +
                       ", default " + std::to_string(kDefaultStackDepth) + ")")
@@ -161,7 +168,7 @@ int SettleOptions(const char* name, RecordOptions* o, bool cmd) {
   if (o->sampling.user_stack_bytes && o->sampling.half_bytes &&
       o->sampling.user_stack_bytes > o->sampling.half_bytes / 4) {
     std::fprintf(stderr,
-                 "tprofctl %s: --call-graph dwarf,%u needs --buffer-kb %u or more (a sample's "
+                 "tprofctl %s: --call-graph's copy of %u bytes needs --buffer-kb %u or more (a sample's "
                  "stack copy fits in a quarter of a half-buffer)\n",
                  name, o->sampling.user_stack_bytes, o->sampling.user_stack_bytes * 4 / 1024);
     return kExitUsage;

@@ -170,6 +170,13 @@
  *     user stack from sp into the record (struct tprof_rec_user_stack), as
  *     perf's --call-graph dwarf does, for a walk afterwards with the
  *     binaries' CFI (<linux/tprof_unwind.h>) where frame pointers fail.
+ *     TPROF_SAMPLING_USER_CFI (ABI 1.19, with STACKS) walks the user part
+ *     in the sample handler with the unwind tables the owner loaded for the
+ *     sampled address space (TPROF_IOC_UNWIND_LOAD, _SPACE), frame
+ *     pointers where none covers a frame; with USER_STACK as well, a copy
+ *     is taken only for a sample whose walk met code no table covers
+ *     (TPROF_STACK_USER_UNCOVERED: the tables are not loaded yet, or JIT
+ *     code), for a walk afterwards.
  *     cpus and cpus_bytes (ABI 1.16; both 0: every CPU) choose the CPUs
  *     samples are taken on, as perf record -C: a bitmap at user address
  *     cpus of cpus_bytes bytes (a multiple of 8, at most
@@ -217,6 +224,29 @@
  *     whoever owns it, as SAMPLING_STOP would, and detaches it: STATUS no
  *     longer shows it and a new session may start; its owner still drains
  *     it and closes. ENODATA: no session.
+ *   TPROF_IOC_UNWIND_LOAD (struct tprof_unwind_load, read/write; ABI 1.19)
+ *     The owner only (another descriptor: EPERM; ENODATA: no session).
+ *     Copies one file's unwind table (<linux/tprof_unwind.h>) into the
+ *     session and names it by table_id (1, 2, ...). The session keeps its
+ *     tables until it is freed; their memory is charged to the caller's
+ *     memory cgroup and bounded per session by the module parameter
+ *     unwind_table_kb (EDQUOT beyond). EINVAL: a session without
+ *     TPROF_SAMPLING_USER_CFI, nonzero resv, nr_rows 0 or above
+ *     TPROF_UNWIND_MAX_ROWS, rows not strictly increasing or with a rule
+ *     out of range or a nonzero reserved byte. EFAULT: rows unreadable.
+ *     ENOMEM: no memory for the table.
+ *   TPROF_IOC_UNWIND_SPACE (struct tprof_unwind_space, write; ABI 1.19)
+ *     The owner only (another descriptor: EPERM; ENODATA: no session).
+ *     Replaces the executable mappings the sample handler
+ *     knows for address space space_id (TPROF_REC_MAP's) by nr_ranges
+ *     ranges, each walked with a loaded table; nr_ranges 0 forgets the
+ *     space (the recorder does when its process exits or execs). Ranges
+ *     sorted by start, not overlapping, start < end. Samples taken while
+ *     it changes use the old or the new ranges, never a mix. EINVAL: bad
+ *     ranges, an unknown table_id, nonzero resv, nr_ranges above
+ *     TPROF_UNWIND_MAX_RANGES, or a session without USER_CFI. EDQUOT:
+ *     above TPROF_UNWIND_MAX_SPACES spaces or the memory bound. EFAULT:
+ *     ranges unreadable. ENOMEM: no memory for the ranges.
  *   Limits (ABI 1.5): the buffers are charged to the owner's user like
  *   perf's ring buffers: locked memory beyond RLIMIT_MEMLOCK plus the module
  *   parameter sampling_mlock_kb per online CPU (perf's perf_event_mlock_kb)
@@ -291,9 +321,10 @@
 
 #include <linux/ioctl.h>
 #include <linux/types.h>
+#include <linux/tprof_unwind.h> /* struct tprof_unwind_row (UNWIND_LOAD) */
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 18 /* 1.18: user stack copies (TPROF_SAMPLING_USER_STACK) */
+#define TPROF_ABI_MINOR 19 /* 1.19: unwind tables in the sample handler (TPROF_SAMPLING_USER_CFI) */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -328,6 +359,7 @@
 #define TPROF_FEAT_PMU_COUNTS_ONLY_CPUS (1ULL << 13) /* counts only in scope CPUS (ABI 1.15) */
 #define TPROF_FEAT_SAMPLING_CPUS (1ULL << 14) /* tprof_sampling_config.cpus (ABI 1.16) */
 #define TPROF_FEAT_SAMPLING_USER_STACK (1ULL << 15) /* TPROF_SAMPLING_USER_STACK (ABI 1.18) */
+#define TPROF_FEAT_UNWIND_TABLES (1ULL << 16) /* TPROF_SAMPLING_USER_CFI, UNWIND_LOAD/SPACE (ABI 1.19) */
 
 /* tprof_info.state */
 enum tprof_state {
@@ -548,6 +580,7 @@ struct tprof_self_page {
 #define TPROF_SAMPLING_CALLERS (1U << 0) /* also record the caller's return address */
 #define TPROF_SAMPLING_STACKS (1U << 1)  /* whole stacks, stack_depth frames (ABI 1.8) */
 #define TPROF_SAMPLING_USER_STACK (1U << 2) /* and user stack copies (ABI 1.18) */
+#define TPROF_SAMPLING_USER_CFI (1U << 3) /* user parts walked with unwind tables (ABI 1.19) */
 
 /* tprof_sampling_config.stack_depth: 1..TPROF_MAX_STACK_DEPTH with
  * TPROF_SAMPLING_STACKS, else 0. */
@@ -682,6 +715,15 @@ struct tprof_rec_sample {
 #define TPROF_STACK_USER_IP (1U << 0)
 #define TPROF_STACK_LEAF_RA (1U << 1)
 #define TPROF_STACK_TRUNCATED (1U << 2)
+/*
+ * With TPROF_SAMPLING_USER_CFI (ABI 1.19) the user part after the user ip
+ * is the walk with the space's unwind tables (TPROF_IOC_UNWIND_SPACE;
+ * frame-pointer steps where no table covers a frame; no LEAF_RA):
+ */
+#define TPROF_STACK_USER_CFI (1U << 3)       /* walked with unwind tables */
+#define TPROF_STACK_USER_WHOLE (1U << 4)     /* it reached the outermost frame */
+#define TPROF_STACK_USER_UNCOVERED (1U << 5) /* it met code no loaded table covers */
+#define TPROF_STACK_USER_BY_FP (1U << 6)     /* some callers came from frame pointers */
 
 struct tprof_rec_stack {
 	__u16 nr_kernel;
@@ -759,12 +801,42 @@ struct tprof_rec_lost {
 	__u64 lost_records;
 };
 
+/* TPROF_IOC_UNWIND_LOAD */
+#define TPROF_UNWIND_MAX_ROWS (1U << 22)
+struct tprof_unwind_load {
+	__u64 rows;           /* in: user address of struct tprof_unwind_row[nr_rows] */
+	__u32 nr_rows;        /* in: 1..TPROF_UNWIND_MAX_ROWS */
+	__u32 table_id;       /* out: >= 1 */
+	__u64 resv[2];
+};
+
+/* TPROF_IOC_UNWIND_SPACE */
+#define TPROF_UNWIND_MAX_RANGES 1024
+#define TPROF_UNWIND_MAX_SPACES 4096
+struct tprof_unwind_range {
+	__u64 start;          /* [start, end): an executable mapping */
+	__u64 end;
+	__u64 bias;           /* pc - bias: the address in the table's file */
+	__u32 table_id;
+	__u32 resv;
+};
+
+struct tprof_unwind_space {
+	__u64 space_id;       /* in: the space of TPROF_REC_MAP records */
+	__u64 ranges;         /* in: user address of struct tprof_unwind_range[nr_ranges] */
+	__u32 nr_ranges;      /* in: 0 forgets the space */
+	__u32 resv;
+	__u64 resv2;
+};
+
 #define TPROF_IOC_SAMPLING_START _IOWR(TPROF_IOC_MAGIC, 0x20, struct tprof_sampling_config)
 #define TPROF_IOC_SAMPLING_STOP _IO(TPROF_IOC_MAGIC, 0x21)
 #define TPROF_IOC_SAMPLING_RELEASE _IOW(TPROF_IOC_MAGIC, 0x22, struct tprof_buffer_release)
 #define TPROF_IOC_SAMPLING_STATUS _IOR(TPROF_IOC_MAGIC, 0x23, struct tprof_sampling_status)
 #define TPROF_IOC_SAMPLING_STOP_ANY _IO(TPROF_IOC_MAGIC, 0x24) /* ABI 1.5 */
 #define TPROF_IOC_SAMPLING_FLUSH _IO(TPROF_IOC_MAGIC, 0x25)    /* ABI 1.8 */
+#define TPROF_IOC_UNWIND_LOAD _IOWR(TPROF_IOC_MAGIC, 0x26, struct tprof_unwind_load) /* ABI 1.19 */
+#define TPROF_IOC_UNWIND_SPACE _IOW(TPROF_IOC_MAGIC, 0x27, struct tprof_unwind_space) /* ABI 1.19 */
 /* SAMPLING_FLUSH: one round of cross-CPU calls per session per interval */
 #define TPROF_SAMPLING_FLUSH_INTERVAL_MS 10
 
@@ -1269,6 +1341,9 @@ TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_exit) == 24, "tprof_rec_exit size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_map) == 56, "tprof_rec_map size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_user_stack) == 48, "tprof_rec_user_stack size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_lost) == 32, "tprof_rec_lost size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_unwind_load) == 32, "tprof_unwind_load size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_unwind_range) == 32, "tprof_unwind_range size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_unwind_space) == 32, "tprof_unwind_space size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_window_add) == 72, "tprof_window_add size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_window_info) == 104, "tprof_window_info size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_window_read) == 160, "tprof_window_read size");

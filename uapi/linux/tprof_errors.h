@@ -73,6 +73,21 @@
 	X(SAMPLING_FLUSH, EPERM, "the sampling session belongs to another descriptor")           \
 	X(SAMPLING_FLUSH, ENODATA, "no sampling session on this descriptor")                     \
 	X(SAMPLING_FLUSH, EINTR, "a signal arrived before the flush; nothing was flushed")       \
+	X(UNWIND_LOAD, EPERM, "the sampling session belongs to another descriptor")              \
+	X(UNWIND_LOAD, ENODATA, "no sampling session on this descriptor")                        \
+	X(UNWIND_LOAD, EINVAL,                                                                   \
+	  "a bad table (rows not sorted, a rule out of range), or a session without unwind tables") \
+	X(UNWIND_LOAD, EDQUOT, "the session's unwind tables are at their bound (unwind_table_kb)") \
+	X(UNWIND_LOAD, EFAULT, "the table's rows cannot be read")                                \
+	X(UNWIND_LOAD, ENOMEM, "no memory for the table")                                        \
+	X(UNWIND_SPACE, EPERM, "the sampling session belongs to another descriptor")             \
+	X(UNWIND_SPACE, ENODATA, "no sampling session on this descriptor")                       \
+	X(UNWIND_SPACE, EINVAL,                                                                  \
+	  "bad ranges (unsorted, overlapping, an unknown table), or a session without unwind tables") \
+	X(UNWIND_SPACE, EDQUOT,                                                                  \
+	  "the session holds its most address spaces or unwind memory (unwind_table_kb)")        \
+	X(UNWIND_SPACE, EFAULT, "the ranges cannot be read")                                     \
+	X(UNWIND_SPACE, ENOMEM, "no memory for the ranges")                                      \
 	X(SAMPLING_STOP_ANY, EPERM, "permission denied: needs CAP_PERFMON or CAP_SYS_ADMIN")     \
 	X(SAMPLING_STOP_ANY, ENODATA, "no sampling session is running")                          \
 	X(WINDOW_ADD, EPERM,                                                                     \

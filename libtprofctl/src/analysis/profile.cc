@@ -303,12 +303,17 @@ bool ProfileBuilder::AddStack(const tprof_rec_sample& s, const unsigned char* re
       w = &fresh;
     }
     if (!w->frames.empty()) {
-      st.flags &= ~TPROF_STACK_LEAF_RA;
+      // The copy's walk, not the module's (cfi: its tables were not loaded yet).
+      st.flags &= ~(TPROF_STACK_LEAF_RA | TPROF_STACK_USER_CFI | TPROF_STACK_USER_WHOLE |
+                    TPROF_STACK_USER_BY_FP);
       st.flags |= kStackUserByCfi | (w->whole ? kStackUserWhole : 0);
       st.nr_user = static_cast<uint16_t>(w->frames.size());
       user_frames = reinterpret_cast<const unsigned char*>(w->frames.data());
     }
   }
+  // The module's walk with loaded tables (--call-graph cfi).
+  if ((st.flags & TPROF_STACK_USER_CFI) && !(st.flags & kStackUserByCfi) && st.nr_user)
+    st.flags |= kStackUserByCfi | (st.flags & TPROF_STACK_USER_WHOLE ? kStackUserWhole : 0);
   const uint64_t space_id = st.nr_user ? s.space_id : 0;
   const size_t kernel_bytes = size_t{st.nr_kernel} * sizeof(uint64_t);
   const size_t user_bytes = size_t{st.nr_user} * sizeof(uint64_t);

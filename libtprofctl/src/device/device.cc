@@ -93,6 +93,7 @@ std::vector<std::string> Info::FeatureNames() const {
       {TPROF_FEAT_PMU_COUNTS_ONLY_CPUS, "pmu_counts_only_cpus"},
       {TPROF_FEAT_SAMPLING_CPUS, "sampling_cpus"},
       {TPROF_FEAT_SAMPLING_USER_STACK, "sampling_user_stack"},
+      {TPROF_FEAT_UNWIND_TABLES, "unwind_tables"},
   };
   std::vector<std::string> names;
   for (const auto& f : kNames)

@@ -15,6 +15,8 @@
 #include <functional>
 #include <optional>
 
+#include "device/unwind_loader.h"
+
 namespace tprof {
 
 void BlockStopSignals(bool block) {
@@ -40,13 +42,34 @@ struct Recorder::State {
 
   // The number of halves read.
   Expected<size_t> ConsumeNow() {
-    return session.Consume([&](uint32_t, const tprof_rec_header* h, size_t avail) {
-      return builder.AddRecord(h, avail) != 0;  // 0: malformed, the rest is unreadable
-    });
+    auto consume = [&] {
+      return session.Consume([&](uint32_t, const tprof_rec_header* h, size_t avail) {
+        if (unwind) unwind->Note(h, avail);
+        return builder.AddRecord(h, avail) != 0;  // 0: malformed, the rest is unreadable
+      });
+    };
+    auto n = consume();
+    if (!unwind || !n) return n;
+    // A new process's mappings are written on whichever CPU ran the
+    // worker, often one whose half fills rarely: flushed at most every
+    // 50 ms, so that its tables are loaded within about that.
+    const auto now = std::chrono::steady_clock::now();
+    if (unwind->needs_mappings() && !finished && now - last_flush >= std::chrono::milliseconds(50)) {
+      last_flush = now;
+      if (Status st = session.Flush(); !st) return st.error();
+      auto more = consume();
+      if (!more) return more;
+      *n += *more;
+    }
+    // The new mappings' tables, for the samples to come.
+    if (*n) unwind->Sync();
+    return n;
   }
 
   SamplingSession session;
   ProfileBuilder builder;
+  std::optional<UnwindLoader> unwind;  // TPROF_SAMPLING_USER_CFI
+  std::chrono::steady_clock::time_point last_flush{};
   boost::asio::io_context io;
   bool finished = false;
   int child_status = -1;
@@ -71,6 +94,7 @@ std::string PerfMaxSampleRate() {
 
 Recorder::Recorder(SamplingSession session)
     : s_(std::make_unique<State>(std::move(session))) {
+  if (s_->session.config().flags & TPROF_SAMPLING_USER_CFI) s_->unwind.emplace(s_->session.fd(), static_cast<uint32_t>(::getpid()));
   if (std::string hz = PerfMaxSampleRate(); !hz.empty())
     s_->builder.SetAttribute(kPerfMaxRateAtStart, hz);
 }
@@ -208,6 +232,15 @@ Expected<Profile> Recorder::Finish() {
   builder.SetAttribute("pid", c.pid == TPROF_PID_ALL ? "all" : std::to_string(c.pid));
   if (c.flags & TPROF_SAMPLING_USER_STACK)
     builder.SetAttribute(kUserStackBytes, std::to_string(c.user_stack_bytes));
+  if (s_->unwind) {
+    const UnwindLoader::Stats& u = s_->unwind->stats();
+    builder.SetAttribute(kUnwindTables, std::to_string(u.tables));
+    builder.SetAttribute(kUnwindTableBytes, std::to_string(u.table_bytes));
+    builder.SetAttribute(kUnwindFilesWithout, std::to_string(u.files_without));
+    if (u.failures)
+      builder.SetAttribute(kUnwindFailures,
+                           std::to_string(u.failures) + " (first: " + u.first_failure + ")");
+  }
   if (c.pid == TPROF_PID_ALL) builder.SetAttribute(kRecorderPid, std::to_string(::getpid()));
   // Which kernel's symbols and debug files (tprofctl annotate) fit the samples.
   if (struct utsname u; ::uname(&u) == 0) builder.SetAttribute("kernel_release", u.release);

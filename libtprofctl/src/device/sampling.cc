@@ -94,6 +94,16 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
     c.flags |= TPROF_SAMPLING_USER_STACK;
     c.user_stack_bytes = o.user_stack_bytes;
   }
+  if (o.unwind_tables) {
+    tprof_info info{};
+    if (::ioctl(fd.get(), TPROF_IOC_GET_INFO, &info) != 0)
+      return SamplingError("starting sampling", TPROF_IOC_GET_INFO, errno);
+    if (!(FeaturesOf(info) & TPROF_FEAT_UNWIND_TABLES))
+      return Error::FromErrno(ENOTSUP, "unwinding with CFI in the module needs a module of ABI "
+                                       "1.19 or later (this one is 1." +
+                                           std::to_string(info.abi_minor) + ")");
+    c.flags |= TPROF_SAMPLING_USER_CFI;
+  }
   c.pid = o.pid;
   c.frequency_hz = o.event_type == TPROF_SAMPLE_ON_CLOCK ? o.frequency_hz : 0;
   c.half_bytes = o.half_bytes;

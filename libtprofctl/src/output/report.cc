@@ -210,8 +210,13 @@ namespace {
 // One attribute of the recording as a reader wants it: named, with its
 // unit ("frequency_hz: 1000" reads "sampling: on the clock, 1000 Hz per
 // CPU"). Keys this does not know print as they are.
-void TextAttribute(const std::string& key, const std::string& value, std::string* out) {
+void TextAttribute(const Profile& p, const std::string& key, const std::string& value,
+                   std::string* out) {
   const unsigned long long n = std::strtoull(value.c_str(), nullptr, 10);
+  auto attribute = [&p](const char* k) {
+    auto it = p.attributes.find(k);
+    return it == p.attributes.end() ? std::string("0") : it->second;
+  };
   if (key == "frequency_hz" && n > 0)
     Appendf(out, "sampling: on the clock, %llu Hz per CPU\n", n);
   else if (key == "frequency_hz")
@@ -233,8 +238,19 @@ void TextAttribute(const std::string& key, const std::string& value, std::string
   else if (key == kPerfMaxRateAtEnd)
     Appendf(out, "perf's sample limit: %llu Hz per counter (kernel.perf_event_max_sample_rate)\n",
             n);
+  else if (key == kUserStackBytes && p.attributes.count(kUnwindTables))
+    Appendf(out, "stack copies: %llu bytes, only where the tables did not cover a walk\n", n);
   else if (key == kUserStackBytes)
     Appendf(out, "call graph: dwarf, %llu bytes of user stack copied per sample\n", n);
+  else if (key == kUnwindTables)
+    Appendf(out, "call graph: cfi, %llu unwind tables loaded into the module (%llu KiB); %s "
+                 "mapped files had none\n",
+            n, std::strtoull(attribute(kUnwindTableBytes).c_str(), nullptr, 10) / 1024,
+            attribute(kUnwindFilesWithout).c_str());
+  else if (key == kUnwindTableBytes || key == kUnwindFilesWithout)
+    return;  // on the tables' line
+  else if (key == kUnwindFailures)
+    Appendf(out, "unwind tables refused: %s\n", value.c_str());
   else if (key == kRecorderPid)
     Appendf(out, "recorder: tprofctl, pid %s (its own samples are in the tables)\n", value.c_str());
   else
@@ -248,7 +264,7 @@ void TextHeader(const Profile& p, const ReportData& d, std::string* out) {
   if (p.last_time_ns > p.first_time_ns)
     Appendf(out, ", %.3f s", static_cast<double>(p.last_time_ns - p.first_time_ns) / 1e9);
   *out += "\n";
-  for (const auto& [key, value] : p.attributes) TextAttribute(key, value, out);
+  for (const auto& [key, value] : p.attributes) TextAttribute(p, key, value, out);
   if (auto rate = AchievedSamplingRate(p))
     Appendf(out, "sampling rate: %.0f Hz per CPU achieved, %.0f asked for%s\n", rate->achieved_hz,
             rate->requested_hz, rate->low ? " (low: see the warning)" : "");
@@ -263,7 +279,7 @@ void TextHeader(const Profile& p, const ReportData& d, std::string* out) {
             d.lost_records);
   if (p.attributes.count(kUserStackBytes)) {
     // Per sample: how its user stack was found.
-    uint64_t cfi = 0, whole = 0, other = 0;
+    uint64_t cfi = 0, whole = 0, other = 0, in_module = 0;
     for (const auto& [k, n] : p.stack_samples) {
       if (k.stack == 0 || k.stack > p.stacks.size()) continue;
       const RawStack& st = p.stacks[k.stack - 1];
@@ -273,10 +289,14 @@ void TextHeader(const Profile& p, const ReportData& d, std::string* out) {
         (f & kStackUserWhole ? whole : cfi) += n;
       else
         other += n;
+      if (f & TPROF_STACK_USER_CFI) in_module += n;
     }
     Appendf(out, "user stacks: %" PRIu64 " whole, %" PRIu64 " cut (a fault, the copy's end, the "
                  "depth) by CFI; %" PRIu64 " by frame pointers (no copy or mapping)\n",
             whole, cfi, other);
+    if (p.attributes.count(kUnwindTables))
+      Appendf(out, "user stacks walked in the module: %" PRIu64 " (the others from copies, "
+                   "taken while a process's tables were not loaded)\n", in_module);
   }
   if (p.records.malformed || p.records.unknown)
     Appendf(out, "records skipped: %" PRIu64 " malformed, %" PRIu64 " of unknown type\n",

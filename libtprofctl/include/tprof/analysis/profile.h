@@ -57,7 +57,8 @@ struct CallerKey {
 // are frames is decided when reading (ExpandStack, stacks.h).
 // RawStack::flags beside the module's TPROF_STACK_* (bits 0-15): how the
 // recorder found the user part.
-// Walked from a user stack copy with the binaries' CFI (--call-graph dwarf).
+// Walked with the binaries' CFI: from a user stack copy (--call-graph
+// dwarf), or by the module with loaded tables (cfi, TPROF_STACK_USER_CFI).
 inline constexpr uint32_t kStackUserByCfi = 1u << 16;
 // ... up to the outermost frame: the whole stack.
 inline constexpr uint32_t kStackUserWhole = 1u << 17;
@@ -65,6 +66,13 @@ inline constexpr uint32_t kStackUserWhole = 1u << 17;
 // The attribute that says each sample copied this many bytes of its user
 // stack (record --call-graph dwarf).
 inline constexpr char kUserStackBytes[] = "user_stack_bytes";
+// record --call-graph cfi: the unwind tables the recorder loaded into the
+// module (count, bytes of rows), the mapped files it found none for, and
+// the module's refusals ("N (first: message)").
+inline constexpr char kUnwindTables[] = "unwind_tables";
+inline constexpr char kUnwindTableBytes[] = "unwind_table_bytes";
+inline constexpr char kUnwindFilesWithout[] = "unwind_files_without";
+inline constexpr char kUnwindFailures[] = "unwind_failures";
 
 struct RawStack {
   uint32_t flags = 0;  // TPROF_STACK_*, kStackUser*

@@ -32,6 +32,11 @@ struct SamplingOptions {
   // many bytes from sp, for a walk with the binaries' CFI (ABI 1.18; a
   // module before it: ENOTSUP); 0 = none.
   uint32_t user_stack_bytes = 0;
+  // With stacks, the module walks user stacks with the unwind tables a
+  // Recorder loads for the mapped files (ABI 1.19; before: ENOTSUP); a
+  // copy (user_stack_bytes) is then taken only where they did not cover
+  // the walk (a process whose tables are not loaded yet).
+  bool unwind_tables = false;
   uint32_t event_type = TPROF_SAMPLE_ON_CLOCK;  // or TPROF_METRIC_SOFTWARE/HARDWARE/RAW
   uint64_t event_config = 0;
   uint64_t event_period = 0;   // events per sample (counter sampling)

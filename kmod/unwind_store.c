@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A session's unwind tables and the address spaces they cover (see
+ * unwind_store.h).
+ */
+#include <linux/hash.h>
+#include <linux/mm.h>
+#include <linux/moduleparam.h>
+#include <linux/mutex.h>
+#include <linux/rculist.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/xarray.h>
+#include "unwind_store.h"
+#include "core/unwind_walk.h"
+
+/* Per session: libc's table is ~440 KiB; 64 MiB holds a busy machine's. */
+static unsigned int unwind_table_kb = 65536;
+module_param(unwind_table_kb, uint, 0644);
+MODULE_PARM_DESC(unwind_table_kb,
+		 "KiB of unwind tables and mappings a sampling session may load (default 65536)");
+
+#define TPROF_UNWIND_BUCKETS_BITS 8
+
+struct tprof_unwind_table {
+	u32 nr_rows;
+	struct tprof_unwind_row rows[];
+};
+
+struct tprof_unwind_map_range {
+	u64 start, end, bias;
+	const struct tprof_unwind_table *table;
+};
+
+struct tprof_unwind_space_map {
+	struct hlist_node node;
+	struct rcu_head rcu;
+	u64 space_id;
+	size_t bytes;
+	u32 nr;
+	struct tprof_unwind_map_range ranges[];
+};
+
+struct tprof_unwind_store {
+	struct mutex lock;
+	struct xarray tables;		/* table_id -> struct tprof_unwind_table */
+	struct hlist_head spaces[1 << TPROF_UNWIND_BUCKETS_BITS];
+	u32 nr_spaces;
+	size_t bytes;			/* tables and spaces held */
+};
+
+struct tprof_unwind_store *tprof_unwind_store_create(void)
+{
+	struct tprof_unwind_store *u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
+
+	if (!u)
+		return NULL;
+	mutex_init(&u->lock);
+	xa_init_flags(&u->tables, XA_FLAGS_ALLOC1);
+	return u;
+}
+
+static void tprof_unwind_space_free_rcu(struct rcu_head *head)
+{
+	kvfree(container_of(head, struct tprof_unwind_space_map, rcu));
+}
+
+void tprof_unwind_store_free(struct tprof_unwind_store *u)
+{
+	struct tprof_unwind_space_map *m;
+	struct hlist_node *tmp;
+	struct tprof_unwind_table *t;
+	unsigned long id;
+	unsigned int i;
+
+	if (!u)
+		return;
+	for (i = 0; i < ARRAY_SIZE(u->spaces); i++)
+		hlist_for_each_entry_safe(m, tmp, &u->spaces[i], node)
+			kvfree(m);
+	/* Ranges replaced while the session ran: their callbacks first. */
+	rcu_barrier();
+	xa_for_each(&u->tables, id, t)
+		kvfree(t);
+	xa_destroy(&u->tables);
+	mutex_destroy(&u->lock);
+	kfree(u);
+}
+
+static bool tprof_unwind_fits(struct tprof_unwind_store *u, size_t more)
+{
+	return u->bytes + more <= (size_t)READ_ONCE(unwind_table_kb) * 1024;
+}
+
+long tprof_unwind_load(struct tprof_unwind_store *u, struct tprof_unwind_load __user *uarg)
+{
+	struct tprof_unwind_load arg;
+	struct tprof_unwind_table *t;
+	size_t bytes;
+	u32 id;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.resv[0] || arg.resv[1] || !arg.nr_rows ||
+	    arg.nr_rows > TPROF_UNWIND_MAX_ROWS)
+		return -EINVAL;
+	bytes = struct_size(t, rows, arg.nr_rows);
+	mutex_lock(&u->lock);
+	ret = -EDQUOT;
+	if (!tprof_unwind_fits(u, bytes))
+		goto out;
+	ret = -ENOMEM;
+	t = kvmalloc(bytes, GFP_KERNEL_ACCOUNT);
+	if (!t)
+		goto out;
+	t->nr_rows = arg.nr_rows;
+	ret = -EFAULT;
+	if (copy_from_user(t->rows, u64_to_user_ptr(arg.rows), arg.nr_rows * sizeof(t->rows[0])))
+		goto free;
+	ret = tprof_unwind_table_check(t->rows, t->nr_rows);
+	if (ret)
+		goto free;
+	ret = xa_alloc(&u->tables, &id, t, xa_limit_31b, GFP_KERNEL_ACCOUNT);
+	if (ret)
+		goto free;
+	arg.table_id = id;
+	if (copy_to_user(uarg, &arg, sizeof(arg))) {
+		/* Unnamed, it could never be used: take it back. */
+		xa_erase(&u->tables, id);
+		ret = -EFAULT;
+		goto free;
+	}
+	u->bytes += bytes;
+	mutex_unlock(&u->lock);
+	return 0;
+free:
+	kvfree(t);
+out:
+	mutex_unlock(&u->lock);
+	return ret;
+}
+
+static struct hlist_head *tprof_unwind_bucket(struct tprof_unwind_store *u, u64 space_id)
+{
+	return &u->spaces[hash_64(space_id, TPROF_UNWIND_BUCKETS_BITS)];
+}
+
+/* Mutex held. */
+static struct tprof_unwind_space_map *tprof_unwind_space_locked(struct tprof_unwind_store *u,
+								 u64 space_id)
+{
+	struct tprof_unwind_space_map *m;
+
+	hlist_for_each_entry(m, tprof_unwind_bucket(u, space_id), node)
+		if (m->space_id == space_id)
+			return m;
+	return NULL;
+}
+
+/* The ranges from userspace, checked, their tables looked up. Mutex held. */
+static int tprof_unwind_fill_ranges(struct tprof_unwind_store *u,
+				    struct tprof_unwind_space_map *m,
+				    const struct tprof_unwind_range __user *from)
+{
+	struct tprof_unwind_range r;
+	u32 i;
+
+	for (i = 0; i < m->nr; i++) {
+		struct tprof_unwind_map_range *d = &m->ranges[i];
+
+		if (copy_from_user(&r, from + i, sizeof(r)))
+			return -EFAULT;
+		if (r.resv || r.start >= r.end || (i && r.start < m->ranges[i - 1].end))
+			return -EINVAL;
+		d->table = xa_load(&u->tables, r.table_id);
+		if (!d->table)
+			return -EINVAL;
+		d->start = r.start;
+		d->end = r.end;
+		d->bias = r.bias;
+	}
+	return 0;
+}
+
+long tprof_unwind_set_space(struct tprof_unwind_store *u,
+			    const struct tprof_unwind_space __user *uarg)
+{
+	struct tprof_unwind_space_map *old, *m = NULL;
+	struct tprof_unwind_space arg;
+	size_t bytes = 0;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.resv || arg.resv2 || arg.nr_ranges > TPROF_UNWIND_MAX_RANGES)
+		return -EINVAL;
+	mutex_lock(&u->lock);
+	old = tprof_unwind_space_locked(u, arg.space_id);
+	if (arg.nr_ranges) {
+		bytes = struct_size(m, ranges, arg.nr_ranges);
+		ret = -EDQUOT;
+		if ((!old && u->nr_spaces >= TPROF_UNWIND_MAX_SPACES) ||
+		    !tprof_unwind_fits(u, bytes - (old ? old->bytes : 0)))
+			goto out;
+		ret = -ENOMEM;
+		m = kvmalloc(bytes, GFP_KERNEL_ACCOUNT);
+		if (!m)
+			goto out;
+		m->space_id = arg.space_id;
+		m->bytes = bytes;
+		m->nr = arg.nr_ranges;
+		ret = tprof_unwind_fill_ranges(u, m, u64_to_user_ptr(arg.ranges));
+		if (ret) {
+			kvfree(m);
+			goto out;
+		}
+	}
+	/* Samples see the old ranges or the new ones, whole. */
+	if (old && m) {
+		hlist_replace_rcu(&old->node, &m->node);
+	} else if (m) {
+		hlist_add_head_rcu(&m->node, tprof_unwind_bucket(u, arg.space_id));
+		u->nr_spaces++;
+	} else if (old) {
+		hlist_del_rcu(&old->node);
+		u->nr_spaces--;
+	}
+	if (old) {
+		u->bytes -= old->bytes;
+		call_rcu(&old->rcu, tprof_unwind_space_free_rcu);
+	}
+	u->bytes += bytes;
+	ret = 0;
+out:
+	mutex_unlock(&u->lock);
+	return ret;
+}
+
+const struct tprof_unwind_space_map *tprof_unwind_space_find(struct tprof_unwind_store *u,
+							     u64 space_id)
+{
+	struct tprof_unwind_space_map *m;
+
+	hlist_for_each_entry_rcu(m, tprof_unwind_bucket(u, space_id), node)
+		if (m->space_id == space_id)
+			return m;
+	return NULL;
+}
+
+const struct tprof_unwind_row *tprof_unwind_space_row(const struct tprof_unwind_space_map *m,
+						      u64 pc, bool *covered)
+{
+	const struct tprof_unwind_map_range *r;
+	u32 lo = 0, hi = m->nr;
+	u64 addr;
+
+	/* The last range starting at or below pc. */
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+
+		if (m->ranges[mid].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*covered = lo && pc < m->ranges[lo - 1].end;
+	if (!*covered)
+		return NULL;
+	r = &m->ranges[lo - 1];
+	addr = pc - r->bias;
+	if (addr > U32_MAX)
+		return NULL;
+	return tprof_unwind_table_find(r->table->rows, r->table->nr_rows, addr);
+}

@@ -1,0 +1,128 @@
+#include "device/unwind_loader.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "device/ioctl_errors.h"
+
+namespace tprof {
+
+void UnwindLoader::Note(const tprof_rec_header* rec, size_t avail) {
+  if (rec->type == TPROF_REC_MAP && rec->size > sizeof(tprof_rec_map) && rec->size <= avail) {
+    tprof_rec_map m;
+    std::memcpy(&m, rec, sizeof(m));
+    // Not the recorder's own (system-wide): its tables would cost it the
+    // time it needs to drain the buffers, to walk its own frames.
+    if (m.pid == self_pid_) return;
+    const char* path = reinterpret_cast<const char*>(rec) + sizeof(m);
+    const size_t room = rec->size - sizeof(m);
+    Mapped& to = spaces_[m.space_id][m.start];
+    to = {m.end, m.pgoff, std::string(path, strnlen(path, room))};
+    changed_.insert(m.space_id);
+    spaces_of_pid_[m.pid].insert(m.space_id);
+  } else if (rec->type == TPROF_REC_SAMPLE && rec->size >= sizeof(tprof_rec_sample) &&
+             rec->size <= avail) {
+    // In cfi mode a copy comes only where no table covered the walk: if
+    // its space has none yet, its MAP records are what the walk needs.
+    tprof_rec_sample s;
+    std::memcpy(&s, rec, sizeof(s));
+    if ((s.flags & TPROF_SAMPLE_USER_STACK) && !sent_.count(s.space_id)) needs_mappings_ = true;
+  } else if (rec->type == TPROF_REC_EXIT && rec->size >= sizeof(tprof_rec_exit) &&
+             rec->size <= avail) {
+    tprof_rec_exit e;
+    std::memcpy(&e, rec, sizeof(e));
+    exited_.insert(e.pid);
+  }
+}
+
+void UnwindLoader::Sync() {
+  for (uint32_t pid : exited_) {
+    auto it = spaces_of_pid_.find(pid);
+    if (it == spaces_of_pid_.end()) continue;
+    for (uint64_t space : it->second) Forget(space);
+    spaces_of_pid_.erase(it);
+  }
+  exited_.clear();
+  for (uint64_t space : changed_)
+    if (spaces_.count(space)) SendSpace(space);
+  changed_.clear();
+  needs_mappings_ = false;
+}
+
+void UnwindLoader::Fail(const Error& e) {
+  if (!stats_.failures++) stats_.first_failure = e.message();
+}
+
+const UnwindLoader::Loaded& UnwindLoader::Load(const std::string& path) {
+  auto [it, inserted] = files_.try_emplace(path);
+  if (!inserted) return it->second;
+  Loaded& l = it->second;
+  // Pseudo files ("[vdso]", "[anon:...]") have no file to read.
+  auto table = path.empty() || path[0] != '/' ? Expected<UnwindTable>(Error::FromErrno(ENOENT, path))
+                                              : BuildUnwindTable(path);
+  if (!table || table->rows.empty() || table->rows.size() > TPROF_UNWIND_MAX_ROWS) {
+    stats_.files_without++;
+    return l;
+  }
+  tprof_unwind_load arg{};
+  arg.rows = reinterpret_cast<uintptr_t>(table->rows.data());
+  arg.nr_rows = static_cast<uint32_t>(table->rows.size());
+  if (::ioctl(fd_, TPROF_IOC_UNWIND_LOAD, &arg) != 0) {
+    Fail(IoctlFailure("loading the unwind table of " + path, TPROF_IOC_UNWIND_LOAD, errno));
+    return l;
+  }
+  l.id = arg.table_id;
+  l.segments = std::move(table->segments);
+  stats_.tables++;
+  stats_.table_bytes += table->rows.size() * sizeof(tprof_unwind_row);
+  return l;
+}
+
+void UnwindLoader::SendSpace(uint64_t space_id) {
+  std::vector<tprof_unwind_range> ranges;
+  for (const auto& [start, m] : spaces_[space_id]) {
+    const Loaded& l = Load(m.path);
+    if (!l.id) continue;
+    // The segment the mapping's file offset falls in: pc - bias is then
+    // the address the table's rows use.
+    for (const UnwindTable::Segment& s : l.segments) {
+      if (m.pgoff < s.offset || m.pgoff - s.offset >= s.filesz) continue;
+      tprof_unwind_range r{};
+      r.start = start;
+      r.end = std::min(m.end, start + (s.offset + s.filesz - m.pgoff));
+      r.bias = start - (m.pgoff - s.offset + s.vaddr);
+      r.table_id = l.id;
+      if (!ranges.empty() && r.start < ranges.back().end) break;  // overlaps: keep the first
+      ranges.push_back(r);
+      break;
+    }
+  }
+  if (ranges.size() > TPROF_UNWIND_MAX_RANGES) ranges.resize(TPROF_UNWIND_MAX_RANGES);
+  if (ranges.empty() && !sent_.count(space_id)) return;
+  tprof_unwind_space arg{};
+  arg.space_id = space_id;
+  arg.ranges = reinterpret_cast<uintptr_t>(ranges.data());
+  arg.nr_ranges = static_cast<uint32_t>(ranges.size());
+  if (::ioctl(fd_, TPROF_IOC_UNWIND_SPACE, &arg) != 0)
+    return Fail(IoctlFailure("sending an address space's unwind ranges", TPROF_IOC_UNWIND_SPACE,
+                             errno));
+  stats_.spaces++;
+  sent_.insert(space_id);
+}
+
+void UnwindLoader::Forget(uint64_t space_id) {
+  spaces_.erase(space_id);
+  changed_.erase(space_id);
+  if (!sent_.erase(space_id)) return;
+  tprof_unwind_space arg{};
+  arg.space_id = space_id;
+  if (::ioctl(fd_, TPROF_IOC_UNWIND_SPACE, &arg) != 0)
+    Fail(IoctlFailure("forgetting an address space's unwind ranges", TPROF_IOC_UNWIND_SPACE,
+                      errno));
+}
+
+}  // namespace tprof

@@ -1,0 +1,77 @@
+// Feeds a sampling session's sample handler the unwind tables of the files
+// its address spaces map (TPROF_SAMPLING_USER_CFI, ABI 1.19): for each
+// executable mapping a MAP record names, the file's table is built from its
+// CFI (unwind_table.h) once per file and loaded once per session
+// (TPROF_IOC_UNWIND_LOAD), and each space whose mappings changed is sent
+// whole (TPROF_IOC_UNWIND_SPACE); a process's spaces are forgotten at its
+// EXIT. Internal to the recorder: not installed with the public headers.
+#pragma once
+
+#include <linux/tprof.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tprof/analysis/unwind_table.h"
+#include "tprof/base/expected.h"
+
+namespace tprof {
+
+class UnwindLoader {
+ public:
+  // self_pid: the recorder's pid in the records' namespace (its spaces get
+  // no tables).
+  UnwindLoader(int session_fd, uint32_t self_pid) : fd_(session_fd), self_pid_(self_pid) {}
+
+  // A record the recorder read (MAP and EXIT matter; the rest is ignored).
+  void Note(const tprof_rec_header* rec, size_t avail);
+  // Loads what the records noted since the last call need, and sends each
+  // changed space. Failures are counted (stats), never fatal: a sample
+  // whose code has no table is walked by frame pointers or its copy.
+  void Sync();
+
+  // Samples of a space without tables came since the last Sync(): its MAP
+  // records may wait in another CPU's partial half (the recorder flushes).
+  bool needs_mappings() const { return needs_mappings_; }
+
+  struct Stats {
+    uint64_t tables = 0;          // loaded
+    uint64_t table_bytes = 0;     // their rows
+    uint64_t files_without = 0;   // mapped files without a usable table
+    uint64_t spaces = 0;          // sent (each change counts)
+    uint64_t failures = 0;        // ioctls the module refused
+    std::string first_failure;    // the first refusal's message
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct Mapped {
+    uint64_t end = 0, pgoff = 0;
+    std::string path;
+  };
+  struct Loaded {
+    uint32_t id = 0;  // 0: no table
+    std::vector<UnwindTable::Segment> segments;
+  };
+  const Loaded& Load(const std::string& path);
+  void SendSpace(uint64_t space_id);
+  void Forget(uint64_t space_id);
+  void Fail(const Error& e);
+
+  int fd_;
+  uint32_t self_pid_;
+  std::map<uint64_t, std::map<uint64_t, Mapped>> spaces_;  // space -> start -> mapping
+  std::set<uint64_t> changed_;
+  std::set<uint64_t> sent_;
+  std::map<uint32_t, std::set<uint64_t>> spaces_of_pid_;
+  std::set<uint32_t> exited_;
+  std::map<std::string, Loaded> files_;
+  bool needs_mappings_ = false;
+  Stats stats_;
+};
+
+}  // namespace tprof

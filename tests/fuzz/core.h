@@ -225,6 +225,7 @@ extern volatile u64 g_pmu_word;  // what watchpoints watch
 void FillPmuCreate(Rng& r, Worker&, void* a, Call& c);
 int RawIoctl(const char* name, int fd, unsigned long cmd, void* arg);
 void FuzzIoctl(Worker& w, int fd);
+void FeedUnwindTables(Worker& w, int fd);
 
 // ---- records (records.cc) ------------------------------------------------------------
 

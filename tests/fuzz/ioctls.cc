@@ -987,6 +987,29 @@ void CheckUnwindLoad(Worker&, const void*, const void* o, const Call&) {
     VIOLATION("UNWIND_LOAD: table_id %u", out->table_id);
 }
 
+}  // namespace
+
+// A session with TPROF_SAMPLING_USER_CFI fed by its owner: tables (hostile
+// rules the module accepts among them) over spaces its samples named, so
+// that the handler walks with them.
+void FeedUnwindTables(Worker& w, int fd) {
+  Call c;
+  tprof_unwind_load l;
+  FillUnwindLoad(w.rng, w, &l, c);
+  int err = RawIoctl("UNWIND_LOAD", fd, TPROF_IOC_UNWIND_LOAD, &l);
+  if (c.must_fail && !err) VIOLATION("owner's UNWIND_LOAD accepted %s", c.defect.c_str());
+  if (!c.must_fail && err && err != EDQUOT && err != ENOMEM)
+    VIOLATION("owner's UNWIND_LOAD of a valid table: %s", ErrName(err).c_str());
+  Count("owner unwind load " + ErrName(err));
+  Call c2;
+  tprof_unwind_space sp;
+  FillUnwindSpace(w.rng, w, &sp, c2);
+  err = RawIoctl("UNWIND_SPACE", fd, TPROF_IOC_UNWIND_SPACE, &sp);
+  if (c2.must_fail && !err) VIOLATION("owner's UNWIND_SPACE accepted %s", c2.defect.c_str());
+  Count("owner unwind space " + ErrName(err));
+}
+
+namespace {
 // The table. Errnos: Documented(), plus EFAULT and EINVAL for every ioctl.
 const std::vector<IoctlSpec> kIoctls = {
     {"GET_INFO", TPROF_IOC_GET_INFO, false, FillInfo, CheckInfo},

@@ -99,6 +99,8 @@ void OpAccountant(Worker& w) {
   FillSamplingConfig(r, &cfg, c, 2);
   cfg.pid = g_unpriv || r.OneIn(2) ? uint32_t(::getpid()) : TPROF_PID_ALL;
   if (cfg.event_type == TPROF_SAMPLE_ON_CLOCK && cfg.frequency_hz == 0) cfg.frequency_hz = 2000;
+  // Most sessions with stacks walk with the tables it feeds them.
+  if ((cfg.flags & TPROF_SAMPLING_STACKS) && !r.OneIn(3)) cfg.flags |= TPROF_SAMPLING_USER_CFI;
   if (c.must_fail) { ::close(fd); return; }
   tprof_sampling_config in = cfg;
   int err = EBUSY;
@@ -144,6 +146,7 @@ void OpAccountant(Worker& w) {
     }
     sched_yield();
     if (!lazy) ConsumeHalves(fd, map, cfg.nr_cpu_ids, cfg.ctl_bytes, cfg.half_bytes_out, &books, spid, true);
+    if (in.flags & TPROF_SAMPLING_USER_CFI) FeedUnwindTables(w, fd);
   }
   err = RawIoctl("SAMPLING_STOP", fd, TPROF_IOC_SAMPLING_STOP, nullptr);
   if (err) VIOLATION("accountant: SAMPLING_STOP of its own session: %s", ErrName(err).c_str());

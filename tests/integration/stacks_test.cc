@@ -413,6 +413,8 @@ TEST_F(Stacks, DwarfAndCfiCallGraphsWalkCodeWithoutFramePointers) {
     EXPECT_TRUE(std::regex_search(report.out, m, std::regex("user stacks walked in the module: ([0-9]+)")) &&
                 std::stoull(m[1]) * 2 >= cfi_n)
         << report.out;
+    std::printf("  [frameless] cfi: %s of all the recording's stacks walked in the module\n",
+                m.size() > 1 ? m[1].str().c_str() : "?");
     EXPECT_TRUE(std::regex_search(report.out, m, std::regex("call graph: cfi, ([0-9]+) unwind tables")) &&
                 std::stoull(m[1]) >= 2)
         << "the program and libc at least: " << report.out;
@@ -430,6 +432,81 @@ TEST_F(Stacks, DwarfAndCfiCallGraphsWalkCodeWithoutFramePointers) {
   std::printf("  [frameless] whole stacks in fl_d: dwarf %.1f%% of %llu, cfi %.1f%% of %llu, fp %.1f%% of %llu\n",
               dwarf, static_cast<unsigned long long>(dwarf_n), cfi, static_cast<unsigned long long>(cfi_n), fp,
               static_cast<unsigned long long>(fp_n));
+}
+
+// Debian's libc is built without frame pointers: a comparator's samples
+// must reach its qsort caller's caller through libc's own frames, with the
+// tables the recorder loads for libc (and copies before they are loaded).
+TEST_F(Stacks, CfiCallGraphReachesAComparatorsCallersThroughLibcQsort) {
+  const std::string file = dir_.File("qsort.data");
+  uint64_t in_cmp = 0, whole = 0, fp_whole = 0, fp_in_cmp = 0;
+  std::string misses, example;
+  auto count = [&](const std::string& data, uint64_t* n, uint64_t* ok, bool note) {
+    Result folded = Sh("tprofctl dump -i " + data + " --format folded");
+    EXPECT_EQ(folded.rc, 0) << folded.out;
+    *n = *ok = 0;
+    for (const Stack& st : ParseFolded(folded.out, "")) {
+      const std::string path = st.UserPath();
+      const size_t cmp = path.find(";fl_cmp");
+      if (cmp == std::string::npos) continue;
+      *n += st.samples;
+      // main;fl_sort;<libc's frames, qsort among them>;fl_cmp
+      const size_t sort = path.find("main;fl_sort;");
+      if (sort != std::string::npos && sort < cmp &&
+          path.substr(sort, cmp - sort).find("qsort") != std::string::npos) {
+        *ok += st.samples;
+        if (note && example.empty()) example = path;
+      } else if (note && misses.size() < 2000) {
+        misses += path + " (" + std::to_string(st.samples) + ")\n";
+      }
+    }
+  };
+  (void)RecordUntil(1500, 300, [&](unsigned ms) {
+    Result rec = Sh("cd " + dir_.path() + " && tprofctl record -q -o " + file +
+                    " --call-graph cfi -- tprof-wl-frameless --qsort --ms " + std::to_string(ms));
+    EXPECT_EQ(rec.rc, 0) << rec.out;
+    count(file, &in_cmp, &whole, true);
+    return in_cmp;
+  });
+  ASSERT_GE(in_cmp, 100u) << "too few samples in the comparator for a share";
+  EXPECT_GE(whole * 100, in_cmp * 99) << whole << " of " << in_cmp << " reach main through qsort; "
+                                      << "the others:\n" << misses;
+  Result fp = Sh("cd " + dir_.path() + " && tprofctl record -q -o fp.data -g -- "
+                 "tprof-wl-frameless --qsort --ms 500");
+  EXPECT_EQ(fp.rc, 0) << fp.out;
+  count(dir_.File("fp.data"), &fp_in_cmp, &fp_whole, false);
+  std::printf("  [qsort] comparator samples reaching main through qsort: cfi %llu of %llu, fp %llu "
+              "of %llu; e.g. %s\n",
+              static_cast<unsigned long long>(whole), static_cast<unsigned long long>(in_cmp),
+              static_cast<unsigned long long>(fp_whole), static_cast<unsigned long long>(fp_in_cmp),
+              example.c_str());
+}
+
+// A process that starts, burns 50 ms and exits, ten times over: each is
+// gone before the recorder could load its tables, so its samples carry
+// copies, walked afterwards: their stacks are whole all the same.
+TEST_F(Stacks, CfiCallGraphGivesShortLivedProcessesWholeStacks) {
+  const std::string file = dir_.File("short.data");
+  Result rec = Sh("cd " + dir_.path() + " && tprofctl record -q -o " + file +
+                  " --call-graph cfi -- sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do "
+                  "tprof-wl-frameless --ms 50 >/dev/null; done'");
+  ASSERT_EQ(rec.rc, 0) << rec.out;
+  Result folded = Sh("tprofctl dump -i " + file + " --format folded");
+  ASSERT_EQ(folded.rc, 0) << folded.out;
+  uint64_t leaf = 0, whole = 0;
+  std::string misses;
+  for (const Stack& st : ParseFolded(folded.out, "")) {
+    if (st.UserLeaf() != "fl_d") continue;
+    leaf += st.samples;
+    const std::string path = st.UserPath();
+    if (path.find("main;fl_a;fl_b;fl_c;fl_d") != std::string::npos)
+      whole += st.samples;
+    else if (misses.size() < 2000)
+      misses += path + " (" + std::to_string(st.samples) + ")\n";
+  }
+  // 10 x 50 ms at 1 kHz: about 500, fewer where records were lost.
+  ASSERT_GE(leaf, 100u) << folded.out.substr(0, 2000);
+  EXPECT_GE(whole * 100, leaf * 99) << whole << " of " << leaf << " whole; the others:\n" << misses;
 }
 
 }  // namespace

@@ -3,12 +3,16 @@
  * (-O2 -fomit-frame-pointer), as Debian builds its programs and libraries,
  * for the stack tests of `record --call-graph dwarf`.
  *
- *   tprof-wl-frameless [--ms TOTAL_MS]   (default 2000 ms of CPU)
+ *   tprof-wl-frameless [--qsort] [--ms TOTAL_MS]   (default 2000 ms of CPU)
  *
  * Each round: main -> fl_a -> fl_b -> fl_c -> fl_d. fl_b keeps a stack
  * frame of its own and works after its call: a frameless non-leaf, whose
  * caller a frame-pointer walk cannot find. fl_d burns nearly all of the
  * time, so nearly every sample's whole stack is main;fl_a;fl_b;fl_c;fl_d.
+ *
+ * --qsort: main -> fl_sort -> libc's qsort (Debian's, without frame
+ * pointers) -> fl_cmp, a comparator that burns: the samples in fl_cmp must
+ * reach fl_sort and main through libc's frames.
  */
 #include "wl.h"
 
@@ -54,19 +58,47 @@ __attribute__((noinline)) uint64_t fl_a(unsigned long iters)
 	return r + 2;
 }
 
+#define SORT_N 512
+
+__attribute__((noinline)) int fl_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	/* The work of a costly key comparison: nearly every sample is here. */
+	fl_sink += fl_d(200);
+	return x < y ? -1 : x > y;
+}
+
+__attribute__((noinline)) uint64_t fl_sort(uint64_t seed)
+{
+	static uint64_t v[SORT_N];
+
+	for (int i = 0; i < SORT_N; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		v[i] = seed >> 16;
+	}
+	qsort(v, SORT_N, sizeof(v[0]), fl_cmp);
+	return v[0] + seed;
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t ms = 2000, start;
+	uint64_t ms = 2000, start, seed = 1;
+	int sort = 0, i = 1;
 
-	if (argc == 3 && strcmp(argv[1], "--ms") == 0)
-		ms = strtoull(argv[2], NULL, 10);
-	else if (argc != 1) {
-		fprintf(stderr, "usage: tprof-wl-frameless [--ms TOTAL_MS]\n");
+	if (argc > i && strcmp(argv[i], "--qsort") == 0) {
+		sort = 1;
+		i++;
+	}
+	if (argc == i + 2 && strcmp(argv[i], "--ms") == 0)
+		ms = strtoull(argv[i + 1], NULL, 10);
+	else if (argc != i) {
+		fprintf(stderr, "usage: tprof-wl-frameless [--qsort] [--ms TOTAL_MS]\n");
 		return 2;
 	}
 	start = wl_thread_ns();
 	while (wl_thread_ns() - start < ms * 1000000u)
-		fl_sink += fl_a(ROUND_ITERS);
+		fl_sink += sort ? fl_sort(seed++) : fl_a(ROUND_ITERS);
 	printf("frameless: %llu ms\n", (unsigned long long)ms);
 	return 0;
 }

@@ -57,6 +57,7 @@ struct Recorder::State {
     if (unwind->needs_mappings() && !finished && now - last_flush >= std::chrono::milliseconds(50)) {
       last_flush = now;
       if (Status st = session.Flush(); !st) return st.error();
+      unwind->Flushed();
       auto more = consume();
       if (!more) return more;
       *n += *more;

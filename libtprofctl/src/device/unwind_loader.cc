@@ -11,6 +11,13 @@
 
 namespace tprof {
 
+UnwindLoader::UnwindLoader(int session_fd, uint32_t self_pid)
+    : fd_(session_fd), self_pid_(self_pid) {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf));
+  if (n > 0 && size_t(n) < sizeof(buf)) self_exe_.assign(buf, size_t(n));
+}
+
 void UnwindLoader::Note(const tprof_rec_header* rec, size_t avail) {
   if (rec->type == TPROF_REC_MAP && rec->size > sizeof(tprof_rec_map) && rec->size <= avail) {
     tprof_rec_map m;
@@ -24,19 +31,30 @@ void UnwindLoader::Note(const tprof_rec_header* rec, size_t avail) {
     to = {m.end, m.pgoff, std::string(path, strnlen(path, room))};
     changed_.insert(m.space_id);
     spaces_of_pid_[m.pid].insert(m.space_id);
+    unchanged_flushes_[m.space_id] = 0;
   } else if (rec->type == TPROF_REC_SAMPLE && rec->size >= sizeof(tprof_rec_sample) &&
              rec->size <= avail) {
     // In cfi mode a copy comes only where no table covered the walk: if
     // its space has none yet, its MAP records are what the walk needs.
     tprof_rec_sample s;
     std::memcpy(&s, rec, sizeof(s));
-    if ((s.flags & TPROF_SAMPLE_USER_STACK) && !sent_.count(s.space_id)) needs_mappings_ = true;
+    // Its newer mappings (a library loaded since) likewise, until a few
+    // flushes have brought nothing new: code without CFI (JIT) stays so.
+    if ((s.flags & TPROF_SAMPLE_USER_STACK) && unchanged_flushes_[s.space_id] < kFlushesPerChange) {
+      needs_mappings_ = true;
+      waiting_.insert(s.space_id);
+    }
   } else if (rec->type == TPROF_REC_EXIT && rec->size >= sizeof(tprof_rec_exit) &&
              rec->size <= avail) {
     tprof_rec_exit e;
     std::memcpy(&e, rec, sizeof(e));
     exited_.insert(e.pid);
   }
+}
+
+void UnwindLoader::Flushed() {
+  for (uint64_t space : waiting_) unchanged_flushes_[space]++;
+  waiting_.clear();
 }
 
 void UnwindLoader::Sync() {
@@ -84,7 +102,13 @@ const UnwindLoader::Loaded& UnwindLoader::Load(const std::string& path) {
 
 void UnwindLoader::SendSpace(uint64_t space_id) {
   std::vector<tprof_unwind_range> ranges;
-  for (const auto& [start, m] : spaces_[space_id]) {
+  const auto& maps = spaces_[space_id];
+  // A space that maps the recorder's own program is the recorder's forked
+  // child before it execs the command: a moment's samples, and the tables
+  // of every library tprofctl links would delay the command's own.
+  for (const auto& [start, m] : maps)
+    if (!self_exe_.empty() && m.path == self_exe_) return;
+  for (const auto& [start, m] : maps) {
     const Loaded& l = Load(m.path);
     if (!l.id) continue;
     // The segment the mapping's file offset falls in: pc - bias is then
@@ -116,6 +140,8 @@ void UnwindLoader::SendSpace(uint64_t space_id) {
 
 void UnwindLoader::Forget(uint64_t space_id) {
   spaces_.erase(space_id);
+  unchanged_flushes_.erase(space_id);
+  waiting_.erase(space_id);
   changed_.erase(space_id);
   if (!sent_.erase(space_id)) return;
   tprof_unwind_space arg{};

@@ -24,8 +24,8 @@ namespace tprof {
 class UnwindLoader {
  public:
   // self_pid: the recorder's pid in the records' namespace (its spaces get
-  // no tables).
-  UnwindLoader(int session_fd, uint32_t self_pid) : fd_(session_fd), self_pid_(self_pid) {}
+  // no tables, nor do spaces that map its program: its child before exec).
+  UnwindLoader(int session_fd, uint32_t self_pid);
 
   // A record the recorder read (MAP and EXIT matter; the rest is ignored).
   void Note(const tprof_rec_header* rec, size_t avail);
@@ -34,9 +34,11 @@ class UnwindLoader {
   // whose code has no table is walked by frame pointers or its copy.
   void Sync();
 
-  // Samples of a space without tables came since the last Sync(): its MAP
-  // records may wait in another CPU's partial half (the recorder flushes).
+  // Samples whose walk met code without a loaded table came since the last
+  // Sync(): their space's MAP records may wait in another CPU's partial
+  // half. The recorder then flushes the halves and says so (Flushed()).
   bool needs_mappings() const { return needs_mappings_; }
+  void Flushed();
 
   struct Stats {
     uint64_t tables = 0;          // loaded
@@ -64,6 +66,7 @@ class UnwindLoader {
 
   int fd_;
   uint32_t self_pid_;
+  std::string self_exe_;  // /proc/self/exe
   std::map<uint64_t, std::map<uint64_t, Mapped>> spaces_;  // space -> start -> mapping
   std::set<uint64_t> changed_;
   std::set<uint64_t> sent_;
@@ -71,6 +74,11 @@ class UnwindLoader {
   std::set<uint32_t> exited_;
   std::map<std::string, Loaded> files_;
   bool needs_mappings_ = false;
+  // Per space, flushes asked for since its mappings last changed: at most
+  // kFlushesPerChange.
+  static constexpr unsigned kFlushesPerChange = 4;
+  std::map<uint64_t, unsigned> unchanged_flushes_;
+  std::set<uint64_t> waiting_;
   Stats stats_;
 };
 

@@ -471,7 +471,7 @@ TEST_F(Stacks, CfiCallGraphReachesAComparatorsCallersThroughLibcQsort) {
   ASSERT_GE(in_cmp, 100u) << "too few samples in the comparator for a share";
   EXPECT_GE(whole * 100, in_cmp * 99) << whole << " of " << in_cmp << " reach main through qsort; "
                                       << "the others:\n" << misses;
-  Result fp = Sh("cd " + dir_.path() + " && tprofctl record -q -o fp.data -g -- "
+  Result fp = Sh("cd " + dir_.path() + " && tprofctl record -q -o fp.data --call-graph fp -- "
                  "tprof-wl-frameless --qsort --ms 500");
   EXPECT_EQ(fp.rc, 0) << fp.out;
   count(dir_.File("fp.data"), &fp_in_cmp, &fp_whole, false);

@@ -61,6 +61,7 @@ struct RecordOptions {
   bool all_cpus = false;                  // -a
   std::optional<uint64_t> period;         // -c: events per sample with -e
   bool callers = false;                   // -g: whole stacks
+  bool call_graph_chosen = false;         // --call-graph given (else -g means cfi)
   std::optional<uint32_t> stack_depth;    // --stack-depth (with -g)
   std::vector<tprof_window_add> windows;  // --window/--profil (windows_cli.h)
   std::vector<std::string> cmd;           // record: -- CMD [ARGS...]
@@ -85,13 +86,15 @@ void AddSamplingOptions(CLI::App* sub, RecordOptions& o) {
   sub->add_flag("-a,--all-cpus", o.all_cpus,
                 "sample every process on every CPU (needs CAP_PERFMON or CAP_SYS_ADMIN)");
   sub->add_flag("-g,--callers", o.callers,
-                "record each sample's whole stack, kernel and user part (user code built with "
-                "frame pointers), for folded stacks, flame graphs and `dump --children` / "
-                "`--by caller`");
+                "record each sample's whole stack, kernel and user part, for folded stacks, "
+                "flame graphs and `dump --children` / `--by caller`: the user part walked by the "
+                "module with tables from the binaries' CFI, as --call-graph cfi (frame pointers "
+                "only with --call-graph fp)");
   sub->add_option_function<std::string>(
          "--call-graph",
          [&o](const std::string& mode) {
            o.callers = true;
+           o.call_graph_chosen = true;
            o.sampling.user_stack_bytes = 0;
            o.sampling.unwind_tables = false;
            if (mode == "fp") return;
@@ -164,6 +167,14 @@ int SettleOptions(const char* name, RecordOptions* o, bool cmd) {
     return kExitUsage;
   }
   if (o->callers) o->sampling.stack_depth = o->stack_depth.value_or(kDefaultStackDepth);
+  // -g alone: cfi, its copies cut to what the chosen buffers hold.
+  if (o->callers && !o->call_graph_chosen) {
+    o->sampling.unwind_tables = true;
+    o->sampling.user_stack_bytes = kDefaultUserStackBytes;
+    if (o->sampling.half_bytes)
+      o->sampling.user_stack_bytes =
+          std::min(o->sampling.user_stack_bytes, o->sampling.half_bytes / 4 & ~7u);
+  }
   // A record holds at most a quarter of a half (the module's rule).
   if (o->sampling.user_stack_bytes && o->sampling.half_bytes &&
       o->sampling.user_stack_bytes > o->sampling.half_bytes / 4) {
@@ -243,9 +254,19 @@ int SettleThreadsAndCpus(RecordOptions* o, bool cmd) {
 // SamplingSession::StartPreferringStacks, saying on stderr when the
 // module refused stacks. A module before ABI 1.16 samples every CPU for
 // -C; the file still keeps only the chosen CPUs' samples.
-Expected<SamplingSession> StartSampling(SamplingOptions options) {
+Expected<SamplingSession> StartSampling(SamplingOptions options, bool cfi_by_default) {
   bool stacks_refused = false;
   auto session = SamplingSession::StartPreferringStacks(options, &stacks_refused);
+  // Plain -g on a module before ABI 1.19: frame pointers, as before.
+  if (!session && session.error().code() == std::errc::not_supported && cfi_by_default &&
+      options.unwind_tables) {
+    options.unwind_tables = false;
+    options.user_stack_bytes = 0;
+    session = SamplingSession::StartPreferringStacks(options, &stacks_refused);
+    if (session)
+      std::fprintf(stderr, "tprofctl: the module cannot walk stacks with CFI tables (older than "
+                           "ABI 1.19): -g walks frame pointers\n");
+  }
   if (!session && session.error().code() == std::errc::not_supported && !options.cpus.empty()) {
     options.cpus.clear();
     session = SamplingSession::StartPreferringStacks(options, &stacks_refused);
@@ -397,7 +418,7 @@ int RunStart(RecordOptions o) {
     return e.message() + (hint.empty() ? "" : "\ntprofctl: " + hint);
   };
   const Doing doing = o.sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling;
-  auto session = StartSampling(o.sampling);
+  auto session = StartSampling(o.sampling, o.callers && !o.call_graph_chosen);
   if (!session) fail(with_hint(session.error(), doing));
   if (Status st = AddWindows(session->fd(), o.windows); !st)
     fail(with_hint(st.error(), Doing::kSampling));
@@ -513,7 +534,7 @@ int RunRecord(RecordOptions o) {
   }
   // The held child exits without running CMD.
   auto abandon_child = [&] { held.reset(); };
-  auto session = StartSampling(o.sampling);
+  auto session = StartSampling(o.sampling, o.callers && !o.call_graph_chosen);
   if (!session) {
     abandon_child();
     return ReportError(session.error(), doing);

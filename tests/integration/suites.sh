@@ -56,6 +56,13 @@ DEBUG_EXCLUDED=$CHURN_TESTS:MetricsSafety.StalledDrainCannotPinTheTableFull
 DEBUG_EXCLUDED+=:Stacks.SyscallKernelTimeSitsUnderTheCallingFunction
 DEBUG_EXCLUDED+=:Stacks.CallTreeSharesThroughFramelessLeafAndSharedLibrary
 DEBUG_EXCLUDED+=:WindowTest.CliRecordSavesWindowsAndShowPrintsHistograms
+# - the accuracy tests of cfi call graphs through libc's qsort and of
+#   short-lived processes (their stacks are the recorder's walks; the
+#   module's walk with loaded tables runs there in
+#   Stacks.DwarfAndCfiCallGraphsWalkCodeWithoutFramePointers).
+CFI_ACCURACY_TESTS=Stacks.CfiCallGraphReachesAComparatorsCallersThroughLibcQsort
+CFI_ACCURACY_TESTS+=:Stacks.CfiCallGraphGivesShortLivedProcessesWholeStacks
+DEBUG_EXCLUDED+=:$CFI_ACCURACY_TESTS
 # Userspace over a session the other tests start, or a CLI's checks of
 # its own (arch- and kernel-neutral): in x86 6.1 and sid only.
 CLI_ONLY_TESTS=$USERSPACE_TESTS:SampleContext.*:Profiler.FailedRecordingsLeaveThePreviousProfileAlone
@@ -95,6 +102,7 @@ HW_TESTS='ThreadMetricsTest.HardwareMetricsCountAKnownLoopOrAreRefused:SamplingT
 ARM64_DEBUG_EXCLUDED=$CHURN_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing
 ARM64_DEBUG_EXCLUDED+=:Stacks.SyscallKernelTimeSitsUnderTheCallingFunction
 ARM64_DEBUG_EXCLUDED+=:Stacks.CallTreeSharesThroughFramelessLeafAndSharedLibrary
+ARM64_DEBUG_EXCLUDED+=:$CFI_ACCURACY_TESTS
 # The kernel lines: the oldest (6.1) and the newest (sid) run the whole
 # suite on amd64; sid on arm64 and 6.1-rt (for PREEMPT_RT's locking) run
 # it but the CLI-only tests (above). Bookworm's and trixie's 6.12 on

@@ -244,14 +244,17 @@ Run RunPlain(long chunks, int depth = 0) {
   return r;
 }
 
-// stacks: -g (whole stacks, default depth); depth: the workload's.
-Run RunTprof(long chunks, unsigned hz, bool stacks = false, int depth = 0) {
+// stacks: -g (whole stacks, default depth), or --call-graph call_graph;
+// depth: the workload's.
+Run RunTprof(long chunks, unsigned hz, bool stacks = false, int depth = 0,
+             const std::string& call_graph = "") {
   ::unlink(kWorkloadResult);
   ::unlink(kTprofData);
   // -a: every CPU, as perf record -a (record alone follows only the workload).
   std::vector<std::string> argv = {"tprofctl", "record", "-a", "--freq", std::to_string(hz), "-o",
                                    kTprofData, "--format", "json", "--top", "1"};
-  if (stacks) argv.push_back("-g");
+  if (stacks && call_graph.empty()) argv.push_back("-g");
+  if (stacks && !call_graph.empty()) argv.insert(argv.end(), {"--call-graph", call_graph});
   argv.push_back("--");
   for (const std::string& a : WorkloadArgv(chunks, depth)) argv.push_back(a);
   Run r;
@@ -274,15 +277,18 @@ Run RunTprof(long chunks, unsigned hz, bool stacks = false, int depth = 0) {
 
 std::string g_perf;  // perf binary, empty: no perf rows
 
-// stacks: -g (frame-pointer call graphs); depth: the workload's.
-Run RunPerf(long chunks, unsigned hz, bool stacks = false, int depth = 0) {
+// stacks: -g (frame-pointer call graphs), or --call-graph call_graph;
+// depth: the workload's.
+Run RunPerf(long chunks, unsigned hz, bool stacks = false, int depth = 0,
+            const std::string& call_graph = "") {
   ::unlink(kWorkloadResult);
   ::unlink(kPerfData);
   std::string old = std::string(kPerfData) + ".old";
   ::unlink(old.c_str());
   std::vector<std::string> argv = {g_perf, "record", "-e", "cpu-clock", "-F", std::to_string(hz),
                                    "-a", "-o", kPerfData};
-  if (stacks) argv.push_back("-g");
+  if (stacks && call_graph.empty()) argv.push_back("-g");
+  if (stacks && !call_graph.empty()) argv.insert(argv.end(), {"--call-graph", call_graph});
   argv.push_back("--");
   for (const std::string& a : WorkloadArgv(chunks, depth)) argv.push_back(a);
   Run r;
@@ -353,6 +359,7 @@ struct Config {
   unsigned hz;
   std::vector<Run> runs;
   bool flat = false;  // with a deep workload: the profiler without stacks
+  std::string call_graph = "";  // --call-graph MODE instead of -g
 };
 
 template <typename Field>
@@ -379,8 +386,8 @@ void RunInterleaved(std::vector<Config>& configs, long chunks, int reps, int dep
     for (Config& c : configs) {
       const bool stacks = depth > 0 && !c.flat;
       c.runs.push_back(c.tool == '-'   ? RunPlain(chunks, depth)
-                       : c.tool == 't' ? RunTprof(chunks, c.hz, stacks, depth)
-                                       : RunPerf(chunks, c.hz, stacks, depth));
+                       : c.tool == 't' ? RunTprof(chunks, c.hz, stacks, depth, c.call_graph)
+                                       : RunPerf(chunks, c.hz, stacks, depth, c.call_graph));
     }
 }
 
@@ -417,14 +424,19 @@ bool StackSection(long chunks, int reps) {
                                  {"tprofctl record -a -g -F 10000", 't', 10000, {}},
                                  {"perf record -a -g -F 10000", 'p', 10000, {}},
                                  {"tprofctl record -a -F 10000", 't', 10000, {}, true},
-                                 {"perf record -a -F 10000", 'p', 10000, {}, true}};
+                                 {"perf record -a -F 10000", 'p', 10000, {}, true},
+                                 // The other call graphs: frame pointers only, and perf's
+                                 // copies of 8 KiB walked afterwards.
+                                 {"tprofctl --call-graph fp -F 1000", 't', 1000, {}, false, "fp"},
+                                 {"perf --call-graph dwarf -F 1000", 'p', 1000, {}, false, "dwarf"}};
   if (g_perf.empty())
     configs.erase(std::remove_if(configs.begin(), configs.end(),
                                  [](const Config& c) { return c.tool == 'p'; }),
                   configs.end());
   RunInterleaved(configs, chunks, reps, g_frames);
   std::printf("\n4. whole stacks: the same work %d frames deep, %d interleaved reps\n"
-              "(tprofctl -g: default depth 64; perf -g: frame-pointer call graphs; without -g for\n"
+              "(tprofctl -g: default depth 64, walked with CFI tables in the module (cfi); perf -g:\n"
+              " frame-pointer call graphs; perf dwarf: 8 KiB stack copies; without -g for\n"
               " comparison; columns as in 1.; prof CPU: the profiler process's CPU time while the\n"
               " workload ran)\n",
               g_frames, reps);
@@ -449,7 +461,7 @@ bool StackSection(long chunks, int reps) {
   for (unsigned hz : {1000u, 10000u}) {
     const Config *tp = nullptr, *pf = nullptr;
     for (const Config& c : configs)
-      if (c.hz == hz && !c.flat) (c.tool == 't' ? tp : pf) = &c;
+      if (c.hz == hz && !c.flat && c.call_graph.empty()) (c.tool == 't' ? tp : pf) = &c;
     // Added cost: the slowdown over the same rep's unprofiled run.
     double ta = Median(Paired(*tp, configs[0])) - 1, pa = Median(Paired(*pf, configs[0])) - 1;
     std::vector<double> v = Paired(*tp, *pf);

@@ -22,14 +22,24 @@ MODULE_PARM_DESC(unwind_table_kb,
 
 #define TPROF_UNWIND_BUCKETS_BITS 8
 
+/*
+ * A loaded table. users (under the store's mutex): the ranges of published
+ * spaces that use it. When a space's replacement or removal takes the last
+ * one, the table leaves the id space at once and is freed after a grace
+ * period, as that space's old ranges are.
+ */
 struct tprof_unwind_table {
+	struct rcu_head rcu;
+	u32 id;
+	u32 users;
+	size_t bytes;
 	u32 nr_rows;
 	struct tprof_unwind_row rows[];
 };
 
 struct tprof_unwind_map_range {
 	u64 start, end, bias;
-	const struct tprof_unwind_table *table;
+	struct tprof_unwind_table *table;
 };
 
 struct tprof_unwind_space_map {
@@ -65,6 +75,11 @@ static void tprof_unwind_space_free_rcu(struct rcu_head *head)
 	kvfree(container_of(head, struct tprof_unwind_space_map, rcu));
 }
 
+static void tprof_unwind_table_free_rcu(struct rcu_head *head)
+{
+	kvfree(container_of(head, struct tprof_unwind_table, rcu));
+}
+
 void tprof_unwind_store_free(struct tprof_unwind_store *u)
 {
 	struct tprof_unwind_space_map *m;
@@ -78,7 +93,7 @@ void tprof_unwind_store_free(struct tprof_unwind_store *u)
 	for (i = 0; i < ARRAY_SIZE(u->spaces); i++)
 		hlist_for_each_entry_safe(m, tmp, &u->spaces[i], node)
 			kvfree(m);
-	/* Ranges replaced while the session ran: their callbacks first. */
+	/* Ranges and tables dropped while the session ran: their callbacks first. */
 	rcu_barrier();
 	xa_for_each(&u->tables, id, t)
 		kvfree(t);
@@ -115,6 +130,8 @@ long tprof_unwind_load(struct tprof_unwind_store *u, struct tprof_unwind_load __
 	if (!t)
 		goto out;
 	t->nr_rows = arg.nr_rows;
+	t->users = 0;
+	t->bytes = bytes;
 	ret = -EFAULT;
 	if (copy_from_user(t->rows, u64_to_user_ptr(arg.rows), arg.nr_rows * sizeof(t->rows[0])))
 		goto free;
@@ -124,6 +141,7 @@ long tprof_unwind_load(struct tprof_unwind_store *u, struct tprof_unwind_load __
 	ret = xa_alloc(&u->tables, &id, t, xa_limit_31b, GFP_KERNEL_ACCOUNT);
 	if (ret)
 		goto free;
+	t->id = id;
 	arg.table_id = id;
 	if (copy_to_user(uarg, &arg, sizeof(arg))) {
 		/* Unnamed, it could never be used: take it back. */
@@ -173,7 +191,7 @@ static int tprof_unwind_fill_ranges(struct tprof_unwind_store *u,
 			return -EFAULT;
 		if (r.resv || r.start >= r.end || (i && r.start < m->ranges[i - 1].end))
 			return -EINVAL;
-		d->table = xa_load(&u->tables, r.table_id);
+		d->table = r.table_id ? xa_load(&u->tables, r.table_id) : NULL;
 		if (!d->table)
 			return -EINVAL;
 		d->start = r.start;
@@ -181,6 +199,28 @@ static int tprof_unwind_fill_ranges(struct tprof_unwind_store *u,
 		d->bias = r.bias;
 	}
 	return 0;
+}
+
+/*
+ * Counts @m's ranges as users of their tables (@delta 1) or no longer
+ * (-1: @m is unpublished). A table that loses its last user goes. Mutex
+ * held.
+ */
+static void tprof_unwind_use(struct tprof_unwind_store *u, struct tprof_unwind_space_map *m,
+			     int delta)
+{
+	u32 i;
+
+	for (i = 0; m && i < m->nr; i++) {
+		struct tprof_unwind_table *t = m->ranges[i].table;
+
+		t->users += delta;
+		if (!t->users) {
+			xa_erase(&u->tables, t->id);
+			u->bytes -= t->bytes;
+			call_rcu(&t->rcu, tprof_unwind_table_free_rcu);
+		}
+	}
 }
 
 long tprof_unwind_set_space(struct tprof_unwind_store *u,
@@ -226,7 +266,9 @@ long tprof_unwind_set_space(struct tprof_unwind_store *u,
 		hlist_del_rcu(&old->node);
 		u->nr_spaces--;
 	}
+	tprof_unwind_use(u, m, 1);
 	if (old) {
+		tprof_unwind_use(u, old, -1);
 		u->bytes -= old->bytes;
 		call_rcu(&old->rcu, tprof_unwind_space_free_rcu);
 	}

@@ -534,8 +534,12 @@ TEST(SamplingTest, UnwindTablesCheckTheirArgumentsAndBounds) {
   };
   EXPECT_EQ(space(s.fd(), 7, {range(0x1000, 0x2000, id1), range(0x2000, 0x3000, id2)}), 0);
   EXPECT_EQ(space(s.fd(), 7, {range(0x1000, 0x2000, id2)}), 0) << "replaced whole";
+  // A table goes with its last user: id1 with the replacement, id2 with the space.
+  EXPECT_EQ(space(s.fd(), 8, {range(0x1000, 0x2000, id1)}), EINVAL) << "a table without users";
   EXPECT_EQ(space(s.fd(), 7, {}), 0) << "forgotten";
+  EXPECT_EQ(space(s.fd(), 8, {range(0x1000, 0x2000, id2)}), EINVAL) << "a table without users";
   EXPECT_EQ(space(s.fd(), 7, {}), 0) << "forgetting an unknown space is not an error";
+  ASSERT_EQ(load(s.fd(), good, &id1), 0) << "loaded again";
   EXPECT_EQ(space(s.fd(), 7, {range(0x1000, 0x2000, 999)}), EINVAL) << "an unknown table";
   EXPECT_EQ(space(s.fd(), 7, {range(0x1000, 0x2001, id1), range(0x2000, 0x3000, id1)}), EINVAL)
       << "overlapping ranges";

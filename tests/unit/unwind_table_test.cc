@@ -136,6 +136,22 @@ TEST(UnwindTable, DebianLibcHasAWellFormedTable) {
   EXPECT_GT(fp_rows, 0u);
 }
 
+// The vDSO has no file: its table comes from this process's own copy. At
+// a function's entry the CFA is the stack pointer + 8 (x86-64: the return
+// address the call pushed).
+TEST(UnwindTable, TheVdsoHasATableFromThisProcesssImage) {
+  auto table = tprof::BuildVdsoUnwindTable();
+  ASSERT_TRUE(table) << table.error().message();
+  EXPECT_GE(table->functions, 3u) << "clock_gettime, gettimeofday, time, getcpu...";
+  ASSERT_FALSE(table->segments.empty());
+  const auto& rows = table->rows;
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(tprof_unwind_table_check(rows.data(), static_cast<u32>(rows.size())), 0);
+  EXPECT_TRUE(std::any_of(rows.begin(), rows.end(), [](const tprof_unwind_row& r) {
+    return r.cfa_base == TPROF_UNWIND_CFA_SP && r.cfa_offset == 8;
+  })) << "no function entry's rule";
+}
+
 TEST(UnwindTable, PltStubsUseThePltRule) {
   auto table = tprof::BuildUnwindTable(kChain);
   ASSERT_TRUE(table) << table.error().message();

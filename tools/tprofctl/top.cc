@@ -46,6 +46,7 @@ struct TopOptions {
   bool batch = !::isatty(STDOUT_FILENO);
   std::optional<uint64_t> period;
   bool callers = false;  // -g: whole stacks, and inclusive (children) columns
+  std::string call_graph = "cfi";  // --call-graph: how user stacks are walked
 };
 
 constexpr uint32_t kTopStackDepth = 64;  // record -g's default
@@ -153,6 +154,13 @@ int RunTop(TopOptions o) {
     return kExitUsage;
   }
   if (o.callers) sampling.stack_depth = kTopStackDepth;
+  if (o.callers && o.call_graph == "cfi") {
+    sampling.unwind_tables = true;
+    // Copies while a process's tables are not loaded: what the buffers hold.
+    sampling.user_stack_bytes = 8192;
+    if (sampling.half_bytes)
+      sampling.user_stack_bytes = std::min(sampling.user_stack_bytes, sampling.half_bytes / 4 & ~7u);
+  }
   if (!CpusExist("top", sampling.cpus)) return kExitUsage;
 
   // Kernel symbols once, before sampling starts: reading kallsyms each
@@ -171,6 +179,12 @@ int RunTop(TopOptions o) {
   uint64_t last = MonotonicNs();
   bool stacks_refused = false;
   auto session = SamplingSession::StartPreferringStacks(sampling, &stacks_refused);
+  // A module before ABI 1.19: frame pointers.
+  if (!session && session.error().code() == std::errc::not_supported && sampling.unwind_tables) {
+    sampling.unwind_tables = false;
+    sampling.user_stack_bytes = 0;
+    session = SamplingSession::StartPreferringStacks(sampling, &stacks_refused);
+  }
   if (!session)
     return ReportError(session.error(),
                        sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling);
@@ -282,9 +296,14 @@ void AddTopCommand(CommandLine& cli) {
                 "samples whose stack holds it, as perf top -g) beside its own (SELF), heaviest "
                 "first");
   sub->add_option_function<std::string>(
-         "--call-graph", [o](const std::string&) { o->callers = true; },
-         "as perf: fp (frame pointers) is what -g samples")
-      ->check(CLI::IsMember({"fp"}));
+         "--call-graph",
+         [o](const std::string& mode) {
+           o->callers = true;
+           o->call_graph = mode;
+         },
+         "as record's: cfi (the default of -g: the module walks user stacks with tables from "
+         "the binaries' CFI) or fp (frame pointers only)")
+      ->check(CLI::IsMember({"fp", "cfi"}));
   sub->add_option("-d,--delay", o->delay_s,
                   "refresh interval in seconds (default 1; decimals allowed)")
       ->check(CLI::Range(0.05, 3600.0));

@@ -227,8 +227,10 @@
  *   TPROF_IOC_UNWIND_LOAD (struct tprof_unwind_load, read/write; ABI 1.19)
  *     The owner only (another descriptor: EPERM; ENODATA: no session).
  *     Copies one file's unwind table (<linux/tprof_unwind.h>) into the
- *     session and names it by table_id (1, 2, ...). The session keeps its
- *     tables until it is freed; their memory is charged to the caller's
+ *     session and names it by table_id (1, 2, ...). A table lives until
+ *     the last space whose ranges use it is replaced or forgotten (its id
+ *     is unknown from then on: load it again), one never used until the
+ *     session is freed. Tables and ranges are charged to the caller's
  *     memory cgroup and bounded per session by the module parameter
  *     unwind_table_kb (EDQUOT beyond). EINVAL: a session without
  *     TPROF_SAMPLING_USER_CFI, nonzero resv, nr_rows 0 or above

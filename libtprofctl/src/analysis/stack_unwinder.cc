@@ -22,10 +22,12 @@ const StackUnwinder::FileTable* StackUnwinder::TableOf(const std::string& path) 
   auto it = tables_.find(path);
   if (it == tables_.end()) {
     std::unique_ptr<FileTable> t;
-    // Pseudo files ("[vdso]", "[anon:...]") and unreadable ones: none.
-    if (!path.empty() && path[0] == '/')
-      if (auto built = BuildUnwindTable(path))
-        t = std::make_unique<FileTable>(FileTable{std::move(*built)});
+    // The vDSO from this process's own; other pseudo files ("[anon:...]")
+    // and unreadable ones: none.
+    auto built = path == "[vdso]"                   ? BuildVdsoUnwindTable()
+                 : !path.empty() && path[0] == '/' ? BuildUnwindTable(path)
+                                                   : Expected<UnwindTable>(Error::FromErrno(ENOENT, path));
+    if (built) t = std::make_unique<FileTable>(FileTable{std::move(*built)});
     it = tables_.emplace(path, std::move(t)).first;
   }
   return it->second.get();

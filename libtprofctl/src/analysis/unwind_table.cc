@@ -6,11 +6,15 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <sys/auxv.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "tprof/base/scoped_fd.h"
 
@@ -243,6 +247,33 @@ Expected<UnwindTable> BuildUnwindTable(const std::string& path) {
   auto t = BuildUnwindTable(elf);
   elf_end(elf);
   if (!t) return Error(t.error().code(), path + ": " + t.error().message());
+  return t;
+}
+
+Expected<UnwindTable> BuildVdsoUnwindTable() {
+  const uintptr_t base = getauxval(AT_SYSINFO_EHDR);
+  if (!base) return Error::FromErrno(ENOENT, "no vDSO");
+  // Its size: the [vdso] line of /proc/self/maps.
+  std::ifstream maps("/proc/self/maps");
+  size_t size = 0;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("[vdso]") == std::string::npos) continue;
+    char* end = nullptr;
+    const uintptr_t start = std::strtoull(line.c_str(), &end, 16);
+    const uintptr_t stop = end && *end == '-' ? std::strtoull(end + 1, nullptr, 16) : 0;
+    if (start == base && stop > start) size = stop - start;
+    break;
+  }
+  if (!size) return Error::FromErrno(ENOENT, "the vDSO's mapping is not in /proc/self/maps");
+  // A copy: libelf may write to the image it reads, and the vDSO is read-only.
+  std::vector<char> image(reinterpret_cast<const char*>(base),
+                          reinterpret_cast<const char*>(base) + size);
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_memory(image.data(), image.size());
+  if (!elf) return Error::FromErrno(EINVAL, "[vdso]: not an ELF image");
+  auto t = BuildUnwindTable(elf);
+  elf_end(elf);
+  if (!t) return Error(t.error().code(), "[vdso]: " + t.error().message());
   return t;
 }
 

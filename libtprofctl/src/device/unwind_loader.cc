@@ -79,9 +79,11 @@ const UnwindLoader::Loaded& UnwindLoader::Load(const std::string& path) {
   auto [it, inserted] = files_.try_emplace(path);
   if (!inserted) return it->second;
   Loaded& l = it->second;
-  // Pseudo files ("[vdso]", "[anon:...]") have no file to read.
-  auto table = path.empty() || path[0] != '/' ? Expected<UnwindTable>(Error::FromErrno(ENOENT, path))
-                                              : BuildUnwindTable(path);
+  // The vDSO is this process's own; other pseudo files ("[anon:...]")
+  // have no file to read.
+  auto table = path == "[vdso]"                 ? BuildVdsoUnwindTable()
+               : path.empty() || path[0] != '/' ? Expected<UnwindTable>(Error::FromErrno(ENOENT, path))
+                                                : BuildUnwindTable(path);
   if (!table || table->rows.empty() || table->rows.size() > TPROF_UNWIND_MAX_ROWS) {
     stats_.files_without++;
     return l;
@@ -136,6 +138,27 @@ void UnwindLoader::SendSpace(uint64_t space_id) {
                              errno));
   stats_.spaces++;
   sent_.insert(space_id);
+  std::vector<uint32_t> ids;
+  for (const tprof_unwind_range& r : ranges) ids.push_back(r.table_id);
+  Replace(space_id, std::move(ids));
+}
+
+void UnwindLoader::Replace(uint64_t space_id, std::vector<uint32_t> ids) {
+  // As the module counts: the new ranges' tables first, then the old ones'.
+  for (uint32_t id : ids) users_[id]++;
+  std::vector<uint32_t>& held = tables_of_space_[space_id];
+  for (uint32_t id : held)
+    if (--users_[id] == 0) {
+      // The module dropped it: a later use loads it again.
+      users_.erase(id);
+      for (auto it = files_.begin(); it != files_.end(); ++it)
+        if (it->second.id == id) {
+          files_.erase(it);
+          break;
+        }
+    }
+  held = std::move(ids);
+  if (held.empty()) tables_of_space_.erase(space_id);
 }
 
 void UnwindLoader::Forget(uint64_t space_id) {
@@ -147,8 +170,9 @@ void UnwindLoader::Forget(uint64_t space_id) {
   tprof_unwind_space arg{};
   arg.space_id = space_id;
   if (::ioctl(fd_, TPROF_IOC_UNWIND_SPACE, &arg) != 0)
-    Fail(IoctlFailure("forgetting an address space's unwind ranges", TPROF_IOC_UNWIND_SPACE,
-                      errno));
+    return Fail(IoctlFailure("forgetting an address space's unwind ranges",
+                             TPROF_IOC_UNWIND_SPACE, errno));
+  Replace(space_id, {});
 }
 
 }  // namespace tprof

@@ -4,7 +4,7 @@
 // CFI (unwind_table.h) once per file and loaded once per session
 // (TPROF_IOC_UNWIND_LOAD), and each space whose mappings changed is sent
 // whole (TPROF_IOC_UNWIND_SPACE); a process's spaces are forgotten at its
-// EXIT. Internal to the recorder: not installed with the public headers.
+// EXIT, and a table with them once no space uses it (the module drops it). Internal to the recorder: not installed with the public headers.
 #pragma once
 
 #include <linux/tprof.h>
@@ -62,6 +62,8 @@ class UnwindLoader {
   const Loaded& Load(const std::string& path);
   void SendSpace(uint64_t space_id);
   void Forget(uint64_t space_id);
+  // The tables a space's sent ranges use now: ids, per range.
+  void Replace(uint64_t space_id, std::vector<uint32_t> ids);
   void Fail(const Error& e);
 
   int fd_;
@@ -72,7 +74,11 @@ class UnwindLoader {
   std::set<uint64_t> sent_;
   std::map<uint32_t, std::set<uint64_t>> spaces_of_pid_;
   std::set<uint32_t> exited_;
+  // Files whose tables are loaded (or have none); a table the module
+  // dropped with its last user leaves, to be loaded again when mapped.
   std::map<std::string, Loaded> files_;
+  std::map<uint64_t, std::vector<uint32_t>> tables_of_space_;
+  std::map<uint32_t, unsigned> users_;  // as the module counts them
   bool needs_mappings_ = false;
   // Per space, flushes asked for since its mappings last changed: at most
   // kFlushesPerChange.

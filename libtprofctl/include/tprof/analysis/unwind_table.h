@@ -36,6 +36,9 @@ struct UnwindTable {
 // without .eh_frame_hdr, EINVAL for a header it cannot read.
 [[nodiscard]] Expected<UnwindTable> BuildUnwindTable(Elf* elf);
 [[nodiscard]] Expected<UnwindTable> BuildUnwindTable(const std::string& path);
+// The table of this process's vDSO, which every 64-bit process of this
+// kernel maps (MAP records name it "[vdso]").
+[[nodiscard]] Expected<UnwindTable> BuildVdsoUnwindTable();
 
 }  // namespace tprof
 

@@ -164,13 +164,14 @@ static struct hlist_head *tprof_unwind_bucket(struct tprof_unwind_store *u, u64 
 	return &u->spaces[hash_64(space_id, TPROF_UNWIND_BUCKETS_BITS)];
 }
 
-/* Mutex held. */
-static struct tprof_unwind_space_map *tprof_unwind_space_locked(struct tprof_unwind_store *u,
+/* An RCU reader (the handler) or the mutex's holder (the ioctls). */
+static struct tprof_unwind_space_map *tprof_unwind_space_lookup(struct tprof_unwind_store *u,
 								 u64 space_id)
 {
 	struct tprof_unwind_space_map *m;
 
-	hlist_for_each_entry(m, tprof_unwind_bucket(u, space_id), node)
+	hlist_for_each_entry_rcu(m, tprof_unwind_bucket(u, space_id), node,
+				 lockdep_is_held(&u->lock))
 		if (m->space_id == space_id)
 			return m;
 	return NULL;
@@ -236,7 +237,7 @@ long tprof_unwind_set_space(struct tprof_unwind_store *u,
 	if (arg.resv || arg.resv2 || arg.nr_ranges > TPROF_UNWIND_MAX_RANGES)
 		return -EINVAL;
 	mutex_lock(&u->lock);
-	old = tprof_unwind_space_locked(u, arg.space_id);
+	old = tprof_unwind_space_lookup(u, arg.space_id);
 	if (arg.nr_ranges) {
 		bytes = struct_size(m, ranges, arg.nr_ranges);
 		ret = -EDQUOT;
@@ -282,12 +283,7 @@ out:
 const struct tprof_unwind_space_map *tprof_unwind_space_find(struct tprof_unwind_store *u,
 							     u64 space_id)
 {
-	struct tprof_unwind_space_map *m;
-
-	hlist_for_each_entry_rcu(m, tprof_unwind_bucket(u, space_id), node)
-		if (m->space_id == space_id)
-			return m;
-	return NULL;
+	return tprof_unwind_space_lookup(u, space_id);
 }
 
 const struct tprof_unwind_row *tprof_unwind_space_row(const struct tprof_unwind_space_map *m,

@@ -62,8 +62,8 @@ struct Recorder::State {
       if (!more) return more;
       *n += *more;
     }
-    // The new mappings' tables, for the samples to come.
-    if (*n) unwind->Sync();
+    // The new mappings' tables, for the samples to come (none once stopped).
+    if (*n && !finished) unwind->Sync();
     return n;
   }
 

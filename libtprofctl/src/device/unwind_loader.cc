@@ -34,12 +34,12 @@ void UnwindLoader::Note(const tprof_rec_header* rec, size_t avail) {
     unchanged_flushes_[m.space_id] = 0;
   } else if (rec->type == TPROF_REC_SAMPLE && rec->size >= sizeof(tprof_rec_sample) &&
              rec->size <= avail) {
-    // In cfi mode a copy comes only where no table covered the walk: if
-    // its space has none yet, its MAP records are what the walk needs.
+    // A copy comes only where no table covered the walk: the space's MAP
+    // records (all of them, or a library's loaded since) are what it
+    // needs, until a few flushes have brought nothing new (code without
+    // CFI, JIT code, stays uncovered).
     tprof_rec_sample s;
     std::memcpy(&s, rec, sizeof(s));
-    // Its newer mappings (a library loaded since) likewise, until a few
-    // flushes have brought nothing new: code without CFI (JIT) stays so.
     if ((s.flags & TPROF_SAMPLE_USER_STACK) && unchanged_flushes_[s.space_id] < kFlushesPerChange) {
       needs_mappings_ = true;
       waiting_.insert(s.space_id);

@@ -1055,9 +1055,11 @@ TEST_F(Profiler, PerfThrottlingIsReported) {
 // drains and symbolizes every interval) are one labelled line, never a
 // row; no refresh claims more than the CPUs' clock rate plus 10% (the
 // first said 1.7 times that when it counted from after reading kallsyms),
-// and none lost a sample (it lost thousands when it re-read symbols every
-// refresh). A lower rate and a late refresh are the host's load (an
-// emulated CPU's timer fires late), not top's: not asserted.
+// and none lost more than 1% of its samples (it lost thousands when it
+// re-read symbols every refresh; a refresh late on a loaded host lost 28
+// of 3,860 once in CI's 6.1 guest, its 64 KiB halves full). A lower rate
+// and a late refresh are the host's load (an emulated CPU's timer fires
+// late), not top's: not asserted.
 TEST_F(Profiler, TopLeavesItselfOutAndCountsFromTheStart) {
   Result r = Sh("tprof-wl-shares --ms 3600000 >/dev/null & p=$!; tprofctl top --batch -d 1 -n 5 "
                 "--by process --rows 50 > " + dir_.File("top.txt") + "; rc=$?; kill $p; exit $rc");
@@ -1075,7 +1077,7 @@ TEST_F(Profiler, TopLeavesItselfOutAndCountsFromTheStart) {
       ++frames;
       EXPECT_GT(seconds, 0.0) << line << "\n" << top;
       EXPECT_LE(rate, 1.1 * 1000 * ncpus) << line << "\n" << top;
-      EXPECT_EQ(lost, 0u) << line << "\n" << top;
+      EXPECT_LE(lost * 100, samples) << line << "\n" << top;
       continue;
     }
     std::istringstream row(line);

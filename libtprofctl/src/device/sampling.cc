@@ -67,6 +67,23 @@ Status ParseSampleEvent(const std::string& name, SamplingOptions* options) {
 }
 
 
+namespace {
+
+// ENOTSUP unless the module at fd has `feature`: "<what> a module of ABI
+// 1.<minor> or later (this one is 1.N)".
+Status RequireFeature(int fd, uint64_t feature, const char* what, unsigned minor) {
+  tprof_info info{};
+  if (::ioctl(fd, TPROF_IOC_GET_INFO, &info) != 0)
+    return SamplingError("starting sampling", TPROF_IOC_GET_INFO, errno);
+  if (!(FeaturesOf(info) & feature))
+    return Error::FromErrno(ENOTSUP, std::string(what) + " a module of ABI 1." +
+                                         std::to_string(minor) + " or later (this one is 1." +
+                                         std::to_string(info.abi_minor) + ")");
+  return OkStatus();
+}
+
+}  // namespace
+
 Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
                                                  const std::string& device_path) {
   ScopedFd fd(::open(device_path.c_str(), O_RDWR | O_CLOEXEC));
@@ -84,24 +101,18 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
     c.stack_depth = o.stack_depth;
   }
   if (o.user_stack_bytes) {
-    tprof_info info{};
-    if (::ioctl(fd.get(), TPROF_IOC_GET_INFO, &info) != 0)
-      return SamplingError("starting sampling", TPROF_IOC_GET_INFO, errno);
-    if (!(FeaturesOf(info) & TPROF_FEAT_SAMPLING_USER_STACK))
-      return Error::FromErrno(ENOTSUP, "user stack copies need a module of ABI 1.18 or later "
-                                       "(this one is 1." +
-                                           std::to_string(info.abi_minor) + ")");
+    if (Status st = RequireFeature(fd.get(), TPROF_FEAT_SAMPLING_USER_STACK,
+                                   "user stack copies need", 18);
+        !st)
+      return st.error();
     c.flags |= TPROF_SAMPLING_USER_STACK;
     c.user_stack_bytes = o.user_stack_bytes;
   }
   if (o.unwind_tables) {
-    tprof_info info{};
-    if (::ioctl(fd.get(), TPROF_IOC_GET_INFO, &info) != 0)
-      return SamplingError("starting sampling", TPROF_IOC_GET_INFO, errno);
-    if (!(FeaturesOf(info) & TPROF_FEAT_UNWIND_TABLES))
-      return Error::FromErrno(ENOTSUP, "unwinding with CFI in the module needs a module of ABI "
-                                       "1.19 or later (this one is 1." +
-                                           std::to_string(info.abi_minor) + ")");
+    if (Status st = RequireFeature(fd.get(), TPROF_FEAT_UNWIND_TABLES,
+                                   "unwinding with CFI in the module needs", 19);
+        !st)
+      return st.error();
     c.flags |= TPROF_SAMPLING_USER_CFI;
   }
   c.pid = o.pid;
@@ -112,13 +123,10 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
   c.event_period = o.event_type == TPROF_SAMPLE_ON_CLOCK ? 0 : o.event_period;
   std::vector<uint64_t> cpu_words;  // the uapi's bitmap: bit n%64 of word n/64
   if (!o.cpus.empty()) {
-    tprof_info info{};
-    if (::ioctl(fd.get(), TPROF_IOC_GET_INFO, &info) != 0)
-      return SamplingError("starting sampling", TPROF_IOC_GET_INFO, errno);
-    if (!(FeaturesOf(info) & TPROF_FEAT_SAMPLING_CPUS))
-      return Error::FromErrno(ENOTSUP, "sampling chosen CPUs needs a module of ABI 1.16 or "
-                                       "later (this one is 1." +
-                                           std::to_string(info.abi_minor) + ")");
+    if (Status st = RequireFeature(fd.get(), TPROF_FEAT_SAMPLING_CPUS,
+                                   "sampling chosen CPUs needs", 16);
+        !st)
+      return st.error();
     for (uint32_t cpu : o.cpus) {
       if (cpu / 64 >= cpu_words.size()) cpu_words.resize(cpu / 64 + 1);
       cpu_words[cpu / 64] |= uint64_t{1} << (cpu % 64);

@@ -107,6 +107,7 @@ struct tprof_pmu_prog {
 	struct pid_namespace *pid_ns;	/* the creator's: pids in events */
 	/* Probes: the target (its pid or tgid) and its mm at creation. */
 	struct pid *target;
+	u64 target_since_ns;	/* creation (ktime_get_ns()): later children */
 	struct mm_struct *target_mm;	/* mmgrab()ed: compared, never used */
 
 	struct tprof_pmu_cell *cells;	/* TPROF_PMU_QUEUE_LEN */

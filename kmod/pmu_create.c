@@ -658,6 +658,7 @@ struct tprof_pmu_prog *tprof_pmu_prog_create(const struct tprof_pmu_program *c)
 		mutex_unlock(&tprof_pmu_slots_lock);
 	} else {
 		p->target = tprof_admit_take_pid(&adm);	/* probes: who is in scope */
+		p->target_since_ns = ktime_get_ns();
 		/* Probes: the admitted mm; any other must be dumpable (pmu_probe.c). */
 		task_lock(adm.task);
 		if (adm.task->mm) {

@@ -159,11 +159,22 @@ bool tprof_pmu_in_scope(const struct tprof_pmu_prog *p, struct task_struct *t)
 		return true;
 	if (p->config.scope == TPROF_PMU_SCOPE_THREAD)
 		return task_pid(t) == p->target;
+	if (task_tgid(t) == p->target)
+		return true;
+	/*
+	 * A descendant counts as perf's inherit would count it: only if the
+	 * process that links it to the target was forked after the program
+	 * was created. An orphan forked before, reparented to a subreaper in
+	 * the target, is not (nor is an older child).
+	 */
 	rcu_read_lock();
 	/* Up to the idle task (pid 0), the parent of init and kthreadd. */
 	for (; t->pid; t = rcu_dereference(t->real_parent)) {
-		if (task_tgid(t) == p->target) {
-			in = true;
+		struct task_struct *parent = rcu_dereference(t->real_parent);
+
+		if (parent->pid && task_tgid(parent) == p->target) {
+			in = READ_ONCE(t->group_leader)->start_time >=
+			     p->target_since_ns;
 			break;
 		}
 	}

@@ -942,7 +942,8 @@ struct tprof_window_list {
  * and one at a kernel address (any scope, CAP_SYS_ADMIN) a kprobe;
  * both are seen per hit and exact as on x86, and count the scope's tasks
  * only (the thread; the process and the descendants whose parent chain
- * reaches it; for CPUS every task, interrupts included). A kprobe refuses
+ * reaches it through a child forked after the program, as perf's inherit
+ * counts them; for CPUS every task, interrupts included). A kprobe refuses
  * what kprobes cannot probe and tprof.ko's own code (EINVAL). Every other
  * breakpoint (any caller's without CAP_PERFMON, user addresses outside a
  * file mapping, user addresses in scope CPUS, TPROF_PMU_CTR_USER_ONLY at a

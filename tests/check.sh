@@ -408,7 +408,9 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		echo "=== $2 ==="
 		[ -f "$LOG_DIR/$name.result" ] || return 0
 		read -r rc secs <"$LOG_DIR/$name.result"
-		grep -E '^fuzz:|^tprof_fuzz.*(seed|PASS|FAIL|paranoid)|^VIOLATION|^tprof-vm:|^kernel log:' "$log" | head -n 60
+		# tprof-vm's own report of a guest that ended badly (its console:
+		# and qemu: lines) is the only trace CI keeps of it.
+		grep -E '^fuzz:|^tprof_fuzz.*(seed|PASS|FAIL|paranoid)|^VIOLATION|^tprof-vm:|^kernel log:|^console: |^qemu: ' "$log" | head -n 120
 		if [ "$rc" = 0 ]; then
 			pass "$2: seed $fuzz_seed, no violation, clean kernel log"
 		else

@@ -29,7 +29,9 @@ static int tprof_read_user_frame(void *ctx, u64 addr, u64 rec[2])
 /*
  * The user registers of the sampled task: the sample's own in user mode,
  * else those saved when it entered the kernel (none for kernel threads
- * and the idle task, or 32-bit tasks, whose frames differ).
+ * and the idle task, or 32-bit tasks, whose frames differ; nor inside
+ * execve(), where the saved registers are the old image's while the mm
+ * may already be the new one's: a pc and stack of neither).
  */
 static struct pt_regs *tprof_user_regs(struct pt_regs *regs, bool user)
 {
@@ -38,7 +40,8 @@ static struct pt_regs *tprof_user_regs(struct pt_regs *regs, bool user)
 
 	if (user)
 		uregs = regs;
-	else if (task->mm && !(task->flags & (PF_KTHREAD | PF_EXITING)))
+	else if (task->mm && !(task->flags & (PF_KTHREAD | PF_EXITING)) &&
+		 !task->in_execve)
 		uregs = task_pt_regs(task);
 	else
 		return NULL;

@@ -221,6 +221,14 @@ static void uw_stops_on_bad_frames(struct kunit *test)
 	rows[3].cfa_base = TPROF_UNWIND_CFA_NONE;
 	KUNIT_EXPECT_EQ(test, uw_walk(&e, r, 8, out, NULL, &stop), 2U);
 	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_BAD_FRAME);
+	/* C's CFI in terms the table cannot state: B's caller is C, no further. */
+	uw_stack(&e);
+	e.rows = rows;
+	memcpy(rows, uw_rows, sizeof(rows));
+	rows[3] = (struct tprof_unwind_row)UW_ROW(0x3000, TPROF_UNWIND_CFA_UNSTATED);
+	KUNIT_EXPECT_EQ(test, uw_walk(&e, r, 8, out, NULL, &stop), 2U);
+	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_UNSTATED);
+	KUNIT_EXPECT_EQ(test, tprof_unwind_table_check(rows, ARRAY_SIZE(rows)), 0);
 }
 
 static void uw_stops_at_depth_and_budget(struct kunit *test)

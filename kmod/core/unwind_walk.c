@@ -149,6 +149,10 @@ unsigned int tprof_unwind_walk(const struct tprof_unwind_walker *w, enum tprof_u
 			*stop = TPROF_UNWIND_STOP_END;
 			break;
 		}
+		if (row && row->cfa_base == TPROF_UNWIND_CFA_UNSTATED) {
+			*stop = TPROF_UNWIND_STOP_UNSTATED;
+			break;
+		}
 		if (!row || row->cfa_base == TPROF_UNWIND_CFA_NONE) {
 			if (tprof_unwind_fp_step(w, &f, &c, stop))
 				break;

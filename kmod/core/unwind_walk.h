@@ -44,6 +44,7 @@ enum tprof_unwind_stop {
 	TPROF_UNWIND_STOP_NO_RA,     /* a zero return address, or lr above the innermost frame */
 	TPROF_UNWIND_STOP_DEPTH,     /* out is full and a caller remains */
 	TPROF_UNWIND_STOP_BUDGET,    /* the reads allowed are spent */
+	TPROF_UNWIND_STOP_UNSTATED,  /* a row of TPROF_UNWIND_CFA_UNSTATED */
 };
 
 struct tprof_unwind_walker {

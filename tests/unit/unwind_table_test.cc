@@ -164,6 +164,33 @@ TEST(UnwindTable, PltStubsUseThePltRule) {
   EXPECT_EQ(plt, 1u) << "the chain's lazy .plt";
 }
 
+// arm64's PLT stubs have no CFI; the table gives them "the caller is lr"
+// (sp and fp untouched), where a frame-pointer step skipped the caller.
+// Debian's arm64 libc (libc6-arm64-cross, which make deps installs with
+// the cross-compiler) has a lazy .plt.
+TEST(UnwindTable, Arm64PltStubsTakeTheLinkRegister) {
+  const char* libc = "/usr/aarch64-linux-gnu/lib/libc.so.6";
+  auto table = tprof::BuildUnwindTable(libc);
+  ASSERT_TRUE(table) << table.error().message();
+  const auto& rows = table->rows;
+  EXPECT_EQ(tprof_unwind_table_check(rows.data(), static_cast<u32>(rows.size())), 0);
+  // Its .plt, from the section headers as readelf shows them.
+  FILE* p = ::popen((std::string("readelf -SW ") + libc + " | sed -n 's/.* \\.plt  *PROGBITS  *\\([0-9a-f]*\\) .*/\\1/p'").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char line[64] = {};
+  const bool got = std::fgets(line, sizeof(line), p) != nullptr;
+  ::pclose(p);
+  ASSERT_TRUE(got) << "no .plt in " << libc;
+  const u64 plt = std::strtoull(line, nullptr, 16);
+  ASSERT_GT(plt, 0u);
+  const tprof_unwind_row* r = tprof_unwind_table_find(rows.data(), static_cast<u32>(rows.size()), plt + 0x40);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->cfa_base, TPROF_UNWIND_CFA_SP);
+  EXPECT_EQ(r->cfa_offset, 0);
+  EXPECT_EQ(r->ra_rule, TPROF_UNWIND_RA_IN_LR);
+  EXPECT_EQ(r->fp_rule, TPROF_UNWIND_FP_SAME);
+}
+
 TEST(UnwindTable, RefusesWhatItCannotRead) {
   auto missing = tprof::BuildUnwindTable("/nonexistent/file");
   ASSERT_FALSE(missing);

@@ -32,7 +32,13 @@
 /* x86-64 lazy-binding PLT: sp + cfa_offset, plus 8 past a push (pc & 15 >= 11) */
 #define TPROF_UNWIND_CFA_PLT 3
 #define TPROF_UNWIND_CFA_END 4	   /* the outermost frame (_start, a thread's entry) */
-#define TPROF_UNWIND_CFA_MAX TPROF_UNWIND_CFA_END
+/*
+ * CFI the table cannot state (a CFA from another register, as in glibc's
+ * lazy-binding resolver; a signal frame): the walk stops there, cut,
+ * rather than read frame pointers through code that has none.
+ */
+#define TPROF_UNWIND_CFA_UNSTATED 5
+#define TPROF_UNWIND_CFA_MAX TPROF_UNWIND_CFA_UNSTATED
 
 /* fp_rule */
 #define TPROF_UNWIND_FP_SAME 0	   /* the caller's fp is this frame's fp */

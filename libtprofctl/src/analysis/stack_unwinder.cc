@@ -58,8 +58,15 @@ const tprof_unwind_row* FindRow(void* ctx, u64 pc) {
   auto it = std::upper_bound(maps.begin(), maps.end(), pc,
                              [](uint64_t a, const Mapping& m) { return a < m.start; });
   if (it == maps.begin() || pc >= std::prev(it)->end) {
+    // In no mapping known (yet): frame pointers read on from here give
+    // garbage as often as callers, so the walk stops, cut.
+    static const tprof_unwind_row kUnmapped = [] {
+      tprof_unwind_row r{};
+      r.cfa_base = TPROF_UNWIND_CFA_UNSTATED;
+      return r;
+    }();
     w->unmapped = true;
-    return nullptr;
+    return &kUnmapped;
   }
   const Mapping& m = *--it;
   const UnwindTable* t = w->table_of(m.path);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "tprof/base/scoped_fd.h"
@@ -73,7 +74,12 @@ bool FitsS16(int64_t v) {
 }
 
 // The row for the frame state f; false for a rule the table cannot state.
-bool MakeRow(Dwarf_Frame* f, const MachineRegs& m, bool signal_frame, tprof_unwind_row* row) {
+// *foreign_cfa: the return address is saved at or above the CFA, so the
+// function's CFA is not its caller's sp anywhere in it (glibc's arm64
+// lazy-binding resolver counts from below the PLT's push, where the
+// return address already is): none of its rows can be used.
+bool MakeRow(Dwarf_Frame* f, const MachineRegs& m, bool signal_frame, tprof_unwind_row* row,
+             bool* foreign_cfa) {
   if (signal_frame) return false;
   Dwarf_Op* ops = nullptr;
   size_t n = 0;
@@ -100,7 +106,8 @@ bool MakeRow(Dwarf_Frame* f, const MachineRegs& m, bool signal_frame, tprof_unwi
       row->ra_rule = TPROF_UNWIND_RA_IN_LR;
       break;
     case 1:
-      if (!FitsS16(off)) return false;
+      if (off >= 0) *foreign_cfa = true;
+      if (!FitsS16(off) || off >= 0) return false;
       row->ra_rule = TPROF_UNWIND_RA_AT_CFA;
       row->ra_offset = static_cast<int16_t>(off);
       break;
@@ -116,7 +123,7 @@ bool MakeRow(Dwarf_Frame* f, const MachineRegs& m, bool signal_frame, tprof_unwi
       row->fp_rule = TPROF_UNWIND_FP_SAME;
       break;
     case 1:
-      if (!FitsS16(off)) return false;
+      if (!FitsS16(off) || off >= 0) return false;
       row->fp_rule = TPROF_UNWIND_FP_AT_CFA;
       row->fp_offset = static_cast<int16_t>(off);
       break;
@@ -180,6 +187,47 @@ Expected<std::vector<uint64_t>> FunctionStarts(Elf* elf) {
   return Error::FromErrno(ENOENT, "no .eh_frame_hdr");
 }
 
+// The address range of the section named `name`, {0, 0} if none.
+std::pair<uint64_t, uint64_t> SectionRange(Elf* elf, const char* name) {
+  size_t strndx = 0;
+  if (elf_getshdrstrndx(elf, &strndx) != 0) return {0, 0};
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR)) continue;
+    const char* n = elf_strptr(elf, strndx, sh.sh_name);
+    if (n && std::strcmp(n, name) == 0) return {sh.sh_addr, sh.sh_addr + sh.sh_size};
+  }
+  return {0, 0};
+}
+
+// Gives [start, end) the row `row`, keeping what covered `end` before.
+void Overlay(std::vector<tprof_unwind_row>* rows, uint64_t start, uint64_t end, tprof_unwind_row row) {
+  if (start >= end || end > std::numeric_limits<uint32_t>::max()) return;
+  tprof_unwind_row after{};  // NONE where no row covered it
+  std::vector<tprof_unwind_row> out;
+  out.reserve(rows->size() + 2);
+  bool placed = false;
+  for (const tprof_unwind_row& r : *rows) {
+    if (r.start <= end) after = r;
+    if (r.start >= start && r.start <= end) continue;
+    if (r.start > end && !placed) {
+      row.start = static_cast<uint32_t>(start);
+      after.start = static_cast<uint32_t>(end);
+      out.push_back(row);
+      out.push_back(after);
+      placed = true;
+    }
+    out.push_back(r);
+  }
+  if (!placed) {
+    row.start = static_cast<uint32_t>(start);
+    after.start = static_cast<uint32_t>(end);
+    out.push_back(row);
+    out.push_back(after);
+  }
+  *rows = std::move(out);
+}
+
 }  // namespace
 
 Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
@@ -212,6 +260,8 @@ Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
     uint64_t addr = (*starts)[i];
     if (addr >= kMaxAddress) return Error::FromErrno(EFBIG, "code above 4 GiB in the file");
     t.functions++;
+    const size_t first_row = t.rows.size();
+    bool foreign_cfa = false;
     while (addr < next) {
       Dwarf_Frame* raw = nullptr;
       if (dwarf_cfi_addrframe(cfi.get(), addr, &raw) != 0) break;
@@ -220,13 +270,25 @@ Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
       bool signal_frame = false;
       if (dwarf_frame_info(f.get(), &start, &end, &signal_frame) < 0 || end <= addr) break;
       tprof_unwind_row row{};
-      if (!MakeRow(f.get(), m, signal_frame, &row)) {
+      if (!MakeRow(f.get(), m, signal_frame, &row, &foreign_cfa)) {
+        // CFI, but not in the table's terms: the walk stops (frame
+        // pointers read through frameless code give garbage callers).
         row = tprof_unwind_row{};
+        row.cfa_base = TPROF_UNWIND_CFA_UNSTATED;
         t.unsupported++;
       }
       row.start = static_cast<uint32_t>(addr);
       Append(&t, row);
       addr = std::min<uint64_t>(end, kMaxAddress);
+    }
+    if (foreign_cfa) {
+      // One UNSTATED row for the whole function, from its start.
+      tprof_unwind_row stop{};
+      stop.cfa_base = TPROF_UNWIND_CFA_UNSTATED;
+      stop.start = static_cast<uint32_t>((*starts)[i]);
+      t.rows.resize(first_row);
+      t.unsupported++;
+      Append(&t, stop);
     }
     // Past the function's CFI, up to the next one: frame pointers.
     if (addr < next) {
@@ -234,6 +296,18 @@ Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
       none.start = static_cast<uint32_t>(addr);
       Append(&t, none);
     }
+  }
+  // arm64's PLT stubs have no CFI: they jump with sp, fp and lr untouched,
+  // so the caller is lr (the walk takes it in the innermost frame only,
+  // the one a stub can be). A frame-pointer step there skipped the caller
+  // and walked on from a wrong sp.
+  if (m.link_register) {
+    const auto [plt_start, plt_end] = SectionRange(elf, ".plt");
+    tprof_unwind_row stub{};
+    stub.cfa_base = TPROF_UNWIND_CFA_SP;
+    stub.ra_rule = TPROF_UNWIND_RA_IN_LR;
+    stub.fp_rule = TPROF_UNWIND_FP_SAME;
+    Overlay(&t.rows, plt_start, plt_end, stub);
   }
   return t;
 }

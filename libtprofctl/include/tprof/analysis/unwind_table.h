@@ -26,8 +26,9 @@ struct UnwindTable {
   std::vector<Segment> segments;
   uint64_t functions = 0;              // FDEs: functions with CFI
   // CFI rows the table cannot state (a CFA from another register or an
-  // expression other than the PLT's, a signal frame, offsets out of range):
-  // written as NONE, where the walk takes a frame-pointer step.
+  // expression other than the PLT's, a signal frame, offsets out of range,
+  // a register saved above the CFA): written as UNSTATED, where the walk
+  // stops.
   uint64_t unsupported = 0;
 };
 

@@ -6,6 +6,7 @@
 // `dump --by caller`, as a user would.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -13,6 +14,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -480,6 +483,101 @@ TEST_F(Stacks, CfiCallGraphReachesAComparatorsCallersThroughLibcQsort) {
               static_cast<unsigned long long>(whole), static_cast<unsigned long long>(in_cmp),
               static_cast<unsigned long long>(fp_whole), static_cast<unsigned long long>(fp_in_cmp),
               example.c_str());
+}
+
+// Debian's own programs as Debian ships them, stripped, built without
+// frame pointers, .eh_frame kept: tools/tprof-vm puts the distribution's
+// sha256sum, xz and python3.11 (an interpreter's loop) in
+// /usr/lib/tprof/debian. With `record -g` (the module's CFI walk) no frame
+// of any stack lies outside the mapped files ("[unknown] 0x...": data read
+// as a return address, what frame pointers read through frameless code
+// give), and the stacks reach libc's __libc_start_main.
+TEST_F(Stacks, DefaultCallGraphOfDebiansOwnProgramsHoldsOnlyCodeAddresses) {
+  const std::string input = dir_.File("input");
+  ASSERT_EQ(Sh("dd if=/dev/urandom of=" + input + " bs=64k count=32 2>/dev/null").rc, 0);
+  ASSERT_EQ(Sh("head -c 262144 " + input + " >" + dir_.File("small")).rc, 0);  // xz's: 8x slower a byte
+  struct Tally {
+    uint64_t samples = 0, stacks = 0, garbage = 0, rooted = 0;
+    std::string bad, unrooted;
+  };
+  auto tally = [](const std::string& folded, const std::string& comm) {
+    Tally t;
+    for (const Stack& st : ParseFolded(folded, comm)) {
+      const std::string path = st.UserPath();
+      // Kernel time without user frames (the exec itself), and the shell's
+      // forked child before its exec (busybox's code: a pid's samples all
+      // carry its last name).
+      if (path.empty() || path.find("busybox") != std::string::npos) continue;
+      t.samples += st.samples;
+      t.stacks++;
+      if (path.find("[unknown]") != std::string::npos) {
+        t.garbage += st.samples;
+        if (t.bad.size() < 1500) t.bad += path + " (" + std::to_string(st.samples) + ")\n";
+      }
+      // Rooted in libc's start, or in the dynamic loader's own start
+      // (loading and relocating, before libc's); or as deep as record
+      // keeps a stack by default (64 frames: Python's imports go deeper).
+      if (path.find("__libc_start_main") != std::string::npos || path.rfind("ld-linux", 0) == 0 ||
+          st.frames.size() >= 64)
+        t.rooted += st.samples;
+      else if (t.unrooted.size() < 1500)
+        t.unrooted += path + " (" + std::to_string(st.samples) + ")\n";
+    }
+    return t;
+  };
+  struct Case {
+    const char* comm;
+    const char* command;  // run on the input, once per repetition
+  };
+  for (const Case& c : {Case{"sha256sum", "/usr/lib/tprof/debian/sha256sum input"},
+                        Case{"xz", "/usr/lib/tprof/debian/xz -1 -c small"},
+                        Case{"python3.11", "/usr/lib/tprof/debian/python3.11 -S -I -c "
+                                           "\"s = sum(i * i for i in range(100000))\""}}) {
+    SCOPED_TRACE(c.comm);
+    ASSERT_EQ(::access((std::string("/usr/lib/tprof/debian/") + c.comm).c_str(), X_OK), 0)
+        << "tools/tprof-vm did not put Debian's " << c.comm << " in the guest";
+    auto record = [&](const std::string& how, unsigned reps) {
+      const std::string file = dir_.File(std::string(c.comm) + (how == "-g" ? "-g" : "-fp") + ".data");
+      Result rec = Sh("cd " + dir_.path() + " && tprofctl record -q -F 4000 -o " + file + " " + how +
+                      " -- sh -c 'i=0; while [ $i -lt " + std::to_string(reps) + " ]; do " + c.command +
+                      " >/dev/null; i=$((i + 1)); done'");
+      EXPECT_EQ(rec.rc, 0) << rec.out;
+      Result folded = Sh("tprofctl dump -i " + file + " --format folded");
+      EXPECT_EQ(folded.rc, 0) << folded.out;
+      return tally(folded.out, c.comm);
+    };
+    Tally cfi;
+    // One repetition per 100 ms asked for: a slow host gets more, never a weaker check.
+    (void)RecordUntil(400, 300, [&](unsigned ms) {
+      cfi = record("-g", ms / 100);
+      return cfi.samples;
+    });
+    ASSERT_GE(cfi.samples, 300u) << "too few samples of " << c.comm;
+#if defined(__x86_64__)
+    EXPECT_EQ(cfi.garbage, 0u) << "stacks with frames outside every mapped file:\n" << cfi.bad;
+#else
+    // arm64 keeps a residue not understood yet (3 in 48,000 samples: a
+    // caller's caller in a callback from libc or ld.so's relocation, an
+    // address near the libraries); bounded, and shown.
+    EXPECT_LE(cfi.garbage * 1000, cfi.samples) << "stacks with frames outside every mapped file:\n" << cfi.bad;
+    if (cfi.garbage) std::printf("  [%s] outside the mapped files:\n%s", c.comm, cfi.bad.c_str());
+#endif
+    EXPECT_GE(cfi.rooted * 100, cfi.samples * 99) << cfi.rooted << " of " << cfi.samples
+                                                  << " reach __libc_start_main; the others:\n" << cfi.unrooted;
+    const Tally fp = record("--call-graph fp", 4);
+#if defined(__x86_64__)
+    // Frame pointers through the same code fail these checks (arm64's
+    // Debian code keeps frame records more often: printed only).
+    EXPECT_TRUE(fp.garbage > 0 || fp.rooted * 100 < fp.samples * 99)
+        << "frame pointers pass the same checks: the programs prove nothing";
+#endif
+    std::printf("  [%s] -g: %llu samples in %llu stacks, %llu outside the mapped files, %llu rooted; "
+                "fp: %llu samples in %llu stacks, %llu outside, %llu rooted\n",
+                c.comm, static_cast<unsigned long long>(cfi.samples), static_cast<unsigned long long>(cfi.stacks),
+                static_cast<unsigned long long>(cfi.garbage), static_cast<unsigned long long>(cfi.rooted),
+                static_cast<unsigned long long>(fp.samples), static_cast<unsigned long long>(fp.stacks),
+                static_cast<unsigned long long>(fp.garbage), static_cast<unsigned long long>(fp.rooted));
+  }
 }
 
 // A process that starts, burns 50 ms and exits, ten times over: each is

@@ -164,31 +164,60 @@ TEST(UnwindTable, PltStubsUseThePltRule) {
   EXPECT_EQ(plt, 1u) << "the chain's lazy .plt";
 }
 
-// arm64's PLT stubs have no CFI; the table gives them "the caller is lr"
-// (sp and fp untouched), where a frame-pointer step skipped the caller.
-// Debian's arm64 libc (libc6-arm64-cross, which make deps installs with
-// the cross-compiler) has a lazy .plt.
-TEST(UnwindTable, Arm64PltStubsTakeTheLinkRegister) {
-  const char* libc = "/usr/aarch64-linux-gnu/lib/libc.so.6";
-  auto table = tprof::BuildUnwindTable(libc);
-  ASSERT_TRUE(table) << table.error().message();
-  const auto& rows = table->rows;
-  EXPECT_EQ(tprof_unwind_table_check(rows.data(), static_cast<u32>(rows.size())), 0);
-  // Its .plt, from the section headers as readelf shows them.
-  FILE* p = ::popen((std::string("readelf -SW ") + libc + " | sed -n 's/.* \\.plt  *PROGBITS  *\\([0-9a-f]*\\) .*/\\1/p'").c_str(), "r");
-  ASSERT_NE(p, nullptr);
+// arm64 code without CFI whose rules are known: PLT stubs ("the caller is
+// lr", sp and fp untouched) and crti/crtn's _init/_fini (a 16-byte frame
+// record after their second instruction), where a frame-pointer step
+// skipped the caller. Debian's arm64 libc and libgcc_s, from the
+// cross-compiler's packages that make deps installs.
+u64 SectionAddress(const std::string& file, const std::string& section) {
+  FILE* p = ::popen(("readelf -SW " + file + " | sed -n 's/.* \\" + section +
+                     "  *PROGBITS  *\\([0-9a-f]*\\) .*/\\1/p'").c_str(), "r");
+  if (!p) return 0;
   char line[64] = {};
   const bool got = std::fgets(line, sizeof(line), p) != nullptr;
   ::pclose(p);
-  ASSERT_TRUE(got) << "no .plt in " << libc;
-  const u64 plt = std::strtoull(line, nullptr, 16);
-  ASSERT_GT(plt, 0u);
-  const tprof_unwind_row* r = tprof_unwind_table_find(rows.data(), static_cast<u32>(rows.size()), plt + 0x40);
+  return got ? std::strtoull(line, nullptr, 16) : 0;
+}
+
+TEST(UnwindTable, Arm64CodeWithoutCfiGetsItsKnownRules) {
+  auto row_at = [](const tprof::UnwindTable& t, u64 at) {
+    return tprof_unwind_table_find(t.rows.data(), static_cast<u32>(t.rows.size()), at);
+  };
+  const std::string libc = "/usr/aarch64-linux-gnu/lib/libc.so.6";
+  auto table = tprof::BuildUnwindTable(libc);
+  ASSERT_TRUE(table) << table.error().message();
+  EXPECT_EQ(tprof_unwind_table_check(table->rows.data(), static_cast<u32>(table->rows.size())), 0);
+  const u64 plt = SectionAddress(libc, ".plt");
+  ASSERT_GT(plt, 0u) << "no .plt in " << libc;
+  const tprof_unwind_row* r = row_at(*table, plt + 0x40);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->cfa_base, TPROF_UNWIND_CFA_SP);
   EXPECT_EQ(r->cfa_offset, 0);
   EXPECT_EQ(r->ra_rule, TPROF_UNWIND_RA_IN_LR);
   EXPECT_EQ(r->fp_rule, TPROF_UNWIND_FP_SAME);
+
+  const std::string gcc_s = "/usr/aarch64-linux-gnu/lib/libgcc_s.so.1";
+  auto g = tprof::BuildUnwindTable(gcc_s);
+  ASSERT_TRUE(g) << g.error().message();
+  EXPECT_EQ(tprof_unwind_table_check(g->rows.data(), static_cast<u32>(g->rows.size())), 0);
+  const u64 fini = SectionAddress(gcc_s, ".fini");
+  ASSERT_GT(fini, 0u) << "no .fini in " << gcc_s;
+  r = row_at(*g, fini);  // nop: nothing pushed yet
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->ra_rule, TPROF_UNWIND_RA_IN_LR);
+  EXPECT_EQ(r->cfa_offset, 0);
+  r = row_at(*g, fini + 8);  // after stp x29, x30, [sp, #-16]!
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->cfa_base, TPROF_UNWIND_CFA_SP);
+  EXPECT_EQ(r->cfa_offset, 16);
+  EXPECT_EQ(r->ra_rule, TPROF_UNWIND_RA_AT_CFA);
+  EXPECT_EQ(r->ra_offset, -8);
+  EXPECT_EQ(r->fp_rule, TPROF_UNWIND_FP_AT_CFA);
+  EXPECT_EQ(r->fp_offset, -16);
+  r = row_at(*g, fini + 16);  // ret, after ldp x29, x30, [sp], #16
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->ra_rule, TPROF_UNWIND_RA_IN_LR);
+  EXPECT_EQ(r->cfa_offset, 0);
 }
 
 TEST(UnwindTable, RefusesWhatItCannotRead) {

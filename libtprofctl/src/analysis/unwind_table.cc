@@ -187,45 +187,85 @@ Expected<std::vector<uint64_t>> FunctionStarts(Elf* elf) {
   return Error::FromErrno(ENOENT, "no .eh_frame_hdr");
 }
 
-// The address range of the section named `name`, {0, 0} if none.
-std::pair<uint64_t, uint64_t> SectionRange(Elf* elf, const char* name) {
+// The section named `name` (executable code), nullptr if none.
+Elf_Scn* CodeSection(Elf* elf, const char* name, GElf_Shdr* sh) {
   size_t strndx = 0;
-  if (elf_getshdrstrndx(elf, &strndx) != 0) return {0, 0};
+  if (elf_getshdrstrndx(elf, &strndx) != 0) return nullptr;
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR)) continue;
-    const char* n = elf_strptr(elf, strndx, sh.sh_name);
-    if (n && std::strcmp(n, name) == 0) return {sh.sh_addr, sh.sh_addr + sh.sh_size};
+    if (!gelf_getshdr(scn, sh) || sh->sh_type != SHT_PROGBITS || !(sh->sh_flags & SHF_EXECINSTR)) continue;
+    const char* n = elf_strptr(elf, strndx, sh->sh_name);
+    if (n && std::strcmp(n, name) == 0) return scn;
   }
-  return {0, 0};
+  return nullptr;
 }
 
-// Gives [start, end) the row `row`, keeping what covered `end` before.
-void Overlay(std::vector<tprof_unwind_row>* rows, uint64_t start, uint64_t end, tprof_unwind_row row) {
-  if (start >= end || end > std::numeric_limits<uint32_t>::max()) return;
+// Gives [start, end) the rows `inner` (sorted, the first at start), keeping
+// what covered `end` before.
+void Overlay(std::vector<tprof_unwind_row>* rows, uint64_t start, uint64_t end,
+             const std::vector<tprof_unwind_row>& inner) {
+  if (start >= end || end > std::numeric_limits<uint32_t>::max() || inner.empty()) return;
   tprof_unwind_row after{};  // NONE where no row covered it
   std::vector<tprof_unwind_row> out;
-  out.reserve(rows->size() + 2);
+  out.reserve(rows->size() + inner.size() + 1);
   bool placed = false;
+  auto place = [&] {
+    out.insert(out.end(), inner.begin(), inner.end());
+    after.start = static_cast<uint32_t>(end);
+    out.push_back(after);
+    placed = true;
+  };
   for (const tprof_unwind_row& r : *rows) {
     if (r.start <= end) after = r;
     if (r.start >= start && r.start <= end) continue;
-    if (r.start > end && !placed) {
-      row.start = static_cast<uint32_t>(start);
-      after.start = static_cast<uint32_t>(end);
-      out.push_back(row);
-      out.push_back(after);
-      placed = true;
-    }
+    if (r.start > end && !placed) place();
     out.push_back(r);
   }
-  if (!placed) {
-    row.start = static_cast<uint32_t>(start);
-    after.start = static_cast<uint32_t>(end);
-    out.push_back(row);
-    out.push_back(after);
-  }
+  if (!placed) place();
   *rows = std::move(out);
+}
+
+tprof_unwind_row Arm64Row(uint64_t at, int32_t cfa_offset) {
+  tprof_unwind_row r{};
+  r.start = static_cast<uint32_t>(at);
+  r.cfa_base = TPROF_UNWIND_CFA_SP;
+  r.cfa_offset = cfa_offset;
+  if (cfa_offset == 0) {  // nothing pushed: the caller is lr
+    r.ra_rule = TPROF_UNWIND_RA_IN_LR;
+    r.fp_rule = TPROF_UNWIND_FP_SAME;
+  } else {  // the frame record {fp, lr} just below the CFA
+    r.ra_rule = TPROF_UNWIND_RA_AT_CFA;
+    r.ra_offset = -8;
+    r.fp_rule = TPROF_UNWIND_FP_AT_CFA;
+    r.fp_offset = -16;
+  }
+  return r;
+}
+
+// arm64 code without CFI whose rules are known:
+// - .plt stubs jump with sp, fp and lr untouched: the caller is lr (the
+//   walk takes it in the innermost frame only, the one a stub can be);
+// - .init and .fini (crti/crtn): `nop|bti c|paciasp; stp x29, x30, [sp,
+//   #-16]!; mov x29, sp; ...; ldp x29, x30, [sp], #16; ret`, checked word
+//   by word.
+// A frame-pointer step there skipped the caller and walked on from a
+// wrong sp (`_fini` at its first instruction read garbage).
+void AddArm64CodeWithoutCfi(Elf* elf, std::vector<tprof_unwind_row>* rows) {
+  GElf_Shdr sh;
+  if (CodeSection(elf, ".plt", &sh)) Overlay(rows, sh.sh_addr, sh.sh_addr + sh.sh_size, {Arm64Row(sh.sh_addr, 0)});
+  for (const char* name : {".init", ".fini"}) {
+    Elf_Scn* scn = CodeSection(elf, name, &sh);
+    Elf_Data* d = scn ? elf_rawdata(scn, nullptr) : nullptr;
+    if (!d || d->d_size != sh.sh_size || sh.sh_size < 20 || sh.sh_size % 4) continue;
+    const auto* b = static_cast<const uint8_t*>(d->d_buf);
+    auto word = [&](size_t at) { return static_cast<uint32_t>(ReadLe(b + at, 4, false)); };
+    const uint32_t first = word(0);
+    const size_t n = sh.sh_size;
+    if ((first != 0xd503201f && first != 0xd503245f && first != 0xd503233f) || word(4) != 0xa9bf7bfd ||
+        word(8) != 0x910003fd || word(n - 8) != 0xa8c17bfd || word(n - 4) != 0xd65f03c0)
+      continue;
+    const uint64_t s = sh.sh_addr;
+    Overlay(rows, s, s + n, {Arm64Row(s, 0), Arm64Row(s + 8, 16), Arm64Row(s + n - 4, 0)});
+  }
 }
 
 }  // namespace
@@ -297,18 +337,7 @@ Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
       Append(&t, none);
     }
   }
-  // arm64's PLT stubs have no CFI: they jump with sp, fp and lr untouched,
-  // so the caller is lr (the walk takes it in the innermost frame only,
-  // the one a stub can be). A frame-pointer step there skipped the caller
-  // and walked on from a wrong sp.
-  if (m.link_register) {
-    const auto [plt_start, plt_end] = SectionRange(elf, ".plt");
-    tprof_unwind_row stub{};
-    stub.cfa_base = TPROF_UNWIND_CFA_SP;
-    stub.ra_rule = TPROF_UNWIND_RA_IN_LR;
-    stub.fp_rule = TPROF_UNWIND_FP_SAME;
-    Overlay(&t.rows, plt_start, plt_end, stub);
-  }
+  if (m.link_register) AddArm64CodeWithoutCfi(elf, &t.rows);
   return t;
 }
 

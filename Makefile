@@ -372,7 +372,8 @@ WL_LIB := $(B)/bin/libtprofwl.so
 WORKLOADS := $(B)/bin/tprof-wl-shares $(B)/bin/tprof-wl-split $(B)/bin/tprof-wl-spawn \
 	$(B)/bin/tprof-wl-child $(B)/bin/tprof-wl-jit $(B)/bin/tprof-wl-faults \
 	$(B)/bin/tprof-wl-calltree $(B)/bin/tprof-wl-vdso $(B)/bin/tprof-wl-inline $(B)/bin/tprof-wl-annotate \
-	$(B)/bin/tprof-wl-threads $(B)/bin/tprof-wl-suid-target $(B)/bin/tprof-wl-frameless $(WL_LIB)
+	$(B)/bin/tprof-wl-threads $(B)/bin/tprof-wl-suid-target $(B)/bin/tprof-wl-frameless \
+	$(B)/bin/tprof-wl-sort $(WL_LIB)
 guest-programs: $(WORKLOADS)
 $(B)/bin/tprof-wl-%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
@@ -397,6 +398,11 @@ $(B)/bin/tprof-wl-inline: tests/workloads/inline.c tests/workloads/wl.h
 $(B)/bin/tprof-wl-frameless: tests/workloads/frameless.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 $(DEBUG_INFO) -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
+		-fasynchronous-unwind-tables $(WARNINGS) -o $@ $<
+# std::sort's: C++, the same flags (std::sort's template code is built here).
+$(B)/bin/tprof-wl-sort: tests/workloads/sort.cc
+	@mkdir -p $(@D)
+	$(CXX) -std=c++20 -O2 $(DEBUG_INFO) -fomit-frame-pointer -fno-optimize-sibling-calls \
 		-fasynchronous-unwind-tables $(WARNINGS) -o $@ $<
 # The exec-safety tests' setuid target: static and not position-independent,
 # so its addresses are fixed and known before its setuid copy runs.

@@ -572,6 +572,49 @@ TEST_F(Stacks, DefaultCallGraphOfDebiansOwnProgramsHoldsOnlyCodeAddresses) {
   }
 }
 
+// C++: std::sort's template code, instantiated in a program built -O2
+// without frame pointers (tprof-wl-sort), calls a comparator that burns.
+// Its samples reach cx_sort and main through std::sort's frames.
+TEST_F(Stacks, CfiCallGraphReachesAStdSortComparatorsCallers) {
+  const std::string file = dir_.File("sort.data");
+  auto count = [&](const std::string& data, uint64_t* n, uint64_t* ok, std::string* misses) {
+    Result folded = Sh("tprofctl dump -i " + data + " --format folded");
+    EXPECT_EQ(folded.rc, 0) << folded.out;
+    *n = *ok = 0;
+    for (const Stack& st : ParseFolded(folded.out, "tprof-wl-sort")) {
+      const std::string path = st.UserPath();
+      const size_t less = path.rfind("cx_less");
+      if (less == std::string::npos) continue;
+      *n += st.samples;
+      const size_t main_at = path.find("main;"), sort = path.find("cx_sort");
+      if (main_at != std::string::npos && sort != std::string::npos && main_at < sort && sort < less)
+        *ok += st.samples;
+      else if (misses && misses->size() < 2000)
+        *misses += path.substr(0, 600) + " (" + std::to_string(st.samples) + ")\n";
+    }
+  };
+  uint64_t in_less = 0, whole = 0;
+  std::string misses;
+  (void)RecordUntil(1500, 300, [&](unsigned ms) {
+    Result rec = Sh("cd " + dir_.path() + " && tprofctl record -q -g -o " + file + " -- tprof-wl-sort --ms " +
+                    std::to_string(ms));
+    EXPECT_EQ(rec.rc, 0) << rec.out;
+    misses.clear();
+    count(file, &in_less, &whole, &misses);
+    return in_less;
+  });
+  ASSERT_GE(in_less, 100u) << "too few samples in the comparator";
+  EXPECT_GE(whole * 100, in_less * 99) << whole << " of " << in_less << " reach main through cx_sort; "
+                                       << "the others:\n" << misses;
+  uint64_t fp_n = 0, fp_whole = 0;
+  Result fp = Sh("cd " + dir_.path() + " && tprofctl record -q -o fp.data --call-graph fp -- tprof-wl-sort --ms 500");
+  EXPECT_EQ(fp.rc, 0) << fp.out;
+  count(dir_.File("fp.data"), &fp_n, &fp_whole, nullptr);
+  std::printf("  [std::sort] comparator samples reaching main through cx_sort: -g %llu of %llu, fp %llu of %llu\n",
+              static_cast<unsigned long long>(whole), static_cast<unsigned long long>(in_less),
+              static_cast<unsigned long long>(fp_whole), static_cast<unsigned long long>(fp_n));
+}
+
 // A process that starts, burns 50 ms and exits, ten times over: each is
 // gone before the recorder could load its tables, so its samples carry
 // copies, walked afterwards: their stacks are whole all the same.

@@ -400,6 +400,11 @@ void ProfileBuilder::ReplayDeferred(const SpaceKey& key) {
   }
 }
 
+void ProfileBuilder::ShareUnwindTables(std::shared_ptr<UnwindTableCache> tables) {
+  unwind_tables_ = std::move(tables);
+  unwinder_.reset();
+}
+
 bool ProfileBuilder::WalkUserStack(const tprof_rec_sample& s, const unsigned char* rest,
                                    size_t rest_bytes, UserWalk* out) {
   tprof_rec_stack st;
@@ -413,12 +418,13 @@ bool ProfileBuilder::WalkUserStack(const tprof_rec_sample& s, const unsigned cha
   out->rest = rest;
   auto maps = profile_.mappings.find({s.pid, s.space_id});
   if (maps == profile_.mappings.end()) return true;  // not known: the kernel's walk stays
-  if (!unwinder_) unwinder_ = std::make_unique<StackUnwinder>();
+  if (!unwinder_) unwinder_ = std::make_unique<StackUnwinder>(unwind_tables_);
   // As the kernel's user part: [the user ip, for a sample in the kernel]
   // then the callers, at most the deepest stack the kernel records.
   const bool user_ip = st.flags & TPROF_STACK_USER_IP;
   const unsigned room = TPROF_MAX_STACK_DEPTH - (user_ip ? 1 : 0);
-  StackUnwinder::Walk w = unwinder_->Unwind(maps->second, us, rest + at + sizeof(us), room);
+  StackUnwinder::Walk w = unwinder_->Unwind(maps->second, us, rest + at + sizeof(us), room,
+                                            s.pid != recorder_pid_);
   out->whole = w.whole;
   out->unmapped = w.unmapped;
   if (w.callers.empty()) return true;

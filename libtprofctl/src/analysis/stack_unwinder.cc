@@ -2,36 +2,18 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <iterator>
+#include <utility>
 
 #include "core/unwind_walk.h"
 
 namespace tprof {
 
-struct StackUnwinder::FileTable {
-  UnwindTable table;
-};
-
-StackUnwinder::StackUnwinder() = default;
+StackUnwinder::StackUnwinder(std::shared_ptr<UnwindTableCache> tables)
+    : tables_(tables ? std::move(tables) : std::make_shared<UnwindTableCache>()) {}
 StackUnwinder::~StackUnwinder() = default;
 StackUnwinder::StackUnwinder(StackUnwinder&&) noexcept = default;
 StackUnwinder& StackUnwinder::operator=(StackUnwinder&&) noexcept = default;
-
-const StackUnwinder::FileTable* StackUnwinder::TableOf(const std::string& path) {
-  auto it = tables_.find(path);
-  if (it == tables_.end()) {
-    std::unique_ptr<FileTable> t;
-    // The vDSO from this process's own; other pseudo files ("[anon:...]")
-    // and unreadable ones: none.
-    auto built = path == "[vdso]"                   ? BuildVdsoUnwindTable()
-                 : !path.empty() && path[0] == '/' ? BuildUnwindTable(path)
-                                                   : Expected<UnwindTable>(Error::FromErrno(ENOENT, path));
-    if (built) t = std::make_unique<FileTable>(FileTable{std::move(*built)});
-    it = tables_.emplace(path, std::move(t)).first;
-  }
-  return it->second.get();
-}
 
 namespace {
 
@@ -39,8 +21,8 @@ struct WalkContext {
   const std::vector<Mapping>* maps;
   const tprof_rec_user_stack* regs;
   const uint8_t* stack;
-  // The table of a mapped file (StackUnwinder::TableOf).
-  std::function<const UnwindTable*(const std::string&)> table_of;
+  UnwindTableCache* tables;
+  bool build_tables;
   bool unmapped = false;  // a pc in no mapping was looked up
 };
 
@@ -69,7 +51,7 @@ const tprof_unwind_row* FindRow(void* ctx, u64 pc) {
     return &kUnmapped;
   }
   const Mapping& m = *--it;
-  const UnwindTable* t = w->table_of(m.path);
+  const UnwindTable* t = w->build_tables ? w->tables->Get(m.path) : w->tables->Find(m.path);
   if (!t) return nullptr;
   const uint64_t offset = pc - m.start + m.pgoff;
   for (const UnwindTable::Segment& s : t->segments)
@@ -83,15 +65,10 @@ const tprof_unwind_row* FindRow(void* ctx, u64 pc) {
 
 StackUnwinder::Walk StackUnwinder::Unwind(const std::vector<Mapping>& maps,
                                           const tprof_rec_user_stack& regs, const uint8_t* stack,
-                                          unsigned max) {
+                                          unsigned max, bool build_tables) {
   Walk out;
   if (!max) return out;
-  WalkContext ctx{&maps, &regs, stack,
-                  [this](const std::string& path) {
-                    const FileTable* f = TableOf(path);
-                    return f ? &f->table : nullptr;
-                  },
-                  false};
+  WalkContext ctx{&maps, &regs, stack, tables_.get(), build_tables, false};
   std::vector<u64> callers(max);
   std::vector<u8> how(max);
   tprof_unwind_walker w{};

@@ -95,7 +95,13 @@ std::string PerfMaxSampleRate() {
 
 Recorder::Recorder(SamplingSession session)
     : s_(std::make_unique<State>(std::move(session))) {
-  if (s_->session.config().flags & TPROF_SAMPLING_USER_CFI) s_->unwind.emplace(s_->session.fd(), static_cast<uint32_t>(::getpid()));
+  if (s_->session.config().flags & TPROF_SAMPLING_USER_CFI) {
+    // Tables earlier recordings built are read, not built again.
+    auto tables = std::make_shared<UnwindTableCache>(UnwindTableStore::ForUser());
+    s_->builder.ShareUnwindTables(tables);
+    s_->builder.SetRecorderPid(static_cast<uint32_t>(::getpid()));
+    s_->unwind.emplace(s_->session.fd(), static_cast<uint32_t>(::getpid()), std::move(tables));
+  }
   if (std::string hz = PerfMaxSampleRate(); !hz.empty())
     s_->builder.SetAttribute(kPerfMaxRateAtStart, hz);
 }
@@ -237,7 +243,9 @@ Expected<Profile> Recorder::Finish() {
     const UnwindLoader::Stats& u = s_->unwind->stats();
     builder.SetAttribute(kUnwindTables, std::to_string(u.tables));
     builder.SetAttribute(kUnwindTableBytes, std::to_string(u.table_bytes));
-    builder.SetAttribute(kUnwindFilesWithout, std::to_string(u.files_without));
+    builder.SetAttribute(kUnwindTablesBuilt, std::to_string(s_->unwind->tables_built()));
+    builder.SetAttribute(kUnwindFilesWithout,
+                         std::to_string(u.files_without + s_->unwind->files_without()));
     if (u.failures)
       builder.SetAttribute(kUnwindFailures,
                            std::to_string(u.failures) + " (first: " + u.first_failure + ")");

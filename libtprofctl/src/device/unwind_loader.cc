@@ -11,8 +11,9 @@
 
 namespace tprof {
 
-UnwindLoader::UnwindLoader(int session_fd, uint32_t self_pid)
-    : fd_(session_fd), self_pid_(self_pid) {
+UnwindLoader::UnwindLoader(int session_fd, uint32_t self_pid,
+                           std::shared_ptr<UnwindTableCache> tables)
+    : fd_(session_fd), self_pid_(self_pid), tables_(std::move(tables)) {
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf));
   if (n > 0 && size_t(n) < sizeof(buf)) self_exe_.assign(buf, size_t(n));
@@ -65,6 +66,17 @@ void UnwindLoader::Sync() {
     spaces_of_pid_.erase(it);
   }
   exited_.clear();
+  // The spaces that map a file whose table a walk just built.
+  const std::vector<std::string> built = tables_->TakeNewlyBuilt();
+  if (!built.empty()) {
+    const std::set<std::string> paths(built.begin(), built.end());
+    for (const auto& [space, maps] : spaces_)
+      for (const auto& [start, m] : maps)
+        if (paths.count(m.path)) {
+          changed_.insert(space);
+          break;
+        }
+  }
   for (uint64_t space : changed_)
     if (spaces_.count(space)) SendSpace(space);
   changed_.clear();
@@ -75,31 +87,24 @@ void UnwindLoader::Fail(const Error& e) {
   if (!stats_.failures++) stats_.first_failure = e.message();
 }
 
-const UnwindLoader::Loaded& UnwindLoader::Load(const std::string& path) {
-  auto [it, inserted] = files_.try_emplace(path);
+uint32_t UnwindLoader::Load(const std::string& path, const UnwindTable& table) {
+  auto [it, inserted] = files_.try_emplace(path, 0);
   if (!inserted) return it->second;
-  Loaded& l = it->second;
-  // The vDSO is this process's own; other pseudo files ("[anon:...]")
-  // have no file to read.
-  auto table = path == "[vdso]"                 ? BuildVdsoUnwindTable()
-               : path.empty() || path[0] != '/' ? Expected<UnwindTable>(Error::FromErrno(ENOENT, path))
-                                                : BuildUnwindTable(path);
-  if (!table || table->rows.empty() || table->rows.size() > TPROF_UNWIND_MAX_ROWS) {
+  if (table.rows.size() > TPROF_UNWIND_MAX_ROWS) {
     stats_.files_without++;
-    return l;
+    return 0;
   }
   tprof_unwind_load arg{};
-  arg.rows = reinterpret_cast<uintptr_t>(table->rows.data());
-  arg.nr_rows = static_cast<uint32_t>(table->rows.size());
+  arg.rows = reinterpret_cast<uintptr_t>(table.rows.data());
+  arg.nr_rows = static_cast<uint32_t>(table.rows.size());
   if (::ioctl(fd_, TPROF_IOC_UNWIND_LOAD, &arg) != 0) {
     Fail(IoctlFailure("loading the unwind table of " + path, TPROF_IOC_UNWIND_LOAD, errno));
-    return l;
+    return 0;
   }
-  l.id = arg.table_id;
-  l.segments = std::move(table->segments);
+  it->second = arg.table_id;
   stats_.tables++;
-  stats_.table_bytes += table->rows.size() * sizeof(tprof_unwind_row);
-  return l;
+  stats_.table_bytes += table.rows.size() * sizeof(tprof_unwind_row);
+  return arg.table_id;
 }
 
 void UnwindLoader::SendSpace(uint64_t space_id) {
@@ -111,17 +116,20 @@ void UnwindLoader::SendSpace(uint64_t space_id) {
   for (const auto& [start, m] : maps)
     if (!self_exe_.empty() && m.path == self_exe_) return;
   for (const auto& [start, m] : maps) {
-    const Loaded& l = Load(m.path);
-    if (!l.id) continue;
+    // Only files a walk went through have a table built (see the header).
+    const UnwindTable* table = tables_->Find(m.path);
+    if (!table) continue;
+    const uint32_t id = Load(m.path, *table);
+    if (!id) continue;
     // The segment the mapping's file offset falls in: pc - bias is then
     // the address the table's rows use.
-    for (const UnwindTable::Segment& s : l.segments) {
+    for (const UnwindTable::Segment& s : table->segments) {
       if (m.pgoff < s.offset || m.pgoff - s.offset >= s.filesz) continue;
       tprof_unwind_range r{};
       r.start = start;
       r.end = std::min(m.end, start + (s.offset + s.filesz - m.pgoff));
       r.bias = start - (m.pgoff - s.offset + s.vaddr);
-      r.table_id = l.id;
+      r.table_id = id;
       if (!ranges.empty() && r.start < ranges.back().end) break;  // overlaps: keep the first
       ranges.push_back(r);
       break;
@@ -152,7 +160,7 @@ void UnwindLoader::Replace(uint64_t space_id, std::vector<uint32_t> ids) {
       // The module dropped it: a later use loads it again.
       users_.erase(id);
       for (auto it = files_.begin(); it != files_.end(); ++it)
-        if (it->second.id == id) {
+        if (it->second == id) {
           files_.erase(it);
           break;
         }

@@ -243,11 +243,12 @@ void TextAttribute(const Profile& p, const std::string& key, const std::string& 
   else if (key == kUserStackBytes)
     Appendf(out, "call graph: dwarf, %llu bytes of user stack copied per sample\n", n);
   else if (key == kUnwindTables)
-    Appendf(out, "call graph: cfi, %llu unwind tables loaded into the module (%llu KiB); %s "
-                 "mapped files had none\n",
+    Appendf(out, "call graph: cfi, %llu unwind tables loaded into the module (%llu KiB, %s built "
+                 "from CFI, the rest read from earlier recordings'); %s files sampled through "
+                 "had none\n",
             n, std::strtoull(attribute(kUnwindTableBytes).c_str(), nullptr, 10) / 1024,
-            attribute(kUnwindFilesWithout).c_str());
-  else if (key == kUnwindTableBytes || key == kUnwindFilesWithout)
+            attribute(kUnwindTablesBuilt).c_str(), attribute(kUnwindFilesWithout).c_str());
+  else if (key == kUnwindTableBytes || key == kUnwindFilesWithout || key == kUnwindTablesBuilt)
     return;  // on the tables' line
   else if (key == kUnwindFailures)
     Appendf(out, "unwind tables refused: %s\n", value.c_str());

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -67,9 +68,12 @@ inline constexpr uint32_t kStackUserWhole = 1u << 17;
 // stack (record --call-graph dwarf).
 inline constexpr char kUserStackBytes[] = "user_stack_bytes";
 // record --call-graph cfi: the unwind tables the recorder loaded into the
-// module (count, bytes of rows), the mapped files it found none for, and
-// the module's refusals ("N (first: message)").
+// module (count, bytes of rows), how many of the tables it built from CFI
+// (the rest it read from the store of earlier recordings), the files
+// samples went through that have none, and the module's refusals
+// ("N (first: message)").
 inline constexpr char kUnwindTables[] = "unwind_tables";
+inline constexpr char kUnwindTablesBuilt[] = "unwind_tables_built";
 inline constexpr char kUnwindTableBytes[] = "unwind_table_bytes";
 inline constexpr char kUnwindFilesWithout[] = "unwind_files_without";
 inline constexpr char kUnwindFailures[] = "unwind_failures";
@@ -263,6 +267,7 @@ struct ContextOptions {
 struct RecentSample;
 class RecentSamples;
 class StackUnwinder;
+class UnwindTableCache;
 
 class ProfileBuilder {
  public:
@@ -288,6 +293,14 @@ class ProfileBuilder {
   void SetCpuTotals(uint32_t cpu, uint64_t samples_taken, uint64_t lost_samples,
                     uint64_t lost_records);
   void SetAttribute(const std::string& key, const std::string& value);
+  // The tables the stack copies are walked with, shared with the recorder
+  // that loads them into the module (before the first record).
+  void ShareUnwindTables(std::shared_ptr<UnwindTableCache> tables);
+  // The recorder's own pid (in the records' namespace), whose stack copies
+  // are walked only with tables built already: building the tables of its
+  // own libraries would take the time it needs to drain the buffers, and
+  // its samples would copy more for it.
+  void SetRecorderPid(uint32_t pid) { recorder_pid_ = pid; }
 
   // The profile so far (its context table brought up to date first).
   const Profile& profile();
@@ -344,6 +357,8 @@ class ProfileBuilder {
   std::unique_ptr<RecentSamples> recent_;
   // Walks the user stack copies (TPROF_SAMPLE_USER_STACK); made at the first.
   std::unique_ptr<StackUnwinder> unwinder_;
+  std::shared_ptr<UnwindTableCache> unwind_tables_;  // null: the unwinder's own
+  std::optional<uint32_t> recorder_pid_;
   struct Deferred {
     size_t maps_seen = 0;  // the space's mappings when they began to wait
     std::vector<std::vector<unsigned char>> records;

@@ -8,19 +8,20 @@
 #include <linux/tprof.h>
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "tprof/analysis/profile.h"
-#include "tprof/analysis/unwind_table.h"
+#include "tprof/analysis/unwind_table_cache.h"
 
 namespace tprof {
 
 class StackUnwinder {
  public:
-  StackUnwinder();
+  // tables: shared with whoever else uses the recording's tables (the
+  // recorder's loader); null: its own.
+  explicit StackUnwinder(std::shared_ptr<UnwindTableCache> tables = nullptr);
   ~StackUnwinder();
   StackUnwinder(StackUnwinder&&) noexcept;
   StackUnwinder& operator=(StackUnwinder&&) noexcept;
@@ -34,15 +35,12 @@ class StackUnwinder {
   };
   // The callers of regs.pc over `stack` (regs.bytes of it from regs.sp),
   // through `maps` (the space's mappings, sorted by start), at most max.
+  // build_tables false: only with the tables built already.
   [[nodiscard]] Walk Unwind(const std::vector<Mapping>& maps, const tprof_rec_user_stack& regs,
-                            const uint8_t* stack, unsigned max);
+                            const uint8_t* stack, unsigned max, bool build_tables = true);
 
  private:
-  struct FileTable;
-  // The table of a mapped file, built at its first use; null if it has none.
-  const FileTable* TableOf(const std::string& path);
-
-  std::map<std::string, std::unique_ptr<FileTable>> tables_;
+  std::shared_ptr<UnwindTableCache> tables_;
 };
 
 }  // namespace tprof

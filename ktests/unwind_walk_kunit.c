@@ -2,7 +2,8 @@
 /*
  * Table-driven stack walks (core/unwind_walk.c) over a fake stack and fake
  * tables: callers found through frameless frames, the frame-pointer
- * fallback where no row covers a pc, the PLT and link-register rules, and
+ * fallback where no row covers a pc, the PLT, link-register and signal-frame
+ * rules, and
  * every stop rule (end, fault, bad frame, no return address, depth, budget).
  */
 #include <kunit/test.h>
@@ -179,6 +180,62 @@ static void uw_link_register_only_in_the_innermost_frame(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_NO_RA);
 }
 
+/*
+ * A handler H at 0x6000 (16-byte frame) returns into a signal trampoline at
+ * 0x7000 whose SIGNAL row finds the interrupted registers in the frame at
+ * the trampoline's sp + 8: sp, then pc and fp 8 and 16 bytes above it.
+ */
+static const struct tprof_unwind_row uw_signal_rows[] = {
+	UW_ROW(0x800, TPROF_UNWIND_CFA_NONE),
+	UW_SP_ROW(0x1000, 16),
+	UW_SP_ROW(0x2000, 32),
+	UW_FP_ROW(0x3000),
+	UW_ROW(0x4000, TPROF_UNWIND_CFA_END),
+	UW_ROW(0x5000, TPROF_UNWIND_CFA_NONE),
+	UW_SP_ROW(0x6000, 16),
+	{ .start = 0x7000, .cfa_offset = 8, .ra_offset = 8, .fp_offset = 16,
+	  .cfa_base = TPROF_UNWIND_CFA_SIGNAL, .fp_rule = TPROF_UNWIND_FP_AT_CFA },
+	UW_ROW(0x7100, TPROF_UNWIND_CFA_NONE),
+};
+
+static void uw_walks_through_signal_frames(struct kunit *test)
+{
+	struct tprof_unwind_regs in_h = { .pc = 0x6010, .sp = uw_at(20) };
+	struct tprof_unwind_row rows[ARRAY_SIZE(uw_signal_rows)];
+	struct uw_env e;
+	enum tprof_unwind_stop stop;
+	u64 out[8];
+	u8 how[8];
+
+	uw_stack(&e);
+	e.rows = uw_signal_rows;
+	e.nrows = ARRAY_SIZE(uw_signal_rows);
+	e.words[21] = 0x7001;		/* H's return into the trampoline */
+	e.words[23] = uw_at(2);		/* the interrupted sp (below: sigaltstack) */
+	e.words[24] = 0x2000;		/* the interrupted pc: B's first instruction */
+	e.words[25] = uw_at(8);		/* the interrupted fp */
+	/*
+	 * The interrupted pc is looked up as is (B's row), not as a return
+	 * address (0x1fff: A's row would read the wrong words).
+	 */
+	KUNIT_ASSERT_EQ(test, uw_walk(&e, in_h, 8, out, how, &stop), 4U);
+	KUNIT_EXPECT_EQ(test, out[0], 0x7001ULL);
+	KUNIT_EXPECT_EQ(test, out[1], 0x2000ULL);
+	KUNIT_EXPECT_EQ(test, out[2], 0x3005ULL);
+	KUNIT_EXPECT_EQ(test, out[3], 0x4005ULL);
+	KUNIT_EXPECT_EQ(test, how[1], (u8)TPROF_UNWOUND_CFI);
+	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_END);
+	/* A misaligned frame stops the walk, as does one outside the stack. */
+	memcpy(rows, uw_signal_rows, sizeof(rows));
+	rows[7].cfa_offset = 4;
+	e.rows = rows;
+	KUNIT_EXPECT_EQ(test, uw_walk(&e, in_h, 8, out, how, &stop), 1U);
+	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_BAD_FRAME);
+	rows[7].cfa_offset = 8 * UW_WORDS;
+	KUNIT_EXPECT_EQ(test, uw_walk(&e, in_h, 8, out, how, &stop), 1U);
+	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_FAULT);
+}
+
 static void uw_stops_on_bad_frames(struct kunit *test)
 {
 	struct tprof_unwind_row rows[ARRAY_SIZE(uw_rows)];
@@ -300,6 +357,7 @@ static struct kunit_case tprof_unwind_walk_cases[] = {
 	KUNIT_CASE(uw_uses_frame_pointers_where_no_row_covers),
 	KUNIT_CASE(uw_plt_rows_follow_the_push),
 	KUNIT_CASE(uw_link_register_only_in_the_innermost_frame),
+	KUNIT_CASE(uw_walks_through_signal_frames),
 	KUNIT_CASE(uw_stops_on_bad_frames),
 	KUNIT_CASE(uw_stops_at_depth_and_budget),
 	KUNIT_CASE(uw_checks_and_searches_tables),

@@ -77,6 +77,26 @@ static int tprof_unwind_fp_step(const struct tprof_unwind_walker *w,
 	return 0;
 }
 
+/* Through a signal frame: the interrupted registers, as saved there. */
+static int tprof_unwind_signal_step(const struct tprof_unwind_walker *w,
+				    struct tprof_unwind_frame *f,
+				    const struct tprof_unwind_row *row,
+				    struct tprof_unwind_regs *c, enum tprof_unwind_stop *stop)
+{
+	u64 slot = f->r.sp + (s64)row->cfa_offset;
+
+	if (slot & 7) {
+		*stop = TPROF_UNWIND_STOP_BAD_FRAME;
+		return -1;
+	}
+	if (tprof_unwind_read(w, f, slot, &c->sp, stop) ||
+	    tprof_unwind_read(w, f, slot + (s64)row->ra_offset, &c->pc, stop) ||
+	    tprof_unwind_read(w, f, slot + (s64)row->fp_offset, &c->fp, stop))
+		return -1;
+	c->lr = 0;
+	return 0;
+}
+
 static int tprof_unwind_cfi_step(const struct tprof_unwind_walker *w,
 				 struct tprof_unwind_frame *f, const struct tprof_unwind_row *row,
 				 struct tprof_unwind_regs *c, bool *fp_known,
@@ -140,7 +160,7 @@ unsigned int tprof_unwind_walk(const struct tprof_unwind_walker *w, enum tprof_u
 	for (;;) {
 		struct tprof_unwind_regs c = { 0 };
 		const struct tprof_unwind_row *row;
-		bool fp_known = true;
+		bool fp_known = true, interrupted = false;
 		u8 by;
 
 		/* A caller's pc is a return address: the call is just before it. */
@@ -153,7 +173,13 @@ unsigned int tprof_unwind_walk(const struct tprof_unwind_walker *w, enum tprof_u
 			*stop = TPROF_UNWIND_STOP_UNSTATED;
 			break;
 		}
-		if (!row || row->cfa_base == TPROF_UNWIND_CFA_NONE) {
+		if (row && row->cfa_base == TPROF_UNWIND_CFA_SIGNAL) {
+			if (tprof_unwind_signal_step(w, &f, row, &c, stop))
+				break;
+			/* Its pc is exact, as the innermost frame's is. */
+			interrupted = true;
+			by = TPROF_UNWOUND_CFI;
+		} else if (!row || row->cfa_base == TPROF_UNWIND_CFA_NONE) {
 			if (tprof_unwind_fp_step(w, &f, &c, stop))
 				break;
 			by = TPROF_UNWOUND_FP;
@@ -176,7 +202,7 @@ unsigned int tprof_unwind_walk(const struct tprof_unwind_walker *w, enum tprof_u
 			w->how[n] = by;
 		n++;
 		f.r = c;
-		f.innermost = false;
+		f.innermost = interrupted;
 		f.fp_known = fp_known;
 	}
 	return n;

@@ -615,6 +615,46 @@ TEST_F(Stacks, CfiCallGraphReachesAStdSortComparatorsCallers) {
               static_cast<unsigned long long>(fp_whole), static_cast<unsigned long long>(fp_n));
 }
 
+// A signal handler's samples (tprof-wl-frameless --signal: a profiling
+// timer whose handler burns in fl_sig_burn) reach main through libc's
+// signal trampoline (a SIGNAL row: the interrupted registers from the
+// signal frame) and the interrupted code's frames. arm64's trampoline is
+// the vDSO's, without a table yet: printed only there.
+TEST_F(Stacks, CfiCallGraphWalksThroughSignalFrames) {
+  const std::string file = dir_.File("signal.data");
+  uint64_t in_handler = 0, whole = 0;
+  std::string misses;
+  (void)RecordUntil(1500, 300, [&](unsigned ms) {
+    Result rec = Sh("cd " + dir_.path() + " && tprofctl record -q -g -o " + file +
+                    " -- tprof-wl-frameless --signal --ms " + std::to_string(ms));
+    EXPECT_EQ(rec.rc, 0) << rec.out;
+    Result folded = Sh("tprofctl dump -i " + file + " --format folded");
+    EXPECT_EQ(folded.rc, 0) << folded.out;
+    in_handler = whole = 0;
+    misses.clear();
+    for (const Stack& st : ParseFolded(folded.out, "tprof-wl-framel")) {
+      const std::string path = st.UserPath();
+      const size_t burn = path.find("fl_sig_burn");
+      if (burn == std::string::npos) continue;
+      in_handler += st.samples;
+      // The signal may interrupt a round (fl_a's frames), the clock read
+      // between rounds or printf and exit after them: main in every case.
+      const size_t main_at = path.find("main;");
+      if (main_at != std::string::npos && main_at < burn) whole += st.samples;
+      else if (misses.size() < 2000)
+        misses += path + " (" + std::to_string(st.samples) + ")\n";
+    }
+    return in_handler;
+  });
+  ASSERT_GE(in_handler, 100u) << "too few samples in the handler";
+  std::printf("  [signal] handler samples reaching main through the signal frame: %llu of %llu\n",
+              static_cast<unsigned long long>(whole), static_cast<unsigned long long>(in_handler));
+#if defined(__x86_64__)
+  EXPECT_GE(whole * 100, in_handler * 99)
+      << whole << " of " << in_handler << "; the others:\n" << misses;
+#endif
+}
+
 // A process that starts, burns 50 ms and exits, ten times over: each is
 // gone before the recorder could load its tables, so its samples carry
 // copies, walked afterwards: their stacks are whole all the same.

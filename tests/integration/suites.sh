@@ -57,7 +57,7 @@ DEBUG_EXCLUDED+=:Stacks.SyscallKernelTimeSitsUnderTheCallingFunction
 DEBUG_EXCLUDED+=:Stacks.CallTreeSharesThroughFramelessLeafAndSharedLibrary
 DEBUG_EXCLUDED+=:WindowTest.CliRecordSavesWindowsAndShowPrintsHistograms
 # - the accuracy tests of cfi call graphs through libc's qsort and
-#   std::sort, of short-lived processes and of Debian's own sha256sum, xz
+#   std::sort and through signal frames, of short-lived processes and of Debian's own sha256sum, xz
 #   and python3.11 (their
 #   stacks are the recorder's walks; the module's walk with loaded tables
 #   runs there in Stacks.DwarfAndCfiCallGraphsWalkCodeWithoutFramePointers).
@@ -65,6 +65,7 @@ CFI_ACCURACY_TESTS=Stacks.CfiCallGraphReachesAComparatorsCallersThroughLibcQsort
 CFI_ACCURACY_TESTS+=:Stacks.CfiCallGraphGivesShortLivedProcessesWholeStacks
 CFI_ACCURACY_TESTS+=:Stacks.DefaultCallGraphOfDebiansOwnProgramsHoldsOnlyCodeAddresses
 CFI_ACCURACY_TESTS+=:Stacks.CfiCallGraphReachesAStdSortComparatorsCallers
+CFI_ACCURACY_TESTS+=:Stacks.CfiCallGraphWalksThroughSignalFrames
 DEBUG_EXCLUDED+=:$CFI_ACCURACY_TESTS
 # Userspace over a session the other tests start, or a CLI's checks of
 # its own (arch- and kernel-neutral): in x86 6.1 and sid only.

@@ -34,6 +34,9 @@ struct ChainCapture {
   uint64_t bias;
   uint64_t ra[4];
   uint64_t stack_len;
+  uint64_t libc_base;
+  uint64_t interrupted_pc;
+  char libc_path[256];
   uint8_t stack[kChainStackBytes];
 };
 
@@ -57,13 +60,13 @@ const tprof_unwind_row* FindInProgram(void* ctx, u64 pc) {
   return tprof_unwind_table_find(rows.data(), static_cast<u32>(rows.size()), pc - e->cap->bias);
 }
 
-// Runs the chain; *maps_text: its /proc/self/maps at the capture.
-bool RunChain(ChainCapture* cap, std::string* maps_text = nullptr) {
+// Runs the chain (with `args`); *maps_text: its /proc/self/maps at the capture.
+bool RunChain(ChainCapture* cap, std::string* maps_text = nullptr, const std::string& args = "") {
   char path[] = "/tmp/tprof-unwind-XXXXXX";
   const int fd = ::mkstemp(path);
   if (fd < 0) return false;
   ::close(fd);
-  const std::string cmd = std::string(kChain) + " " + path;
+  const std::string cmd = std::string(kChain) + " " + path + args;
   const int rc = std::system(cmd.c_str());
   std::ifstream in(path, std::ios::binary);
   const bool ok = rc == 0 && in.read(reinterpret_cast<char*>(cap), sizeof(*cap)).good();
@@ -112,6 +115,62 @@ TEST(UnwindTable, WalksTheFramelessChainItsProgramCaptured) {
   EXPECT_FALSE(by_fp >= 4 && std::equal(out, out + 4, cap.ra))
       << "the chain has frame pointers: the test proves nothing";
 }
+
+#if defined(__x86_64__)
+// Through a signal frame: uw_c raises SIGUSR1 and the handler captures.
+// The walk goes from the handler through libc's __restore_rt (a SIGNAL row
+// from its CFI expressions) to the interrupted pc, exactly, and on through
+// libc's raise to uw_c's callers: the known answer.
+TEST(UnwindTable, WalksThroughASignalFrame) {
+  auto program = tprof::BuildUnwindTable(kChain);
+  ASSERT_TRUE(program) << program.error().message();
+  static ChainCapture cap;
+  ASSERT_TRUE(RunChain(&cap, nullptr, " --signal"));
+  ASSERT_GT(cap.libc_base, cap.bias) << "libc above the program, as the finder below assumes";
+  auto libc = tprof::BuildUnwindTable(std::string(cap.libc_path));
+  ASSERT_TRUE(libc) << libc.error().message();
+  ASSERT_TRUE(std::any_of(libc->rows.begin(), libc->rows.end(), [](const tprof_unwind_row& r) {
+    return r.cfa_base == TPROF_UNWIND_CFA_SIGNAL;
+  })) << "no signal trampoline row in " << cap.libc_path;
+
+  struct Env {
+    const ChainCapture* cap;
+    const tprof::UnwindTable *program, *libc;
+  } env{&cap, &*program, &*libc};
+  tprof_unwind_walker w{};
+  w.regs = {cap.pc, cap.sp, cap.fp, cap.lr};
+  w.find = [](void* ctx, u64 pc) -> const tprof_unwind_row* {
+    auto* e = static_cast<Env*>(ctx);
+    const bool in_libc = pc >= e->cap->libc_base;
+    const tprof::UnwindTable* t = in_libc ? e->libc : e->program;
+    const u64 bias = in_libc ? e->cap->libc_base : e->cap->bias;
+    if (pc < bias) return nullptr;
+    return tprof_unwind_table_find(t->rows.data(), static_cast<u32>(t->rows.size()), pc - bias);
+  };
+  w.read = [](void* ctx, u64 addr, u64* val) {
+    const ChainCapture* c = static_cast<Env*>(ctx)->cap;
+    if (addr < c->sp || addr + 8 > c->sp + c->stack_len) return -EFAULT;
+    std::memcpy(val, c->stack + (addr - c->sp), 8);
+    return 0;
+  };
+  w.ctx = &env;
+  u64 out[32];
+  w.out = out;
+  w.max = 32;
+  w.max_reads = 128;
+  tprof_unwind_stop stop{};
+  const unsigned int n = tprof_unwind_walk(&w, &stop);
+  const u64* end = out + n;
+  const u64* at = std::find(static_cast<const u64*>(out), end, u64{cap.interrupted_pc});
+  ASSERT_NE(at, end) << "the walk (" << n << " frames, stop " << int(stop)
+                     << ") did not reach the interrupted pc";
+  // Then raise's frames in libc, and uw_c's callers in order.
+  for (int i = 1; i < 4; i++) {
+    at = std::find(at, end, u64{cap.ra[i]});
+    EXPECT_NE(at, end) << "caller " << i << " after the signal frame";
+  }
+}
+#endif
 
 TEST(UnwindTable, DebianLibcHasAWellFormedTable) {
   auto table = tprof::BuildUnwindTable("/lib/x86_64-linux-gnu/libc.so.6");

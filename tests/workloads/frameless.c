@@ -13,7 +13,15 @@
  * --qsort: main -> fl_sort -> libc's qsort (Debian's, without frame
  * pointers) -> fl_cmp, a comparator that burns: the samples in fl_cmp must
  * reach fl_sort and main through libc's frames.
+ *
+ * --signal: the rounds run while a profiling timer (ITIMER_PROF, every
+ * millisecond of CPU) interrupts them; its handler fl_on_signal calls
+ * fl_sig_burn, which burns most of the time: its samples must reach
+ * main through libc's signal trampoline and the interrupted round.
  */
+#include <signal.h>
+#include <sys/time.h>
+
 #include "wl.h"
 
 #define ROUND_ITERS 200000ul
@@ -81,6 +89,29 @@ __attribute__((noinline)) uint64_t fl_sort(uint64_t seed)
 	return v[0] + seed;
 }
 
+/* Four rounds a signal: most of the CPU time is the handler's. */
+__attribute__((noinline)) uint64_t fl_sig_burn(void)
+{
+	return fl_d(4 * ROUND_ITERS);
+}
+
+static void fl_on_signal(int sig)
+{
+	(void)sig;
+	fl_sink += fl_sig_burn();
+}
+
+static int fl_start_timer(void)
+{
+	struct sigaction sa;
+	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fl_on_signal;
+	sa.sa_flags = SA_RESTART;
+	return sigaction(SIGPROF, &sa, NULL) || setitimer(ITIMER_PROF, &it, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t ms = 2000, start, seed = 1;
@@ -89,11 +120,15 @@ int main(int argc, char **argv)
 	if (argc > i && strcmp(argv[i], "--qsort") == 0) {
 		sort = 1;
 		i++;
+	} else if (argc > i && strcmp(argv[i], "--signal") == 0) {
+		if (fl_start_timer())
+			return 1;
+		i++;
 	}
 	if (argc == i + 2 && strcmp(argv[i], "--ms") == 0)
 		ms = strtoull(argv[i + 1], NULL, 10);
 	else if (argc != i) {
-		fprintf(stderr, "usage: tprof-wl-frameless [--qsort] [--ms TOTAL_MS]\n");
+		fprintf(stderr, "usage: tprof-wl-frameless [--qsort|--signal] [--ms TOTAL_MS]\n");
 		return 2;
 	}
 	start = wl_thread_ns();

@@ -326,7 +326,7 @@
 #include <linux/tprof_unwind.h> /* struct tprof_unwind_row (UNWIND_LOAD) */
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 19 /* 1.19: unwind tables in the sample handler (TPROF_SAMPLING_USER_CFI) */
+#define TPROF_ABI_MINOR 20 /* 1.20: unwind rows through signal frames (TPROF_UNWIND_CFA_SIGNAL) */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -362,6 +362,7 @@
 #define TPROF_FEAT_SAMPLING_CPUS (1ULL << 14) /* tprof_sampling_config.cpus (ABI 1.16) */
 #define TPROF_FEAT_SAMPLING_USER_STACK (1ULL << 15) /* TPROF_SAMPLING_USER_STACK (ABI 1.18) */
 #define TPROF_FEAT_UNWIND_TABLES (1ULL << 16) /* TPROF_SAMPLING_USER_CFI, UNWIND_LOAD/SPACE (ABI 1.19) */
+#define TPROF_FEAT_UNWIND_SIGNAL_FRAMES (1ULL << 17) /* TPROF_UNWIND_CFA_SIGNAL rows (ABI 1.20) */
 
 /* tprof_info.state */
 enum tprof_state {

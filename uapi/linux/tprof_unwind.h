@@ -38,7 +38,15 @@
  * rather than read frame pointers through code that has none.
  */
 #define TPROF_UNWIND_CFA_UNSTATED 5
-#define TPROF_UNWIND_CFA_MAX TPROF_UNWIND_CFA_UNSTATED
+/*
+ * A signal trampoline (x86-64's __restore_rt): the interrupted registers
+ * are in the signal frame at sp. The caller's sp is the word at
+ * sp + cfa_offset, its pc the word at that + ra_offset and its fp the
+ * word at that + fp_offset; the caller's pc is where it was interrupted,
+ * not a return address.
+ */
+#define TPROF_UNWIND_CFA_SIGNAL 6 /* ABI 1.20 (TPROF_FEAT_UNWIND_SIGNAL_FRAMES) */
+#define TPROF_UNWIND_CFA_MAX TPROF_UNWIND_CFA_SIGNAL
 
 /* fp_rule */
 #define TPROF_UNWIND_FP_SAME 0	   /* the caller's fp is this frame's fp */

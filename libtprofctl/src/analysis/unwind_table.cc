@@ -73,6 +73,54 @@ bool FitsS16(int64_t v) {
   return v >= std::numeric_limits<int16_t>::min() && v <= std::numeric_limits<int16_t>::max();
 }
 
+// A register's offset from sp when ops is `DW_OP_breg<sp> N` (a location
+// in the frame at sp, as signal frames' expressions say).
+bool SpOffset(const Dwarf_Op* ops, size_t n, const MachineRegs& m, int64_t* off) {
+  if (n != 1) return false;
+  if (ops[0].atom == DW_OP_breg0 + m.sp && m.sp < 32) {
+    *off = static_cast<int64_t>(ops[0].number);
+    return true;
+  }
+  if (ops[0].atom == DW_OP_bregx && ops[0].number == Dwarf_Word(m.sp)) {
+    *off = static_cast<int64_t>(ops[0].number2);
+    return true;
+  }
+  return false;
+}
+
+// A signal trampoline's row: CFA = the word at sp + S (the interrupted
+// sp), the interrupted pc and fp at sp + P and sp + F (glibc's x86-64
+// __restore_rt: S 160, P 168, F 120). x86-64 only: arm64's would need lr
+// too.
+bool MakeSignalRow(Dwarf_Frame* f, const MachineRegs& m, tprof_unwind_row* row) {
+  if (m.link_register) return false;
+  Dwarf_Op* ops = nullptr;
+  size_t n = 0;
+  if (dwarf_frame_cfa(f, &ops, &n) != 0 || n != 2 || ops[1].atom != DW_OP_deref) return false;
+  int64_t sp_at = 0, pc_at = 0, fp_at = 0;
+  if (!SpOffset(ops, 1, m, &sp_at)) return false;
+  Dwarf_Op mem[3];
+  auto location = [&](int reg, int64_t* at) {
+    Dwarf_Op* r = nullptr;
+    size_t k = 0;
+    if (dwarf_frame_register(f, reg, mem, &r, &k) != 0) return false;
+    // libdw pushes the CFA first, as DW_CFA_expression's evaluation does.
+    if (k == 2 && r[0].atom == DW_OP_call_frame_cfa) return SpOffset(r + 1, 1, m, at);
+    return SpOffset(r, k, m, at);
+  };
+  if (!location(m.ra, &pc_at) || !location(m.fp, &fp_at)) return false;
+  if (sp_at < 0 || sp_at > std::numeric_limits<int32_t>::max() || !FitsS16(pc_at - sp_at) ||
+      !FitsS16(fp_at - sp_at))
+    return false;
+  *row = tprof_unwind_row{};
+  row->cfa_base = TPROF_UNWIND_CFA_SIGNAL;
+  row->cfa_offset = static_cast<int32_t>(sp_at);
+  row->ra_offset = static_cast<int16_t>(pc_at - sp_at);
+  row->fp_rule = TPROF_UNWIND_FP_AT_CFA;
+  row->fp_offset = static_cast<int16_t>(fp_at - sp_at);
+  return true;
+}
+
 // The row for the frame state f; false for a rule the table cannot state.
 // *foreign_cfa: the return address is saved at or above the CFA, so the
 // function's CFA is not its caller's sp anywhere in it (glibc's arm64
@@ -80,7 +128,7 @@ bool FitsS16(int64_t v) {
 // return address already is): none of its rows can be used.
 bool MakeRow(Dwarf_Frame* f, const MachineRegs& m, bool signal_frame, tprof_unwind_row* row,
              bool* foreign_cfa) {
-  if (signal_frame) return false;
+  if (signal_frame) return MakeSignalRow(f, m, row);
   Dwarf_Op* ops = nullptr;
   size_t n = 0;
   if (dwarf_frame_cfa(f, &ops, &n) != 0 || n == 0) return false;

@@ -94,6 +94,7 @@ std::vector<std::string> Info::FeatureNames() const {
       {TPROF_FEAT_SAMPLING_CPUS, "sampling_cpus"},
       {TPROF_FEAT_SAMPLING_USER_STACK, "sampling_user_stack"},
       {TPROF_FEAT_UNWIND_TABLES, "unwind_tables"},
+      {TPROF_FEAT_UNWIND_SIGNAL_FRAMES, "unwind_signal_frames"},
   };
   std::vector<std::string> names;
   for (const auto& f : kNames)

@@ -8,12 +8,16 @@
 #include <cstring>
 
 #include "device/ioctl_errors.h"
+#include "tprof/device/device.h"
 
 namespace tprof {
 
 UnwindLoader::UnwindLoader(int session_fd, uint32_t self_pid,
                            std::shared_ptr<UnwindTableCache> tables)
     : fd_(session_fd), self_pid_(self_pid), tables_(std::move(tables)) {
+  tprof_info info{};
+  signal_rows_ = ::ioctl(fd_, TPROF_IOC_GET_INFO, &info) == 0 &&
+                 (FeaturesOf(info) & TPROF_FEAT_UNWIND_SIGNAL_FRAMES);
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf));
   if (n > 0 && size_t(n) < sizeof(buf)) self_exe_.assign(buf, size_t(n));
@@ -94,8 +98,25 @@ uint32_t UnwindLoader::Load(const std::string& path, const UnwindTable& table) {
     stats_.files_without++;
     return 0;
   }
+  // A module older than signal-frame rows (ABI 1.20) refuses them: for it
+  // the walk stops there, as at any CFI the rows cannot state.
+  std::vector<tprof_unwind_row> older;
+  const tprof_unwind_row* rows = table.rows.data();
+  if (!signal_rows_ && std::any_of(table.rows.begin(), table.rows.end(), [](const auto& r) {
+        return r.cfa_base == TPROF_UNWIND_CFA_SIGNAL;
+      })) {
+    older = table.rows;
+    for (tprof_unwind_row& r : older)
+      if (r.cfa_base == TPROF_UNWIND_CFA_SIGNAL) {
+        const uint32_t start = r.start;
+        r = tprof_unwind_row{};
+        r.start = start;
+        r.cfa_base = TPROF_UNWIND_CFA_UNSTATED;
+      }
+    rows = older.data();
+  }
   tprof_unwind_load arg{};
-  arg.rows = reinterpret_cast<uintptr_t>(table.rows.data());
+  arg.rows = reinterpret_cast<uintptr_t>(rows);
   arg.nr_rows = static_cast<uint32_t>(table.rows.size());
   if (::ioctl(fd_, TPROF_IOC_UNWIND_LOAD, &arg) != 0) {
     Fail(IoctlFailure("loading the unwind table of " + path, TPROF_IOC_UNWIND_LOAD, errno));

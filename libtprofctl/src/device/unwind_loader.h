@@ -91,6 +91,7 @@ class UnwindLoader {
   std::map<uint64_t, std::vector<uint32_t>> tables_of_space_;
   std::map<uint32_t, unsigned> users_;  // as the module counts them
   bool needs_mappings_ = false;
+  bool signal_rows_ = false;  // the module takes TPROF_UNWIND_CFA_SIGNAL (ABI 1.20)
   // Per space, flushes asked for since its mappings last changed: at most
   // kFlushesPerChange.
   static constexpr unsigned kFlushesPerChange = 4;

@@ -8,9 +8,16 @@
  * writes them to argv[1] as struct chain_capture (unwind_table_test.cc):
  * the known answer a table-driven walk must reproduce. /proc/self/maps
  * follows, for the mappings a recording would report.
+ *
+ * With --signal, uw_c raises SIGUSR1 instead and the handler calls uw_d:
+ * the walk must go through libc's signal trampoline to the interrupted pc
+ * (saved in the handler's ucontext) and on to uw_c's callers.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <link.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +29,9 @@ struct chain_capture {
 	uint64_t bias;			/* the program's load bias */
 	uint64_t ra[4];			/* uw_d's return address (into uw_c) first */
 	uint64_t stack_len;		/* bytes of stack from sp */
+	uint64_t libc_base;		/* libc's load bias (--signal) */
+	uint64_t interrupted_pc;	/* where SIGUSR1 interrupted (--signal) */
+	char libc_path[256];
 	uint8_t stack[CHAIN_STACK_BYTES];
 };
 
@@ -75,9 +85,28 @@ __attribute__((noinline)) void uw_d(void)
 	cap.ra[0] = (uint64_t)(uintptr_t)__builtin_return_address(0);
 }
 
+static int use_signal;
+
+static void on_signal(int sig, siginfo_t *info, void *ucv)
+{
+	ucontext_t *uc = ucv;
+
+	(void)sig;
+	(void)info;
+#if defined(__x86_64__)
+	cap.interrupted_pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+#else
+	cap.interrupted_pc = (uint64_t)uc->uc_mcontext.pc;
+#endif
+	uw_d();
+}
+
 __attribute__((noinline)) void uw_c(int n)
 {
-	uw_d();
+	if (use_signal)
+		raise(SIGUSR1);
+	else
+		uw_d();
 	cap.ra[1] = (uint64_t)(uintptr_t)__builtin_return_address(0);
 	sink += (uint64_t)n;
 }
@@ -106,6 +135,20 @@ int main(int argc, char **argv)
 {
 	FILE *out;
 
+	if (argc == 3 && strcmp(argv[2], "--signal") == 0) {
+		struct sigaction sa;
+		Dl_info dl;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_signal;
+		sa.sa_flags = SA_SIGINFO;
+		if (sigaction(SIGUSR1, &sa, NULL) || !dladdr((void *)&raise, &dl))
+			return 1;
+		cap.libc_base = (uint64_t)(uintptr_t)dl.dli_fbase;
+		snprintf(cap.libc_path, sizeof(cap.libc_path), "%s", dl.dli_fname);
+		use_signal = 1;
+		argc = 2;
+	}
 	if (argc != 2)
 		return 2;
 	dl_iterate_phdr(first_object, &cap.bias);

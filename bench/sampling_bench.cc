@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -246,10 +247,18 @@ Run RunPlain(long chunks, int depth = 0) {
 
 // stacks: -g (whole stacks, default depth), or --call-graph call_graph;
 // depth: the workload's.
+// cold_tables: with an empty store of unwind tables (XDG_CACHE_HOME), so
+// that the recording builds every table it needs, as the first recording
+// of a program on a machine does; otherwise the store the earlier runs
+// filled (the bench warms it first).
 Run RunTprof(long chunks, unsigned hz, bool stacks = false, int depth = 0,
-             const std::string& call_graph = "") {
+             const std::string& call_graph = "", bool cold_tables = false) {
   ::unlink(kWorkloadResult);
   ::unlink(kTprofData);
+  const char* const kColdStore = "/tmp/tprof-bench-cold-store";
+  std::error_code ec;
+  std::filesystem::remove_all(kColdStore, ec);
+  if (cold_tables) ::setenv("XDG_CACHE_HOME", kColdStore, 1);
   // -a: every CPU, as perf record -a (record alone follows only the workload).
   std::vector<std::string> argv = {"tprofctl", "record", "-a", "--freq", std::to_string(hz), "-o",
                                    kTprofData, "--format", "json", "--top", "1"};
@@ -259,6 +268,7 @@ Run RunTprof(long chunks, unsigned hz, bool stacks = false, int depth = 0,
   for (const std::string& a : WorkloadArgv(chunks, depth)) argv.push_back(a);
   Run r;
   r.command_s = Exec(argv);
+  if (cold_tables) ::unsetenv("XDG_CACHE_HOME");
   ReadWorkloadResult(&r);
   r.file_bytes = FileSize(kTprofData);
   std::string out = ReadFile(kLog);
@@ -360,6 +370,7 @@ struct Config {
   std::vector<Run> runs;
   bool flat = false;  // with a deep workload: the profiler without stacks
   std::string call_graph = "";  // --call-graph MODE instead of -g
+  bool cold_tables = false;     // tprof: no unwind tables stored (RunTprof)
 };
 
 template <typename Field>
@@ -386,7 +397,8 @@ void RunInterleaved(std::vector<Config>& configs, long chunks, int reps, int dep
     for (Config& c : configs) {
       const bool stacks = depth > 0 && !c.flat;
       c.runs.push_back(c.tool == '-'   ? RunPlain(chunks, depth)
-                       : c.tool == 't' ? RunTprof(chunks, c.hz, stacks, depth, c.call_graph)
+                       : c.tool == 't' ? RunTprof(chunks, c.hz, stacks, depth, c.call_graph,
+                                                  c.cold_tables)
                                        : RunPerf(chunks, c.hz, stacks, depth, c.call_graph));
     }
 }
@@ -428,17 +440,23 @@ bool StackSection(long chunks, int reps) {
                                  // The other call graphs: frame pointers only, and perf's
                                  // copies of 8 KiB walked afterwards.
                                  {"tprofctl --call-graph fp -F 1000", 't', 1000, {}, false, "fp"},
-                                 {"perf --call-graph dwarf -F 1000", 'p', 1000, {}, false, "dwarf"}};
+                                 {"perf --call-graph dwarf -F 1000", 'p', 1000, {}, false, "dwarf"},
+                                 // The first recording on a machine: every table built.
+                                 {"tprofctl -a -g -F 1000, cold", 't', 1000, {}, false, "", true}};
   if (g_perf.empty())
     configs.erase(std::remove_if(configs.begin(), configs.end(),
                                  [](const Config& c) { return c.tool == 'p'; }),
                   configs.end());
+  // The store of unwind tables filled as by an earlier recording: the rows
+  // without "cold" read it.
+  (void)RunTprof(std::max(1L, chunks / 10), 1000, true, g_frames);
   RunInterleaved(configs, chunks, reps, g_frames);
   std::printf("\n4. whole stacks: the same work %d frames deep, %d interleaved reps\n"
               "(tprofctl -g: default depth 64, walked with CFI tables in the module (cfi); perf -g:\n"
               " frame-pointer call graphs; perf dwarf: 8 KiB stack copies; without -g for\n"
               " comparison; columns as in 1.; prof CPU: the profiler process's CPU time while the\n"
-              " workload ran)\n",
+              " workload ran; cold: with no unwind tables stored by an earlier recording, the\n"
+              " rest read them from the store a first recording filled)\n",
               g_frames, reps);
   PrintSlowdownTable(configs);
   // Where a sample's cost goes: on one CPU the profiler's own process
@@ -461,7 +479,8 @@ bool StackSection(long chunks, int reps) {
   for (unsigned hz : {1000u, 10000u}) {
     const Config *tp = nullptr, *pf = nullptr;
     for (const Config& c : configs)
-      if (c.hz == hz && !c.flat && c.call_graph.empty()) (c.tool == 't' ? tp : pf) = &c;
+      if (c.hz == hz && !c.flat && c.call_graph.empty() && !c.cold_tables)
+        (c.tool == 't' ? tp : pf) = &c;
     // Added cost: the slowdown over the same rep's unprofiled run.
     double ta = Median(Paired(*tp, configs[0])) - 1, pa = Median(Paired(*pf, configs[0])) - 1;
     std::vector<double> v = Paired(*tp, *pf);

@@ -50,7 +50,11 @@ static struct pt_regs *tprof_user_regs(struct pt_regs *regs, bool user)
 
 struct tprof_cfi_walk {
 	const struct tprof_unwind_space_map *map;
+	u32 range_hint;		/* the range the last lookup found */
+	u64 last_pc;		/* and its pc and row: recursion repeats both */
+	const struct tprof_unwind_row *last_row;
 	bool uncovered;
+	bool uaccess_ok;	/* a read succeeded: pagefault_disable() is on */
 };
 
 static const struct tprof_unwind_row *tprof_cfi_find(void *ctx, u64 pc)
@@ -59,17 +63,35 @@ static const struct tprof_unwind_row *tprof_cfi_find(void *ctx, u64 pc)
 	const struct tprof_unwind_row *row = NULL;
 	bool covered = false;
 
+	if (c->last_row && pc == c->last_pc)
+		return c->last_row;
 	if (c->map)
-		row = tprof_unwind_space_row(c->map, pc, &covered);
+		row = tprof_unwind_space_row(c->map, pc, &covered, &c->range_hint);
 	if (!covered)
 		c->uncovered = true;
+	c->last_pc = pc;
+	c->last_row = row;
 	return row;
 }
 
+/*
+ * The first word by copy_from_user_nofault(), which also says whether user
+ * memory may be read here at all (x86's nmi_uaccess_okay() is not for
+ * modules); the rest by __get_user() under one pagefault_disable(), as the
+ * frame-pointer walk reads (arch/x86/stack.h: a nofault copy per read
+ * cost the walk 3x perf's per frame).
+ */
 static int tprof_read_user_word(void *ctx, u64 addr, u64 *val)
 {
-	return copy_from_user_nofault(val, (const void __user *)(unsigned long)addr,
-				      sizeof(*val)) ? -EFAULT : 0;
+	struct tprof_cfi_walk *c = ctx;
+
+	if (c->uaccess_ok)
+		return tprof_arch_read_word_inatomic(addr, val);
+	if (copy_from_user_nofault(val, (const void __user *)(unsigned long)addr, sizeof(*val)))
+		return -EFAULT;
+	c->uaccess_ok = true;
+	pagefault_disable();
+	return 0;
 }
 
 /*
@@ -104,6 +126,8 @@ static unsigned int tprof_sample_user_cfi(struct tprof_session *s, struct pt_reg
 	if (w.max > ARRAY_SIZE(how))
 		w.max = ARRAY_SIZE(how);
 	n = tprof_unwind_walk(&w, &stop);
+	if (c.uaccess_ok)
+		pagefault_enable();
 	*flags |= TPROF_STACK_USER_CFI;
 	if (stop == TPROF_UNWIND_STOP_END)
 		*flags |= TPROF_STACK_USER_WHOLE;

@@ -287,12 +287,16 @@ const struct tprof_unwind_space_map *tprof_unwind_space_find(struct tprof_unwind
 }
 
 const struct tprof_unwind_row *tprof_unwind_space_row(const struct tprof_unwind_space_map *m,
-						      u64 pc, bool *covered)
+						      u64 pc, bool *covered, u32 *hint)
 {
 	const struct tprof_unwind_map_range *r;
 	u32 lo = 0, hi = m->nr;
 	u64 addr;
 
+	if (*hint < m->nr && pc >= m->ranges[*hint].start && pc < m->ranges[*hint].end) {
+		lo = *hint + 1;
+		hi = lo;
+	}
 	/* The last range starting at or below pc. */
 	while (lo < hi) {
 		u32 mid = lo + (hi - lo) / 2;
@@ -305,6 +309,7 @@ const struct tprof_unwind_row *tprof_unwind_space_row(const struct tprof_unwind_
 	*covered = lo && pc < m->ranges[lo - 1].end;
 	if (!*covered)
 		return NULL;
+	*hint = lo - 1;
 	r = &m->ranges[lo - 1];
 	addr = pc - r->bias;
 	if (addr > U32_MAX)

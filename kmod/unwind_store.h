@@ -35,8 +35,10 @@ const struct tprof_unwind_space_map *tprof_unwind_space_find(struct tprof_unwind
 /*
  * The row covering @pc in @m's tables, or NULL; *covered: some range
  * covers @pc (false: a table not loaded yet, or code that has none).
+ * *hint: the index of the range tried first and the one found (a walk's
+ * frames are mostly in the file of the frame before).
  */
 const struct tprof_unwind_row *tprof_unwind_space_row(const struct tprof_unwind_space_map *m,
-						      u64 pc, bool *covered);
+						      u64 pc, bool *covered, u32 *hint);
 
 #endif /* TPROF_UNWIND_STORE_H */

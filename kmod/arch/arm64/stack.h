@@ -22,6 +22,15 @@ static inline int tprof_arch_read_frame_inatomic(void *ctx, u64 addr, u64 rec[2]
 	return __copy_from_user_inatomic(rec, p, 2 * sizeof(u64)) ? -EFAULT : 0;
 }
 
+static inline int tprof_arch_read_word_inatomic(u64 addr, u64 *val)
+{
+	const u64 __user *p = (const u64 __user *)(unsigned long)addr;
+
+	if (!access_ok(p, sizeof(u64)))
+		return -EFAULT;
+	return __copy_from_user_inatomic(val, p, sizeof(u64)) ? -EFAULT : 0;
+}
+
 static inline void tprof_arch_strip(u64 *frames, unsigned int n, bool user)
 {
 	unsigned int i;

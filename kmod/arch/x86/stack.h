@@ -33,6 +33,16 @@ static inline int tprof_arch_read_frame_inatomic(void *ctx, u64 addr, u64 rec[2]
 	return 0;
 }
 
+/* One word, as the frame reads above (the CFI walk's reads). */
+static inline int tprof_arch_read_word_inatomic(u64 addr, u64 *val)
+{
+	const u64 __user *p = (const u64 __user *)(unsigned long)addr;
+
+	if (!__access_ok(p, sizeof(u64)) || __get_user(*val, p))
+		return -EFAULT;
+	return 0;
+}
+
 static inline unsigned int tprof_arch_kernel_frames(struct pt_regs *regs, u64 *out,
 						    unsigned int max, bool *truncated)
 {

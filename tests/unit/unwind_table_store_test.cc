@@ -85,6 +85,21 @@ TEST_F(UnwindTableStoreTest, TheNextRecordingReadsWhatTheFirstBuilt) {
       << "a table read from the store is new to the recording all the same";
 }
 
+// A space's mappings are matched against the store as they arrive: what
+// an earlier recording stored is read, nothing is built.
+TEST_F(UnwindTableStoreTest, MappedFilesAreReadFromTheStoreNeverBuilt) {
+  tprof::UnwindTableCache first(tprof::UnwindTableStore(dir_, "b1"));
+  EXPECT_EQ(first.FindOrReadStored(kFile), nullptr) << "nothing stored yet";
+  EXPECT_EQ(first.built(), 0u);
+  ASSERT_NE(first.Get(kFile), nullptr);
+  tprof::UnwindTableCache second(tprof::UnwindTableStore(dir_, "b1"));
+  EXPECT_NE(second.FindOrReadStored(kFile), nullptr);
+  EXPECT_EQ(second.stored(), 1u);
+  EXPECT_EQ(second.FindOrReadStored("/bin/sh"), nullptr) << "not stored: not built either";
+  EXPECT_EQ(second.built(), 0u);
+  EXPECT_EQ(second.Find("/bin/sh"), nullptr);
+}
+
 TEST_F(UnwindTableStoreTest, AnotherBuilderBuildsItsOwn) {
   tprof::UnwindTableCache first(tprof::UnwindTableStore(dir_, "b1"));
   ASSERT_NE(first.Get(kFile), nullptr);

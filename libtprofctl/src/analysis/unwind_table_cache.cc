@@ -52,6 +52,19 @@ const UnwindTable* UnwindTableCache::Get(const std::string& path) {
   return it->second.get();
 }
 
+const UnwindTable* UnwindTableCache::FindOrReadStored(const std::string& path) {
+  if (auto it = tables_.find(path); it != tables_.end()) return it->second.get();
+  if (!store_ || path.empty() || path[0] != '/' || not_stored_.count(path)) return nullptr;
+  const std::string id = FileBuildId(path);
+  std::optional<UnwindTable> stored = id.empty() ? std::nullopt : store_->Read(id);
+  if (!stored) {
+    not_stored_.insert(path);
+    return nullptr;
+  }
+  stored_++;
+  return tables_.emplace(path, std::make_unique<UnwindTable>(std::move(*stored))).first->second.get();
+}
+
 const UnwindTable* UnwindTableCache::Find(const std::string& path) const {
   auto it = tables_.find(path);
   return it == tables_.end() ? nullptr : it->second.get();

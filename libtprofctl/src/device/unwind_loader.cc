@@ -137,8 +137,9 @@ void UnwindLoader::SendSpace(uint64_t space_id) {
   for (const auto& [start, m] : maps)
     if (!self_exe_.empty() && m.path == self_exe_) return;
   for (const auto& [start, m] : maps) {
-    // Only files a walk went through have a table built (see the header).
-    const UnwindTable* table = tables_->Find(m.path);
+    // Only files a walk went through have a table: built in this
+    // recording or stored by an earlier one (see the header).
+    const UnwindTable* table = tables_->FindOrReadStored(m.path);
     if (!table) continue;
     const uint32_t id = Load(m.path, *table);
     if (!id) continue;

@@ -3,7 +3,9 @@
 // is built when a sample's stack first goes through it: the module copies
 // the stack of a sample whose walk meets code without a loaded table, the
 // recorder walks the copy (StackUnwinder), which builds the tables it uses
-// into the cache shared with this loader. Each built table is loaded once
+// into the cache shared with this loader. A mapped file whose table an
+// earlier recording stored is read at once instead (unwind_table_store.h).
+// Each table is loaded once
 // per session (TPROF_IOC_UNWIND_LOAD), and each space that maps it, or
 // whose mappings changed, is sent whole (TPROF_IOC_UNWIND_SPACE). A
 // process's spaces are forgotten at its EXIT, and a table with them once no

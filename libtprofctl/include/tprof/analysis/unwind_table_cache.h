@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ class UnwindTableCache {
   [[nodiscard]] const UnwindTable* Get(const std::string& path);
   // The table if it was built already, without building it.
   [[nodiscard]] const UnwindTable* Find(const std::string& path) const;
+  // The table if it was built already or the store has it (read now),
+  // without building it: an earlier recording's samples went through the
+  // file, so this one's likely will, and reading costs little.
+  [[nodiscard]] const UnwindTable* FindOrReadStored(const std::string& path);
   // The files given a table since the last call, in the order built.
   [[nodiscard]] std::vector<std::string> TakeNewlyBuilt();
   // Files tried that have no usable table.
@@ -39,10 +44,12 @@ class UnwindTableCache {
   [[nodiscard]] uint64_t built() const { return built_; }
 
  private:
+  // The file's table from the store, else built (and stored).
   Expected<UnwindTable> Build(const std::string& path);
 
   std::map<std::string, std::unique_ptr<UnwindTable>> tables_;  // null: none
   std::vector<std::string> newly_built_;
+  std::set<std::string> not_stored_;  // FindOrReadStored found none
   std::optional<UnwindTableStore> store_;
   uint64_t files_without_ = 0, stored_ = 0, built_ = 0;
 };

@@ -22,6 +22,7 @@
 #include "core/unwind_walk.h"
 #include "elf_fixtures.h"
 #include "tprof/analysis/profile.h"
+#include "tprof/analysis/unwind_table_cache.h"
 
 namespace {
 
@@ -403,6 +404,40 @@ TEST(UnwindTable, ProfileBuilderWalksSampleStackCopies) {
   for (const auto& [key, n] : p.stack_samples)
     if (key.stack == 1) walked += n;
   EXPECT_EQ(walked, 3u);
+}
+
+// The recorder's own copies (its pid, or a space that maps its program:
+// its child before exec) are walked with the tables built already and
+// never build one: its libraries' tables would cost it its drain time.
+TEST(UnwindTable, TheRecordersOwnCopiesBuildNoTables) {
+  static ChainCapture cap;
+  std::string maps_text;
+  ASSERT_TRUE(RunChain(&cap, &maps_text));
+  for (bool by_pid : {true, false}) {
+    SCOPED_TRACE(by_pid ? "the recorder's pid" : "a space mapping its program");
+    auto tables = std::make_shared<tprof::UnwindTableCache>();
+    tprof::ProfileBuilder b;
+    b.ShareUnwindTables(tables);
+    // The chain's program stands for the recorder's.
+    const std::string program = std::filesystem::absolute(kChain).string();
+    b.SetRecorder(by_pid ? tprof::test::kSymPid : 1, by_pid ? "/nonexistent" : program);
+    for (const auto& recs : {ChainMaps(maps_text, true), ChainMaps(maps_text, false),
+                             ChainSample(cap, {0xdead})})
+      ASSERT_EQ(b.AddRecords(recs.data(), recs.size()), recs.size());
+    tprof::Profile p = b.Finish();
+    EXPECT_EQ(tables->built(), 0u);
+    EXPECT_TRUE(tables->TakeNewlyBuilt().empty());
+    ASSERT_EQ(p.records.samples, 1u);
+  }
+  // Anyone else's copy builds what its walk needs.
+  auto tables = std::make_shared<tprof::UnwindTableCache>();
+  tprof::ProfileBuilder b;
+  b.ShareUnwindTables(tables);
+  b.SetRecorder(1, "/nonexistent");
+  for (const auto& recs : {ChainMaps(maps_text, true), ChainMaps(maps_text, false),
+                           ChainSample(cap, {0xdead})})
+    ASSERT_EQ(b.AddRecords(recs.data(), recs.size()), recs.size());
+  EXPECT_GE(tables->built(), 2u) << "the program and libc";
 }
 
 }  // namespace

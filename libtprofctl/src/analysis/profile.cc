@@ -423,8 +423,12 @@ bool ProfileBuilder::WalkUserStack(const tprof_rec_sample& s, const unsigned cha
   // then the callers, at most the deepest stack the kernel records.
   const bool user_ip = st.flags & TPROF_STACK_USER_IP;
   const unsigned room = TPROF_MAX_STACK_DEPTH - (user_ip ? 1 : 0);
-  StackUnwinder::Walk w = unwinder_->Unwind(maps->second, us, rest + at + sizeof(us), room,
-                                            s.pid != recorder_pid_);
+  const bool recorders = s.pid == recorder_pid_ ||
+                         (!recorder_program_.empty() &&
+                          std::any_of(maps->second.begin(), maps->second.end(),
+                                      [&](const Mapping& m) { return m.path == recorder_program_; }));
+  StackUnwinder::Walk w =
+      unwinder_->Unwind(maps->second, us, rest + at + sizeof(us), room, !recorders);
   out->whole = w.whole;
   out->unmapped = w.unmapped;
   if (w.callers.empty()) return true;

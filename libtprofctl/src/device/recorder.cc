@@ -11,6 +11,7 @@
 
 #include <boost/asio.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -99,7 +100,9 @@ Recorder::Recorder(SamplingSession session)
     // Tables earlier recordings built are read, not built again.
     auto tables = std::make_shared<UnwindTableCache>(UnwindTableStore::ForUser());
     s_->builder.ShareUnwindTables(tables);
-    s_->builder.SetRecorderPid(static_cast<uint32_t>(::getpid()));
+    std::error_code ec;
+    s_->builder.SetRecorder(static_cast<uint32_t>(::getpid()),
+                            std::filesystem::read_symlink("/proc/self/exe", ec).string());
     s_->unwind.emplace(s_->session.fd(), static_cast<uint32_t>(::getpid()), std::move(tables));
   }
   if (std::string hz = PerfMaxSampleRate(); !hz.empty())

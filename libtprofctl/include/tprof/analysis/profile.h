@@ -296,11 +296,16 @@ class ProfileBuilder {
   // The tables the stack copies are walked with, shared with the recorder
   // that loads them into the module (before the first record).
   void ShareUnwindTables(std::shared_ptr<UnwindTableCache> tables);
-  // The recorder's own pid (in the records' namespace), whose stack copies
-  // are walked only with tables built already: building the tables of its
-  // own libraries would take the time it needs to drain the buffers, and
-  // its samples would copy more for it.
-  void SetRecorderPid(uint32_t pid) { recorder_pid_ = pid; }
+  // The recorder's own pid (in the records' namespace) and program: the
+  // stack copies of its process, and of any space that maps its program
+  // (its forked child before it execs the command), are walked only with
+  // tables built already. Building the tables of its own libraries would
+  // take the time it needs to drain the buffers, for stacks nobody asked
+  // for.
+  void SetRecorder(uint32_t pid, std::string program) {
+    recorder_pid_ = pid;
+    recorder_program_ = std::move(program);
+  }
 
   // The profile so far (its context table brought up to date first).
   const Profile& profile();
@@ -359,6 +364,7 @@ class ProfileBuilder {
   std::unique_ptr<StackUnwinder> unwinder_;
   std::shared_ptr<UnwindTableCache> unwind_tables_;  // null: the unwinder's own
   std::optional<uint32_t> recorder_pid_;
+  std::string recorder_program_;
   struct Deferred {
     size_t maps_seen = 0;  // the space's mappings when they began to wait
     std::vector<std::vector<unsigned char>> records;

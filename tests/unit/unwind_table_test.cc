@@ -6,9 +6,7 @@
 // name the same callers; Debian's libc gives a well-formed table.
 #include "tprof/analysis/unwind_table.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <libelf.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -280,44 +278,6 @@ TEST(UnwindTable, Arm64CodeWithoutCfiGetsItsKnownRules) {
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->ra_rule, TPROF_UNWIND_RA_IN_LR);
   EXPECT_EQ(r->cfa_offset, 0);
-}
-
-// arm64's vDSO has no CFI: its table is frame pointers but for the signal
-// trampoline, recognised by its two instructions, whose SIGNAL row covers
-// the nop before it too (build/tests/symfiles/unwind/arm64-vdso.so, from
-// tests/unit/symfiles/arm64_vdso.S, lays them out as the kernel does).
-TEST(UnwindTable, Arm64VdsoGetsASignalRowForItsTrampoline) {
-  const std::string path = "build/tests/symfiles/unwind/arm64-vdso.so";
-  elf_version(EV_CURRENT);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0) << path;
-  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  ASSERT_NE(elf, nullptr);
-  EXPECT_FALSE(tprof::BuildUnwindTable(elf)) << "no CFI: no table as a file";
-  auto t = tprof::BuildVdsoUnwindTable(elf);
-  elf_end(elf);
-  ::close(fd);
-  ASSERT_TRUE(t) << t.error().message();
-  const auto& rows = t->rows;
-  EXPECT_EQ(tprof_unwind_table_check(rows.data(), static_cast<u32>(rows.size())), 0);
-  const u64 tramp = 0x234;  // __kernel_rt_sigreturn in the fixture
-  auto row_at = [&](u64 at) {
-    return tprof_unwind_table_find(rows.data(), static_cast<u32>(rows.size()), at);
-  };
-  for (u64 at : {tramp - 4, tramp, tramp + 4}) {
-    const tprof_unwind_row* r = row_at(at);
-    ASSERT_NE(r, nullptr);
-    EXPECT_EQ(r->cfa_base, TPROF_UNWIND_CFA_SIGNAL) << std::hex << at;
-    EXPECT_EQ(r->cfa_offset, 560) << "sigcontext.sp in struct rt_sigframe";
-    EXPECT_EQ(r->ra_offset, 8) << "pc after sp";
-    EXPECT_EQ(r->fp_offset, -16) << "x29 two words before sp";
-    EXPECT_EQ(r->ra_rule, TPROF_UNWIND_RA_IN_LR);
-  }
-  ASSERT_NE(row_at(tramp + 8), nullptr);
-  EXPECT_EQ(row_at(tramp + 8)->cfa_base, TPROF_UNWIND_CFA_NONE);
-  ASSERT_NE(row_at(0x220), nullptr);
-  EXPECT_EQ(row_at(0x220)->cfa_base, TPROF_UNWIND_CFA_NONE) << "the C functions: frame pointers";
-  ASSERT_FALSE(t->segments.empty());
 }
 
 TEST(UnwindTable, RefusesWhatItCannotRead) {

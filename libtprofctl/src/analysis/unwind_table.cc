@@ -316,62 +316,6 @@ void AddArm64CodeWithoutCfi(Elf* elf, std::vector<tprof_unwind_row>* rows) {
   }
 }
 
-std::vector<UnwindTable::Segment> LoadSegments(Elf* elf) {
-  std::vector<UnwindTable::Segment> out;
-  size_t phnum = 0;
-  if (elf_getphdrnum(elf, &phnum) == 0)
-    for (size_t i = 0; i < phnum; i++) {
-      GElf_Phdr ph;
-      if (gelf_getphdr(elf, int(i), &ph) && ph.p_type == PT_LOAD)
-        out.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
-    }
-  return out;
-}
-
-// The address of a .dynsym symbol; 0 if none has the name.
-uint64_t DynamicSymbol(Elf* elf, const char* name) {
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize) continue;
-    Elf_Data* d = elf_getdata(scn, nullptr);
-    for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
-      GElf_Sym sym;
-      const char* n = gelf_getsym(d, int(i), &sym) ? elf_strptr(elf, sh.sh_link, sym.st_name) : nullptr;
-      if (n && std::strcmp(n, name) == 0) return sym.st_value;
-    }
-  }
-  return 0;
-}
-
-// arm64's signal trampoline, the vDSO's __kernel_rt_sigreturn (no CFI since
-// Linux 5.8; unwinders recognise its two instructions, as libgcc does): a
-// SIGNAL row over it and the nop before it (a return address's pc - 4
-// falls there). The handler returns to it with sp at the struct
-// rt_sigframe: siginfo (128 bytes), then the ucontext, whose uc_mcontext
-// (struct sigcontext, 16-aligned) is at 176: fault_address, regs[31], sp,
-// pc. So x29 is at 544, x30 at 552, sp at 560 and pc at 568.
-void AddArm64SignalTrampoline(Elf* elf, std::vector<tprof_unwind_row>* rows) {
-  const uint64_t at = DynamicSymbol(elf, "__kernel_rt_sigreturn");
-  GElf_Shdr sh;
-  Elf_Scn* scn = at ? CodeSection(elf, ".text", &sh) : nullptr;
-  Elf_Data* d = scn ? elf_rawdata(scn, nullptr) : nullptr;
-  if (!d || d->d_size != sh.sh_size || at < sh.sh_addr + 4 || at + 8 > sh.sh_addr + sh.sh_size)
-    return;
-  const auto* b = static_cast<const uint8_t*>(d->d_buf) + (at - sh.sh_addr);
-  auto word = [&](int64_t off) { return static_cast<uint32_t>(ReadLe(b + off, 4, false)); };
-  if (word(0) != 0xd2801168 || word(4) != 0xd4000001) return;  // mov x8, #139; svc #0
-  const uint64_t start = word(-4) == 0xd503201f ? at - 4 : at;
-  tprof_unwind_row r{};
-  r.start = static_cast<uint32_t>(start);
-  r.cfa_base = TPROF_UNWIND_CFA_SIGNAL;
-  r.cfa_offset = 560;
-  r.ra_offset = 8;
-  r.ra_rule = TPROF_UNWIND_RA_IN_LR;  // x30 beside x29: the interrupted lr
-  r.fp_rule = TPROF_UNWIND_FP_AT_CFA;
-  r.fp_offset = -16;
-  Overlay(rows, start, at + 8, {r});
-}
-
 }  // namespace
 
 Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
@@ -391,7 +335,13 @@ Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
   if (!cfi) return Error::FromErrno(ENOENT, "no .eh_frame");
 
   UnwindTable t;
-  t.segments = LoadSegments(elf);
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) == 0)
+    for (size_t i = 0; i < phnum; i++) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, int(i), &ph) && ph.p_type == PT_LOAD)
+        t.segments.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
+    }
   constexpr uint64_t kMaxAddress = std::numeric_limits<uint32_t>::max();
   for (size_t i = 0; i < starts->size(); i++) {
     const uint64_t next = i + 1 < starts->size() ? (*starts)[i + 1] : kMaxAddress;
@@ -472,25 +422,9 @@ Expected<UnwindTable> BuildVdsoUnwindTable() {
   elf_version(EV_CURRENT);
   Elf* elf = elf_memory(image.data(), image.size());
   if (!elf) return Error::FromErrno(EINVAL, "[vdso]: not an ELF image");
-  auto t = BuildVdsoUnwindTable(elf);
+  auto t = BuildUnwindTable(elf);
   elf_end(elf);
   if (!t) return Error(t.error().code(), "[vdso]: " + t.error().message());
-  return t;
-}
-
-Expected<UnwindTable> BuildVdsoUnwindTable(Elf* elf) {
-  GElf_Ehdr eh;
-  const bool arm64 = elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_AARCH64;
-  auto t = BuildUnwindTable(elf);
-  if (!arm64) return t;
-  if (!t && t.error().code() == std::errc::no_such_file_or_directory) {
-    // No CFI at all: frame pointers, which its C functions keep.
-    UnwindTable none;
-    none.segments = LoadSegments(elf);
-    none.rows.push_back(tprof_unwind_row{});
-    t = Expected<UnwindTable>(std::move(none));
-  }
-  if (t) AddArm64SignalTrampoline(elf, &t->rows);
   return t;
 }
 

@@ -40,9 +40,6 @@ struct UnwindTable {
 // The table of this process's vDSO, which every 64-bit process of this
 // kernel maps (MAP records name it "[vdso]").
 [[nodiscard]] Expected<UnwindTable> BuildVdsoUnwindTable();
-// A vDSO image's table: its CFI; arm64's has none, so frame pointers
-// everywhere but its signal trampoline (a SIGNAL row).
-[[nodiscard]] Expected<UnwindTable> BuildVdsoUnwindTable(Elf* elf);
 
 }  // namespace tprof
 

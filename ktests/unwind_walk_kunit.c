@@ -52,14 +52,15 @@ static u64 uw_at(unsigned int word)
  * A at 0x1000 (16-byte frame, no frame pointer), B at 0x2000 (32-byte frame,
  * none either), C at 0x3000 (a frame pointer), D at 0x4000 (the outermost).
  */
-static const struct tprof_unwind_row uw_rows[] = {
-	UW_ROW(0x800, TPROF_UNWIND_CFA_NONE),
-	UW_SP_ROW(0x1000, 16),
-	UW_SP_ROW(0x2000, 32),
-	UW_FP_ROW(0x3000),
-	UW_ROW(0x4000, TPROF_UNWIND_CFA_END),
-	UW_ROW(0x5000, TPROF_UNWIND_CFA_NONE),
-};
+#define UW_CHAIN_ROWS							\
+	UW_ROW(0x800, TPROF_UNWIND_CFA_NONE),				\
+	UW_SP_ROW(0x1000, 16),						\
+	UW_SP_ROW(0x2000, 32),						\
+	UW_FP_ROW(0x3000),						\
+	UW_ROW(0x4000, TPROF_UNWIND_CFA_END),				\
+	UW_ROW(0x5000, TPROF_UNWIND_CFA_NONE)
+
+static const struct tprof_unwind_row uw_rows[] = { UW_CHAIN_ROWS };
 
 /* The stack of D -> C -> B -> A, interrupted in A at 0x1010 with sp at word 0. */
 static void uw_stack(struct uw_env *e)
@@ -186,12 +187,7 @@ static void uw_link_register_only_in_the_innermost_frame(struct kunit *test)
  * the trampoline's sp + 8: sp, then pc and fp 8 and 16 bytes above it.
  */
 static const struct tprof_unwind_row uw_signal_rows[] = {
-	UW_ROW(0x800, TPROF_UNWIND_CFA_NONE),
-	UW_SP_ROW(0x1000, 16),
-	UW_SP_ROW(0x2000, 32),
-	UW_FP_ROW(0x3000),
-	UW_ROW(0x4000, TPROF_UNWIND_CFA_END),
-	UW_ROW(0x5000, TPROF_UNWIND_CFA_NONE),
+	UW_CHAIN_ROWS,
 	UW_SP_ROW(0x6000, 16),
 	{ .start = 0x7000, .cfa_offset = 8, .ra_offset = 8, .fp_offset = 16,
 	  .cfa_base = TPROF_UNWIND_CFA_SIGNAL, .fp_rule = TPROF_UNWIND_FP_AT_CFA },

@@ -17,7 +17,7 @@
 #include "sampling.h"
 #include "arch/stack.h"
 #include "core/stack_walk.h"
-#include "core/unwind_walk.h"
+#include "core/unwind_walk_inline.h"
 #include "unwind_store.h"
 
 static int tprof_read_user_frame(void *ctx, u64 addr, u64 rec[2])
@@ -75,23 +75,40 @@ static const struct tprof_unwind_row *tprof_cfi_find(void *ctx, u64 pc)
 }
 
 /*
- * The first word by copy_from_user_nofault(), which also says whether user
+ * The first read by copy_from_user_nofault(), which also says whether user
  * memory may be read here at all (x86's nmi_uaccess_okay() is not for
  * modules); the rest by __get_user() under one pagefault_disable(), as the
  * frame-pointer walk reads (arch/x86/stack.h: a nofault copy per read
  * cost the walk 3x perf's per frame).
  */
-static int tprof_read_user_word(void *ctx, u64 addr, u64 *val)
+static noinline int tprof_read_user_first(struct tprof_cfi_walk *c, u64 addr, u64 *val,
+					  unsigned int words)
 {
-	struct tprof_cfi_walk *c = ctx;
-
-	if (c->uaccess_ok)
-		return tprof_arch_read_word_inatomic(addr, val);
-	if (copy_from_user_nofault(val, (const void __user *)(unsigned long)addr, sizeof(*val)))
+	if (copy_from_user_nofault(val, (const void __user *)(unsigned long)addr,
+				   words * sizeof(*val)))
 		return -EFAULT;
 	c->uaccess_ok = true;
 	pagefault_disable();
 	return 0;
+}
+
+/* Inlined into the walk with the pair read below: no call per frame. */
+static inline int tprof_read_user_word(void *ctx, u64 addr, u64 *val)
+{
+	struct tprof_cfi_walk *c = ctx;
+
+	if (likely(c->uaccess_ok))
+		return tprof_arch_read_word_inatomic(addr, val);
+	return tprof_read_user_first(c, addr, val, 1);
+}
+
+static inline int tprof_read_user_pair(void *ctx, u64 addr, u64 val[2])
+{
+	struct tprof_cfi_walk *c = ctx;
+
+	if (likely(c->uaccess_ok))
+		return tprof_arch_read_frame_inatomic(NULL, addr, val);
+	return tprof_read_user_first(c, addr, val, 2);
 }
 
 /*
@@ -110,6 +127,7 @@ static unsigned int tprof_sample_user_cfi(struct tprof_session *s, struct pt_reg
 	struct tprof_unwind_walker w = {
 		.find = tprof_cfi_find,
 		.read = tprof_read_user_word,
+		.read_pair = tprof_read_user_pair,
 		.ctx = &c,
 		.out = out,
 		.max = max,
@@ -125,7 +143,7 @@ static unsigned int tprof_sample_user_cfi(struct tprof_session *s, struct pt_reg
 	w.how = how;
 	if (w.max > ARRAY_SIZE(how))
 		w.max = ARRAY_SIZE(how);
-	n = tprof_unwind_walk(&w, &stop);
+	n = tprof_unwind_walk_inline(&w, &stop);
 	if (c.uaccess_ok)
 		pagefault_enable();
 	*flags |= TPROF_STACK_USER_CFI;

@@ -33,6 +33,7 @@ struct tprof_unwind_table {
 	u32 id;
 	u32 users;
 	size_t bytes;
+	struct tprof_unwind_index index;	/* its first[] follows the rows */
 	u32 nr_rows;
 	struct tprof_unwind_row rows[];
 };
@@ -112,7 +113,7 @@ long tprof_unwind_load(struct tprof_unwind_store *u, struct tprof_unwind_load __
 	struct tprof_unwind_load arg;
 	struct tprof_unwind_table *t;
 	size_t bytes;
-	u32 id;
+	u32 id, index_nr, index_shift;
 	int ret;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
@@ -120,7 +121,9 @@ long tprof_unwind_load(struct tprof_unwind_store *u, struct tprof_unwind_load __
 	if (arg.resv[0] || arg.resv[1] || !arg.nr_rows ||
 	    arg.nr_rows > TPROF_UNWIND_MAX_ROWS)
 		return -EINVAL;
-	bytes = struct_size(t, rows, arg.nr_rows);
+	/* The index's size is known from the rows only: room for the most. */
+	index_nr = arg.nr_rows / TPROF_UNWIND_INDEX_ROWS + 1;
+	bytes = struct_size(t, rows, arg.nr_rows) + index_nr * sizeof(u32);
 	mutex_lock(&u->lock);
 	ret = -EDQUOT;
 	if (!tprof_unwind_fits(u, bytes))
@@ -138,6 +141,10 @@ long tprof_unwind_load(struct tprof_unwind_store *u, struct tprof_unwind_load __
 	ret = tprof_unwind_table_check(t->rows, t->nr_rows);
 	if (ret)
 		goto free;
+	t->index.nr = tprof_unwind_index_size(t->rows, t->nr_rows, &index_shift);
+	t->index.shift = index_shift;
+	t->index.first = (u32 *)&t->rows[t->nr_rows];
+	tprof_unwind_index_fill(t->rows, t->nr_rows, &t->index);
 	ret = xa_alloc(&u->tables, &id, t, xa_limit_31b, GFP_KERNEL_ACCOUNT);
 	if (ret)
 		goto free;
@@ -314,5 +321,5 @@ const struct tprof_unwind_row *tprof_unwind_space_row(const struct tprof_unwind_
 	addr = pc - r->bias;
 	if (addr > U32_MAX)
 		return NULL;
-	return tprof_unwind_table_find(r->table->rows, r->table->nr_rows, addr);
+	return tprof_unwind_index_find(r->table->rows, r->table->nr_rows, &r->table->index, addr);
 }

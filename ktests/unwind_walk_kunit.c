@@ -16,6 +16,7 @@ struct uw_env {
 	u64 words[UW_WORDS];	/* word i is at UW_BASE + 8 * i */
 	const struct tprof_unwind_row *rows;
 	u32 nrows;
+	unsigned int pair_reads;
 };
 
 static int uw_read(void *ctx, u64 addr, u64 *val)
@@ -26,6 +27,15 @@ static int uw_read(void *ctx, u64 addr, u64 *val)
 		return -EFAULT;
 	*val = e->words[(addr - UW_BASE) / 8];
 	return 0;
+}
+
+/* As the sample handler reads a frame record: one access for both words. */
+static int uw_read_pair(void *ctx, u64 addr, u64 val[2])
+{
+	struct uw_env *e = ctx;
+
+	e->pair_reads++;
+	return uw_read(ctx, addr, &val[0]) || uw_read(ctx, addr + 8, &val[1]) ? -EFAULT : 0;
 }
 
 static const struct tprof_unwind_row *uw_find(void *ctx, u64 pc)
@@ -78,8 +88,8 @@ static unsigned int uw_walk(struct uw_env *e, struct tprof_unwind_regs regs, uns
 			    u64 *out, u8 *how, enum tprof_unwind_stop *stop)
 {
 	struct tprof_unwind_walker w = {
-		.regs = regs, .find = uw_find, .read = uw_read, .ctx = e,
-		.out = out, .how = how, .max = max, .max_reads = 64,
+		.regs = regs, .find = uw_find, .read = uw_read, .read_pair = uw_read_pair,
+		.ctx = e, .out = out, .how = how, .max = max, .max_reads = 64,
 	};
 
 	return tprof_unwind_walk(&w, stop);
@@ -104,6 +114,8 @@ static void uw_walks_through_frameless_callers(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, how[0], (u8)TPROF_UNWOUND_CFI);
 	KUNIT_EXPECT_EQ(test, how[2], (u8)TPROF_UNWOUND_CFI);
 	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_END);
+	/* C's saved {fp, ra}, adjacent below the CFA, is one read. */
+	KUNIT_EXPECT_EQ(test, e.pair_reads, 1U);
 }
 
 static void uw_uses_frame_pointers_where_no_row_covers(struct kunit *test)
@@ -301,7 +313,13 @@ static void uw_stops_at_depth_and_budget(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_DEPTH);
 	KUNIT_EXPECT_EQ(test, uw_walk(&e, uw_in_a, 3, out, NULL, &stop), 3U);
 	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_END);
-	/* A and B read a word each, C two: with three, C's step stops. */
+	/* A and B read a word each, C two (as a pair or not): with three, C's step stops. */
+	w.max_reads = 3;
+	KUNIT_EXPECT_EQ(test, tprof_unwind_walk(&w, &stop), 2U);
+	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_BUDGET);
+	w.max_reads = 4;
+	KUNIT_EXPECT_EQ(test, tprof_unwind_walk(&w, &stop), 3U);
+	w.read_pair = uw_read_pair;
 	w.max_reads = 3;
 	KUNIT_EXPECT_EQ(test, tprof_unwind_walk(&w, &stop), 2U);
 	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_BUDGET);
@@ -348,6 +366,41 @@ static void uw_checks_and_searches_tables(struct kunit *test)
 			    (const struct tprof_unwind_row *)NULL);
 }
 
+/* The index finds the row the whole table's search finds, at every edge. */
+static void uw_index_finds_what_the_search_finds(struct kunit *test)
+{
+	static struct tprof_unwind_row rows[97];
+	u32 first[ARRAY_SIZE(rows) / TPROF_UNWIND_INDEX_ROWS + 1];
+	struct tprof_unwind_index ix;
+	u32 i, n, at = 0x400, x = 1, shift;
+	s64 d;
+
+	/* Irregular gaps, one of them 1 MiB (a file's second text segment). */
+	for (i = 0; i < ARRAY_SIZE(rows); i++) {
+		x = x * 1103515245 + 12345;
+		rows[i].start = at;
+		at += 1 + (x >> 16) % 200 + (i == 40 ? 0x100000 : 0);
+	}
+	for (n = 1; n <= ARRAY_SIZE(rows); n += 16) {
+		ix.nr = tprof_unwind_index_size(rows, n, &shift);
+		KUNIT_ASSERT_GE(test, ix.nr, 1U);
+		KUNIT_ASSERT_LE(test, ix.nr, n / TPROF_UNWIND_INDEX_ROWS + 1);
+		ix.shift = shift;
+		ix.first = first;
+		tprof_unwind_index_fill(rows, n, &ix);
+		KUNIT_EXPECT_PTR_EQ(test, tprof_unwind_index_find(rows, n, &ix, 0),
+				    (const struct tprof_unwind_row *)NULL);
+		KUNIT_EXPECT_PTR_EQ(test, tprof_unwind_index_find(rows, n, &ix, ~0ULL), &rows[n - 1]);
+		for (i = 0; i < n; i++)
+			for (d = -1; d <= 1; d++) {
+				u64 a = rows[i].start + d;
+
+				KUNIT_EXPECT_PTR_EQ(test, tprof_unwind_index_find(rows, n, &ix, a),
+						    tprof_unwind_table_find(rows, n, a));
+			}
+	}
+}
+
 static struct kunit_case tprof_unwind_walk_cases[] = {
 	KUNIT_CASE(uw_walks_through_frameless_callers),
 	KUNIT_CASE(uw_uses_frame_pointers_where_no_row_covers),
@@ -357,6 +410,7 @@ static struct kunit_case tprof_unwind_walk_cases[] = {
 	KUNIT_CASE(uw_stops_on_bad_frames),
 	KUNIT_CASE(uw_stops_at_depth_and_budget),
 	KUNIT_CASE(uw_checks_and_searches_tables),
+	KUNIT_CASE(uw_index_finds_what_the_search_finds),
 	{}
 };
 

@@ -43,6 +43,12 @@ typedef __s64 s64;
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define TPROF_CACHELINE_ALIGNED __attribute__((aligned(64)))
+#ifndef likely
+#define likely(x) __builtin_expect(!!(x), 1)
+#endif
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
 #endif
 
 #include <linux/tprof.h>

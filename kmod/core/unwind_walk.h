@@ -24,6 +24,8 @@ struct tprof_unwind_regs {
 
 /* Reads the 8-byte word at @addr; 0 on success, nonzero on a fault. */
 typedef int (*tprof_word_read_fn)(void *ctx, u64 addr, u64 *val);
+/* Reads the words at @addr and @addr + 8 likewise, as one access. */
+typedef int (*tprof_pair_read_fn)(void *ctx, u64 addr, u64 val[2]);
 /*
  * The row covering @pc in the table of the file mapped there (its load
  * bias applied), or NULL where no table covers it.
@@ -51,6 +53,7 @@ struct tprof_unwind_walker {
 	struct tprof_unwind_regs regs;	/* the interrupted frame's */
 	tprof_row_find_fn find;
 	tprof_word_read_fn read;
+	tprof_pair_read_fn read_pair;	/* NULL: two reads */
 	void *ctx;
 	u64 ra_strip;		/* bits cleared from return addresses (arm64 PAC) */
 	u64 *out;		/* return addresses, innermost first */
@@ -65,6 +68,30 @@ int tprof_unwind_table_check(const struct tprof_unwind_row *rows, u32 n);
 /* The row covering @addr (file address), or NULL before the first. */
 const struct tprof_unwind_row *tprof_unwind_table_find(const struct tprof_unwind_row *rows,
 							u32 n, u64 addr);
+
+/*
+ * A table's page index, so that a lookup searches a handful of rows rather
+ * than all of libc's ~30,000: first[p] is the row covering base + (p << shift),
+ * so the row covering an address of page p is between first[p] and
+ * first[p + 1]. About one entry per TPROF_UNWIND_INDEX_ROWS rows.
+ */
+#define TPROF_UNWIND_INDEX_ROWS 4
+struct tprof_unwind_index {
+	u32 base;	/* rows[0].start */
+	u32 shift;
+	u32 nr;		/* entries in first */
+	u32 *first;
+};
+
+/* The entries @rows' index needs (at least 1, at most n / 4 + 1), and its shift. */
+u32 tprof_unwind_index_size(const struct tprof_unwind_row *rows, u32 n, u32 *shift);
+/* Fills ix->first (ix->nr entries, ix->shift as sized) for @rows, n >= 1. */
+void tprof_unwind_index_fill(const struct tprof_unwind_row *rows, u32 n,
+			     struct tprof_unwind_index *ix);
+/* As tprof_unwind_table_find(), through the index. */
+const struct tprof_unwind_row *tprof_unwind_index_find(const struct tprof_unwind_row *rows,
+							u32 n, const struct tprof_unwind_index *ix,
+							u64 addr);
 
 /*
  * Appends the return addresses of the callers of w->regs.pc, stopping for

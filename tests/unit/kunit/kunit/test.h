@@ -148,6 +148,8 @@ void tprof_kunit_fail(struct kunit *test, const char *file, int line,
 #define KUNIT_EXPECT_FALSE(test, x) TPROF_KUNIT_BOOL(test, 0, x, false)
 #define KUNIT_ASSERT_EQ(test, a, b) TPROF_KUNIT_BINARY(test, 1, a, ==, b, NULL)
 #define KUNIT_ASSERT_NE(test, a, b) TPROF_KUNIT_BINARY(test, 1, a, !=, b, NULL)
+#define KUNIT_ASSERT_GE(test, a, b) TPROF_KUNIT_BINARY(test, 1, a, >=, b, NULL)
+#define KUNIT_ASSERT_LE(test, a, b) TPROF_KUNIT_BINARY(test, 1, a, <=, b, NULL)
 #define KUNIT_ASSERT_NOT_NULL(test, p) TPROF_KUNIT_BINARY(test, 1, (const void *)(p), !=, (const void *)NULL, NULL)
 #define KUNIT_ASSERT_TRUE(test, x) TPROF_KUNIT_BOOL(test, 1, x, true)
 

@@ -295,6 +295,15 @@ $(UNWINDFILES)/chain: tests/unit/symfiles/unwind_chain.c Makefile $(SYMFILES)/st
 	$(CC) -std=gnu11 -O2 -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
 		-fasynchronous-unwind-tables $(WARNINGS) -o $@ $<
 
+# arm64's vDSO as far as its table goes (no CFI, the signal trampoline).
+unit-tests: $(UNWINDFILES)/arm64-vdso.so $(UNWINDFILES)/arm64-vdso-framed.so
+$(UNWINDFILES)/arm64-vdso.so: tests/unit/symfiles/arm64_vdso.S Makefile $(SYMFILES)/stamp
+	@mkdir -p $(@D)
+	$(ARM64_CC) -nostdlib -shared -Wl,--build-id -o $@ $<
+$(UNWINDFILES)/arm64-vdso-framed.so: tests/unit/symfiles/arm64_vdso.S Makefile $(SYMFILES)/stamp
+	@mkdir -p $(@D)
+	$(ARM64_CC) -DFRAMED -nostdlib -shared -Wl,--build-id -o $@ $<
+
 # The symbolizer's PLT tests (tests/unit/symbolizer_plt_test.cc):
 # tests/unit/symfiles/plttest.c as ld lays out PLTs: a PIE program (lazy
 # .plt and .plt.got, Debian's default), non-PIE, -z now, IBT's .plt.sec

@@ -113,7 +113,8 @@ static inline int tprof_read_user_pair(void *ctx, u64 addr, u64 val[2])
 
 /*
  * The callers of the user registers' pc by the space's unwind tables.
- * Each frame reads at most two words: the budget bounds a hostile table's
+ * Each frame reads at most two words (a signal frame four): the budget
+ * bounds a hostile table's
  * walk (a loop of rows is stopped by the rising CFA anyway).
  */
 static unsigned int tprof_sample_user_cfi(struct tprof_session *s, struct pt_regs *uregs,
@@ -131,7 +132,7 @@ static unsigned int tprof_sample_user_cfi(struct tprof_session *s, struct pt_reg
 		.ctx = &c,
 		.out = out,
 		.max = max,
-		.max_reads = 2 * max + 2,
+		.max_reads = 2 * max + 8,
 	};
 	enum tprof_unwind_stop stop = TPROF_UNWIND_STOP_END;
 	u8 how[TPROF_MAX_STACK_DEPTH];

@@ -198,9 +198,11 @@ static void uw_link_register_only_in_the_innermost_frame(struct kunit *test)
  * 0x7000 whose SIGNAL row finds the interrupted registers in the frame at
  * the trampoline's sp + 8: sp, then pc and fp 8 and 16 bytes above it.
  */
+/* uw_rows, then H. */
+#define UW_ROWS_AND_HANDLER UW_CHAIN_ROWS, UW_SP_ROW(0x6000, 16)
+
 static const struct tprof_unwind_row uw_signal_rows[] = {
-	UW_CHAIN_ROWS,
-	UW_SP_ROW(0x6000, 16),
+	UW_ROWS_AND_HANDLER,
 	{ .start = 0x7000, .cfa_offset = 8, .ra_offset = 8, .fp_offset = 16,
 	  .cfa_base = TPROF_UNWIND_CFA_SIGNAL, .fp_rule = TPROF_UNWIND_FP_AT_CFA },
 	UW_ROW(0x7100, TPROF_UNWIND_CFA_NONE),
@@ -242,6 +244,45 @@ static void uw_walks_through_signal_frames(struct kunit *test)
 	rows[7].cfa_offset = 8 * UW_WORDS;
 	KUNIT_EXPECT_EQ(test, uw_walk(&e, in_h, 8, out, how, &stop), 1U);
 	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_FAULT);
+}
+
+/*
+ * arm64's trampoline row (ra_rule IN_LR): the frame's lr, the word after
+ * its fp, is the caller of an interrupted leaf (a row whose caller is lr).
+ */
+static void uw_signal_frames_give_the_interrupted_lr(struct kunit *test)
+{
+	static const struct tprof_unwind_row rows[] = {
+		UW_ROWS_AND_HANDLER,
+		{ .start = 0x7000, .cfa_offset = 24, .ra_offset = 8, .fp_offset = -16,
+		  .cfa_base = TPROF_UNWIND_CFA_SIGNAL, .fp_rule = TPROF_UNWIND_FP_AT_CFA,
+		  .ra_rule = TPROF_UNWIND_RA_IN_LR },
+		UW_ROW(0x7100, TPROF_UNWIND_CFA_NONE),
+		{ .start = 0x8000, .cfa_base = TPROF_UNWIND_CFA_SP,
+		  .ra_rule = TPROF_UNWIND_RA_IN_LR },
+		UW_ROW(0x8100, TPROF_UNWIND_CFA_NONE),
+	};
+	struct tprof_unwind_regs in_h = { .pc = 0x6010, .sp = uw_at(20) };
+	struct uw_env e;
+	enum tprof_unwind_stop stop;
+	u64 out[8];
+	u8 how[8];
+
+	uw_stack(&e);
+	e.rows = rows;
+	e.nrows = ARRAY_SIZE(rows);
+	e.words[21] = 0x7001;		/* H's return into the trampoline */
+	e.words[23] = uw_at(8);		/* the interrupted fp (x29) */
+	e.words[24] = 0x2005;		/* its lr (x30): the leaf's caller, B */
+	e.words[25] = uw_at(2);		/* its sp */
+	e.words[26] = 0x8010;		/* its pc, in the leaf */
+	KUNIT_ASSERT_EQ(test, uw_walk(&e, in_h, 8, out, how, &stop), 5U);
+	KUNIT_EXPECT_EQ(test, out[0], 0x7001ULL);
+	KUNIT_EXPECT_EQ(test, out[1], 0x8010ULL);
+	KUNIT_EXPECT_EQ(test, out[2], 0x2005ULL);
+	KUNIT_EXPECT_EQ(test, out[3], 0x3005ULL);
+	KUNIT_EXPECT_EQ(test, out[4], 0x4005ULL);
+	KUNIT_EXPECT_EQ(test, (int)stop, (int)TPROF_UNWIND_STOP_END);
 }
 
 static void uw_stops_on_bad_frames(struct kunit *test)
@@ -407,6 +448,7 @@ static struct kunit_case tprof_unwind_walk_cases[] = {
 	KUNIT_CASE(uw_plt_rows_follow_the_push),
 	KUNIT_CASE(uw_link_register_only_in_the_innermost_frame),
 	KUNIT_CASE(uw_walks_through_signal_frames),
+	KUNIT_CASE(uw_signal_frames_give_the_interrupted_lr),
 	KUNIT_CASE(uw_stops_on_bad_frames),
 	KUNIT_CASE(uw_stops_at_depth_and_budget),
 	KUNIT_CASE(uw_checks_and_searches_tables),

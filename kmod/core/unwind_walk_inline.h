@@ -95,7 +95,11 @@ tprof_unwind_signal_step(const struct tprof_unwind_walker *w,
 	    tprof_unwind_read(w, f, slot + (s64)row->ra_offset, &c->pc, stop) ||
 	    tprof_unwind_read(w, f, slot + (s64)row->fp_offset, &c->fp, stop))
 		return -1;
+	/* arm64: the interrupted frame may be a leaf whose caller is in lr. */
 	c->lr = 0;
+	if (row->ra_rule == TPROF_UNWIND_RA_IN_LR &&
+	    tprof_unwind_read(w, f, slot + (s64)row->fp_offset + 8, &c->lr, stop))
+		return -1;
 	return 0;
 }
 

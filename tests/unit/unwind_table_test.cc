@@ -6,7 +6,9 @@
 // name the same callers; Debian's libc gives a well-formed table.
 #include "tprof/analysis/unwind_table.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <libelf.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -302,6 +304,65 @@ TEST(UnwindTable, Arm64CodeWithoutCfiGetsItsKnownRules) {
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->ra_rule, TPROF_UNWIND_RA_IN_LR);
   EXPECT_EQ(r->cfa_offset, 0);
+}
+
+// The table BuildVdsoUnwindTable() gives an image (a fixture under
+// build/tests/symfiles/unwind/, from tests/unit/symfiles/arm64_vdso.S).
+tprof::Expected<tprof::UnwindTable> VdsoTable(const std::string& name) {
+  const std::string path = "build/tests/symfiles/unwind/" + name;
+  elf_version(EV_CURRENT);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return tprof::Error::FromErrno(errno, path);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  auto t = elf && !tprof::BuildUnwindTable(elf) ? tprof::BuildVdsoUnwindTable(elf)
+                                               : tprof::Error::FromErrno(EINVAL, path + ": has CFI");
+  if (elf) elf_end(elf);
+  ::close(fd);
+  return t;
+}
+
+// arm64's vDSO has no CFI: its leaf functions take the caller from lr, and
+// its signal trampoline, recognised by its two instructions, gets a SIGNAL
+// row that covers the nop before it too.
+TEST(UnwindTable, Arm64VdsoGetsLeafRowsAndASignalRowForItsTrampoline) {
+  auto t = VdsoTable("arm64-vdso.so");
+  ASSERT_TRUE(t) << t.error().message() << " (make unit-tests builds it)";
+  const auto& rows = t->rows;
+  EXPECT_EQ(tprof_unwind_table_check(rows.data(), static_cast<u32>(rows.size())), 0);
+  const u64 tramp = 0x234;  // __kernel_rt_sigreturn in the fixture
+  auto row_at = [&](u64 at) {
+    return tprof_unwind_table_find(rows.data(), static_cast<u32>(rows.size()), at);
+  };
+  for (u64 at : {tramp - 4, tramp, tramp + 4}) {
+    const tprof_unwind_row* r = row_at(at);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->cfa_base, TPROF_UNWIND_CFA_SIGNAL) << std::hex << at;
+    EXPECT_EQ(r->cfa_offset, 560) << "sigcontext.sp in struct rt_sigframe";
+    EXPECT_EQ(r->ra_offset, 8) << "pc after sp";
+    EXPECT_EQ(r->fp_offset, -16) << "x29 two words before sp";
+    EXPECT_EQ(r->ra_rule, TPROF_UNWIND_RA_IN_LR);
+  }
+  const tprof_unwind_row* leaf = row_at(0x220);  // __kernel_clock_gettime
+  ASSERT_NE(leaf, nullptr);
+  EXPECT_EQ(leaf->cfa_base, TPROF_UNWIND_CFA_SP);
+  EXPECT_EQ(leaf->cfa_offset, 0);
+  EXPECT_EQ(leaf->ra_rule, TPROF_UNWIND_RA_IN_LR) << "a leaf: the caller is lr";
+  EXPECT_EQ(leaf->fp_rule, TPROF_UNWIND_FP_SAME);
+  ASSERT_NE(row_at(tramp + 8), nullptr);
+  EXPECT_EQ(row_at(tramp + 8)->cfa_base, TPROF_UNWIND_CFA_NONE) << "past the code";
+  ASSERT_FALSE(t->segments.empty());
+
+  // A function that pushes a frame record: no rule for the code (the walk
+  // stops there), but the trampoline's.
+  auto framed = VdsoTable("arm64-vdso-framed.so");
+  ASSERT_TRUE(framed) << framed.error().message();
+  const auto& f = framed->rows;
+  const tprof_unwind_row* r = tprof_unwind_table_find(f.data(), static_cast<u32>(f.size()), 0x220);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->cfa_base, TPROF_UNWIND_CFA_UNSTATED);
+  r = tprof_unwind_table_find(f.data(), static_cast<u32>(f.size()), tramp);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->cfa_base, TPROF_UNWIND_CFA_SIGNAL);
 }
 
 TEST(UnwindTable, RefusesWhatItCannotRead) {

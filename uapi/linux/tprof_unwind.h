@@ -39,11 +39,12 @@
  */
 #define TPROF_UNWIND_CFA_UNSTATED 5
 /*
- * A signal trampoline (x86-64's __restore_rt): the interrupted registers
- * are in the signal frame at sp. The caller's sp is the word at
- * sp + cfa_offset, its pc the word at that + ra_offset and its fp the
- * word at that + fp_offset; the caller's pc is where it was interrupted,
- * not a return address.
+ * A signal trampoline (x86-64's __restore_rt, arm64's vDSO
+ * __kernel_rt_sigreturn): the interrupted registers are in the signal
+ * frame at sp. The caller's sp is the word at sp + cfa_offset, its pc the
+ * word at that + ra_offset and its fp the word at that + fp_offset; with
+ * ra_rule TPROF_UNWIND_RA_IN_LR (arm64) its lr is the word after its fp.
+ * The caller's pc is where it was interrupted, not a return address.
  */
 #define TPROF_UNWIND_CFA_SIGNAL 6 /* ABI 1.20 (TPROF_FEAT_UNWIND_SIGNAL_FRAMES) */
 #define TPROF_UNWIND_CFA_MAX TPROF_UNWIND_CFA_SIGNAL

@@ -80,8 +80,8 @@ StackUnwinder::Walk StackUnwinder::Unwind(const std::vector<Mapping>& maps,
   w.out = callers.data();
   w.how = how.data();
   w.max = max;
-  // Each frame reads at most two words.
-  w.max_reads = 2 * max + 2;
+  // Each frame reads at most two words (a signal frame four).
+  w.max_reads = 2 * max + 8;
   tprof_unwind_stop stop{};
   const unsigned n = tprof_unwind_walk(&w, &stop);
   out.callers.assign(callers.begin(), callers.begin() + n);

@@ -8,6 +8,7 @@
 
 #include <sys/auxv.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -316,6 +317,130 @@ void AddArm64CodeWithoutCfi(Elf* elf, std::vector<tprof_unwind_row>* rows) {
   }
 }
 
+std::vector<UnwindTable::Segment> LoadSegments(Elf* elf) {
+  std::vector<UnwindTable::Segment> out;
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) == 0)
+    for (size_t i = 0; i < phnum; i++) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, int(i), &ph) && ph.p_type == PT_LOAD)
+        out.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
+    }
+  return out;
+}
+
+// Calls visit(name, sym) for each .dynsym symbol.
+template <typename Visit>
+void ForEachDynamicSymbol(Elf* elf, Visit visit) {
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize) continue;
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+      GElf_Sym sym;
+      const char* n = gelf_getsym(d, int(i), &sym) ? elf_strptr(elf, sh.sh_link, sym.st_name) : nullptr;
+      if (n) visit(n, sym);
+    }
+  }
+}
+
+// The address of a .dynsym symbol; 0 if none has the name.
+uint64_t DynamicSymbol(Elf* elf, const char* name) {
+  uint64_t at = 0;
+  ForEachDynamicSymbol(elf, [&](const char* n, const GElf_Sym& sym) {
+    if (!at && std::strcmp(n, name) == 0) at = sym.st_value;
+  });
+  return at;
+}
+
+// arm64's signal trampoline, the vDSO's __kernel_rt_sigreturn (no CFI since
+// Linux 5.8; unwinders recognise its two instructions, as libgcc does): a
+// SIGNAL row over it and the nop before it (a return address's pc - 4
+// falls there). The handler returns to it with sp at the struct
+// rt_sigframe: siginfo (128 bytes), then the ucontext, whose uc_mcontext
+// (struct sigcontext, 16-aligned) is at 176: fault_address, regs[31], sp,
+// pc. So x29 is at 544, x30 at 552, sp at 560 and pc at 568.
+void AddArm64SignalTrampoline(Elf* elf, std::vector<tprof_unwind_row>* rows) {
+  const uint64_t at = DynamicSymbol(elf, "__kernel_rt_sigreturn");
+  GElf_Shdr sh;
+  Elf_Scn* scn = at ? CodeSection(elf, ".text", &sh) : nullptr;
+  Elf_Data* d = scn ? elf_rawdata(scn, nullptr) : nullptr;
+  if (!d || d->d_size != sh.sh_size || at < sh.sh_addr + 4 || at + 8 > sh.sh_addr + sh.sh_size)
+    return;
+  const auto* b = static_cast<const uint8_t*>(d->d_buf) + (at - sh.sh_addr);
+  auto word = [&](int64_t off) { return static_cast<uint32_t>(ReadLe(b + off, 4, false)); };
+  if (word(0) != 0xd2801168 || word(4) != 0xd4000001) return;  // mov x8, #139; svc #0
+  const uint64_t start = word(-4) == 0xd503201f ? at - 4 : at;
+  tprof_unwind_row r{};
+  r.start = static_cast<uint32_t>(start);
+  r.cfa_base = TPROF_UNWIND_CFA_SIGNAL;
+  r.cfa_offset = 560;
+  r.ra_offset = 8;
+  r.ra_rule = TPROF_UNWIND_RA_IN_LR;  // x30 beside x29: the interrupted lr
+  r.fp_rule = TPROF_UNWIND_FP_AT_CFA;
+  r.fp_offset = -16;
+  Overlay(rows, start, at + 8, {r});
+}
+
+// Whether the arm64 code in [b, b + size) is a leaf that keeps sp and lr
+// as its caller left them: no call (bl, blr and their pointer-authenticated
+// forms), no write of sp (add/sub to sp, a load or store that writes its
+// sp base back).
+bool Arm64CodeIsALeaf(const uint8_t* b, size_t size) {
+  for (size_t at = 0; at + 4 <= size; at += 4) {
+    const auto w = static_cast<uint32_t>(ReadLe(b + at, 4, false));
+    const bool sp_base = ((w >> 5) & 31) == 31, sp_dest = (w & 31) == 31;
+    if ((w & 0xfc000000) == 0x94000000 ||                                     // bl
+        (w & 0xfffffc1f) == 0xd63f0000 ||                                     // blr
+        (w & 0xfefff800) == 0xd63f0800 ||                                     // blraa, blrab (z)
+        ((w & 0x1f000000) == 0x11000000 && !(w & 0x20000000) && sp_dest) ||  // add/sub imm
+        ((w & 0x1f200000) == 0x0b200000 && !(w & 0x20000000) && sp_dest) ||  // add/sub ext
+        ((w & 0x3a800000) == 0x28800000 && sp_base) ||                        // ldp/stp !
+        ((w & 0x3b200400) == 0x38000400 && sp_base))                          // ldr/str !
+      return false;
+  }
+  return true;
+}
+
+// arm64's vDSO without CFI (Linux 5.8 on): per .dynsym function of its
+// .text, "the caller is in lr" where the function is a leaf (the clock and
+// time functions: their fallback is an svc), else no rule, so that the
+// walk stops there cut (getrandom's keeps a frame). A frame-pointer step
+// in a leaf read the caller's x29, which code built without frame
+// pointers (python3.11) holds data in.
+std::vector<tprof_unwind_row> Arm64VdsoRows(Elf* elf) {
+  GElf_Shdr sh;
+  Elf_Scn* text = CodeSection(elf, ".text", &sh);
+  Elf_Data* d = text ? elf_rawdata(text, nullptr) : nullptr;
+  if (!d || d->d_size != sh.sh_size || sh.sh_addr + sh.sh_size > std::numeric_limits<uint32_t>::max())
+    return {};
+  std::vector<std::pair<uint64_t, uint64_t>> functions;  // [start, end)
+  ForEachDynamicSymbol(elf, [&](const char*, const GElf_Sym& sym) {
+    if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_size && sym.st_value >= sh.sh_addr &&
+        sym.st_value + sym.st_size <= sh.sh_addr + sh.sh_size)
+      functions.emplace_back(sym.st_value, sym.st_value + sym.st_size);
+  });
+  std::sort(functions.begin(), functions.end());
+  const tprof_unwind_row unstated{.start = 0, .cfa_base = TPROF_UNWIND_CFA_UNSTATED};
+  std::vector<tprof_unwind_row> rows;
+  auto add = [&](uint64_t at, tprof_unwind_row r) {
+    r.start = static_cast<uint32_t>(at);
+    if (!rows.empty() && rows.back().start == r.start) rows.pop_back();
+    rows.push_back(r);
+  };
+  add(sh.sh_addr, unstated);
+  uint64_t covered = sh.sh_addr;
+  for (const auto& [start, end] : functions) {
+    if (start < covered) continue;  // an alias, or overlapping: keep the first
+    const auto* b = static_cast<const uint8_t*>(d->d_buf) + (start - sh.sh_addr);
+    add(start, Arm64CodeIsALeaf(b, end - start) ? Arm64Row(start, 0) : unstated);
+    add(end, unstated);
+    covered = end;
+  }
+  add(sh.sh_addr + sh.sh_size, tprof_unwind_row{});
+  return rows;
+}
+
 }  // namespace
 
 Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
@@ -335,13 +460,7 @@ Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
   if (!cfi) return Error::FromErrno(ENOENT, "no .eh_frame");
 
   UnwindTable t;
-  size_t phnum = 0;
-  if (elf_getphdrnum(elf, &phnum) == 0)
-    for (size_t i = 0; i < phnum; i++) {
-      GElf_Phdr ph;
-      if (gelf_getphdr(elf, int(i), &ph) && ph.p_type == PT_LOAD)
-        t.segments.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
-    }
+  t.segments = LoadSegments(elf);
   constexpr uint64_t kMaxAddress = std::numeric_limits<uint32_t>::max();
   for (size_t i = 0; i < starts->size(); i++) {
     const uint64_t next = i + 1 < starts->size() ? (*starts)[i + 1] : kMaxAddress;
@@ -422,9 +541,26 @@ Expected<UnwindTable> BuildVdsoUnwindTable() {
   elf_version(EV_CURRENT);
   Elf* elf = elf_memory(image.data(), image.size());
   if (!elf) return Error::FromErrno(EINVAL, "[vdso]: not an ELF image");
-  auto t = BuildUnwindTable(elf);
+  auto t = BuildVdsoUnwindTable(elf);
   elf_end(elf);
   if (!t) return Error(t.error().code(), "[vdso]: " + t.error().message());
+  return t;
+}
+
+Expected<UnwindTable> BuildVdsoUnwindTable(Elf* elf) {
+  GElf_Ehdr eh;
+  const bool arm64 = elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_AARCH64;
+  auto t = BuildUnwindTable(elf);
+  if (!arm64) return t;
+  if (!t && t.error().code() == std::errc::no_such_file_or_directory) {
+    // No CFI at all: rules from the code (Arm64VdsoRows).
+    UnwindTable leaves;
+    leaves.segments = LoadSegments(elf);
+    leaves.rows = Arm64VdsoRows(elf);
+    if (leaves.rows.empty()) return t;
+    t = Expected<UnwindTable>(std::move(leaves));
+  }
+  if (t) AddArm64SignalTrampoline(elf, &t->rows);
   return t;
 }
 

@@ -40,6 +40,10 @@ struct UnwindTable {
 // The table of this process's vDSO, which every 64-bit process of this
 // kernel maps (MAP records name it "[vdso]").
 [[nodiscard]] Expected<UnwindTable> BuildVdsoUnwindTable();
+// A vDSO image's table: its CFI; arm64's has none, so "the caller is in
+// lr" over its code if all of it is leaves (else no rule: walks stop cut),
+// and a SIGNAL row over its signal trampoline.
+[[nodiscard]] Expected<UnwindTable> BuildVdsoUnwindTable(Elf* elf);
 
 }  // namespace tprof
 

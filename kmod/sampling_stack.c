@@ -49,6 +49,7 @@ static struct pt_regs *tprof_user_regs(struct pt_regs *regs, bool user)
 }
 
 struct tprof_cfi_walk {
+	struct tprof_unwind_store *store;
 	const struct tprof_unwind_space_map *map;
 	u32 range_hint;		/* the range the last lookup found */
 	u64 last_pc;		/* and its pc and row: recursion repeats both */
@@ -66,7 +67,7 @@ static const struct tprof_unwind_row *tprof_cfi_find(void *ctx, u64 pc)
 	if (c->last_row && pc == c->last_pc)
 		return c->last_row;
 	if (c->map)
-		row = tprof_unwind_space_row(c->map, pc, &covered, &c->range_hint);
+		row = tprof_unwind_space_row(c->store, c->map, pc, &covered, &c->range_hint);
 	if (!covered)
 		c->uncovered = true;
 	c->last_pc = pc;
@@ -122,6 +123,7 @@ static unsigned int tprof_sample_user_cfi(struct tprof_session *s, struct pt_reg
 					  u32 *flags, bool *truncated)
 {
 	struct tprof_cfi_walk c = {
+		.store = s->unwind,
 		.map = tprof_unwind_space_find(s->unwind, space_id),
 	};
 	struct tprof_rec_user_stack r = {};

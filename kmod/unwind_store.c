@@ -7,6 +7,7 @@
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
 #include <linux/rculist.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -21,6 +22,24 @@ MODULE_PARM_DESC(unwind_table_kb,
 		 "KiB of unwind tables and mappings a sampling session may load (default 65536)");
 
 #define TPROF_UNWIND_BUCKETS_BITS 8
+#define TPROF_UNWIND_CACHE_BITS 8
+
+/*
+ * Per CPU, the rows recent samples found: samples repeat their stacks, and
+ * a lookup (range search, then the table's index) costs ~100 instructions
+ * a frame. An entry holds for the space map of generation gen only: while
+ * a sample holds that map (RCU), its tables and so the row are alive, and
+ * a generation is never reused. gen is written last and cleared first, so
+ * a handler that interrupted the write (an NMI) sees no half entry.
+ */
+struct tprof_unwind_cache_entry {
+	u64 gen, pc;
+	const struct tprof_unwind_row *row;
+};
+
+struct tprof_unwind_cache {
+	struct tprof_unwind_cache_entry e[1 << TPROF_UNWIND_CACHE_BITS];
+};
 
 /*
  * A loaded table. users (under the store's mutex): the ranges of published
@@ -47,6 +66,7 @@ struct tprof_unwind_space_map {
 	struct hlist_node node;
 	struct rcu_head rcu;
 	u64 space_id;
+	u64 gen;		/* unique in the store: keys the row cache */
 	size_t bytes;
 	u32 nr;
 	struct tprof_unwind_map_range ranges[];
@@ -57,7 +77,9 @@ struct tprof_unwind_store {
 	struct xarray tables;		/* table_id -> struct tprof_unwind_table */
 	struct hlist_head spaces[1 << TPROF_UNWIND_BUCKETS_BITS];
 	u32 nr_spaces;
+	u64 next_gen;			/* the next space map's generation */
 	size_t bytes;			/* tables and spaces held */
+	struct tprof_unwind_cache __percpu *cache;
 };
 
 struct tprof_unwind_store *tprof_unwind_store_create(void)
@@ -66,6 +88,12 @@ struct tprof_unwind_store *tprof_unwind_store_create(void)
 
 	if (!u)
 		return NULL;
+	u->cache = alloc_percpu_gfp(struct tprof_unwind_cache, GFP_KERNEL_ACCOUNT);
+	if (!u->cache) {
+		kfree(u);
+		return NULL;
+	}
+	u->next_gen = 1;	/* 0: an empty cache entry */
 	mutex_init(&u->lock);
 	xa_init_flags(&u->tables, XA_FLAGS_ALLOC1);
 	return u;
@@ -100,6 +128,7 @@ void tprof_unwind_store_free(struct tprof_unwind_store *u)
 		kvfree(t);
 	xa_destroy(&u->tables);
 	mutex_destroy(&u->lock);
+	free_percpu(u->cache);
 	kfree(u);
 }
 
@@ -256,6 +285,7 @@ long tprof_unwind_set_space(struct tprof_unwind_store *u,
 		if (!m)
 			goto out;
 		m->space_id = arg.space_id;
+		m->gen = u->next_gen++;
 		m->bytes = bytes;
 		m->nr = arg.nr_ranges;
 		ret = tprof_unwind_fill_ranges(u, m, u64_to_user_ptr(arg.ranges));
@@ -293,8 +323,8 @@ const struct tprof_unwind_space_map *tprof_unwind_space_find(struct tprof_unwind
 	return tprof_unwind_space_lookup(u, space_id);
 }
 
-const struct tprof_unwind_row *tprof_unwind_space_row(const struct tprof_unwind_space_map *m,
-						      u64 pc, bool *covered, u32 *hint)
+static const struct tprof_unwind_row *tprof_unwind_search(const struct tprof_unwind_space_map *m,
+							  u64 pc, bool *covered, u32 *hint)
 {
 	const struct tprof_unwind_map_range *r;
 	u32 lo = 0, hi = m->nr;
@@ -322,4 +352,28 @@ const struct tprof_unwind_row *tprof_unwind_space_row(const struct tprof_unwind_
 	if (addr > U32_MAX)
 		return NULL;
 	return tprof_unwind_index_find(r->table->rows, r->table->nr_rows, &r->table->index, addr);
+}
+
+const struct tprof_unwind_row *tprof_unwind_space_row(struct tprof_unwind_store *u,
+						      const struct tprof_unwind_space_map *m,
+						      u64 pc, bool *covered, u32 *hint)
+{
+	struct tprof_unwind_cache_entry *e =
+		&this_cpu_ptr(u->cache)->e[hash_64(pc, TPROF_UNWIND_CACHE_BITS)];
+	const struct tprof_unwind_row *row;
+
+	if (READ_ONCE(e->gen) == m->gen && e->pc == pc) {
+		*covered = true;
+		return e->row;
+	}
+	row = tprof_unwind_search(m, pc, covered, hint);
+	if (row) {
+		WRITE_ONCE(e->gen, 0);
+		barrier();
+		e->pc = pc;
+		e->row = row;
+		barrier();
+		WRITE_ONCE(e->gen, m->gen);
+	}
+	return row;
 }

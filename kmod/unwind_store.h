@@ -33,12 +33,15 @@ long tprof_unwind_set_space(struct tprof_unwind_store *u,
 const struct tprof_unwind_space_map *tprof_unwind_space_find(struct tprof_unwind_store *u,
 							     u64 space_id);
 /*
- * The row covering @pc in @m's tables, or NULL; *covered: some range
+ * The row covering @pc in @m's tables (@m from tprof_unwind_space_find()
+ * on @u, in the same RCU read-side section), or NULL; *covered: some range
  * covers @pc (false: a table not loaded yet, or code that has none).
  * *hint: the index of the range tried first and the one found (a walk's
- * frames are mostly in the file of the frame before).
+ * frames are mostly in the file of the frame before). Rows found are kept
+ * in a per-CPU cache, so the same stacks' next samples skip the search.
  */
-const struct tprof_unwind_row *tprof_unwind_space_row(const struct tprof_unwind_space_map *m,
+const struct tprof_unwind_row *tprof_unwind_space_row(struct tprof_unwind_store *u,
+						      const struct tprof_unwind_space_map *m,
 						      u64 pc, bool *covered, u32 *hint);
 
 #endif /* TPROF_UNWIND_STORE_H */

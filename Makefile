@@ -298,6 +298,16 @@ $(UNWINDFILES)/chain: tests/unit/symfiles/unwind_chain.c Makefile $(SYMFILES)/st
 	$(CC) -std=gnu11 -O2 -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
 		-fasynchronous-unwind-tables $(WARNINGS) -o $@ $<
 
+# The same chain with its CFI in .debug_frame only (-g, no unwind tables),
+# and that file without .debug_frame.
+unit-tests: $(UNWINDFILES)/chain-debug-frame $(UNWINDFILES)/chain-without-cfi
+$(UNWINDFILES)/chain-debug-frame: tests/unit/symfiles/unwind_chain.c Makefile $(SYMFILES)/stamp
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
+		-fno-asynchronous-unwind-tables -fno-unwind-tables $(WARNINGS) -o $@ $<
+$(UNWINDFILES)/chain-without-cfi: $(UNWINDFILES)/chain-debug-frame
+	objcopy --remove-section=.debug_frame $< $@
+
 # arm64's vDSO as far as its table goes (no CFI, the signal trampoline).
 unit-tests: $(UNWINDFILES)/arm64-vdso.so $(UNWINDFILES)/arm64-vdso-framed.so
 $(UNWINDFILES)/arm64-vdso.so: tests/unit/symfiles/arm64_vdso.S Makefile $(SYMFILES)/stamp
@@ -385,6 +395,7 @@ WORKLOADS := $(B)/bin/tprof-wl-shares $(B)/bin/tprof-wl-split $(B)/bin/tprof-wl-
 	$(B)/bin/tprof-wl-child $(B)/bin/tprof-wl-jit $(B)/bin/tprof-wl-faults \
 	$(B)/bin/tprof-wl-calltree $(B)/bin/tprof-wl-vdso $(B)/bin/tprof-wl-inline $(B)/bin/tprof-wl-annotate \
 	$(B)/bin/tprof-wl-threads $(B)/bin/tprof-wl-suid-target $(B)/bin/tprof-wl-frameless \
+	$(B)/bin/tprof-wl-frameless-debug-frame \
 	$(B)/bin/tprof-wl-sort $(WL_LIB)
 guest-programs: $(WORKLOADS)
 $(B)/bin/tprof-wl-%: tests/workloads/%.c tests/workloads/wl.h
@@ -411,6 +422,12 @@ $(B)/bin/tprof-wl-frameless: tests/workloads/frameless.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 $(DEBUG_INFO) -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
 		-fasynchronous-unwind-tables $(WARNINGS) -o $@ $<
+# The same with its CFI in .debug_frame only: -g without unwind tables, as
+# some C code is built (the C runtime's objects keep their .eh_frame).
+$(B)/bin/tprof-wl-frameless-debug-frame: tests/workloads/frameless.c tests/workloads/wl.h
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
+		-fno-asynchronous-unwind-tables -fno-unwind-tables $(WARNINGS) -o $@ $<
 # std::sort's: C++, the same flags (std::sort's template code is built here).
 $(B)/bin/tprof-wl-sort: tests/workloads/sort.cc
 	@mkdir -p $(@D)

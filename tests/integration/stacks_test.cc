@@ -654,6 +654,37 @@ TEST_F(Stacks, CfiCallGraphWalksThroughSignalFrames) {
       << whole << " of " << in_handler << "; the others:\n" << misses;
 }
 
+// Code built with -g but without unwind tables has its CFI in .debug_frame
+// only: the table the recorder builds takes it from there, and fl_b's
+// callers (a frameless non-leaf) are found as with .eh_frame.
+TEST_F(Stacks, CfiCallGraphWalksCodeDescribedOnlyByDebugFrame) {
+  const std::string file = dir_.File("debug-frame.data");
+  uint64_t leaf = 0, whole = 0;
+  std::string misses;
+  (void)RecordUntil(1500, 300, [&](unsigned ms) {
+    Result rec = Sh("cd " + dir_.path() + " && tprofctl record -q -g -o " + file +
+                    " -- tprof-wl-frameless-debug-frame --ms " + std::to_string(ms));
+    EXPECT_EQ(rec.rc, 0) << rec.out;
+    Result folded = Sh("tprofctl dump -i " + file + " --format folded");
+    EXPECT_EQ(folded.rc, 0) << folded.out;
+    leaf = whole = 0;
+    misses.clear();
+    for (const Stack& st : ParseFolded(folded.out, "")) {
+      if (st.UserLeaf() != "fl_d") continue;
+      leaf += st.samples;
+      if (st.UserPath().find("main;fl_a;fl_b;fl_c;fl_d") != std::string::npos)
+        whole += st.samples;
+      else if (misses.size() < 2000)
+        misses += st.UserPath() + " (" + std::to_string(st.samples) + ")\n";
+    }
+    return leaf;
+  });
+  ASSERT_GE(leaf, 100u) << "too few samples in fl_d";
+  std::printf("  [debug_frame] whole stacks in fl_d: %llu of %llu\n",
+              static_cast<unsigned long long>(whole), static_cast<unsigned long long>(leaf));
+  EXPECT_GE(whole * 100, leaf * 99) << whole << " of " << leaf << " whole; the others:\n" << misses;
+}
+
 // A process that starts, burns 50 ms and exits, ten times over: each is
 // gone before the recorder could load its tables, so its samples carry
 // copies, walked afterwards: their stacks are whole all the same.

@@ -66,6 +66,7 @@ CFI_ACCURACY_TESTS+=:Stacks.CfiCallGraphGivesShortLivedProcessesWholeStacks
 CFI_ACCURACY_TESTS+=:Stacks.DefaultCallGraphOfDebiansOwnProgramsHoldsOnlyCodeAddresses
 CFI_ACCURACY_TESTS+=:Stacks.CfiCallGraphReachesAStdSortComparatorsCallers
 CFI_ACCURACY_TESTS+=:Stacks.CfiCallGraphWalksThroughSignalFrames
+CFI_ACCURACY_TESTS+=:Stacks.CfiCallGraphWalksCodeDescribedOnlyByDebugFrame
 DEBUG_EXCLUDED+=:$CFI_ACCURACY_TESTS
 # Userspace over a session the other tests start, or a CLI's checks of
 # its own (arch- and kernel-neutral): in x86 6.1 and sid only.

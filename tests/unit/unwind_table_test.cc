@@ -29,6 +29,11 @@
 namespace {
 
 constexpr char kChain[] = "build/tests/symfiles/unwind/chain";
+// The same chain built with -g but without unwind tables: its functions'
+// CFI is in .debug_frame only (the C runtime's stays in .eh_frame); and
+// that file without its .debug_frame, where nothing describes them.
+constexpr char kDebugFrameChain[] = "build/tests/symfiles/unwind/chain-debug-frame";
+constexpr char kChainWithoutCfi[] = "build/tests/symfiles/unwind/chain-without-cfi";
 constexpr size_t kChainStackBytes = 16384;
 
 // tests/unit/symfiles/unwind_chain.c's struct chain_capture.
@@ -64,12 +69,13 @@ const tprof_unwind_row* FindInProgram(void* ctx, u64 pc) {
 }
 
 // Runs the chain (with `args`); *maps_text: its /proc/self/maps at the capture.
-bool RunChain(ChainCapture* cap, std::string* maps_text = nullptr, const std::string& args = "") {
+bool RunChain(ChainCapture* cap, std::string* maps_text = nullptr, const std::string& args = "",
+              const char* program = kChain) {
   char path[] = "/tmp/tprof-unwind-XXXXXX";
   const int fd = ::mkstemp(path);
   if (fd < 0) return false;
   ::close(fd);
-  const std::string cmd = std::string(kChain) + " " + path + args;
+  const std::string cmd = std::string(program) + " " + path + args;
   const int rc = std::system(cmd.c_str());
   std::ifstream in(path, std::ios::binary);
   const bool ok = rc == 0 && in.read(reinterpret_cast<char*>(cap), sizeof(*cap)).good();
@@ -78,12 +84,14 @@ bool RunChain(ChainCapture* cap, std::string* maps_text = nullptr, const std::st
   return ok;
 }
 
-TEST(UnwindTable, WalksTheFramelessChainItsProgramCaptured) {
-  auto table = tprof::BuildUnwindTable(kChain);
+// Walks the capture `program` (a build of the chain) made with the table
+// built from `table_file`: the callers must be the ones the chain saw.
+void ExpectTheTableWalksTheChain(const char* program, const char* table_file) {
+  auto table = tprof::BuildUnwindTable(table_file);
   ASSERT_TRUE(table) << table.error().message() << " (make unit-tests builds it)";
   ASSERT_EQ(tprof_unwind_table_check(table->rows.data(), static_cast<u32>(table->rows.size())), 0);
   static ChainCapture cap;
-  ASSERT_TRUE(RunChain(&cap));
+  ASSERT_TRUE(RunChain(&cap, nullptr, "", program));
   ASSERT_GT(cap.stack_len, 256u);
 
   WalkEnv env{&cap, &*table};
@@ -117,6 +125,50 @@ TEST(UnwindTable, WalksTheFramelessChainItsProgramCaptured) {
   const unsigned int by_fp = tprof_unwind_walk(&w, &stop);
   EXPECT_FALSE(by_fp >= 4 && std::equal(out, out + 4, cap.ra))
       << "the chain has frame pointers: the test proves nothing";
+}
+
+TEST(UnwindTable, WalksTheFramelessChainItsProgramCaptured) {
+  ExpectTheTableWalksTheChain(kChain, kChain);
+}
+
+// Code built with -g but without unwind tables: its rows come from
+// .debug_frame, and they are the ones .eh_frame gives the same code.
+TEST(UnwindTable, DebugFrameDescribesWhatEhFrameDoesNot) {
+  auto table = tprof::BuildUnwindTable(kDebugFrameChain);
+  ASSERT_TRUE(table) << table.error().message() << " (make unit-tests builds it)";
+  EXPECT_GE(table->debug_frame_functions, 5u) << "main and uw_a..uw_d";
+  EXPECT_GT(table->functions, table->debug_frame_functions) << "the C runtime's .eh_frame";
+  ExpectTheTableWalksTheChain(kDebugFrameChain, kDebugFrameChain);
+
+  // Without .debug_frame nothing describes uw_b: the known answer is not
+  // reached by the table, so the test above proved the section's use.
+  auto bare = tprof::BuildUnwindTable(kChainWithoutCfi);
+  ASSERT_TRUE(bare) << bare.error().message();
+  EXPECT_EQ(bare->debug_frame_functions, 0u);
+  EXPECT_LT(bare->functions, table->functions);
+  static ChainCapture cap;
+  ASSERT_TRUE(RunChain(&cap, nullptr, "", kDebugFrameChain));
+  const u64 in_b = cap.ra[1] - 1 - cap.bias;
+  const tprof_unwind_row* with = tprof_unwind_table_find(
+      table->rows.data(), static_cast<u32>(table->rows.size()), in_b);
+  const tprof_unwind_row* without = tprof_unwind_table_find(
+      bare->rows.data(), static_cast<u32>(bare->rows.size()), in_b);
+  ASSERT_NE(with, nullptr);
+  EXPECT_EQ(with->cfa_base, TPROF_UNWIND_CFA_SP);
+  EXPECT_TRUE(without == nullptr || without->cfa_base == TPROF_UNWIND_CFA_NONE);
+
+  // The same functions' rows from .eh_frame (the chain as built with
+  // unwind tables, the same code at the same addresses): equal rules.
+  auto eh = tprof::BuildUnwindTable(kChain);
+  ASSERT_TRUE(eh) << eh.error().message();
+  ASSERT_TRUE(RunChain(&cap, nullptr, "", kChain));
+  const u64 eh_in_b = cap.ra[1] - 1 - cap.bias;
+  const tprof_unwind_row* from_eh =
+      tprof_unwind_table_find(eh->rows.data(), static_cast<u32>(eh->rows.size()), eh_in_b);
+  ASSERT_NE(from_eh, nullptr);
+  EXPECT_EQ(with->cfa_offset, from_eh->cfa_offset);
+  EXPECT_EQ(with->ra_rule, from_eh->ra_rule);
+  EXPECT_EQ(with->ra_offset, from_eh->ra_offset);
 }
 
 #if defined(__x86_64__)

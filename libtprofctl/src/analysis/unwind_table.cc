@@ -38,6 +38,9 @@ using FramePtr = std::unique_ptr<Dwarf_Frame, FrameDeleter>;
 struct CfiDeleter {
   void operator()(Dwarf_CFI* c) const { dwarf_cfi_end(c); }
 };
+struct DwarfDeleter {
+  void operator()(Dwarf* d) const { dwarf_end(d); }
+};
 
 // The x86-64 lazy-binding PLT's CFA expression (binutils' and lld's):
 // rsp + 8 + ((rip & 15) >= 11 ? 8 : 0).
@@ -234,6 +237,38 @@ Expected<std::vector<uint64_t>> FunctionStarts(Elf* elf) {
     return starts;
   }
   return Error::FromErrno(ENOENT, "no .eh_frame_hdr");
+}
+
+// The [start, end) of each function .debug_frame describes: DWARF's own
+// CFI, which code built with -g but without unwind tables
+// (-fno-asynchronous-unwind-tables) has instead of .eh_frame. Its FDEs
+// give absolute addresses of the ELF class's size (8 bytes here). Read
+// after dwarf_begin_elf, which decompresses the section in place.
+std::vector<std::pair<uint64_t, uint64_t>> DebugFrameFunctions(Elf* elf) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  size_t strndx = 0;
+  const auto* ident = reinterpret_cast<const unsigned char*>(elf_getident(elf, nullptr));
+  if (!ident || ident[EI_CLASS] != ELFCLASS64 || elf_getshdrstrndx(elf, &strndx) != 0) return out;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    const char* n = gelf_getshdr(scn, &sh) ? elf_strptr(elf, strndx, sh.sh_name) : nullptr;
+    if (!n || sh.sh_type != SHT_PROGBITS || std::strcmp(n, ".debug_frame") != 0) continue;
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    if (!d) break;
+    Dwarf_Off next = 0;
+    for (Dwarf_Off off = 0;; off = next) {
+      Dwarf_CFI_Entry e;
+      if (dwarf_next_cfi(ident, d, false, off, &next, &e) != 0) break;  // the end, or damage
+      if (dwarf_cfi_cie_p(&e) || e.fde.end - e.fde.start < 16) continue;
+      const auto start = uint64_t(ReadLe(e.fde.start, 8, false));
+      const auto size = uint64_t(ReadLe(e.fde.start + 8, 8, false));
+      // A zero start is code the linker discarded (its FDE stays).
+      if (start && size && start + size > start) out.emplace_back(start, start + size);
+    }
+    break;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // The section named `name` (executable code), nullptr if none.
@@ -454,24 +489,50 @@ Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
     m = {31, 29, 30, true};
   else
     return Error::FromErrno(ENOTSUP, "unwind tables are made for x86-64 and arm64 only");
-  auto starts = FunctionStarts(elf);
-  if (!starts) return starts.error();
-  std::unique_ptr<Dwarf_CFI, CfiDeleter> cfi(dwarf_getcfi_elf(elf));
-  if (!cfi) return Error::FromErrno(ENOENT, "no .eh_frame");
+  auto eh_starts = FunctionStarts(elf);
+  if (!eh_starts && eh_starts.error().code() != std::errc::no_such_file_or_directory)
+    return eh_starts.error();
+  std::unique_ptr<Dwarf_CFI, CfiDeleter> eh_cfi(eh_starts ? dwarf_getcfi_elf(elf) : nullptr);
+  if (eh_starts && !eh_cfi) return Error::FromErrno(ENOENT, "no .eh_frame");
+  // .debug_frame, for the functions .eh_frame does not describe.
+  std::unique_ptr<Dwarf, DwarfDeleter> dwarf(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
+  Dwarf_CFI* debug_cfi = dwarf ? dwarf_getcfi(dwarf.get()) : nullptr;  // dwarf owns it
+
+  struct Function {
+    uint64_t start;
+    Dwarf_CFI* cfi;
+  };
+  std::vector<Function> functions;
+  if (eh_starts)
+    for (uint64_t s : *eh_starts) functions.push_back({s, eh_cfi.get()});
+  if (debug_cfi)
+    for (const auto& [start, end] : DebugFrameFunctions(elf)) {
+      Dwarf_Frame* raw = nullptr;
+      if (eh_cfi && dwarf_cfi_addrframe(eh_cfi.get(), start, &raw) == 0) {
+        std::free(raw);  // .eh_frame has it: the one the program unwinds with
+        continue;
+      }
+      functions.push_back({start, debug_cfi});
+    }
+  if (functions.empty() && !eh_starts) return eh_starts.error();
+  std::stable_sort(functions.begin(), functions.end(),
+                   [](const Function& a, const Function& b) { return a.start < b.start; });
 
   UnwindTable t;
   t.segments = LoadSegments(elf);
   constexpr uint64_t kMaxAddress = std::numeric_limits<uint32_t>::max();
-  for (size_t i = 0; i < starts->size(); i++) {
-    const uint64_t next = i + 1 < starts->size() ? (*starts)[i + 1] : kMaxAddress;
-    uint64_t addr = (*starts)[i];
+  for (size_t i = 0; i < functions.size(); i++) {
+    const uint64_t next = i + 1 < functions.size() ? functions[i + 1].start : kMaxAddress;
+    uint64_t addr = functions[i].start;
     if (addr >= kMaxAddress) return Error::FromErrno(EFBIG, "code above 4 GiB in the file");
+    if (addr == next) continue;  // two FDEs at one address: the first
     t.functions++;
+    if (functions[i].cfi == debug_cfi) t.debug_frame_functions++;
     const size_t first_row = t.rows.size();
     bool foreign_cfa = false;
     while (addr < next) {
       Dwarf_Frame* raw = nullptr;
-      if (dwarf_cfi_addrframe(cfi.get(), addr, &raw) != 0) break;
+      if (dwarf_cfi_addrframe(functions[i].cfi, addr, &raw) != 0) break;
       FramePtr f(raw);
       Dwarf_Addr start = 0, end = 0;
       bool signal_frame = false;
@@ -492,7 +553,7 @@ Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
       // One UNSTATED row for the whole function, from its start.
       tprof_unwind_row stop{};
       stop.cfa_base = TPROF_UNWIND_CFA_UNSTATED;
-      stop.start = static_cast<uint32_t>((*starts)[i]);
+      stop.start = static_cast<uint32_t>(functions[i].start);
       t.rows.resize(first_row);
       t.unsupported++;
       Append(&t, stop);

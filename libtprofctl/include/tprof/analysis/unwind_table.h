@@ -25,6 +25,7 @@ struct UnwindTable {
   };
   std::vector<Segment> segments;
   uint64_t functions = 0;              // FDEs: functions with CFI
+  uint64_t debug_frame_functions = 0;  // of which from .debug_frame
   // CFI rows the table cannot state (a CFA from another register or an
   // expression other than the PLT's, a signal frame, offsets out of range,
   // a register saved above the CFA): written as UNSTATED, where the walk
@@ -33,8 +34,10 @@ struct UnwindTable {
 };
 
 // The table of an x86-64 or arm64 ELF file from its .eh_frame, found by its
-// .eh_frame_hdr (PT_GNU_EH_FRAME). ENOTSUP for another machine, ENOENT
-// without .eh_frame_hdr, EINVAL for a header it cannot read.
+// .eh_frame_hdr (PT_GNU_EH_FRAME), and from its .debug_frame for the
+// functions .eh_frame does not describe (code built with -g but without
+// unwind tables). ENOTSUP for another machine, ENOENT with neither,
+// EINVAL for an .eh_frame_hdr it cannot read.
 [[nodiscard]] Expected<UnwindTable> BuildUnwindTable(Elf* elf);
 [[nodiscard]] Expected<UnwindTable> BuildUnwindTable(const std::string& path);
 // The table of this process's vDSO, which every 64-bit process of this

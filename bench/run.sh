@@ -18,18 +18,8 @@ make -s bench-programs
 kernels=("$@")
 [ ${#kernels[@]} -gt 0 ] || kernels=(6.1)
 
-# The real perf program: /usr/bin/perf itself, or, where /usr/bin/perf is
-# Debian's wrapper script, the newest /usr/bin/perf_<version>.
-is_elf() {
-	[ -f "$1" ] && [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]
-}
-perf=
-for p in /usr/bin/perf $(ls -r /usr/bin/perf_[0-9]* 2>/dev/null); do
-	if is_elf "$p"; then
-		perf=$p
-		break
-	fi
-done
+# The real perf program (tools/vm/find-perf).
+perf=$(tools/vm/find-perf) || perf=
 perf_add=()
 perf_arg=
 if [ -n "$perf" ]; then

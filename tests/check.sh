@@ -200,6 +200,9 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		stage "Debian packages (make deb, lintian, apt install with DKMS, apt remove --purge)"
 		run_script packages "Debian packages" tests/packages_test.sh "$ROOT/build/packages" "$K61" "$K612"
 	fi
+	# Debian's perf program, for tprof's call graph against perf's in the
+	# 6.1 guest (tests/integration/stacks_vs_perf_test.cc).
+	perf_prog=$(tools/vm/find-perf) || perf_prog=
 	# dkms_module KVER: the module DKMS built for KVER, as tprof-vm flags.
 	dkms_module() {
 		local ko=$ROOT/build/packages/tprof-$1.ko
@@ -336,7 +339,8 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	lane_b() {
 		local k shift
 		# shellcheck disable=SC2046  # dkms_module's words are flags
-		want 6.1 && job integration-6.1 vm --kernel 6.1 $(dkms_module "$K61") -- "${GT[@]}"
+		want 6.1 && job integration-6.1 vm --kernel 6.1 $(dkms_module "$K61") \
+			${perf_prog:+--add "$perf_prog"} -- "${GT[@]}"
 		want 6.1-rt && job integration-6.1-rt vm --kernel 6.1-rt -- "${GT[@]}" --gtest_filter="-$CLI_ONLY_TESTS"
 		# shellcheck disable=SC2046
 		want 6.12 && job integration-6.12 vm --kernel 6.12 $(dkms_module "$K612") -- \

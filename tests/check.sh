@@ -203,6 +203,13 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	# Debian's perf program, for tprof's call graph against perf's in the
 	# 6.1 guest (tests/integration/stacks_vs_perf_test.cc).
 	perf_prog=$(tools/vm/find-perf) || perf_prog=
+	# Debian's arm64 perf (make deps: tools/vm/arm64-sysroot --perf) and
+	# where its libraries are, for the arm64 sid guest.
+	perf_arm64=
+	if p=$(tools/vm/arm64-sysroot --print-perf 2>>"$LOG_DIR/arm64-build.log"); then
+		r=$(dirname "$(dirname "$(dirname "$p")")")
+		perf_arm64="--lib-dir $r/lib/aarch64-linux-gnu --lib-dir $r/usr/lib/aarch64-linux-gnu --add $p"
+	fi
 	# dkms_module KVER: the module DKMS built for KVER, as tprof-vm flags.
 	dkms_module() {
 		local ko=$ROOT/build/packages/tprof-$1.ko
@@ -327,7 +334,7 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 				--vmlinuz "$atree/arch/arm64/boot/Image" --module "build/kmod/$akv/kmod/tprof.ko" -- \
 				"${GT[@]}" --gtest_filter="$KERNEL_PATH_TESTS:-$HW_TESTS:$ARM64_DEBUG_EXCLUDED"
 		fi
-		newer sid && job integration-sid vm --kernel sid -- "${GT[@]}" --gtest_filter="-$ONCE_TESTS"
+		newer sid && job integration-sid vm --kernel sid -- "${GT[@]}" --gtest_filter="-$ONCE_TESTS:$PERF_TESTS"
 		# The fuzzer in Debian's newest arm64 kernel, where execution
 		# breakpoints at user addresses are uprobes or debug registers with
 		# steppers (never both at one address: EBUSY). Same seed.
@@ -341,7 +348,7 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		# shellcheck disable=SC2046  # dkms_module's words are flags
 		want 6.1 && job integration-6.1 vm --kernel 6.1 $(dkms_module "$K61") \
 			${perf_prog:+--add "$perf_prog"} -- "${GT[@]}"
-		want 6.1-rt && job integration-6.1-rt vm --kernel 6.1-rt -- "${GT[@]}" --gtest_filter="-$CLI_ONLY_TESTS"
+		want 6.1-rt && job integration-6.1-rt vm --kernel 6.1-rt -- "${GT[@]}" --gtest_filter="-$CLI_ONLY_TESTS:$PERF_TESTS"
 		# shellcheck disable=SC2046
 		want 6.12 && job integration-6.12 vm --kernel 6.12 $(dkms_module "$K612") -- \
 			"${GT[@]}" --gtest_filter="$SMOKE_TESTS"
@@ -364,7 +371,8 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 			job integration-arm64-6.12 vm --arch arm64 --kernel 6.12 -- \
 				"${GT[@]}" --gtest_filter="$LOAD_SMOKE_TESTS:-$HW_TESTS"
 		fi
-		newer arm64-sid && job integration-arm64-sid vm --arch arm64 --kernel sid -- \
+		# shellcheck disable=SC2086  # $perf_arm64 is flags or nothing
+		newer arm64-sid && job integration-arm64-sid vm --arch arm64 --kernel sid $perf_arm64 -- \
 			"${GT[@]}" --gtest_filter="-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing:$CLI_ONLY_TESTS:$ARM64_SID_EXCLUDED"
 		newer arm64-trixie && job integration-arm64-trixie vm --arch arm64 --kernel trixie -- \
 			"${GT[@]}" --gtest_filter="$SMOKE_TESTS:-$HW_TESTS:ThreadMetricsTest.TooSmallBufferLosesNothing"

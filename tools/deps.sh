@@ -6,8 +6,9 @@
 # which make check runs): the emulator and cross-compilers on the host,
 # then tools/vm/arm64-sysroot fetches the arm64 6.1 and 6.12 kernels, their
 # headers, busybox, libdw/libelf, libnl, protobuf, zlib and GoogleTest into
-# ~/.cache/tprof/arm64
-# (about 900 MB, once; the host's dpkg architectures are not changed).
+# ~/.cache/tprof/arm64, and Debian's arm64 perf with its libraries (the
+# arm64 sid guest compares call graphs with it)
+# (about 960 MB, once; the host's dpkg architectures are not changed).
 # Then Debian's newer kernel lines, trixie's 6.12 and sid's newest, for
 # amd64 and arm64: tools/vm/debian-kernel makes a chroot per suite with the
 # compiler its kernel was built with, its headers and images, in
@@ -69,7 +70,7 @@ packages=(
 # After the host packages: the arm64 sysroot and the newer lines' chroots
 # (cached; print what they do).
 guest_kernels() {
-	"$(dirname "${BASH_SOURCE[0]}")/vm/arm64-sysroot" --kernel 6.1 --userspace
+	"$(dirname "${BASH_SOURCE[0]}")/vm/arm64-sysroot" --kernel 6.1 --userspace --perf
 	"$(dirname "${BASH_SOURCE[0]}")/vm/arm64-sysroot" --kernel 6.12
 	local suite arch
 	for suite in trixie sid; do

@@ -80,10 +80,10 @@ CLI_ONLY_TESTS+=:Profiler.Top*:Profiler.AnUnreachableRateIsReportedAsLow
 CLI_ONLY_TESTS+=:Profiler.StartStopStartAndItsErrors:Profiler.RecordKeepsOnlyTheThreadsOrCpusAsked
 # A CLI race of 20 rounds (~70 s): in x86 6.1 only.
 ONCE_TESTS=Profiler.RecordOfAProcessThatExitsAsCtrlCArrivesStillReports
-# tprof's call graph against perf --call-graph dwarf: the 6.1 guest, which
-# make check gives Debian's perf (tests/check.sh).
-ONCE_TESTS+=:StacksVsPerf.*
 CLI_ONLY_TESTS+=:$ONCE_TESTS
+# tprof's call graph against perf --call-graph dwarf, in the guests make
+# check gives Debian's perf (tests/check.sh): x86 6.1 and arm64 sid.
+PERF_TESTS=StacksVsPerf.*
 # arm64 (qemu-system-aarch64 -M virt -cpu max, whose emulated PMUv3
 # counts for real): the suite runs as is (cycles count; instructions do
 # not), then the tests that assert known hardware counts run again with

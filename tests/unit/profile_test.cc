@@ -6,12 +6,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "../common/records.h"
 #include "../common/temp_dir.h"
 #include "tprof/analysis/elf_snapshot.h"
 #include "tprof/analysis/profile_file.h"
+#include "tprof/base/gzip.h"
 
 namespace {
 
@@ -448,6 +451,35 @@ TEST(ProfileFile, RoundTripsEveryTable) {
   ASSERT_TRUE(read) << read.error().message();
   EXPECT_TRUE(*read == p);
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp." + std::to_string(getpid())));
+}
+
+// Files are one gzip member of the text; plain text files (what tprof
+// wrote before) are read as ever; a damaged stream is refused.
+TEST(ProfileFile, FilesAreGzippedTextAndPlainTextIsStillRead) {
+  Profile p = RichProfile();
+  TempDir dir;
+  const std::string path = dir.File("tprof.data");
+  ASSERT_TRUE(tprof::WriteProfile(p, path));
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GE(bytes.size(), 2u);
+  EXPECT_EQ(uint8_t(bytes[0]), 0x1f);
+  EXPECT_EQ(uint8_t(bytes[1]), 0x8b);
+  auto text = tprof::Gunzip(bytes, tprof::kMaxProfileTextBytes);
+  ASSERT_TRUE(text) << text.error().message();
+  EXPECT_EQ(*text, tprof::SerializeProfile(p));
+  EXPECT_LT(bytes.size(), text->size());
+
+  auto plain = tprof::ReadProfile(dir.Write("plain.data", *text));
+  ASSERT_TRUE(plain) << plain.error().message();
+  EXPECT_TRUE(*plain == p);
+
+  for (size_t cut : {bytes.size() / 2, bytes.size() - 4}) {
+    auto r = tprof::ReadProfile(dir.Write("cut.data", bytes.substr(0, cut)));
+    ASSERT_FALSE(r) << "cut at " << cut;
+    EXPECT_EQ(r.error().code().value(), EBADMSG) << r.error().message();
+    EXPECT_NE(r.error().message().find("cut.data"), std::string::npos) << r.error().message();
+  }
 }
 
 TEST(ProfileFile, ReadsVersion10FilesAndChecksTheStackTable) {

@@ -522,7 +522,9 @@ Expected<Profile> ParseProfile(std::string_view text, const std::string& name) {
 }
 
 Status WriteProfile(const Profile& profile, const std::string& path) {
-  return WriteFileAtomically(path, SerializeProfile(profile));
+  std::string text = SerializeProfile(profile);
+  auto packed = Gzip(text);
+  return WriteFileAtomically(path, packed ? *packed : text);  // zlib failed: the text as is
 }
 
 Expected<Profile> ReadProfile(const std::string& path) {
@@ -544,6 +546,11 @@ Expected<Profile> ReadProfile(const std::string& path) {
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
+  }
+  if (text.size() >= 2 && uint8_t(text[0]) == 0x1f && uint8_t(text[1]) == 0x8b) {
+    auto unpacked = Gunzip(text, kMaxProfileTextBytes);
+    if (!unpacked) return Error(unpacked.error().code(), path + ": " + unpacked.error().message());
+    text = std::move(*unpacked);
   }
   return ParseProfile(text, path);
 }

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <limits>
 
@@ -63,28 +64,44 @@ class Inflater {
 }  // namespace
 
 Expected<std::string> Gunzip(std::string_view data, size_t max_bytes) {
-  if (data.size() > std::numeric_limits<uInt>::max() ||
-      max_bytes >= std::numeric_limits<uInt>::max())
-    return Error::FromErrno(EOVERFLOW, "gzip decompression: more than 4 GiB at once");
+  if (data.size() > std::numeric_limits<uInt>::max())
+    return Error::FromErrno(EOVERFLOW, "gzip decompression: more than 4 GiB of input at once");
   Inflater inflater;
   z_stream* s = inflater.stream();
   if (int rc = inflater.Init(); rc != Z_OK) return ZlibError(rc, *s);
-  // One byte more than allowed tells "too big" from "exactly max_bytes".
-  std::string out(max_bytes + 1, '\0');
   s->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   s->avail_in = static_cast<uInt>(data.size());
-  s->next_out = reinterpret_cast<Bytef*>(out.data());
-  s->avail_out = static_cast<uInt>(out.size());
-  const int rc = inflate(s, Z_FINISH);
-  if (rc == Z_STREAM_END && s->avail_in == 0 && s->total_out <= max_bytes) {
-    out.resize(s->total_out);
+  // The output grows as inflate fills it, up to one byte more than allowed
+  // (which tells "too big" from "exactly max_bytes"): a large bound costs
+  // nothing until the data needs it.
+  const size_t limit = max_bytes == std::numeric_limits<size_t>::max() ? max_bytes : max_bytes + 1;
+  std::string out;
+  size_t used = 0;
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    if (used == out.size()) {
+      if (out.size() >= limit) break;
+      const size_t want = std::max<size_t>(out.size() * 2, std::max<size_t>(data.size() * 4, 1 << 16));
+      out.resize(std::min(want, limit));
+    }
+    const size_t room = std::min<size_t>(out.size() - used, std::numeric_limits<uInt>::max());
+    s->next_out = reinterpret_cast<Bytef*>(out.data() + used);
+    s->avail_out = static_cast<uInt>(room);
+    rc = inflate(s, Z_NO_FLUSH);
+    used += room - s->avail_out;
+    if (rc == Z_BUF_ERROR && s->avail_out == 0) rc = Z_OK;  // full: grow and go on
+  }
+  if (used > max_bytes)
+    return Error::FromErrno(EFBIG, "gzip data larger than " + std::to_string(max_bytes) + " bytes");
+  if (rc == Z_STREAM_END && s->avail_in == 0) {
+    out.resize(used);
     return out;
   }
-  if (s->total_out > max_bytes)
-    return Error::FromErrno(EFBIG, "gzip data larger than " + std::to_string(max_bytes) + " bytes");
   return Error::FromErrno(EBADMSG, std::string("not valid gzip data: ") +
-                                       (s->msg ? s->msg : rc == Z_STREAM_END ? "trailing bytes"
-                                                                              : zError(rc)));
+                                       (s->msg                ? s->msg
+                                        : rc == Z_STREAM_END ? "trailing bytes"
+                                        : rc == Z_BUF_ERROR  ? "cut short"
+                                                             : zError(rc)));
 }
 
 Expected<std::string> Gzip(std::string_view data) {

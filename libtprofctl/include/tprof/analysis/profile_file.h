@@ -1,6 +1,10 @@
 // The profile file (default tprof.data): what `tprofctl stop`/`record`
 // write and `tprofctl dump` reads.
 //
+// WriteProfile writes the text below as one gzip member (RFC 1952: `zcat
+// tprof.data` shows it; files written before were the text itself, and
+// ReadProfile reads both), ParseProfile and SerializeProfile the text.
+//
 // Format, version 1.5 (1.0 had no stacks, 1.1 no buildid/vdso lines, 1.2
 // no per-sample context, 1.3 the vDSO in hex, 1.4 no checksum; all read):
 // UTF-8/byte text, one item per line, fields separated
@@ -76,10 +80,15 @@ std::string SerializeProfile(const Profile& profile);
 // (another major version). Excerpts of bad lines are escaped (\xNN).
 Expected<Profile> ParseProfile(std::string_view text, const std::string& name);
 
-// Writes to a temporary file beside `path` and renames it into place, so a
-// reader never sees half a profile.
+// The largest profile text ReadProfile inflates a gzip'd file to.
+inline constexpr size_t kMaxProfileTextBytes = size_t{4} << 30;
+
+// Writes the profile gzip'd to a temporary file beside `path` and renames
+// it into place, so a reader never sees half a profile.
 Status WriteProfile(const Profile& profile, const std::string& path = kDefaultProfilePath);
-// As ParseProfile; ENOENT says how to record one.
+// As ParseProfile, of a gzip'd file or of the text; ENOENT names the path.
+// A corrupt or cut gzip stream is EBADMSG, a text above
+// kMaxProfileTextBytes EFBIG.
 Expected<Profile> ReadProfile(const std::string& path = kDefaultProfilePath);
 
 }  // namespace tprof

@@ -4,6 +4,7 @@
 // a synthetic profile and on this test binary's own code (real ELF symbols,
 // DWARF lines, build id).
 #include "tprof/output/pprof.h"
+#include "tprof/output/pprof_series.h"
 
 #include <gtest/gtest.h>
 #include <profile.pb.h>
@@ -12,6 +13,7 @@
 
 #include <climits>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "../common/records.h"
+#include "../common/temp_dir.h"
 #include "elf_fixtures.h"
 
 volatile int tprof_pprof_test_sink;
@@ -237,6 +240,39 @@ TEST(Pprof, SamplesCarryPidAndCommLabelsWithIdleAsPidZero) {
   EXPECT_EQ(comm[0], "idle");
   EXPECT_EQ(comm[100], "app");
   EXPECT_EQ(comm[200], "worker");
+}
+
+// A continuous recording's series: one file per interval, named by host
+// and end time so that they sort in time, each a pprof with the host label
+// and the interval's time; the oldest go beyond `keep`; other files stay.
+TEST(PprofSeries, WritesAFilePerIntervalAndKeepsTheNewest) {
+  tprof::test::TempDir dir;
+  dir.Write("notes.txt", "not the series'");
+  tprof::PprofSeries series({.dir = dir.path(), .host = "web/1", .keep = 2});
+  Profile p = TestProfile();
+  Symbolizer sym(p);
+  const int64_t t0 = 1'790'000'000'000'000'000;  // 2026-09-21
+  std::vector<std::string> paths;
+  for (int i = 0; i < 3; ++i) {
+    auto path = series.Write(p, sym, t0 + i * 60'000'000'000ll, 60'000'000'000ll);
+    ASSERT_TRUE(path) << path.error().message();
+    paths.push_back(*path);
+  }
+  EXPECT_EQ(series.NameAt(t0), "tprof-web_1-20260921T141320.000000000Z.pb.gz");
+  EXPECT_EQ(series.Files(), (std::vector<std::string>{paths[1], paths[2]}));
+  EXPECT_TRUE(std::ifstream(dir.File("notes.txt")).good());
+  std::ifstream in(paths[2], std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  pb::Profile out = Decode(tprof::Expected<std::string>(bytes));
+  View v(out);
+  int64_t total = 0;
+  for (const pb::Sample& s : out.sample()) {
+    total += s.value(0);
+    EXPECT_EQ(v.Label(s, "host"), "web/1");
+  }
+  EXPECT_EQ(static_cast<uint64_t>(total), p.TotalSamples());
+  EXPECT_EQ(out.time_nanos(), t0 + 60'000'000'000ll);
+  EXPECT_EQ(out.duration_nanos(), 60'000'000'000ll);
 }
 
 TEST(Pprof, CallersAreASecondLocationSymbolizedAtTheCall) {

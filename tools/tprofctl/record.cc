@@ -30,6 +30,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "continuous.h"
 #include "tprof/device/device.h"
 #include "tprof/base/output_file.h"
 #include "tprof/analysis/profile.h"
@@ -67,6 +68,7 @@ struct RecordOptions {
   std::vector<std::string> cmd;           // record: -- CMD [ARGS...]
   ContextOptions context;                 // --time-granularity
   DumpOptions report;                     // record: --by, --top, --format
+  ContinuousOptions continuous;           // record --continuous
 };
 
 // The options start and record share, spelled as perf spells them.
@@ -517,8 +519,13 @@ int RunRecord(RecordOptions o) {
     return kExitUsage;
   }
   const Doing doing = o.sampling.pid == TPROF_PID_ALL ? Doing::kAllCpus : Doing::kSampling;
+  if (o.continuous.on && (o.continuous.out_dir.empty() || !o.keep.empty())) {
+    std::fprintf(stderr, "tprofctl record: --continuous needs --out-dir DIR (and takes no -t/-C)\n");
+    return kExitUsage;
+  }
   // As perf: an output that cannot be written fails before CMD runs.
-  if (Status st = CheckWritable(o.output); !st) return ReportError(st.error());
+  const std::string written = o.continuous.on ? o.continuous.out_dir + "/.tprof-probe" : o.output;
+  if (Status st = CheckWritable(written); !st) return ReportError(st.error());
 
   // The command waits until sampling covers it (held_child.h); one that
   // cannot run ends the recording with nothing written (the last good
@@ -558,6 +565,22 @@ int RunRecord(RecordOptions o) {
                    std::strerror(err));
       return 127;
     }
+  }
+  if (o.continuous.on) {
+    o.continuous.quiet = o.quiet;
+    auto result = RecordContinuously(recorder, {.child = child}, o.continuous);
+    watcher.reset();
+    if (!result) return ReportError(result.error());
+    int rc = 0;
+    if (has_cmd) {
+      int status = recorder.child_status() < 0 ? 0 : recorder.child_status();
+      rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    if (!o.quiet)
+      std::printf("tprofctl: %zu interval files, %" PRIu64 " samples, %" PRIu64 " lost, in %s\n",
+                  result->files, result->profile.TotalSamples(), result->profile.TotalLostSamples(),
+                  o.continuous.out_dir.c_str());
+    return result->failed ? 1 : rc;
   }
   auto profile = recorder.Run({.child = child});
   watcher.reset();
@@ -622,6 +645,18 @@ void AddRecordCommands(CommandLine& cli) {
          "record only what runs on these CPUs (ranges as 0-3): every process, or -p's or CMD's "
          "(the other CPUs take no sample)")
       ->type_name("CPU[,CPU...]");
+  sub->add_flag("--continuous", record->continuous.on,
+                "record until stopped (Ctrl-C, SIGTERM, CMD's exit), writing one gzipped pprof "
+                "per --interval into --out-dir (tprof-HOST-TIME.pb.gz, written whole and renamed; "
+                "the oldest removed beyond --keep) instead of a profile file and a report");
+  sub->add_option("--interval", record->continuous.interval_s,
+                  "seconds per file with --continuous (default 60)")
+      ->check(CLI::Range(0.1, 86400.0));
+  sub->add_option("--out-dir", record->continuous.out_dir,
+                  "the directory of --continuous's files (it must exist)");
+  sub->add_option("--keep", record->continuous.keep,
+                  "files --continuous keeps in --out-dir, the newest (default 100; 0: all)")
+      ->transform(Decimal());
   sub->add_flag("-q,--quiet", record->quiet,
                 "write the profile and print nothing else: no summary, no report (errors still "
                 "print; the exit status is still CMD's)");

@@ -41,13 +41,21 @@ void RefreshThread::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void RefreshThread::StopAfterPending() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    show_pending_ = true;
+  }
+  Stop();
+}
+
 void RefreshThread::Loop() {
   for (;;) {
     TopInterval interval;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || pending_.has_value(); });
-      if (stopping_) return;
+      if (stopping_ && !(show_pending_ && pending_)) return;
       interval = std::move(*pending_);
       pending_.reset();
       busy_ = true;

@@ -37,6 +37,9 @@ class RefreshThread {
   bool Offer(const std::function<TopInterval()>& make);
   // No further refresh is shown; one being shown is finished. Joins.
   void Stop();
+  // As Stop(), but an interval taken and not yet shown is shown first (a
+  // continuous recording's file: its counts have moved on already).
+  void StopAfterPending();
 
  private:
   void Loop();
@@ -48,6 +51,7 @@ class RefreshThread {
   std::optional<TopInterval> pending_;
   bool busy_ = false;
   bool stopping_ = false;
+  bool show_pending_ = false;  // StopAfterPending()
   std::thread thread_;
 };
 

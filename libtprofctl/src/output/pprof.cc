@@ -47,8 +47,11 @@ class PprofBuilder {
                        });
     FinishMappings();
     AddComments();
-    if (profile_.last_time_ns > profile_.first_time_ns)
+    if (options_.duration_nanos)
+      out_.set_duration_nanos(options_.duration_nanos);
+    else if (profile_.last_time_ns > profile_.first_time_ns)
       out_.set_duration_nanos(static_cast<int64_t>(profile_.last_time_ns - profile_.first_time_ns));
+    if (options_.time_nanos) out_.set_time_nanos(options_.time_nanos);
     out_.mutable_string_table()->Reserve(static_cast<int>(strings_.size()));
     std::vector<const std::string*> table(strings_.size());
     for (const auto& [s, index] : strings_) table[static_cast<size_t>(index)] = &s;
@@ -95,6 +98,11 @@ class PprofBuilder {
     l = s->add_label();
     l->set_key(Str("comm"));
     l->set_str(Str(pid == 0 ? "idle" : profile_.ProcessDisplayName(pid)));
+    for (const auto& [name, value] : options_.labels) {
+      l = s->add_label();
+      l->set_key(Str(name));
+      l->set_str(Str(value));
+    }
   }
 
   // A leaf location is the sampled address; a caller's is its return

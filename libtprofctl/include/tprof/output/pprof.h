@@ -45,6 +45,7 @@
 #define TPROF_PPROF_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -56,6 +57,12 @@ namespace tprof {
 
 struct PprofOptions {
   std::optional<uint32_t> pid;  // only this process (0: the idle samples)
+  // String labels every sample carries besides pid and comm (a continuous
+  // series' "host").
+  std::map<std::string, std::string> labels;
+  // The profile's time_nanos (wall clock, ns since the epoch) and
+  // duration_nanos; 0: duration from the samples' times, no time_nanos.
+  int64_t time_nanos = 0, duration_nanos = 0;
 };
 
 // The profile as gzipped protocol buffer bytes (a .pb.gz file). Errors:

@@ -1,0 +1,95 @@
+#include "continuous.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+#include "refresh_thread.h"
+#include "tprof/analysis/symbolizer.h"
+#include "tprof/output/pprof_series.h"
+
+namespace tprof::cli {
+namespace {
+
+int64_t RealtimeNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string HostName() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) return "";
+  return host;
+}
+
+}  // namespace
+
+Expected<ContinuousResult> RecordContinuously(Recorder& recorder, RecorderRunOptions run,
+                                              const ContinuousOptions& options) {
+  PprofSeries series({.dir = options.out_dir, .host = HostName(), .keep = options.keep});
+  // As top: kernel symbols once, before sampling (reading kallsyms every
+  // interval would cost more than the samples), and one symbolizer over
+  // `live`, which each interval refills, so ELF files are opened once.
+  Profile live;
+  if (auto ks = ReadKallsyms()) live.kernel_symbols = std::move(*ks);
+  Symbolizer symbolizer(live, SymbolizerOptions{.source_lines = false});
+  size_t files = 0, failed = 0;
+  // On the writer thread (or, for the last interval, after it ended).
+  auto write = [&](TopInterval& taken) {
+    KernelSymbols kernel_symbols = std::move(live.kernel_symbols);
+    live = std::move(taken.samples);
+    live.kernel_symbols = std::move(kernel_symbols);
+    symbolizer.ForgetAddresses();  // the mappings may have changed
+    const int64_t end_ns = RealtimeNs();
+    const auto duration_ns = static_cast<int64_t>(std::llround(taken.seconds * 1e9));
+    auto path = series.Write(live, symbolizer, end_ns, duration_ns);
+    if (!path) {
+      ++failed;
+      std::fprintf(stderr, "tprofctl: interval of %" PRIu64 " samples not written: %s\n",
+                   live.TotalSamples(), path.error().message().c_str());
+    } else {
+      ++files;
+      if (!options.quiet)
+        std::fprintf(stderr, "tprofctl: %" PRIu64 " samples, %" PRIu64 " lost in %.2f s: %s\n",
+                     live.TotalSamples(), live.TotalLostSamples(), taken.seconds, path->c_str());
+    }
+    return true;
+  };
+  RefreshThread writer(write, [] {});
+  ProfileCounts before;
+  auto last = std::chrono::steady_clock::now();
+  auto seconds_since_last = [&] {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - last).count();
+    last = now;
+    return s;
+  };
+  run.interval = std::chrono::milliseconds(std::max<long long>(1, std::llround(options.interval_s * 1e3)));
+  // On the recorder's thread: hand the interval over and go on draining;
+  // declined while the previous file is being written (its samples then
+  // go into the next).
+  run.on_interval = [&](const Profile& so_far) {
+    writer.Offer([&] {
+      TopInterval taken{SamplesSince(so_far, before), seconds_since_last()};
+      before = CountsOf(so_far);
+      return taken;
+    });
+    return true;
+  };
+  auto profile = recorder.Run(run);
+  writer.StopAfterPending();
+  if (!profile) return profile.error();
+  // What came after the last interval: the last file.
+  TopInterval rest{SamplesSince(*profile, before), seconds_since_last()};
+  rest.samples.kernel_symbols = {};  // write() keeps live's
+  write(rest);
+  return ContinuousResult{std::move(*profile), files, failed};
+}
+
+}  // namespace tprof::cli

@@ -9,7 +9,7 @@
 # Tests of userspace alone (annotate, archive, diff, CLI parsing): no
 # kernel path of their own. They run in the full-suite kernels (6.1,
 # 6.1-rt, sid; on arm64 sid), not in the debug or smoke ones.
-USERSPACE_TESTS='Annotate.*:Archive.*:Tprofctl.*:Profiler.DiffShowsTheFunctionsWhoseSharesMoved'
+USERSPACE_TESTS='Annotate.*:Archive.*:Continuous.*:Tprofctl.*:Profiler.DiffShowsTheFunctionsWhoseSharesMoved'
 # The suites that drive the module's kernel paths (the debug kernels'
 # core): the exec transition, PMU programs (uprobes and debug registers,
 # data ranges), sampling and its admission rules, stack walks, the self

@@ -1,0 +1,133 @@
+// Continuous recording (`tprofctl record --continuous`): one gzipped pprof
+// per interval in a directory, each read by Google's pprof (built from
+// Debian's Go source: a reader independent of tprof) with the total the
+// recorder reported for it; the intervals' totals add up to the
+// recording's; a second recording adds to the series; --keep bounds it;
+// an unprivileged user records its own command so.
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "../common/temp_dir.h"
+#include "guest_env.h"
+
+namespace tprof::test {
+namespace {
+
+struct IntervalFile {
+  uint64_t samples = 0;
+  std::string path;
+};
+
+// The recorder's lines: one per file ("tprofctl: N samples, L lost in S s:
+// PATH"), then "tprofctl: F interval files, N samples, L lost, in DIR".
+struct ContinuousRun {
+  std::vector<IntervalFile> files;
+  uint64_t reported_files = 0, total = 0;
+  bool summary = false;
+};
+
+ContinuousRun ParseRun(const std::string& out) {
+  ContinuousRun r;
+  static const std::regex file(R"(tprofctl: (\d+) samples, \d+ lost in [0-9.]+ s: (\S+))");
+  static const std::regex summary(R"(tprofctl: (\d+) interval files, (\d+) samples, \d+ lost, in)");
+  std::istringstream in(out);
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, m, file)) r.files.push_back({std::stoull(m[1]), m[2]});
+    if (std::regex_search(line, m, summary)) {
+      r.summary = true;
+      r.reported_files = std::stoull(m[1]);
+      r.total = std::stoull(m[2]);
+    }
+  }
+  return r;
+}
+
+// pprof -top's total of samples/count, or -1 if it printed none.
+int64_t PprofTotal(const std::string& path, std::string* out) {
+  Result top = Sh("pprof -sample_index=samples -top -nodecount=5 " + path);
+  *out = top.out;
+  std::smatch m;
+  static const std::regex total(R"(of (\d+) total)");
+  if (top.rc != 0 || !std::regex_search(top.out, m, total)) return -1;
+  return std::stoll(m[1]);
+}
+
+size_t SeriesFiles(const std::string& dir) {
+  Result ls = Sh("ls " + dir + " | grep -c '^tprof-.*\\.pb\\.gz$'");
+  return ls.out.empty() ? 0 : std::stoul(ls.out);
+}
+
+TEST(Continuous, WritesAPprofPerIntervalThatPprofReadsWithItsTotal) {
+  TempDir dir;
+  const std::string series = dir.File("series");
+  ASSERT_EQ(::mkdir(series.c_str(), 0755), 0);
+  // About 3 s of CPU at 1 kHz, in files of half a second.
+  const std::string record = "cd " + dir.path() + " && tprofctl record --continuous --interval 0.5 --out-dir " +
+                             series + " -- tprof-wl-shares --ms 3000";
+  Result rec = Sh(record);
+  ASSERT_EQ(rec.rc, 0) << rec.out;
+  const ContinuousRun run = ParseRun(rec.out);
+  ASSERT_TRUE(run.summary) << rec.out;
+  EXPECT_EQ(run.reported_files, run.files.size()) << rec.out;
+  // A file being written when the next interval ends merges the two, so
+  // there may be fewer than six; not fewer than three.
+  EXPECT_GE(run.files.size(), 3u) << rec.out;
+  EXPECT_EQ(SeriesFiles(series), run.files.size()) << Sh("ls -l " + series).out;
+  uint64_t sum = 0;
+  for (const IntervalFile& f : run.files) {
+    std::string top;
+    EXPECT_EQ(PprofTotal(f.path, &top), static_cast<int64_t>(f.samples)) << f.path << "\n" << top;
+    sum += f.samples;
+  }
+  // Nothing falls between two intervals.
+  EXPECT_EQ(sum, run.total) << rec.out;
+  EXPECT_GE(run.total, 1000u) << "3 s of CPU at 1 kHz";
+
+  // A second recording (a restarted recorder) adds to the same series.
+  Result again = Sh(record);
+  ASSERT_EQ(again.rc, 0) << again.out;
+  EXPECT_EQ(SeriesFiles(series), run.files.size() + ParseRun(again.out).files.size())
+      << Sh("ls -l " + series).out;
+
+  // Usage: --out-dir is needed, and must be writable before CMD runs.
+  Result no_dir = Sh("tprofctl record --continuous -- true");
+  EXPECT_EQ(no_dir.rc, 2) << no_dir.out;
+  Result missing = Sh("tprofctl record --continuous --out-dir " + dir.File("absent") + " -- true");
+  EXPECT_EQ(missing.rc, 1) << missing.out;
+  EXPECT_NE(missing.out.find(dir.File("absent")), std::string::npos) << missing.out;
+}
+
+// --keep N leaves the newest N; an unprivileged user records its own
+// command continuously.
+TEST(Continuous, KeepsTheNewestFilesAndRunsUnprivileged) {
+  ScopedParanoid paranoid(2);  // its own processes, user mode (Debian's default is 3)
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  Result rec = RunAsNobody(dir.path(),
+                           "mkdir series && tprofctl record --continuous --interval 0.4 --keep 2 "
+                           "--out-dir series -- tprof-wl-shares --ms 2000");
+  ASSERT_EQ(rec.rc, 0) << rec.out;
+  const ContinuousRun run = ParseRun(rec.out);
+  ASSERT_GE(run.files.size(), 3u) << rec.out;
+  EXPECT_EQ(SeriesFiles(dir.File("series")), 2u) << Sh("ls -l " + dir.File("series")).out;
+  // The two kept are the last two written.
+  for (size_t i = run.files.size() - 2; i < run.files.size(); ++i) {
+    std::string top;
+    const std::string path = dir.path() + "/" + run.files[i].path;
+    EXPECT_EQ(PprofTotal(path, &top), static_cast<int64_t>(run.files[i].samples)) << path << "\n" << top;
+  }
+  std::printf("  [continuous] nobody: %zu files written, 2 kept, %llu samples\n", run.files.size(),
+              static_cast<unsigned long long>(run.total));
+}
+
+}  // namespace
+}  // namespace tprof::test

@@ -8,7 +8,8 @@
 #   - `apt install ./*.deb` has DKMS build tprof.ko for the installed kernel;
 #   - installing the 6.12 kernel's headers afterwards builds it for that one
 #     too (DKMS's kernel hook), as for every kernel installed later;
-#   - tprofctl runs from its package, the udev rule and headers are there;
+#   - tprofctl runs from its package, the udev rule and headers are there,
+#     and the continuous profiling service, disabled, whose command parses;
 #   - `apt remove --purge` leaves no file of them behind, and no module.
 # The two modules DKMS built are left in OUT (tests/check.sh boots each in
 # its kernel's guest and runs the smoke suite against it):
@@ -115,13 +116,32 @@ check "the udev rule for /dev/tprof is installed" in_root sh -c 'ls /lib/udev/ru
 check "the library's pkg-config file is installed" in_root sh -c \
 	'test -e /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/pkgconfig/tprofctl.pc'
 check "man tprofctl-record is installed" test -e "$root/usr/share/man/man1/tprofctl-record.1.gz"
+# The continuous profiling service: installed, not enabled; its command
+# line is one tprofctl takes (it gets as far as opening /dev/tprof, which
+# this root lacks, instead of a usage error, status 2).
+unit=$(ls "$root"/lib/systemd/system/tprof-continuous.service "$root"/usr/lib/systemd/system/tprof-continuous.service 2>/dev/null | head -n 1)
+check "the tprof-continuous service is installed" test -n "$unit"
+check "the tprof-continuous service is not enabled" \
+	test -z "$(find "$root/etc/systemd/system" -name tprof-continuous.service 2>/dev/null)"
+if [ -n "$unit" ]; then
+	exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
+	mkdir -p "$root/var/lib/tprof/profiles"
+	# shellcheck disable=SC2086  # the unit's words
+	service_out=$(in_root $exec_start 2>&1)
+	service_rc=$?
+	check "the service's command line parses (exits $service_rc without /dev/tprof)" \
+		sh -c '[ "$1" != 0 ] && [ "$1" != 2 ] && printf %s "$2" | grep -q /dev/tprof' _ "$service_rc" "$service_out"
+	[ "$service_rc" = 1 ] || echo "  the service's command said: $service_out"
+	rm -rf "$root/var/lib/tprof"
+fi
 
 # --- remove --purge ---------------------------------------------------------------------
 apt_root remove --purge tprof-dkms tprofctl libtprofctl0 libtprofctl-dev >"$cache/remove.log" 2>&1
 check "apt remove --purge exits 0" test "$?" = 0
 left=$(in_root sh -c 'dpkg -l | grep -E "^.i +(tprof|libtprofctl)" ;
 	ls -d /usr/src/tprof-* /var/lib/dkms/tprof /usr/bin/tprofctl /usr/include/tprof \
-		/lib/udev/rules.d/60-tprof.rules /usr/lib/udev/rules.d/60-tprof.rules 2>/dev/null;
+		/lib/udev/rules.d/60-tprof.rules /usr/lib/udev/rules.d/60-tprof.rules \
+		/lib/systemd/system/tprof-continuous.service /usr/lib/systemd/system/tprof-continuous.service 2>/dev/null;
 	find /lib/modules -name "tprof.ko*"' 2>/dev/null)
 check "nothing of tprof is left after the purge" test -z "$left"
 [ -z "$left" ] || echo "  left: $left"

@@ -110,6 +110,15 @@ class Stacks : public ::testing::Test {
     return folded.out;
   }
 
+  // `record -q -g` of cmd into file, then its folded stacks (every process).
+  std::vector<Stack> RecordGraph(const std::string& file, const std::string& cmd) {
+    Result rec = Sh("cd " + dir_.path() + " && tprofctl record -q -g -o " + file + " -- " + cmd);
+    EXPECT_EQ(rec.rc, 0) << rec.out;
+    Result folded = Sh("tprofctl dump -i " + file + " --format folded");
+    EXPECT_EQ(folded.rc, 0) << folded.out;
+    return ParseFolded(folded.out, "");
+  }
+
   TempDir dir_;
   std::string file_, workload_;
 };
@@ -576,14 +585,10 @@ TEST_F(Stacks, CfiCallGraphWalksThroughSignalFrames) {
   uint64_t in_handler = 0, whole = 0;
   std::string misses;
   (void)RecordUntil(1500, 300, [&](unsigned ms) {
-    Result rec = Sh("cd " + dir_.path() + " && tprofctl record -q -g -o " + file +
-                    " -- tprof-wl-frameless --signal --ms " + std::to_string(ms));
-    EXPECT_EQ(rec.rc, 0) << rec.out;
-    Result folded = Sh("tprofctl dump -i " + file + " --format folded");
-    EXPECT_EQ(folded.rc, 0) << folded.out;
+    const auto stacks = RecordGraph(file, "tprof-wl-frameless --signal --ms " + std::to_string(ms));
     in_handler = whole = 0;
     misses.clear();
-    for (const Stack& st : ParseFolded(folded.out, "tprof-wl-framel")) {
+    for (const Stack& st : stacks) {
       const std::string path = st.UserPath();
       const size_t burn = path.find("fl_sig_burn");
       if (burn == std::string::npos) continue;
@@ -612,14 +617,10 @@ TEST_F(Stacks, CfiCallGraphWalksCodeDescribedOnlyByDebugFrame) {
   uint64_t leaf = 0, whole = 0;
   std::string misses;
   (void)RecordUntil(1500, 300, [&](unsigned ms) {
-    Result rec = Sh("cd " + dir_.path() + " && tprofctl record -q -g -o " + file +
-                    " -- tprof-wl-frameless-debug-frame --ms " + std::to_string(ms));
-    EXPECT_EQ(rec.rc, 0) << rec.out;
-    Result folded = Sh("tprofctl dump -i " + file + " --format folded");
-    EXPECT_EQ(folded.rc, 0) << folded.out;
+    const auto stacks = RecordGraph(file, "tprof-wl-frameless-debug-frame --ms " + std::to_string(ms));
     leaf = whole = 0;
     misses.clear();
-    for (const Stack& st : ParseFolded(folded.out, "")) {
+    for (const Stack& st : stacks) {
       if (st.UserLeaf() != "fl_d") continue;
       leaf += st.samples;
       if (st.UserPath().find("main;fl_a;fl_b;fl_c;fl_d") != std::string::npos)

@@ -397,8 +397,17 @@ std::string SerializeProfile(const Profile& p) {
   for (const auto& [key, maps] : p.mappings)
     for (const Mapping& m : maps)
       w.Tag("map").Dec(key.pid).Hex(key.space_id).Hex(m.start).Hex(m.end).Hex(m.pgoff).Str(m.path).End();
-  for (const auto& [k, count] : p.samples)
-    w.Tag("sample").Dec(k.pid).Hex(k.space_id).Hex(k.ip).Hex(k.flags).Dec(count).End();
+  // 1.7: a sample line counts only the samples without a stack; the
+  // reader adds each ssample line's to its sample (a third of a file with
+  // stacks was sample lines that repeated them).
+  std::map<SampleKey, uint64_t> with_stack;
+  for (const auto& [k, count] : p.stack_samples) with_stack[k.sample] += count;
+  for (const auto& [k, count] : p.samples) {
+    auto it = with_stack.find(k);
+    const uint64_t without = it == with_stack.end() || it->second > count ? count : count - it->second;
+    if (without == 0) continue;
+    w.Tag("sample").Dec(k.pid).Hex(k.space_id).Hex(k.ip).Hex(k.flags).Dec(without).End();
+  }
   for (const auto& [k, count] : p.caller_edges) {
     const SampleKey& sk = k.sample;
     w.Tag("edge").Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Hex(k.caller).Dec(count);
@@ -511,6 +520,9 @@ Expected<Profile> ParseProfile(std::string_view text, const std::string& name) {
   if (!ended)
     return BadFile(name, "the profile is cut short (no `end` line): the recorder did not "
                          "finish; record it again");
+  // 1.7's sample lines leave out the samples with a stack (SerializeProfile).
+  if (minor >= 7)
+    for (const auto& [k, count] : p.stack_samples) p.samples[k.sample] += count;
   // Hand-edited or concatenated files: restore the orders the model promises.
   for (auto& [key, maps] : p.mappings) std::sort(maps.begin(), maps.end());
   std::sort(p.kernel_symbols.symbols.begin(), p.kernel_symbols.symbols.end());

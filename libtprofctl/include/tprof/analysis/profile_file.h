@@ -5,8 +5,9 @@
 // tprof.data` shows it; files written before were the text itself, and
 // ReadProfile reads both), ParseProfile and SerializeProfile the text.
 //
-// Format, version 1.5 (1.0 had no stacks, 1.1 no buildid/vdso lines, 1.2
-// no per-sample context, 1.3 the vDSO in hex, 1.4 no checksum; all read):
+// Format, version 1.7 (1.0 had no stacks, 1.1 no buildid/vdso lines, 1.2
+// no per-sample context, 1.3 the vDSO in hex, 1.4 no checksum, 1.5 no
+// windows, 1.6 sample lines for every sample; all read):
 // UTF-8/byte text, one item per line, fields separated
 // by one TAB. The first line is
 //     tprof-profile MAJOR MINOR
@@ -26,11 +27,13 @@
 //   process  PID EXITED EXIT_NS
 //   name     PID TIME_NS KIND PARENT_PID NAME   name history, oldest first
 //   map      PID SPACE START END PGOFF PATH
-//   sample   PID SPACE IP FLAGS COUNT
+//   sample   PID SPACE IP FLAGS COUNT            the samples without a stack (1.7;
+//            before, every sample: ssample lines were a subset)
 //   edge     PID SPACE IP FLAGS CALLER COUNT
 //   stack    ID FLAGS SPACE NKERNEL NUSER ADDR...   the stack table (1.1):
 //            RawStack ID (from 1, in order), its kernel then user entries
-//   ssample  PID SPACE IP FLAGS STACK COUNT    samples with stack STACK (1.1)
+//   ssample  PID SPACE IP FLAGS STACK COUNT    samples with stack STACK (1.1);
+//            from 1.7 the reader adds them to the sample's count
 //   context  GRANULARITY_NS                    the context table follows (1.3)
 //   csite    ID PID SPACE IP FLAGS STACK CALLER a sampled (instruction, stack,
 //            caller) of the context table, ID from 1 in order; STACK 0 and
@@ -72,7 +75,7 @@ namespace tprof {
 
 inline constexpr char kDefaultProfilePath[] = "tprof.data";
 inline constexpr int kProfileFormatMajor = 1;
-inline constexpr int kProfileFormatMinor = 6;
+inline constexpr int kProfileFormatMinor = 7;
 
 std::string SerializeProfile(const Profile& profile);
 // Parses a profile; `name` is used in error messages. Errors: EBADMSG (not

@@ -637,8 +637,12 @@ TEST(ProfileFile, StoresTheContextTableCompactlyAndReads11FilesWithoutIt) {
   ASSERT_EQ(p.contexts.size(), 4u);
   const std::string text = tprof::SerializeProfile(p);
   EXPECT_EQ(text.rfind("tprof-profile 1 7\n", 0), 0u) << text;
-  EXPECT_NE(text.find("\ncontext\t10000000\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("\ncsite\t4\t"), std::string::npos) << text;
+  // 1.7: the ssample and sample lines are the first sites; a csite line
+  // only for the site with a caller (neither kind of line has one).
+  EXPECT_NE(text.find("\ncontext\t10000000\t1\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\ncsite\t1\t"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ncsite\t5\t"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\ncsite\t6\t"), std::string::npos) << text;
   // Two samples of one thread on one CPU in one bucket share a ctx line.
   Profile two = p;
   auto first = two.contexts.begin()->first;
@@ -715,8 +719,10 @@ TEST(ProfileFile, RefusesAFileWhoseBytesChangedAfterWriting) {
   std::string header = whole;
   const size_t records = whole.find("\nrecords\t") + 9;  // its SAMPLES field
   header[records] = header[records] == '9' ? '8' : '9';
-  std::string deleted = whole;
-  deleted.erase(sample + 1, whole.find('\n', sample + 1) - sample);
+  std::string deleted = whole;  // a line whose loss leaves the rest readable
+  const size_t lost = whole.find("\nlost\t");
+  ASSERT_NE(lost, std::string::npos);
+  deleted.erase(lost + 1, whole.find('\n', lost + 1) - lost);
   for (const std::string& bad : {edited, header, deleted}) {
     auto r = tprof::ParseProfile(bad, "bad.data");
     ASSERT_FALSE(r);

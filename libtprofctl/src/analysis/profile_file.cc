@@ -265,6 +265,13 @@ bool ParseLine(LineReader& r, Profile* p, std::vector<ContextSite>* sites) {
     p->stack_samples[key] += r.Dec(6);
   } else if (tag == "context") {
     p->context_granularity_ns = r.Dec(1);
+    // 1.7 (a second field, 1): the ssample lines, then the sample lines
+    // (all before this line), in order, are the first sites; csite lines
+    // number only the others.
+    if (r.size() > 2 && r.Dec(2) == 1 && sites->empty()) {
+      for (const auto& [k, count] : p->stack_samples) sites->push_back({k.sample, k.stack, 0});
+      for (const auto& [k, count] : p->samples) sites->push_back({k, 0, 0});
+    }
   } else if (tag == "csite") {
     const uint64_t id = r.Dec(1);
     ContextSite site{{r.Dec32(2), r.Hex(3), r.Hex(4), static_cast<uint32_t>(r.Hex(5))},
@@ -344,13 +351,23 @@ bool ParseLine(LineReader& r, Profile* p, std::vector<ContextSite>* sites) {
 // The context table, compactly: each distinct (sample, stack, caller) once
 // as a `csite`, then a `ctx` line per (bucket, cpu, tid) listing its sites
 // and counts (the table is ordered by bucket, cpu, tid: one pass).
-void WriteContexts(const Profile& p, LineWriter& w) {
+// sample_lines: the keys of the sample lines written, in order.
+void WriteContexts(const Profile& p, const std::vector<SampleKey>& sample_lines, LineWriter& w) {
   if (p.context_granularity_ns == 0) return;
-  w.Tag("context").Dec(p.context_granularity_ns).End();
+  // The ssample lines, then the sample lines, are sites 1, 2, ... without
+  // csite lines of their own (1.7): each would have repeated its line.
+  w.Tag("context").Dec(p.context_granularity_ns).Dec(1).End();
   std::map<std::tuple<SampleKey, uint32_t, uint64_t>, uint64_t> site_ids;
   for (const auto& [k, count] : p.contexts) site_ids.try_emplace({k.sample, k.stack, k.caller}, 0);
   uint64_t next = 0;
+  auto implicit = [&](const SampleKey& k, uint32_t stack) {
+    ++next;
+    if (auto it = site_ids.find({k, stack, 0}); it != site_ids.end()) it->second = next;
+  };
+  for (const auto& [k, count] : p.stack_samples) implicit(k.sample, k.stack);
+  for (const SampleKey& k : sample_lines) implicit(k, 0);
   for (auto& [site, id] : site_ids) {
+    if (id != 0) continue;
     id = ++next;
     const auto& [sk, stack, caller] = site;
     w.Tag("csite").Dec(id).Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Dec(stack);
@@ -402,11 +419,13 @@ std::string SerializeProfile(const Profile& p) {
   // stacks was sample lines that repeated them).
   std::map<SampleKey, uint64_t> with_stack;
   for (const auto& [k, count] : p.stack_samples) with_stack[k.sample] += count;
+  std::vector<SampleKey> sample_lines;
   for (const auto& [k, count] : p.samples) {
     auto it = with_stack.find(k);
     const uint64_t without = it == with_stack.end() || it->second > count ? count : count - it->second;
     if (without == 0) continue;
     w.Tag("sample").Dec(k.pid).Hex(k.space_id).Hex(k.ip).Hex(k.flags).Dec(without).End();
+    sample_lines.push_back(k);
   }
   for (const auto& [k, count] : p.caller_edges) {
     const SampleKey& sk = k.sample;
@@ -425,7 +444,7 @@ std::string SerializeProfile(const Profile& p) {
     w.Tag("ssample").Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Dec(k.stack).Dec(count);
     w.End();
   }
-  WriteContexts(p, w);
+  WriteContexts(p, sample_lines, w);
   w.Tag("kernel-symbols").Dec(p.kernel_symbols.available).Str(p.kernel_symbols.note).End();
   for (const KernelSymbol& k : p.kernel_symbols.symbols)
     w.Tag("ksym").Hex(k.address).Str(std::string(1, k.type)).Str(k.name).Str(k.module).End();

@@ -34,7 +34,10 @@
 //            RawStack ID (from 1, in order), its kernel then user entries
 //   ssample  PID SPACE IP FLAGS STACK COUNT    samples with stack STACK (1.1);
 //            from 1.7 the reader adds them to the sample's count
-//   context  GRANULARITY_NS                    the context table follows (1.3)
+//   context  GRANULARITY_NS [IMPLICIT]         the context table follows (1.3);
+//            IMPLICIT 1 (1.7): the ssample lines, then the sample lines,
+//            in order, are csites 1, 2, ... without csite lines, which
+//            number only the other sites from there
 //   csite    ID PID SPACE IP FLAGS STACK CALLER a sampled (instruction, stack,
 //            caller) of the context table, ID from 1 in order; STACK 0 and
 //            CALLER 0: none (1.3)

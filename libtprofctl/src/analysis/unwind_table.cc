@@ -239,33 +239,37 @@ Expected<std::vector<uint64_t>> FunctionStarts(Elf* elf) {
   return Error::FromErrno(ENOENT, "no .eh_frame_hdr");
 }
 
+// The file's .debug_frame section, nullptr if none.
+Elf_Scn* DebugFrameSection(Elf* elf) {
+  size_t strndx = 0;
+  if (elf_getshdrstrndx(elf, &strndx) != 0) return nullptr;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    const char* n = gelf_getshdr(scn, &sh) ? elf_strptr(elf, strndx, sh.sh_name) : nullptr;
+    if (n && sh.sh_type == SHT_PROGBITS && std::strcmp(n, ".debug_frame") == 0) return scn;
+  }
+  return nullptr;
+}
+
 // The [start, end) of each function .debug_frame describes: DWARF's own
 // CFI, which code built with -g but without unwind tables
 // (-fno-asynchronous-unwind-tables) has instead of .eh_frame. Its FDEs
 // give absolute addresses of the ELF class's size (8 bytes here). Read
 // after dwarf_begin_elf, which decompresses the section in place.
-std::vector<std::pair<uint64_t, uint64_t>> DebugFrameFunctions(Elf* elf) {
+std::vector<std::pair<uint64_t, uint64_t>> DebugFrameFunctions(Elf* elf, Elf_Scn* scn) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
-  size_t strndx = 0;
   const auto* ident = reinterpret_cast<const unsigned char*>(elf_getident(elf, nullptr));
-  if (!ident || ident[EI_CLASS] != ELFCLASS64 || elf_getshdrstrndx(elf, &strndx) != 0) return out;
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr sh;
-    const char* n = gelf_getshdr(scn, &sh) ? elf_strptr(elf, strndx, sh.sh_name) : nullptr;
-    if (!n || sh.sh_type != SHT_PROGBITS || std::strcmp(n, ".debug_frame") != 0) continue;
-    Elf_Data* d = elf_getdata(scn, nullptr);
-    if (!d) break;
-    Dwarf_Off next = 0;
-    for (Dwarf_Off off = 0;; off = next) {
-      Dwarf_CFI_Entry e;
-      if (dwarf_next_cfi(ident, d, false, off, &next, &e) != 0) break;  // the end, or damage
-      if (dwarf_cfi_cie_p(&e) || e.fde.end - e.fde.start < 16) continue;
-      const auto start = uint64_t(ReadLe(e.fde.start, 8, false));
-      const auto size = uint64_t(ReadLe(e.fde.start + 8, 8, false));
-      // A zero start is code the linker discarded (its FDE stays).
-      if (start && size && start + size > start) out.emplace_back(start, start + size);
-    }
-    break;
+  Elf_Data* d = elf_getdata(scn, nullptr);
+  if (!ident || ident[EI_CLASS] != ELFCLASS64 || !d) return out;
+  Dwarf_Off next = 0;
+  for (Dwarf_Off off = 0;; off = next) {
+    Dwarf_CFI_Entry e;
+    if (dwarf_next_cfi(ident, d, false, off, &next, &e) != 0) break;  // the end, or damage
+    if (dwarf_cfi_cie_p(&e) || e.fde.end - e.fde.start < 16) continue;
+    const auto start = uint64_t(ReadLe(e.fde.start, 8, false));
+    const auto size = uint64_t(ReadLe(e.fde.start + 8, 8, false));
+    // A zero start is code the linker discarded (its FDE stays).
+    if (start && size && start + size > start) out.emplace_back(start, start + size);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -494,8 +498,12 @@ Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
     return eh_starts.error();
   std::unique_ptr<Dwarf_CFI, CfiDeleter> eh_cfi(eh_starts ? dwarf_getcfi_elf(elf) : nullptr);
   if (eh_starts && !eh_cfi) return Error::FromErrno(ENOENT, "no .eh_frame");
-  // .debug_frame, for the functions .eh_frame does not describe.
-  std::unique_ptr<Dwarf, DwarfDeleter> dwarf(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
+  // .debug_frame, for the functions .eh_frame does not describe. Only a
+  // file that has one is opened for DWARF: dwarf_begin_elf inflates every
+  // compressed debug section (an unstripped -gz build's).
+  Elf_Scn* debug_frame = DebugFrameSection(elf);
+  std::unique_ptr<Dwarf, DwarfDeleter> dwarf(
+      debug_frame ? dwarf_begin_elf(elf, DWARF_C_READ, nullptr) : nullptr);
   Dwarf_CFI* debug_cfi = dwarf ? dwarf_getcfi(dwarf.get()) : nullptr;  // dwarf owns it
 
   struct Function {
@@ -506,7 +514,7 @@ Expected<UnwindTable> BuildUnwindTable(Elf* elf) {
   if (eh_starts)
     for (uint64_t s : *eh_starts) functions.push_back({s, eh_cfi.get()});
   if (debug_cfi)
-    for (const auto& [start, end] : DebugFrameFunctions(elf)) {
+    for (const auto& [start, end] : DebugFrameFunctions(elf, debug_frame)) {
       Dwarf_Frame* raw = nullptr;
       if (eh_cfi && dwarf_cfi_addrframe(eh_cfi.get(), start, &raw) == 0) {
         std::free(raw);  // .eh_frame has it: the one the program unwinds with

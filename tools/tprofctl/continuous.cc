@@ -40,6 +40,7 @@ Expected<ContinuousResult> RecordContinuously(Recorder& recorder, RecorderRunOpt
   if (auto ks = ReadKallsyms()) live.kernel_symbols = std::move(*ks);
   Symbolizer symbolizer(live, SymbolizerOptions{.source_lines = false});
   size_t files = 0, failed = 0;
+  uint64_t samples = 0;  // in the intervals taken
   // On the writer thread (or, for the last interval, after it ended).
   auto write = [&](TopInterval& taken) {
     KernelSymbols kernel_symbols = std::move(live.kernel_symbols);
@@ -62,7 +63,6 @@ Expected<ContinuousResult> RecordContinuously(Recorder& recorder, RecorderRunOpt
     return true;
   };
   RefreshThread writer(write, [] {});
-  ProfileCounts before;
   auto last = std::chrono::steady_clock::now();
   auto seconds_since_last = [&] {
     const auto now = std::chrono::steady_clock::now();
@@ -71,13 +71,14 @@ Expected<ContinuousResult> RecordContinuously(Recorder& recorder, RecorderRunOpt
     return s;
   };
   run.interval = std::chrono::milliseconds(std::max<long long>(1, std::llround(options.interval_s * 1e3)));
-  // On the recorder's thread: hand the interval over and go on draining;
-  // declined while the previous file is being written (its samples then
-  // go into the next).
-  run.on_interval = [&](const Profile& so_far) {
+  // On the recorder's thread: take the interval out of the recorder (it
+  // keeps no more than one interval's stacks) and go on draining; while
+  // the previous file is being written the recorder keeps counting, and
+  // its samples go into the next.
+  run.on_interval = [&](const Profile&) {
     writer.Offer([&] {
-      TopInterval taken{SamplesSince(so_far, before), seconds_since_last()};
-      before = CountsOf(so_far);
+      TopInterval taken{recorder.TakeInterval(), seconds_since_last()};
+      samples += taken.samples.TotalSamples();
       return taken;
     });
     return true;
@@ -85,11 +86,17 @@ Expected<ContinuousResult> RecordContinuously(Recorder& recorder, RecorderRunOpt
   auto profile = recorder.Run(run);
   writer.StopAfterPending();
   if (!profile) return profile.error();
-  // What came after the last interval: the last file.
-  TopInterval rest{SamplesSince(*profile, before), seconds_since_last()};
+  // What came after the last interval: the last file. Its losses are the
+  // whole recording's (the control area's totals), said in the summary.
+  ContinuousResult result{.samples = samples + profile->TotalSamples(),
+                          .lost = profile->TotalLostSamples()};
+  TopInterval rest{std::move(*profile), seconds_since_last()};
   rest.samples.kernel_symbols = {};  // write() keeps live's
+  for (auto& [cpu, totals] : rest.samples.cpus) totals.has_control_totals = false;
   write(rest);
-  return ContinuousResult{std::move(*profile), files, failed};
+  result.files = files;
+  result.failed = failed;
+  return result;
 }
 
 }  // namespace tprof::cli

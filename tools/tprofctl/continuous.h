@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "tprof/analysis/profile.h"
@@ -25,11 +26,12 @@ struct ContinuousOptions {
 // interval's samples as a pprof file. An interval whose file is still
 // being written when the next one ends is merged into the next (nothing
 // is dropped); the samples after the last interval are the last file.
-// Returns the whole recording's profile (for its totals), or the
-// recorder's error; a file that cannot be written is reported on stderr
-// and its samples are lost to the series (counted in `failed`).
+// Returns the whole recording's totals, or the recorder's error; a file
+// that cannot be written is reported on stderr and its samples are lost
+// to the series (counted in `failed`). The recorder holds one interval's
+// counts at a time (Recorder::TakeInterval).
 struct ContinuousResult {
-  Profile profile;
+  uint64_t samples = 0, lost = 0;
   size_t files = 0, failed = 0;
 };
 [[nodiscard]] Expected<ContinuousResult> RecordContinuously(Recorder& recorder,

@@ -506,6 +506,13 @@ int RunStop(bool force) {
   return 1;
 }
 
+// record's exit code with a command: the command's, as a shell gives it
+// (0 if the recording was stopped before it exited).
+int CommandExitCode(const Recorder& recorder) {
+  const int status = recorder.child_status() < 0 ? 0 : recorder.child_status();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 int RunRecord(RecordOptions o) {
   const bool has_cmd = !o.cmd.empty();
   if (int rc = SettleThreadsAndCpus(&o, has_cmd)) return rc;
@@ -571,14 +578,10 @@ int RunRecord(RecordOptions o) {
     auto result = RecordContinuously(recorder, {.child = child}, o.continuous);
     watcher.reset();
     if (!result) return ReportError(result.error());
-    int rc = 0;
-    if (has_cmd) {
-      int status = recorder.child_status() < 0 ? 0 : recorder.child_status();
-      rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
+    const int rc = has_cmd ? CommandExitCode(recorder) : 0;
     if (!o.quiet)
       std::printf("tprofctl: %zu interval files, %" PRIu64 " samples, %" PRIu64 " lost, in %s\n",
-                  result->files, result->profile.TotalSamples(), result->profile.TotalLostSamples(),
+                  result->files, result->samples, result->lost,
                   o.continuous.out_dir.c_str());
     return result->failed ? 1 : rc;
   }
@@ -591,12 +594,7 @@ int RunRecord(RecordOptions o) {
     *profile = std::move(*kept);
   }
   if (Status st = WriteRecording(*profile, o.output); !st) return ReportError(st.error());
-  int rc = 0;
-  if (has_cmd) {
-    // -1: stopped (a signal) before the command exited.
-    int status = recorder.child_status() < 0 ? 0 : recorder.child_status();
-    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
+  const int rc = has_cmd ? CommandExitCode(recorder) : 0;
   if (o.quiet) return rc;
   PrintSummary(*profile, o.output);
   if (rc != 0) std::fprintf(stderr, "tprofctl: %s exited with status %d\n", o.cmd[0].c_str(), rc);

@@ -528,6 +528,15 @@ Profile ProfileBuilder::Finish() {
   finishing_ = true;
   while (!deferred_.empty()) ReplayDeferred(deferred_.begin()->first);
   finishing_ = false;
+  SettleForkNames();
+  MergeContexts();
+  stack_ids_.clear();
+  recent_->Clear();
+  if (context_.granularity_ns) CurrentGranularity();  // an empty recording has context too
+  return std::exchange(profile_, Profile{});
+}
+
+void ProfileBuilder::SettleForkNames() {
   // A fork with an empty comm inherits the parent's name at fork time. A
   // parent may itself be such a fork, hence a few passes.
   for (int pass = 0; pass < 8; ++pass) {
@@ -543,11 +552,50 @@ Profile ProfileBuilder::Finish() {
     }
     if (!changed) break;
   }
+}
+
+Profile ProfileBuilder::TakeInterval() {
+  SettleForkNames();
   MergeContexts();
+  Profile out;
+  out.attributes = profile_.attributes;
+  out.samples = std::exchange(profile_.samples, {});
+  out.caller_edges = std::exchange(profile_.caller_edges, {});
+  out.stacks = std::exchange(profile_.stacks, {});
+  out.stack_samples = std::exchange(profile_.stack_samples, {});
+  out.context_granularity_ns = CurrentGranularity();
+  out.contexts = std::exchange(profile_.contexts, {});
+  for (auto& [cpu, totals] : profile_.cpus) out.cpus[cpu].samples = std::exchange(totals.samples, 0);
+  out.lost_samples_in_records = std::exchange(profile_.lost_samples_in_records, 0);
+  out.lost_records_in_records = std::exchange(profile_.lost_records_in_records, 0);
+  out.first_time_ns = std::exchange(profile_.first_time_ns, 0);
+  out.last_time_ns = std::exchange(profile_.last_time_ns, 0);
+  out.records = std::exchange(profile_.records, {});
+  // The counts recent_ and the stack ids pointed to went with `out`.
   stack_ids_.clear();
   recent_->Clear();
-  if (context_.granularity_ns) CurrentGranularity();  // an empty recording has context too
-  return std::exchange(profile_, Profile{});
+  ++context_epoch_;
+  std::set<uint32_t> sampled;
+  for (const auto& [key, count] : out.samples) sampled.insert(key.pid);
+  for (uint32_t pid : sampled)
+    if (auto p = profile_.processes.find(pid); p != profile_.processes.end())
+      out.processes.insert(*p);
+  for (const auto& [space, maps] : profile_.mappings)
+    if (sampled.count(space.pid)) out.mappings.insert({space, maps});
+  // Forget the processes that had exited one interval ago and still have
+  // (no fork reused the pid since), with their spaces' mappings; those
+  // with samples still waiting for mappings stay until they are counted.
+  std::set<uint32_t> gone;
+  for (uint32_t pid : exited_at_last_take_)
+    if (auto p = profile_.processes.find(pid); p != profile_.processes.end() && p->second.exited)
+      gone.insert(pid);
+  for (const auto& [space, waiting] : deferred_) gone.erase(space.pid);
+  std::erase_if(profile_.processes, [&](const auto& e) { return gone.count(e.first) != 0; });
+  std::erase_if(profile_.mappings, [&](const auto& e) { return gone.count(e.first.pid) != 0; });
+  exited_at_last_take_.clear();
+  for (const auto& [pid, p] : profile_.processes)
+    if (p.exited) exited_at_last_take_.push_back(pid);
+  return out;
 }
 
 namespace {

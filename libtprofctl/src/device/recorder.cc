@@ -219,6 +219,8 @@ Expected<Profile> Recorder::Run(const RecorderRunOptions& options) {
   return Finish();
 }
 
+Profile Recorder::TakeInterval() { return s_->builder.TakeInterval(); }
+
 Expected<Profile> Recorder::Finish() {
   if (s_->finished) return Error(std::make_error_code(std::errc::invalid_argument),
                                  "the recording has already finished");

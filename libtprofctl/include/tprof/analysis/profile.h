@@ -313,6 +313,15 @@ class ProfileBuilder {
   // empty, mapping order) and hands the profile over; the builder is empty
   // afterwards.
   Profile Finish();
+  // Hands over what was counted since the last call (or the start): the
+  // samples, their stacks, context and losses, with the names and
+  // mappings of the processes sampled. The builder keeps the names and
+  // mappings and forgets the rest, and the processes that had exited at
+  // the previous call (a late sample of one, from another CPU's buffer,
+  // still finds its name): a recording that never ends (record
+  // --continuous) holds one interval's stacks and the live processes,
+  // not the whole run's. Control-area totals are Finish()'s.
+  Profile TakeInterval();
 
  private:
   // A sample record of `size` bytes (at least a struct tprof_rec_sample);
@@ -348,6 +357,8 @@ class ProfileBuilder {
   // The profile's granularity, set from the options at the first use.
   uint64_t CurrentGranularity();
 
+  // Names forks whose comm was empty after their parent.
+  void SettleForkNames();
   // Adds the pending contexts to Profile::contexts, then doubles the
   // granularity until the table holds at most max_entries.
   void MergeContexts();
@@ -381,6 +392,8 @@ class ProfileBuilder {
   // runs when this is full, for profile(), for Rebucket() and in Finish().
   static constexpr size_t kMaxPendingContexts = size_t{1} << 16;
   std::vector<std::pair<SampleContextKey, uint64_t>> pending_contexts_;
+  // The processes that had exited at the last TakeInterval().
+  std::vector<uint32_t> exited_at_last_take_;
 };
 
 // Drops the processes no sample belongs to (their `process` and `name`

@@ -74,6 +74,12 @@ class Recorder {
   void RequestStop();
   // Stops sampling, reads everything left and returns the profile. Once.
   [[nodiscard]] Expected<Profile> Finish();
+  // From on_interval: hands over what was counted since the last call
+  // (ProfileBuilder::TakeInterval), so that a recording that never ends
+  // holds one interval. The profile Run() returns then holds what came
+  // after the last call, with the control area's totals of the whole
+  // recording (lost samples).
+  [[nodiscard]] Profile TakeInterval();
 
   // The child's wait status once Run() saw it exit (-1 before).
   int child_status() const;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 
 #include "../common/records.h"
 #include "../common/temp_dir.h"
@@ -501,7 +502,7 @@ TEST(ProfileFile, ReadsVersion10FilesAndChecksTheStackTable) {
 
 TEST(ProfileFile, CarriesBuildIdsAndTheVdsoGzipped) {
   std::string text = tprof::SerializeProfile(RichProfile());
-  EXPECT_EQ(text.rfind("tprof-profile 1 7\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("tprof-profile 1 8\n", 0), 0u) << text;
   EXPECT_NE(text.find("\nvdso-gz\t10\t"), std::string::npos) << text;
   EXPECT_EQ(text.find("\nvdso\t"), std::string::npos) << "1.4 writes no hex image: " << text;
   EXPECT_NE(text.find("\nbuildid\t/usr/bin/prog%09with tab\t0123456789abcdef\n"),
@@ -538,8 +539,8 @@ TEST(ProfileFile, Reads13FilesWithTheVdsoInHex) {
   // 1.3 wrote them reads as the same profile.
   const Profile rich = RichProfile();
   std::string text = tprof::SerializeProfile(rich);
-  ASSERT_EQ(text.rfind("tprof-profile 1 7\n", 0), 0u);
-  text.replace(0, std::strlen("tprof-profile 1 7"), "tprof-profile 1 3");
+  ASSERT_EQ(text.rfind("tprof-profile 1 8\n", 0), 0u);
+  text.replace(0, std::strlen("tprof-profile 1 8"), "tprof-profile 1 3");
   const size_t crc = text.find("\ncrc32\t");  // 1.3 had no checksum
   ASSERT_NE(crc, std::string::npos);
   text.erase(crc + 1, text.find('\n', crc + 1) - crc);
@@ -636,8 +637,8 @@ TEST(ProfileFile, StoresTheContextTableCompactlyAndReads11FilesWithoutIt) {
   ASSERT_EQ(p.context_granularity_ns, tprof::kDefaultContextGranularityNs);
   ASSERT_EQ(p.contexts.size(), 4u);
   const std::string text = tprof::SerializeProfile(p);
-  EXPECT_EQ(text.rfind("tprof-profile 1 7\n", 0), 0u) << text;
-  // 1.7: the ssample and sample lines are the first sites; a csite line
+  EXPECT_EQ(text.rfind("tprof-profile 1 8\n", 0), 0u) << text;
+  // 1.7: the samples per stack and sample lines are the first sites; a csite line
   // only for the site with a caller (neither kind of line has one).
   EXPECT_NE(text.find("\ncontext\t10000000\t1\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("\ncsite\t1\t"), std::string::npos) << text;
@@ -649,7 +650,7 @@ TEST(ProfileFile, StoresTheContextTableCompactlyAndReads11FilesWithoutIt) {
   first.sample.ip += 1;
   two.contexts[first] = 3;
   const std::string text2 = tprof::SerializeProfile(two);
-  const std::string line = "\nctx\t" + std::to_string(first.bucket) + "\t" +
+  const std::string line = "\ncx\t" + std::to_string(first.bucket) + "\t" +
                            std::to_string(first.cpu) + "\t" + std::to_string(first.tid) + "\t";
   const size_t at = text2.find(line);
   ASSERT_NE(at, std::string::npos) << text2;
@@ -671,6 +672,102 @@ TEST(ProfileFile, StoresTheContextTableCompactlyAndReads11FilesWithoutIt) {
     auto r = tprof::ParseProfile(bad, "bad.data");
     ASSERT_FALSE(r) << bad;
     EXPECT_EQ(r.error().code().value(), EBADMSG) << bad;
+  }
+}
+
+// A profile's stacks, samples per stack and context with each stack id
+// replaced by its stack: what must survive a file, which renumbers stacks.
+struct StacksResolved {
+  std::map<std::pair<SampleKey, tprof::RawStack>, uint64_t> samples;
+  std::map<std::pair<tprof::SampleContextKey, tprof::RawStack>, uint64_t> contexts;
+  bool operator==(const StacksResolved&) const = default;
+};
+StacksResolved Resolve(const Profile& p) {
+  StacksResolved r;
+  auto stack = [&](uint32_t id) { return id ? p.stacks.at(id - 1) : tprof::RawStack{}; };
+  for (const auto& [k, count] : p.stack_samples) r.samples[{k.sample, stack(k.stack)}] += count;
+  for (const auto& [k, count] : p.contexts) {
+    tprof::SampleContextKey key = k;
+    key.stack = 0;
+    r.contexts[{key, stack(k.stack)}] += count;
+  }
+  return r;
+}
+
+// 1.8: each address once in a table, stacks sorted from their outermost
+// frame and sharing the previous one's, samples per stack grouped; the
+// same profile as a 1.7 file of the same tables reads.
+TEST(ProfileFile, WritesStacksFrontCodedOverAnAddressTable) {
+  ProfileBuilder b;
+  Records r;
+  const auto user = SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 0, 0, 100);
+  // Interned in this order; the file sorts them by main's frame first.
+  r.StackSample(user, TPROF_STACK_USER_IP, {}, {0x401000, 0x402000, 0x409000});
+  r.StackSample(user, TPROF_STACK_USER_IP, {}, {0x401000, 0x403000, 0x402000, 0x409000});
+  r.StackSample(SampleRec(10, 7, 0x401010, TPROF_SAMPLE_USER, 1, 0, 20'000'000),
+                TPROF_STACK_USER_IP, {}, {0x401010, 0x402000, 0x409000});
+  r.StackSample(SampleRec(10, 7, kKernelIp, 0, 1, 0, 300), TPROF_STACK_USER_IP,
+                {kKernelIp + 0x40, kKernelIp + 0x80}, {0x401010, 0x402000, 0x409000});
+  r.StackSample(SampleRec(12, 9, 0x401000, TPROF_SAMPLE_USER, 0, 0, 400), TPROF_STACK_USER_IP, {},
+                {0x401000, 0x402000, 0x408000});
+  b.AddRecords(r.data(), r.size());
+  Profile p = b.Finish();
+  ASSERT_EQ(p.stacks.size(), 5u);
+  const std::string text = tprof::SerializeProfile(p);
+  EXPECT_EQ(text.find("\nstack\t"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\nssample\t"), std::string::npos) << text;
+  EXPECT_EQ(text.find("402000"), std::string::npos) << "an address is only in the table: " << text;
+  EXPECT_NE(text.find("\naddr\t"), std::string::npos) << text;
+  // Sorted from the outermost frame: 0x408000's stack first; then the
+  // three of 0x409000 -> 0x402000 follow each other, sharing two frames.
+  EXPECT_NE(text.find("\nstk\t1\t9\t0\t3\t0\t"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nstk\t1\t7\t0\t3\t2\t"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nstk\t1\t7\t2\t3\t3\t"), std::string::npos) << "kernel frames after the user's: " << text;
+  auto back = tprof::ParseProfile(text, "1.8");
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(Resolve(*back), Resolve(p)) << text;
+  EXPECT_EQ(back->samples, p.samples);
+  EXPECT_EQ(back->TotalSamples(), 5u);
+  // The stacks in the file's order: written again, the same text.
+  EXPECT_EQ(tprof::SerializeProfile(*back), text);
+
+  // The same tables as 1.7 wrote them.
+  std::string old = "tprof-profile 1 7\n";
+  for (size_t i = 0; i < p.stacks.size(); ++i) {
+    const tprof::RawStack& s = p.stacks[i];
+    char head[128];
+    std::snprintf(head, sizeof(head), "stack\t%zu\t%x\t%llx\t%zu\t%zu", i + 1, s.flags,
+                  static_cast<unsigned long long>(s.space_id), s.kernel.size(), s.user.size());
+    old += head;
+    for (uint64_t a : s.kernel) old += "\t" + (std::ostringstream() << std::hex << a).str();
+    for (uint64_t a : s.user) old += "\t" + (std::ostringstream() << std::hex << a).str();
+    old += "\n";
+  }
+  for (const auto& [k, count] : p.stack_samples) {
+    char line[160];
+    std::snprintf(line, sizeof(line), "ssample\t%u\t%llx\t%llx\t%x\t%u\t%llu\n", k.sample.pid,
+                  static_cast<unsigned long long>(k.sample.space_id),
+                  static_cast<unsigned long long>(k.sample.ip), k.sample.flags, k.stack,
+                  static_cast<unsigned long long>(count));
+    old += line;
+  }
+  old += "ksym\tffffffff81000000\tT\t_stext\t\nend\n";
+  auto v17 = tprof::ParseProfile(old, "1.7");
+  ASSERT_TRUE(v17) << v17.error().message();
+  EXPECT_EQ(Resolve(*v17).samples, Resolve(p).samples);
+  EXPECT_EQ(v17->kernel_symbols.symbols.at(0).address, 0xffffffff81000000u);
+
+  // Malformed compact lines are refused.
+  for (const char* bad : {"tprof-profile 1 8\naddr\t10\nstk\t0\t7\t0\t1\t0\t1\nend\n",
+                          "tprof-profile 1 8\naddr\t10\nstk\t0\t7\t0\t2\t1\t0\nend\n",
+                          "tprof-profile 1 8\naddr\t10\nstk\t0\t7\t0\t2\t0\t0\nend\n",
+                          "tprof-profile 1 8\naddr\t10\nstk\t0\t7\t0\t1\t0\t0\nss\t0\t1\t1\nend\n",
+                          "tprof-profile 1 8\naddr\t10\nstk\t0\t7\t0\t1\t0\t0\nsskey\t1\t7\t1\n"
+                          "ss\t1\t1\t1\nend\n",
+                          "tprof-profile 1 8\naddr\t10\nstk\t0\t7\t0\t1\t0\t0\nsskey\t1\t7\t1\n"
+                          "ss\t0\t2\t1\nend\n"}) {
+    auto bad_read = tprof::ParseProfile(bad, "bad.data");
+    EXPECT_FALSE(bad_read) << bad;
   }
 }
 
@@ -880,6 +977,91 @@ TEST(SamplesSince, KeepsOnlyWhatTheIntervalAdded) {
   Profile nothing = tprof::SamplesSince(b.profile(), tprof::CountsOf(b.profile()));
   EXPECT_EQ(nothing.TotalSamples(), 0u);
   EXPECT_EQ(nothing.TotalLostSamples(), 0u);
+}
+
+}  // namespace
+
+namespace {
+
+// record --continuous: each interval is taken out of the builder, which
+// then holds only what a later sample can need (names, mappings of live
+// processes), so memory does not grow with the recording's length.
+TEST(TakeInterval, HandsOverEachIntervalAndForgetsExitedProcesses) {
+  ProfileBuilder b;
+  Records first;
+  first.Add(CommRec(10, TPROF_COMM_EXISTING, "daemon", 0, 1));
+  first.Add(CommRec(20, TPROF_COMM_FORK, "", 10, 2));  // named after its parent
+  first.Map(10, 7, 0x400000, 0x401000, 0, "/usr/bin/daemon");
+  first.Map(20, 8, 0x400000, 0x401000, 0, "/usr/bin/daemon");
+  const auto d = SampleRec(10, 7, 0x400100, TPROF_SAMPLE_USER, 0, 0, 100);
+  first.StackSample(d, TPROF_STACK_LEAF_RA, {}, {0x400200, 0x400300});
+  first.StackSample(d, TPROF_STACK_LEAF_RA, {}, {0x400200, 0x400300});
+  first.Add(SampleRec(20, 8, 0x400100, TPROF_SAMPLE_USER, 1, 0, 110));
+  first.Add(ExitRec(20, 120));
+  first.Add(LostRec(2, 1));
+  b.AddRecords(first.data(), first.size());
+  Profile one = b.TakeInterval();
+  EXPECT_EQ(one.TotalSamples(), 3u);
+  EXPECT_EQ(one.TotalLostSamples(), 2u);
+  ASSERT_EQ(one.stacks.size(), 1u);
+  EXPECT_EQ((one.stack_samples[{SampleKey{10, 7, 0x400100, TPROF_SAMPLE_USER}, 1}]), 2u);
+  EXPECT_EQ(one.ProcessDisplayName(20), "daemon") << "a fork's empty comm is settled";
+  EXPECT_EQ((one.mappings[{20, 8}].size()), 1u);
+  EXPECT_EQ(one.first_time_ns, 100u);
+  EXPECT_EQ(one.last_time_ns, 110u);
+  EXPECT_FALSE(one.contexts.empty());
+  const Profile& left = b.profile();
+  EXPECT_EQ(left.TotalSamples(), 0u);
+  EXPECT_TRUE(left.stacks.empty());
+  EXPECT_TRUE(left.contexts.empty());
+  EXPECT_EQ(left.TotalLostSamples(), 0u);
+
+  // The next interval: the same stack again gets id 1 of its own table,
+  // and a late sample of the exited process still has its name.
+  Records second;
+  second.StackSample(SampleRec(10, 7, 0x400100, TPROF_SAMPLE_USER, 0, 0, 200), TPROF_STACK_LEAF_RA,
+                     {}, {0x400200, 0x400300});
+  second.Add(SampleRec(20, 8, 0x400100, TPROF_SAMPLE_USER, 1, 0, 115));
+  b.AddRecords(second.data(), second.size());
+  Profile two = b.TakeInterval();
+  EXPECT_EQ(two.TotalSamples(), 2u);
+  ASSERT_EQ(two.stacks.size(), 1u);
+  EXPECT_EQ(two.stacks[0], one.stacks[0]);
+  EXPECT_EQ((two.stack_samples[{SampleKey{10, 7, 0x400100, TPROF_SAMPLE_USER}, 1}]), 1u);
+  EXPECT_EQ(two.ProcessDisplayName(20), "daemon");
+  EXPECT_EQ((two.mappings[{20, 8}].size()), 1u);
+
+  // One interval after its exit the process is forgotten; the live one stays.
+  Records third;
+  third.Add(SampleRec(10, 7, 0x400100, TPROF_SAMPLE_USER, 0, 0, 300));
+  b.AddRecords(third.data(), third.size());
+  Profile three = b.TakeInterval();
+  EXPECT_EQ(three.TotalSamples(), 1u);
+  const Profile& now = b.profile();
+  EXPECT_EQ(now.processes.count(20), 0u);
+  EXPECT_EQ(now.mappings.count({20, 8}), 0u);
+  EXPECT_EQ(now.processes.count(10), 1u);
+  EXPECT_EQ(now.mappings.count({10, 7}), 1u);
+
+  // Finish() gives what came after the last interval.
+  Records last;
+  last.Add(SampleRec(10, 7, 0x400100, TPROF_SAMPLE_USER, 0, 0, 400));
+  b.AddRecords(last.data(), last.size());
+  EXPECT_EQ(b.Finish().TotalSamples(), 1u);
+}
+
+// A pid reused by a fork is alive again: it is not forgotten.
+TEST(TakeInterval, KeepsAPidAForkReused) {
+  ProfileBuilder b;
+  Records r;
+  r.Add(CommRec(30, TPROF_COMM_EXISTING, "old", 0, 1)).Add(ExitRec(30, 5));
+  b.AddRecords(r.data(), r.size());
+  (void)b.TakeInterval();
+  Records again;
+  again.Add(CommRec(30, TPROF_COMM_FORK, "new", 1, 9));
+  b.AddRecords(again.data(), again.size());
+  (void)b.TakeInterval();
+  EXPECT_EQ(b.profile().ProcessDisplayName(30), "new");
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 
 #include <zlib.h>
 
+#include "analysis/profile_file_stacks.h"
+#include "analysis/profile_lines.h"
 #include "base/base64.h"
 #include "tprof/base/gzip.h"
 #include "tprof/base/output_file.h"
@@ -27,136 +29,6 @@ namespace {
 constexpr char kMagic[] = "tprof-profile";
 // The largest vDSO image a file may carry (VdsoImage()'s own bound).
 constexpr size_t kMaxVdsoBytes = size_t{1} << 20;
-
-void AppendEscaped(std::string* out, std::string_view s) {
-  static const char kHex[] = "0123456789ABCDEF";
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c == '%' || c < 0x20 || c == 0x7f) {
-      *out += '%';
-      *out += kHex[c >> 4];
-      *out += kHex[c & 15];
-    } else {
-      *out += ch;
-    }
-  }
-}
-
-bool Unescape(std::string_view s, std::string* out) {
-  out->clear();
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      *out += s[i];
-      continue;
-    }
-    unsigned v = 0;
-    if (i + 2 >= s.size()) return false;
-    auto r = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
-    if (r.ec != std::errc() || r.ptr != s.data() + i + 3) return false;
-    *out += static_cast<char>(v);
-    i += 2;
-  }
-  return true;
-}
-
-// Builds one line: Tag(...) then fields, each preceded by a TAB.
-class LineWriter {
- public:
-  explicit LineWriter(std::string* out) : out_(out) {}
-  LineWriter& Tag(const char* tag) {
-    *out_ += tag;
-    return *this;
-  }
-  LineWriter& Dec(uint64_t v) {
-    *out_ += '\t';
-    *out_ += std::to_string(v);
-    return *this;
-  }
-  LineWriter& Hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof(buf), "\t%llx", static_cast<unsigned long long>(v));
-    *out_ += buf;
-    return *this;
-  }
-  LineWriter& Pair(uint64_t a, uint64_t b) {
-    *out_ += '\t';
-    *out_ += std::to_string(a);
-    *out_ += ':';
-    *out_ += std::to_string(b);
-    return *this;
-  }
-  LineWriter& Str(std::string_view s) {
-    *out_ += '\t';
-    AppendEscaped(out_, s);
-    return *this;
-  }
-  void End() { *out_ += '\n'; }
-
- private:
-  std::string* out_;
-};
-
-// The fields of one line, with typed accessors that record the first error.
-class LineReader {
- public:
-  explicit LineReader(std::string_view line) {
-    size_t start = 0;
-    while (true) {
-      size_t tab = line.find('\t', start);
-      fields_.push_back(line.substr(start, tab == std::string_view::npos ? tab : tab - start));
-      if (tab == std::string_view::npos) break;
-      start = tab + 1;
-    }
-  }
-  std::string_view tag() const { return fields_[0]; }
-  bool ok() const { return ok_; }
-  size_t size() const { return fields_.size(); }
-  // "A" or "A:B" (decimal); B defaults to 1.
-  bool Pair(size_t i, uint64_t* a, uint64_t* b) {
-    std::string_view f = fields_[i];
-    const size_t colon = f.find(':');
-    *b = 1;
-    if (colon != std::string_view::npos) {
-      std::string_view count = f.substr(colon + 1);
-      auto rb = std::from_chars(count.data(), count.data() + count.size(), *b);
-      if (count.empty() || rb.ec != std::errc() || rb.ptr != count.data() + count.size())
-        return ok_ = false;
-      f = f.substr(0, colon);
-    }
-    auto ra = std::from_chars(f.data(), f.data() + f.size(), *a);
-    if (f.empty() || ra.ec != std::errc() || ra.ptr != f.data() + f.size()) return ok_ = false;
-    return true;
-  }
-
-  uint64_t Dec(size_t i) { return Number(i, 10); }
-  uint64_t Hex(size_t i) { return Number(i, 16); }
-  uint32_t Dec32(size_t i) {
-    uint64_t v = Dec(i);
-    if (v > UINT32_MAX) ok_ = false;
-    return static_cast<uint32_t>(v);
-  }
-  std::string Str(size_t i) {
-    std::string s;
-    if (i >= fields_.size() || !Unescape(fields_[i], &s)) ok_ = false;
-    return s;
-  }
-
- private:
-  uint64_t Number(size_t i, int base) {
-    uint64_t v = 0;
-    if (i >= fields_.size()) {
-      ok_ = false;
-      return 0;
-    }
-    std::string_view f = fields_[i];
-    auto r = std::from_chars(f.data(), f.data() + f.size(), v, base);
-    if (f.empty() || r.ec != std::errc() || r.ptr != f.data() + f.size()) ok_ = false;
-    return v;
-  }
-
-  std::vector<std::string_view> fields_;
-  bool ok_ = true;
-};
 
 Error BadFile(const std::string& name, const std::string& what) {
   return Error::FromErrno(EBADMSG, name + ": " + what);
@@ -198,15 +70,25 @@ struct ContextSite {
   uint64_t caller = 0;
 };
 
-// Applies one line of a known kind; false if a field is malformed.
+// What the lines read so far say to the next ones.
+struct ParseState {
+  std::vector<ContextSite> sites;  // the `csite` lines, and the implicit ones
+  StackLinesState stacks;          // 1.8's stack tables
+  uint64_t last_ksym = 0;          // the last `ks` line's address
+};
+
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   return -1;
 }
 
-bool ParseLine(LineReader& r, Profile* p, std::vector<ContextSite>* sites) {
+// Applies one line of a known kind; false if a field is malformed.
+bool ParseLine(LineReader& r, Profile* p, ParseState* state) {
+  std::vector<ContextSite>* sites = &state->sites;
   std::string_view tag = r.tag();
+  if (LineResult stack = ParseStackLine(r, p, &state->stacks); stack != LineResult::kNotMine)
+    return stack == LineResult::kOk;
   if (tag == "attr") {
     std::string key = r.Str(1);
     p->attributes[key] = r.Str(2);
@@ -278,20 +160,27 @@ bool ParseLine(LineReader& r, Profile* p, std::vector<ContextSite>* sites) {
                      r.Dec32(6), r.Hex(7)};
     if (!r.ok() || id != sites->size() + 1 || site.stack > p->stacks.size()) return false;
     sites->push_back(site);
-  } else if (tag == "ctx") {
+  } else if (tag == "ctx" || tag == "cx") {
+    // cx (1.8): each SITE is the distance from the one before (from 0).
+    const bool delta = tag == "cx";
     const uint64_t bucket = r.Dec(1);
     const uint32_t cpu = r.Dec32(2), tid = r.Dec32(3);
+    uint64_t last = 0;
     for (size_t i = 4; r.ok() && i < r.size(); ++i) {
       uint64_t id = 0, count = 0;
-      if (!r.Pair(i, &id, &count) || id == 0 || id > sites->size() || count == 0) return false;
+      if (!r.Pair(i, &id, &count)) return false;
+      if (delta) last = id += last;
+      if (id == 0 || id > sites->size() || count == 0) return false;
       const ContextSite& site = (*sites)[id - 1];
       p->contexts[{bucket, cpu, tid, site.sample, site.stack, site.caller}] += count;
     }
   } else if (tag == "kernel-symbols") {
     p->kernel_symbols.available = r.Dec(1) != 0;
     p->kernel_symbols.note = r.Str(2);
-  } else if (tag == "ksym") {
+  } else if (tag == "ksym" || tag == "ks") {
+    // ks (1.8): ADDR is the distance from the last ks line's.
     uint64_t addr = r.Hex(1);
+    if (tag == "ks") addr = state->last_ksym += addr;
     std::string type = r.Str(2);
     if (type.size() != 1) return false;
     p->kernel_symbols.symbols.push_back({addr, type[0], r.Str(3), r.Str(4)});
@@ -373,25 +262,39 @@ void WriteContexts(const Profile& p, const std::vector<SampleKey>& sample_lines,
     w.Tag("csite").Dec(id).Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Dec(stack);
     w.Hex(caller).End();
   }
-  const SampleContextKey* line = nullptr;
-  for (const auto& [k, count] : p.contexts) {
-    if (!line || line->bucket != k.bucket || line->cpu != k.cpu || line->tid != k.tid) {
-      if (line) w.End();
-      w.Tag("ctx").Dec(k.bucket).Dec(k.cpu).Dec(k.tid);
-      line = &k;
+  // One cx line per (bucket, CPU, thread): its sites in order, each as
+  // the distance from the one before (1.8).
+  std::vector<std::pair<uint64_t, uint64_t>> line;  // (site, count)
+  auto end_line = [&] {
+    std::sort(line.begin(), line.end());
+    uint64_t last = 0;
+    for (const auto& [id, count] : line) {
+      if (count == 1)
+        w.Dec(id - last);
+      else
+        w.Pair(id - last, count);
+      last = id;
     }
-    const uint64_t id = site_ids.at({k.sample, k.stack, k.caller});
-    if (count == 1)
-      w.Dec(id);
-    else
-      w.Pair(id, count);
+    w.End();
+    line.clear();
+  };
+  const SampleContextKey* first = nullptr;
+  for (const auto& [k, count] : p.contexts) {
+    if (!first || first->bucket != k.bucket || first->cpu != k.cpu || first->tid != k.tid) {
+      if (first) end_line();
+      w.Tag("cx").Dec(k.bucket).Dec(k.cpu).Dec(k.tid);
+      first = &k;
+    }
+    line.push_back({site_ids.at({k.sample, k.stack, k.caller}), count});
   }
-  if (line) w.End();
+  if (first) end_line();
 }
 
 }  // namespace
 
-std::string SerializeProfile(const Profile& p) {
+std::string SerializeProfile(const Profile& profile) {
+  // The reader numbers stacks in the order of the file, which sorts them.
+  const Profile p = WithStacksInFileOrder(profile);
   std::string out;
   LineWriter w(&out);
   out += std::string(kMagic) + " " + std::to_string(kProfileFormatMajor) + " " +
@@ -432,22 +335,14 @@ std::string SerializeProfile(const Profile& p) {
     w.Tag("edge").Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Hex(k.caller).Dec(count);
     w.End();
   }
-  for (size_t i = 0; i < p.stacks.size(); ++i) {
-    const RawStack& st = p.stacks[i];
-    w.Tag("stack").Dec(i + 1).Hex(st.flags).Hex(st.space_id).Dec(st.kernel.size()).Dec(st.user.size());
-    for (uint64_t a : st.kernel) w.Hex(a);
-    for (uint64_t a : st.user) w.Hex(a);
-    w.End();
-  }
-  for (const auto& [k, count] : p.stack_samples) {
-    const SampleKey& sk = k.sample;
-    w.Tag("ssample").Dec(sk.pid).Hex(sk.space_id).Hex(sk.ip).Hex(sk.flags).Dec(k.stack).Dec(count);
-    w.End();
-  }
+  WriteStacks(p, w);
   WriteContexts(p, sample_lines, w);
   w.Tag("kernel-symbols").Dec(p.kernel_symbols.available).Str(p.kernel_symbols.note).End();
-  for (const KernelSymbol& k : p.kernel_symbols.symbols)
-    w.Tag("ksym").Hex(k.address).Str(std::string(1, k.type)).Str(k.name).Str(k.module).End();
+  uint64_t last_ksym = 0;  // sorted: each the distance from the last (1.8)
+  for (const KernelSymbol& k : p.kernel_symbols.symbols) {
+    w.Tag("ks").Hex(k.address - last_ksym).Str(std::string(1, k.type)).Str(k.name).Str(k.module).End();
+    last_ksym = k.address;
+  }
   for (const auto& [pid, syms] : p.jit_symbols)
     for (const JitSymbol& j : syms) w.Tag("jit").Dec(pid).Hex(j.start).Hex(j.size).Str(j.name).End();
   for (const auto& [path, id] : p.build_ids) w.Tag("buildid").Str(path).Str(id).End();
@@ -500,7 +395,7 @@ Expected<Profile> ParseProfile(std::string_view text, const std::string& name) {
                     std::to_string(minor) + " is not supported (this library reads " +
                     std::to_string(kProfileFormatMajor) + ".x)");
   Profile p;
-  std::vector<ContextSite> sites;
+  ParseState state;
   bool ended = false;
   size_t line_no = 1;
   size_t pos = eol == std::string_view::npos ? text.size() : eol + 1;
@@ -532,7 +427,7 @@ Expected<Profile> ParseProfile(std::string_view text, const std::string& name) {
       continue;
     }
     LineReader r(line);
-    if (!ParseLine(r, &p, &sites))
+    if (!ParseLine(r, &p, &state))
       return BadFile(name, "line " + std::to_string(line_no) + " is malformed: `" +
                                Excerpt(line) + "`");
   }

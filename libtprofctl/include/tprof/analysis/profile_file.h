@@ -5,9 +5,11 @@
 // tprof.data` shows it; files written before were the text itself, and
 // ReadProfile reads both), ParseProfile and SerializeProfile the text.
 //
-// Format, version 1.7 (1.0 had no stacks, 1.1 no buildid/vdso lines, 1.2
+// Format, version 1.8 (1.0 had no stacks, 1.1 no buildid/vdso lines, 1.2
 // no per-sample context, 1.3 the vDSO in hex, 1.4 no checksum, 1.5 no
-// windows, 1.6 sample lines for every sample; all read):
+// windows, 1.6 sample lines for every sample, 1.7 the stack, ssample, ctx
+// and ksym lines instead of 1.8's compact addr, stk, sskey, ss, cx and
+// ks; all read):
 // UTF-8/byte text, one item per line, fields separated
 // by one TAB. The first line is
 //     tprof-profile MAJOR MINOR
@@ -30,22 +32,41 @@
 //   sample   PID SPACE IP FLAGS COUNT            the samples without a stack (1.7;
 //            before, every sample: ssample lines were a subset)
 //   edge     PID SPACE IP FLAGS CALLER COUNT
-//   stack    ID FLAGS SPACE NKERNEL NUSER ADDR...   the stack table (1.1):
+//   addr     DELTA...                           the address table (1.8): the
+//            stacks' entries and the ips of samples with a stack, sorted
+//            and distinct, each (hex) the distance from the one before (the
+//            first from 0), at most 64 a line; INDEX i is the i-th, from 0
+//   stk      FLAGS SPACE NKERNEL NUSER SHARED INDEX...   the stack table
+//            (1.8): RawStack ID (from 1, in order). Its entries from the
+//            outermost (the user part's last) are the previous stk line's
+//            first SHARED, then the INDEXes; the innermost NKERNEL are the
+//            kernel part. Written sorted by those entries
+//   sskey    PID SPACE FLAGS                    the samples per stack that
+//            follow are of this process, space and flags (1.8)
+//   ss       DELTA STACK COUNT                  samples of the address with
+//            INDEX DELTA past the last ss line's (from 0 after sskey) with
+//            stack STACK (1.8); the reader adds them to the sample's count
+//   stack    ID FLAGS SPACE NKERNEL NUSER ADDR...   1.1-1.7's stack table:
 //            RawStack ID (from 1, in order), its kernel then user entries
-//   ssample  PID SPACE IP FLAGS STACK COUNT    samples with stack STACK (1.1);
-//            from 1.7 the reader adds them to the sample's count
+//   ssample  PID SPACE IP FLAGS STACK COUNT    1.1-1.7's samples with stack
+//            STACK; from 1.7 the reader adds them to the sample's count
 //   context  GRANULARITY_NS [IMPLICIT]         the context table follows (1.3);
-//            IMPLICIT 1 (1.7): the ssample lines, then the sample lines,
-//            in order, are csites 1, 2, ... without csite lines, which
-//            number only the other sites from there
+//            IMPLICIT 1 (1.7): the samples per stack in key order (PID,
+//            SPACE, IP, FLAGS, STACK), then the sample lines in order, are
+//            csites 1, 2, ... without csite lines, which number only the
+//            other sites from there
 //   csite    ID PID SPACE IP FLAGS STACK CALLER a sampled (instruction, stack,
 //            caller) of the context table, ID from 1 in order; STACK 0 and
 //            CALLER 0: none (1.3)
 //   ctx      BUCKET CPU TID SITE[:COUNT]...    the samples thread TID took on
 //            CPU in time bucket BUCKET (time_ns / GRANULARITY_NS), per csite
 //            (COUNT 1 when left out); (BUCKET, CPU, TID) are one line (1.3)
+//   cx       BUCKET CPU TID DELTA[:COUNT]...   the same (1.8), the sites in
+//            order, each the distance from the one before (the first from 0)
 //   kernel-symbols AVAILABLE NOTE
-//   ksym     ADDR TYPE NAME MODULE
+//   ksym     ADDR TYPE NAME MODULE              a kernel symbol (1.0-1.7)
+//   ks       DELTA TYPE NAME MODULE             the same, DELTA the distance
+//            from the last ks line's address (the first from 0) (1.8)
 //   jit      PID START SIZE NAME
 //   buildid  PATH BUILD_ID                      the file's GNU build id (hex) at
 //            snapshot (1.2), Profile::build_ids
@@ -78,7 +99,7 @@ namespace tprof {
 
 inline constexpr char kDefaultProfilePath[] = "tprof.data";
 inline constexpr int kProfileFormatMajor = 1;
-inline constexpr int kProfileFormatMinor = 7;
+inline constexpr int kProfileFormatMinor = 8;
 
 std::string SerializeProfile(const Profile& profile);
 // Parses a profile; `name` is used in error messages. Errors: EBADMSG (not

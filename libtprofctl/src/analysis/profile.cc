@@ -302,7 +302,14 @@ bool ProfileBuilder::AddStack(const tprof_rec_sample& s, const unsigned char* re
       if (!WalkUserStack(s, rest, rest_bytes, &fresh)) return false;
       w = &fresh;
     }
-    if (!w->frames.empty()) {
+    if (w->leaf_only) {
+      // The user ip (a sample in the kernel) is the first entry; the
+      // callers after it are not trusted.
+      st.flags &= ~(TPROF_STACK_LEAF_RA | TPROF_STACK_USER_CFI | TPROF_STACK_USER_WHOLE |
+                    TPROF_STACK_USER_BY_FP);
+      st.flags |= kStackUserLeafOnly;
+      st.nr_user = std::min<uint16_t>(st.nr_user, (st.flags & TPROF_STACK_USER_IP) ? 1 : 0);
+    } else if (!w->frames.empty()) {
       // The copy's walk, not the module's (cfi: its tables were not loaded yet).
       st.flags &= ~(TPROF_STACK_LEAF_RA | TPROF_STACK_USER_CFI | TPROF_STACK_USER_WHOLE |
                     TPROF_STACK_USER_BY_FP);
@@ -417,7 +424,12 @@ bool ProfileBuilder::WalkUserStack(const tprof_rec_sample& s, const unsigned cha
   if (us.bytes > us.asked || rest_bytes - at - sizeof(us) < us.asked) return false;
   out->rest = rest;
   auto maps = profile_.mappings.find({s.pid, s.space_id});
-  if (maps == profile_.mappings.end()) return true;  // not known: the kernel's walk stays
+  if (maps == profile_.mappings.end()) {
+    // Not known, and no longer waited for: the module's walk stays only
+    // if its tables found every caller.
+    out->leaf_only = !(st.flags & TPROF_STACK_USER_CFI) || (st.flags & TPROF_STACK_USER_BY_FP);
+    return true;
+  }
   if (!unwinder_) unwinder_ = std::make_unique<StackUnwinder>(unwind_tables_);
   // As the kernel's user part: [the user ip, for a sample in the kernel]
   // then the callers, at most the deepest stack the kernel records.

@@ -280,7 +280,7 @@ void TextHeader(const Profile& p, const ReportData& d, std::string* out) {
             d.lost_records);
   if (p.attributes.count(kUserStackBytes)) {
     // Per sample: how its user stack was found.
-    uint64_t cfi = 0, whole = 0, other = 0, in_module = 0;
+    uint64_t cfi = 0, whole = 0, other = 0, in_module = 0, leaf_only = 0;
     for (const auto& [k, n] : p.stack_samples) {
       if (k.stack == 0 || k.stack > p.stacks.size()) continue;
       const RawStack& st = p.stacks[k.stack - 1];
@@ -288,13 +288,18 @@ void TextHeader(const Profile& p, const ReportData& d, std::string* out) {
       if (st.user.empty() && !k.sample.user()) continue;  // no user part to find
       if (f & kStackUserByCfi)
         (f & kStackUserWhole ? whole : cfi) += n;
+      else if (f & kStackUserLeafOnly)
+        leaf_only += n;
       else
         other += n;
       if (f & TPROF_STACK_USER_CFI) in_module += n;
     }
     Appendf(out, "user stacks: %" PRIu64 " whole, %" PRIu64 " cut (a fault, the copy's end, the "
-                 "depth) by CFI; %" PRIu64 " by frame pointers (no copy or mapping)\n",
+                 "depth) by CFI; %" PRIu64 " by frame pointers (no copy)\n",
             whole, cfi, other);
+    if (leaf_only)
+      Appendf(out, "user stacks cut to their leaf: %" PRIu64 " (their process's mappings were "
+                   "lost: see lost records)\n", leaf_only);
     if (p.attributes.count(kUnwindTables))
       Appendf(out, "user stacks walked in the module: %" PRIu64 " (the others from copies, "
                    "taken while a process's tables were not loaded)\n", in_module);

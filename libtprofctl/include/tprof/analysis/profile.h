@@ -63,6 +63,10 @@ struct CallerKey {
 inline constexpr uint32_t kStackUserByCfi = 1u << 16;
 // ... up to the outermost frame: the whole stack.
 inline constexpr uint32_t kStackUserWhole = 1u << 17;
+// A user stack copy of a space whose mappings never came (their MAP
+// records were lost): the module's frame-pointer callers may be data read
+// through frameless code, so only the leaf (the user ip) is kept.
+inline constexpr uint32_t kStackUserLeafOnly = 1u << 18;
 
 // The attribute that says each sample copied this many bytes of its user
 // stack (record --call-graph dwarf).
@@ -350,6 +354,7 @@ class ProfileBuilder {
     std::vector<uint64_t> frames;         // empty: not walked
     bool whole = false;
     bool unmapped = false;
+    bool leaf_only = false;  // no mappings: the kernel's user part cut to its leaf
   };
   // False if the stack part is malformed.
   bool WalkUserStack(const tprof_rec_sample& s, const unsigned char* rest, size_t rest_bytes,

@@ -930,7 +930,17 @@ TEST(Snapshot, CopiesPerfMapsOfSampledPidsAndPrunesKernelSymbols) {
   EXPECT_EQ(p.kernel_symbols.symbols[0].name, "hit");
   EXPECT_EQ(p.kernel_symbols.symbols[1].name, "after_hit") << "bounds the hit symbol";
 
+  // Without kernel symbols (record --continuous read them at start): the
+  // profile's stay, the perf maps are read again.
   opt.kallsyms_path = dir.File("no-such-kallsyms");
+  opt.kernel_symbols = false;
+  p.jit_symbols.clear();
+  tprof::SnapshotSystemState(&p, opt);
+  EXPECT_TRUE(p.kernel_symbols.available);
+  EXPECT_EQ(p.kernel_symbols.symbols.size(), 2u);
+  EXPECT_EQ(p.jit_symbols.size(), 1u);
+
+  opt.kernel_symbols = true;
   tprof::SnapshotSystemState(&p, opt);
   EXPECT_FALSE(p.kernel_symbols.available);
   EXPECT_NE(p.kernel_symbols.note.find("no-such-kallsyms"), std::string::npos);

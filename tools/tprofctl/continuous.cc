@@ -45,6 +45,9 @@ Expected<ContinuousResult> RecordContinuously(Recorder& recorder, RecorderRunOpt
   auto write = [&](TopInterval& taken) {
     KernelSymbols kernel_symbols = std::move(live.kernel_symbols);
     live = std::move(taken.samples);
+    // The interval's JIT maps, build ids and vDSO; the kernel's symbols
+    // are those read at start.
+    SnapshotSystemState(&live, {.kernel_symbols = false});
     live.kernel_symbols = std::move(kernel_symbols);
     symbolizer.ForgetAddresses();  // the mappings may have changed
     const int64_t end_ns = RealtimeNs();
@@ -83,6 +86,7 @@ Expected<ContinuousResult> RecordContinuously(Recorder& recorder, RecorderRunOpt
     });
     return true;
   };
+  recorder.SetSnapshotOptions({.kernel_symbols = false});  // write() has them
   auto profile = recorder.Run(run);
   writer.StopAfterPending();
   if (!profile) return profile.error();

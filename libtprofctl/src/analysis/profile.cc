@@ -750,14 +750,15 @@ void PruneKernelSymbols(const Profile& profile, KernelSymbols* ksyms) {
 }  // namespace
 
 void SnapshotSystemState(Profile* profile, const SnapshotOptions& options) {
-  auto ksyms = ReadKallsyms(options.kallsyms_path);
-  if (ksyms) {
-    profile->kernel_symbols = std::move(*ksyms);
-    if (options.prune_kernel_symbols && profile->kernel_symbols.available)
-      PruneKernelSymbols(*profile, &profile->kernel_symbols);
-  } else {
-    profile->kernel_symbols = {};
-    profile->kernel_symbols.note = ksyms.error().message() + ": kernel functions stay unresolved";
+  if (options.kernel_symbols) {
+    if (auto ksyms = ReadKallsyms(options.kallsyms_path)) {
+      profile->kernel_symbols = std::move(*ksyms);
+      if (options.prune_kernel_symbols && profile->kernel_symbols.available)
+        PruneKernelSymbols(*profile, &profile->kernel_symbols);
+    } else {
+      profile->kernel_symbols = {};
+      profile->kernel_symbols.note = ksyms.error().message() + ": kernel functions stay unresolved";
+    }
   }
   std::set<uint32_t> pids;
   for (const auto& [key, count] : profile->samples)

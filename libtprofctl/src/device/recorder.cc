@@ -73,6 +73,7 @@ struct Recorder::State {
   std::optional<UnwindLoader> unwind;  // TPROF_SAMPLING_USER_CFI
   std::chrono::steady_clock::time_point last_flush{};
   boost::asio::io_context io;
+  SnapshotOptions snapshot;
   bool finished = false;
   int child_status = -1;
 };
@@ -118,6 +119,8 @@ void Recorder::RequestStop() { s_->io.stop(); }
 void Recorder::SetContextOptions(const ContextOptions& context) {
   s_->builder.SetContextOptions(context);
 }
+
+void Recorder::SetSnapshotOptions(const SnapshotOptions& snapshot) { s_->snapshot = snapshot; }
 
 Expected<Profile> Recorder::Run(const RecorderRunOptions& options) {
   if (s_->finished) return Error(std::make_error_code(std::errc::invalid_argument),
@@ -267,7 +270,7 @@ Expected<Profile> Recorder::Finish() {
   // windows refuses the list: a recording without them).
   if (auto windows = ReadWindows(session.fd())) profile.windows = std::move(*windows);
   DropUnsampledProcesses(&profile);
-  SnapshotSystemState(&profile);
+  SnapshotSystemState(&profile, s_->snapshot);
   return profile;
 }
 

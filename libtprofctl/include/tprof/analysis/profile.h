@@ -417,6 +417,9 @@ Expected<KernelSymbols> ReadKallsyms(const std::string& path = "/proc/kallsyms")
 Expected<std::vector<JitSymbol>> ReadPerfMap(const std::string& path);
 
 struct SnapshotOptions {
+  // false: the profile's kernel symbols are left as they are (a recorder
+  // that read them once, at start, for every interval).
+  bool kernel_symbols = true;
   std::string kallsyms_path = "/proc/kallsyms";
   std::string perf_map_dir = "/tmp";  // holds perf-<pid>.map
   // Keep only the kernel symbols that sampled addresses fall in (and the

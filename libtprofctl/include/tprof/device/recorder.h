@@ -70,6 +70,8 @@ class Recorder {
   // The per-sample context the profile keeps (profile.h; by default 10 ms
   // buckets): set it before Run().
   void SetContextOptions(const ContextOptions& context);
+  // What Finish() copies of the system's state (SnapshotSystemState).
+  void SetSnapshotOptions(const SnapshotOptions& snapshot);
   // Makes a running Run() return (from a signal-free thread or a callback).
   void RequestStop();
   // Stops sampling, reads everything left and returns the profile. Once.

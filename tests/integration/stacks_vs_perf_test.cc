@@ -134,13 +134,18 @@ TEST(StacksVsPerf, CfiCallGraphFindsTheCallersPerfDwarfFinds) {
   const Callers ours = FromFolded(folded.out), theirs = FromPerfScript(script.out);
   ASSERT_TRUE(ours.count("fl_d")) << folded.out.substr(0, 2000);
   ASSERT_TRUE(theirs.count("fl_d")) << script.out.substr(0, 2000);
+  std::set<std::string> compared;
   for (const auto& [leaf, paths] : theirs) {
     const uint64_t n_theirs = Sum(paths);
     const auto it = ours.find(leaf);
     const uint64_t n_ours = it == ours.end() ? 0 : Sum(it->second);
-    if (n_theirs < 100 && n_ours < 100) continue;  // too few for shares
-    ASSERT_GE(n_ours, 100u) << leaf << ": perf has " << n_theirs;
-    ASSERT_GE(n_theirs, 100u) << leaf << ": tprof has " << n_ours;
+    // Too few for shares in either. The two runs split their CPU time
+    // differently (perf's stack copies are part of its run: on arm64's
+    // PMU cycles it once had 34 samples in fl_cmp where tprof had 187),
+    // so a leaf is compared where both have enough; fl_d, the leaf both
+    // call paths reach, always is (below).
+    if (n_theirs < 100 || n_ours < 100) continue;
+    compared.insert(leaf);
     // The same callers: the paths that hold a real share (2%) in either
     // are the same, and at most 1% of either's samples are on a path the
     // other never walked. (Shares of paths are not compared: the two runs'
@@ -167,6 +172,8 @@ TEST(StacksVsPerf, CfiCallGraphFindsTheCallersPerfDwarfFinds) {
                 leaf.c_str(), static_cast<unsigned long long>(n_ours), it->second.size(),
                 static_cast<unsigned long long>(n_theirs), paths.size());
   }
+  EXPECT_TRUE(compared.count("fl_d")) << "fl_d: tprof " << Sum(ours.at("fl_d")) << " samples, perf "
+                                      << Sum(theirs.at("fl_d")) << " (at least 100 each)";
   // Both paths to fl_d hold a real share: the comparison covers both.
   const auto& fl_d = ours.at("fl_d");
   for (const char* p : {"main;fl_a;fl_b;fl_c;fl_d", "main;fl_sort;fl_cmp;fl_d"}) {

@@ -17,6 +17,13 @@
 #define TPROF_SCHED_PROCESS_EXIT_PROTO struct task_struct *p
 #endif
 
+/* hrtimer_expire_entry passes the base's time by value (7.2 does, 6.12 not). */
+#ifdef TPROF_HAVE_HRTIMER_EXPIRE_ENTRY_NOW_VALUE
+#define TPROF_HRTIMER_EXPIRE_ENTRY_PROTO struct hrtimer *timer, ktime_t now
+#else
+#define TPROF_HRTIMER_EXPIRE_ENTRY_PROTO struct hrtimer *timer, ktime_t *now
+#endif
+
 /* task_newtask's clone_flags became u64 (7.x). */
 #ifdef TPROF_HAVE_TASK_NEWTASK_U64_FLAGS
 typedef u64 tprof_clone_flags_t;

@@ -4,6 +4,7 @@
  * what the files that implement them share, one concern each:
  *
  *   sampling_hot.c      the sample handler and record writing (IRQ/NMI)
+ *   sampling_tick.c     samples taken in the scheduler tick, idle ticks
  *   sampling_stack.c    a sample's whole stack (kernel and user part)
  *   sampling_records.c  process records from the hooks, MAP records (worker)
  *   sampling_ioctl.c    the ioctls: user copies, checks, permissions
@@ -110,6 +111,10 @@ struct tprof_sampling_cpu {
 	int stack_busy;
 	u64 stack[TPROF_MAX_STACK_DEPTH + 2];
 	struct tprof_map_cache_entry map_cache[TPROF_MAP_CACHE];
+	/* Tick sampling: this CPU's previous tick and idle times (sampling_tick.c). */
+	u64 tick_last_ns;
+	u64 tick_idle_us;
+	u64 tick_iowait_us;
 };
 
 struct tprof_window_table;
@@ -118,6 +123,8 @@ struct tprof_session {
 	struct file *owner;
 	struct tprof_sampling_config config;
 	bool show_kernel;		/* owner had CAP_PERFMON at start */
+	bool exclude_kernel;		/* paranoid 2: user-mode samples only */
+	bool tick_on;			/* sampling_tick.c's hook attached */
 	bool running;			/* read locklessly by samples and hooks */
 	bool stopped;
 	bool counters_on;		/* cpu_events started */
@@ -210,6 +217,7 @@ static inline void tprof_record_end(struct tprof_sampling_cpu *pc)
 }
 void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 		  struct pt_regs *regs);
+void tprof_sample_regs(struct tprof_session *s, struct pt_regs *regs);
 
 /*
  * sampling_stack.c: fills *st and frames[stack_depth + 2]; returns the
@@ -220,6 +228,14 @@ unsigned int tprof_sample_stack(struct tprof_session *s, struct pt_regs *regs,
 				u64 *frames, struct pt_regs **uregs);
 /* Fills *us but asked, and copies up to us->asked bytes of stack to @dst. */
 void tprof_sample_user_stack(struct pt_regs *uregs, struct tprof_rec_user_stack *us, u8 *dst);
+
+/*
+ * sampling_tick.c: attaches the tick hook for @s (mutex held, @s running
+ * and published): 0, or -EOPNOTSUPP where the tick cannot be hooked.
+ * Detach after @s was unpublished; it waits for the hook's last run.
+ */
+int tprof_tick_start(struct tprof_session *s);
+void tprof_tick_stop(struct tprof_session *s);
 
 /* sampling_records.c */
 void tprof_request_maps(struct tprof_session *s, struct tprof_sampling_cpu *pc,

@@ -89,16 +89,7 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 		  struct pt_regs *regs)
 {
 	struct tprof_session *s = event->overflow_handler_context;
-	struct task_struct *task = current;
-	struct tprof_sampling_cpu *pc;
-	struct tprof_rec_sample *rec;
-	struct tprof_rec_stack st = {};
-	struct pt_regs *uregs = NULL;
-	unsigned int nframes = 0;
-	bool user, idle, stack = false, ustack;
 	unsigned long flags;
-	u64 space_id;
-	u32 size;
 
 	if (!READ_ONCE(s->running) || !regs)
 		return;
@@ -124,6 +115,26 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 		local_irq_restore(flags);
 		return;
 	}
+	tprof_sample_regs(s, regs);
+}
+
+/*
+ * One sample of current at @regs, from any producer (a counter's overflow,
+ * the tick) once it decided the sample is the session's.
+ */
+void tprof_sample_regs(struct tprof_session *s, struct pt_regs *regs)
+{
+	struct task_struct *task = current;
+	struct tprof_sampling_cpu *pc;
+	struct tprof_rec_sample *rec;
+	struct tprof_rec_stack st = {};
+	struct pt_regs *uregs = NULL;
+	unsigned int nframes = 0;
+	bool user, idle, stack = false, ustack;
+	unsigned long flags;
+	u64 space_id;
+	u32 size;
+
 	tprof_windows_sample(s, instruction_pointer(regs), task, user_mode(regs));
 
 	local_irq_save(flags);

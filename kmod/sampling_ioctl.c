@@ -63,6 +63,10 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 		    c->event_period)
 			return -EINVAL;
 		break;
+	case TPROF_SAMPLE_ON_TICK:	/* at HZ */
+		if (c->frequency_hz || c->event_config || c->event_period)
+			return -EINVAL;
+		break;
 	case TPROF_METRIC_SOFTWARE:
 		/* perf knows no software event past its table (ENOENT). */
 		if (c->event_config >= PERF_COUNT_SW_MAX)
@@ -266,7 +270,8 @@ long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg)
 		st.running = READ_ONCE(s->running);
 		/* In the reader's pid namespace (0: not visible there). */
 		st.pid = s->target ? pid_vnr(s->target) : TPROF_PID_ALL;
-		st.frequency_hz = s->config.frequency_hz;
+		st.frequency_hz = s->config.event_type == TPROF_SAMPLE_ON_TICK ? HZ :
+				  s->config.frequency_hz;
 		st.half_bytes = s->config.half_bytes;
 		st.event_type = s->config.event_type;
 		for_each_possible_cpu(cpu) {

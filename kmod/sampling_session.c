@@ -232,6 +232,7 @@ int tprof_sampling_start_locked(struct file *owner,
 	s->owner = owner;
 	s->config = *c;
 	s->show_kernel = show_kernel;
+	s->exclude_kernel = exclude_kernel;
 	s->pid_ns = get_pid_ns(task_active_pid_ns(current));
 	s->target = *target;	/* the session's reference now */
 	*target = NULL;
@@ -275,7 +276,14 @@ int tprof_sampling_start_locked(struct file *owner,
 	tprof_write_existing_processes(s);
 	rcu_assign_pointer(tprof_sampling_live, s);
 	tprof_sampling_attr(c, &attr);
-	if (s->target) {
+	if (c->event_type == TPROF_SAMPLE_ON_TICK) {
+		/* Hotplug notifications only: the kernel's tick takes the samples. */
+		ret = tprof_cpu_events_start(&s->events, NULL, 0, NULL, s,
+					     &tprof_sampling_cpu_ops);
+		s->counters_on = !ret;
+		if (!ret)
+			ret = tprof_tick_start(s);
+	} else if (s->target) {
 		/* Hotplug notifications only: the counters follow the tasks. */
 		ret = tprof_cpu_events_start(&s->events, NULL, 0, NULL, s,
 					     &tprof_sampling_cpu_ops);
@@ -298,7 +306,8 @@ int tprof_sampling_start_locked(struct file *owner,
 	c->ctl_bytes = ctl_bytes;
 	c->map_bytes = s->area_bytes;
 	c->half_bytes_out = c->half_bytes;
-	c->frequency_out = c->event_type == TPROF_SAMPLE_ON_CLOCK ? c->frequency_hz : 0;
+	c->frequency_out = c->event_type == TPROF_SAMPLE_ON_CLOCK ? c->frequency_hz :
+			   c->event_type == TPROF_SAMPLE_ON_TICK ? HZ : 0;
 	/* Published last: mmap() and poll() read it without the mutex. */
 	smp_store_release(&owner->private_data, s);
 	return 0;
@@ -339,6 +348,7 @@ void tprof_sampling_stop_locked(struct tprof_session *s)
 	WRITE_ONCE(s->running, false);
 	RCU_INIT_POINTER(tprof_sampling_live, NULL);
 	synchronize_rcu();		/* no hook writes any more */
+	tprof_tick_stop(s);		/* nor the tick (after its last run) */
 	irq_work_sync(&s->map_kick);	/* nor queues the map worker */
 	flush_workqueue(tprof_map_wq);	/* nor the map worker */
 	while (s->nr_task_events)	/* with the counters inherited from them */

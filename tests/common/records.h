@@ -57,6 +57,15 @@ inline tprof_rec_lost LostRec(uint64_t samples, uint64_t records) {
   return l;
 }
 
+inline tprof_rec_idle IdleRec(uint32_t cpu, uint32_t idle, uint32_t iowait) {
+  tprof_rec_idle i{};
+  i.hdr = {TPROF_REC_IDLE, sizeof(i)};
+  i.cpu = cpu;
+  i.idle_ticks = idle;
+  i.iowait_ticks = iowait;
+  return i;
+}
+
 // An 8-byte aligned buffer of records.
 class Records {
  public:

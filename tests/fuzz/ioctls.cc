@@ -326,6 +326,9 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
     in->event_type = TPROF_METRIC_SOFTWARE;
     in->event_config = r.Pick<u64>({0, 1, 2, 3});
     in->event_period = r.Pick<u64>({1, 10, 1000, 100000});
+  } else if (r.OneIn(4)) {  // in the scheduler tick (ABI 1.21): at HZ, no frequency
+    in->frequency_hz = 0;
+    in->event_type = TPROF_SAMPLE_ON_TICK;
   }
   if (r.OneIn(4)) {  // chosen CPUs (ABI 1.16): CPU 0 and/or 1, or none
     uint32_t words = 1 + uint32_t(r.Below(TPROF_SAMPLING_MAX_CPUS_BYTES / 8));
@@ -348,7 +351,7 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
     }
   }
   if (mode == 2 || (mode == 1 && !r.OneIn(4))) return;
-  switch (r.Below(11)) {
+  switch (r.Below(12)) {
     case 0: in->half_bytes = uint32_t(r.Edgy()); break;
     case 1: in->frequency_hz = uint32_t(r.Edgy()); break;
     case 2: in->event_type = uint32_t(r.Below(8)); in->event_period = r.Edgy(); in->event_config = r.Edgy(); break;
@@ -382,6 +385,13 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
       c.must_fail = true;
       c.defect = "cpus_bytes";
       break;
+    case 10:
+      in->event_type = TPROF_SAMPLE_ON_TICK;
+      in->frequency_hz = 1 + uint32_t(r.Below(TPROF_SAMPLING_MAX_HZ));
+      in->event_period = r.OneIn(2) ? 0 : r.Edgy();
+      c.must_fail = true;
+      c.defect = "a frequency for the tick";
+      break;
     default: MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv"); break;
   }
   if (r.OneIn(4))  // output fields are ignored on input
@@ -407,7 +417,7 @@ void CheckSamplingConfigOut(const char* what, const tprof_sampling_config* in, c
               !AllZero(out->resv, sizeof(out->resv)));
   if (in->half_bytes && out->half_bytes_out != in->half_bytes)
     VIOLATION("%s: asked for %u-byte halves, got %u", what, in->half_bytes, out->half_bytes_out);
-  if (in->event_type == TPROF_SAMPLE_ON_CLOCK &&
+  if ((in->event_type == TPROF_SAMPLE_ON_CLOCK || in->event_type == TPROF_SAMPLE_ON_TICK) &&
       (out->frequency_out == 0 || out->frequency_out > TPROF_SAMPLING_MAX_HZ))
     VIOLATION("%s: frequency_out %u", what, out->frequency_out);
   if (g_unpriv && in->pid == TPROF_PID_ALL) VIOLATION("%s: system-wide sampling started unprivileged", what);

@@ -84,8 +84,8 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
     const char* p = base + off;
     static const uint32_t kMin[] = {0, sizeof(tprof_rec_sample), sizeof(tprof_rec_comm),
                                     sizeof(tprof_rec_exit), sizeof(tprof_rec_map) + 8,
-                                    sizeof(tprof_rec_lost)};
-    if (h.type < 1 || h.type > 5 || h.size < kMin[h.type]) {
+                                    sizeof(tprof_rec_lost), sizeof(tprof_rec_idle)};
+    if (h.type < 1 || h.type > TPROF_REC_IDLE || h.size < kMin[h.type]) {
       VIOLATION("cpu %u: record type %u of size %u", cpu, h.type, h.size);
       return;
     }
@@ -182,6 +182,18 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
         std::memcpy(&l, p, sizeof(l));
         if (books) books->lost_in_recs[cpu] += l.lost_samples;
         CheckNoKernelPointers("LOST record", &l, {U64s{8, sizeof(l) - 8}});
+        has_pid = false;
+        break;
+      }
+      case TPROF_REC_IDLE: {  // tick sampling of every CPU: never an unprivileged session's
+        tprof_rec_idle i;
+        std::memcpy(&i, p, sizeof(i));
+        if (g_unpriv || session_pid != TPROF_PID_ALL)
+          VIOLATION("an IDLE record in a session of one process (%u)", session_pid);
+        if (i.cpu != cpu || i.iowait_ticks > i.idle_ticks || i.idle_ticks == 0 || i.__pad)
+          VIOLATION("IDLE record: cpu %u in cpu %u's half, %u idle, %u iowait, pad %u", i.cpu, cpu,
+                    i.idle_ticks, i.iowait_ticks, i.__pad);
+        CheckNoKernelPointers("IDLE record", &i, {U64F(tprof_rec_idle, time_ns)});
         has_pid = false;
         break;
       }

@@ -26,6 +26,7 @@ using tprof::ProfileBuilder;
 using tprof::SampleKey;
 using tprof::test::CommRec;
 using tprof::test::ExitRec;
+using tprof::test::IdleRec;
 using tprof::test::LostRec;
 using tprof::test::Records;
 using tprof::test::SampleRec;
@@ -502,7 +503,7 @@ TEST(ProfileFile, ReadsVersion10FilesAndChecksTheStackTable) {
 
 TEST(ProfileFile, CarriesBuildIdsAndTheVdsoGzipped) {
   std::string text = tprof::SerializeProfile(RichProfile());
-  EXPECT_EQ(text.rfind("tprof-profile 1 8\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("tprof-profile 1 9\n", 0), 0u) << text;
   EXPECT_NE(text.find("\nvdso-gz\t10\t"), std::string::npos) << text;
   EXPECT_EQ(text.find("\nvdso\t"), std::string::npos) << "1.4 writes no hex image: " << text;
   EXPECT_NE(text.find("\nbuildid\t/usr/bin/prog%09with tab\t0123456789abcdef\n"),
@@ -539,8 +540,8 @@ TEST(ProfileFile, Reads13FilesWithTheVdsoInHex) {
   // 1.3 wrote them reads as the same profile.
   const Profile rich = RichProfile();
   std::string text = tprof::SerializeProfile(rich);
-  ASSERT_EQ(text.rfind("tprof-profile 1 8\n", 0), 0u);
-  text.replace(0, std::strlen("tprof-profile 1 8"), "tprof-profile 1 3");
+  ASSERT_EQ(text.rfind("tprof-profile 1 9\n", 0), 0u);
+  text.replace(0, std::strlen("tprof-profile 1 9"), "tprof-profile 1 3");
   const size_t crc = text.find("\ncrc32\t");  // 1.3 had no checksum
   ASSERT_NE(crc, std::string::npos);
   text.erase(crc + 1, text.find('\n', crc + 1) - crc);
@@ -637,7 +638,7 @@ TEST(ProfileFile, StoresTheContextTableCompactlyAndReads11FilesWithoutIt) {
   ASSERT_EQ(p.context_granularity_ns, tprof::kDefaultContextGranularityNs);
   ASSERT_EQ(p.contexts.size(), 4u);
   const std::string text = tprof::SerializeProfile(p);
-  EXPECT_EQ(text.rfind("tprof-profile 1 8\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("tprof-profile 1 9\n", 0), 0u) << text;
   // 1.7: the samples per stack and sample lines are the first sites; a csite line
   // only for the site with a caller (neither kind of line has one).
   EXPECT_NE(text.find("\ncontext\t10000000\t1\n"), std::string::npos) << text;
@@ -1061,6 +1062,35 @@ TEST(TakeInterval, HandsOverEachIntervalAndForgetsExitedProcesses) {
 }
 
 // A pid reused by a fork is alive again: it is not forgotten.
+// Tick sampling's idle ticks: counted apart from the samples (no task was
+// interrupted), handed over per interval, kept in the file, dropped by a
+// filter (they name no thread), and part of the achieved rate.
+TEST(TickIdle, IdleTicksAreCountedApartFromSamples) {
+  ProfileBuilder b;
+  Records r;
+  r.Add(SampleRec(10, 7, 0x400100, TPROF_SAMPLE_USER, 0, 0, 100));
+  r.Add(IdleRec(0, 5, 2)).Add(IdleRec(1, 3, 9));  // iowait is at most the idle ticks
+  b.AddRecords(r.data(), r.size());
+  EXPECT_EQ(b.profile().idle_ticks, 8u);
+  EXPECT_EQ(b.profile().iowait_ticks, 5u);
+  EXPECT_EQ(b.profile().TotalSamples(), 1u);
+  EXPECT_EQ(b.profile().records.samples, 1u);
+  EXPECT_EQ(b.profile().records.unknown, 0u);
+  Profile one = b.TakeInterval();
+  EXPECT_EQ(one.idle_ticks, 8u);
+  EXPECT_EQ(b.profile().idle_ticks, 0u);
+  EXPECT_EQ(b.profile().iowait_ticks, 0u);
+
+  const std::string text = tprof::SerializeProfile(one);
+  EXPECT_NE(text.find("\nidle\t8\t5\n"), std::string::npos) << text;
+  auto back = tprof::ParseProfile(text, "t");
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->idle_ticks, 8u);
+  EXPECT_EQ(back->iowait_ticks, 5u);
+  EXPECT_EQ(tprof::SerializeProfile(Profile{}).find("\nidle"), std::string::npos)
+      << "no line where the tick did not sample";
+}
+
 TEST(TakeInterval, KeepsAPidAForkReused) {
   ProfileBuilder b;
   Records r;

@@ -129,6 +129,38 @@ TEST(Report, SamplingRateOfARecordingOfEveryCpu) {
   EXPECT_EQ((*j).at("sampling_rate").at("low").get<bool>(), true);
   EXPECT_EQ((*j).at("sampling_rate").at("achieved_hz").get<double>(), 50.0);
 
+  // In the scheduler tick: HZ is asked for, and the ticks idle CPUs
+  // skipped count as their samples of idle.
+  p.attributes["frequency_hz"] = "250";
+  p.attributes[tprof::kSamplingClock] = "tick";
+  p.idle_ticks = 300;
+  p.iowait_ticks = 20;
+  rate = tprof::AchievedSamplingRate(p);
+  ASSERT_TRUE(rate);
+  EXPECT_TRUE(rate->tick);
+  EXPECT_DOUBLE_EQ(rate->achieved_hz, 50 + 300 / 2.0);
+  EXPECT_FALSE(rate->low);
+  text = tprof::RenderReport(p, sym, o, ReportFormat::kText);
+  EXPECT_NE(text.find("sampling: in the scheduler tick, HZ 250 per busy CPU\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("idle ticks: 300 skipped by CPUs asleep with their tick stopped, 20 of them "
+                      "waiting for I/O\n"),
+            std::string::npos)
+      << text;
+  j = ParseJson(tprof::RenderReport(p, sym, o, ReportFormat::kJson), &error);
+  ASSERT_TRUE(j) << error;
+  EXPECT_EQ((*j).at("idle_ticks").get<uint64_t>(), 300u);
+  EXPECT_EQ((*j).at("iowait_ticks").get<uint64_t>(), 20u);
+  p.idle_ticks = 0;
+  rate = tprof::AchievedSamplingRate(p);
+  ASSERT_TRUE(rate);
+  EXPECT_TRUE(rate->low);
+  EXPECT_NE(tprof::LowRateWarning(*rate).find("taken in the scheduler tick, which runs at HZ 250"),
+            std::string::npos)
+      << tprof::LowRateWarning(*rate);
+  p.attributes.erase(tprof::kSamplingClock);
+  p.iowait_ticks = 0;
+
   p.attributes["frequency_hz"] = "80";
   rate = tprof::AchievedSamplingRate(p);
   ASSERT_TRUE(rate);

@@ -61,6 +61,7 @@ struct RecordOptions {
   SampleFilter keep;                      // record -t/-C: the threads or CPUs the file keeps
   bool all_cpus = false;                  // -a
   std::optional<uint64_t> period;         // -c: events per sample with -e
+  std::string clock = "perf";             // --clock: perf (cpu-clock) or tick
   bool callers = false;                   // -g: whole stacks
   bool call_graph_chosen = false;         // --call-graph given (else -g means cfi)
   std::optional<uint32_t> stack_depth;    // --stack-depth (with -g)
@@ -137,6 +138,11 @@ void AddSamplingOptions(CLI::App* sub, RecordOptions& o) {
       },
       "sample on a counter's overflow instead of the clock: page-faults, context-switches, "
       "cpu-migrations, task-clock, cycles, instructions, cache-misses, branch-misses, rHEX");
+  sub->add_option("--clock", o.clock,
+                  "what takes the clock samples: perf (a cpu-clock timer per CPU at -F, the "
+                  "default) or tick (the kernel's own scheduler tick at its HZ, 250 on Debian: no "
+                  "interrupt of tprof's own; falls back to perf where the tick cannot be hooked)")
+      ->check(CLI::IsMember({"perf", "tick"}));
   sub->add_option("-c,--count,--period", o.period, "events per sample with --event (default 10000)")
       ->transform(Decimal())
       ->check(CLI::Range(uint64_t{1}, UINT64_MAX));
@@ -163,6 +169,18 @@ int SettleOptions(const char* name, RecordOptions* o, bool cmd) {
   } else if (o->period) {
     std::fprintf(stderr, "tprofctl %s: --count/--period goes with --event\n", name);
     return kExitUsage;
+  }
+  if (o->clock == "tick") {
+    if (o->sampling.event_type != TPROF_SAMPLE_ON_CLOCK) {
+      std::fprintf(stderr, "tprofctl %s: --clock tick takes clock samples; --event samples on a counter\n", name);
+      return kExitUsage;
+    }
+    if (o->sampling.frequency_hz) {
+      std::fprintf(stderr, "tprofctl %s: -F goes with --clock perf: the tick runs at the kernel's HZ\n",
+                   name);
+      return kExitUsage;
+    }
+    o->sampling.event_type = TPROF_SAMPLE_ON_TICK;
   }
   if (o->stack_depth && !o->callers) {
     std::fprintf(stderr, "tprofctl %s: --stack-depth goes with -g/--callers\n", name);
@@ -259,6 +277,17 @@ int SettleThreadsAndCpus(RecordOptions* o, bool cmd) {
 Expected<SamplingSession> StartSampling(SamplingOptions options, bool cfi_by_default) {
   bool stacks_refused = false;
   auto session = SamplingSession::StartPreferringStacks(options, &stacks_refused);
+  // --clock tick where the tick cannot be hooked: today's clock, said so.
+  if (!session && session.error().code() == std::errc::not_supported &&
+      options.event_type == TPROF_SAMPLE_ON_TICK) {
+    const std::string why = session.error().message();
+    options.event_type = TPROF_SAMPLE_ON_CLOCK;
+    session = SamplingSession::StartPreferringStacks(options, &stacks_refused);
+    if (session)
+      std::fprintf(stderr, "tprofctl: --clock tick: %s; sampling on the perf clock at %u Hz "
+                           "instead (--clock perf)\n",
+                   why.c_str(), session->config().frequency_out);
+  }
   // Plain -g on a module before ABI 1.19: frame pointers, as before.
   if (!session && session.error().code() == std::errc::not_supported && cfi_by_default &&
       options.unwind_tables) {

@@ -192,7 +192,9 @@
  *     of 8 in [8, TPROF_MAX_USER_STACK_BYTES] and at most a quarter of the
  *     half in effect with USER_STACK, nonzero without; only one of cpus and cpus_bytes set, a bad cpus_bytes, or
  *     a bitmap naming no possible CPU.
- *     EOPNOTSUPP: a hardware event on a machine without a usable PMU.
+ *     EOPNOTSUPP: a hardware event on a machine without a usable PMU, or
+ *     TPROF_SAMPLE_ON_TICK where the tick cannot be hooked (the module
+ *     parameter tick_sampling=0 says so too, for tests of a fallback).
  *     ENOMEM: no memory for the buffers.
  *     At start, one TPROF_REC_COMM (TPROF_COMM_EXISTING) per existing
  *     process is written (into the starting CPU's buffer).
@@ -326,7 +328,7 @@
 #include <linux/tprof_unwind.h> /* struct tprof_unwind_row (UNWIND_LOAD) */
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 20 /* 1.20: unwind rows through signal frames (TPROF_UNWIND_CFA_SIGNAL) */
+#define TPROF_ABI_MINOR 21 /* 1.21: sampling in the scheduler tick (TPROF_SAMPLE_ON_TICK) */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -363,6 +365,7 @@
 #define TPROF_FEAT_SAMPLING_USER_STACK (1ULL << 15) /* TPROF_SAMPLING_USER_STACK (ABI 1.18) */
 #define TPROF_FEAT_UNWIND_TABLES (1ULL << 16) /* TPROF_SAMPLING_USER_CFI, UNWIND_LOAD/SPACE (ABI 1.19) */
 #define TPROF_FEAT_UNWIND_SIGNAL_FRAMES (1ULL << 17) /* TPROF_UNWIND_CFA_SIGNAL rows (ABI 1.20) */
+#define TPROF_FEAT_SAMPLING_TICK (1ULL << 18) /* TPROF_SAMPLE_ON_TICK, TPROF_REC_IDLE (ABI 1.21) */
 
 /* tprof_info.state */
 enum tprof_state {
@@ -593,6 +596,13 @@ struct tprof_self_page {
 
 /* tprof_sampling_config.event_type */
 #define TPROF_SAMPLE_ON_CLOCK 0 /* frequency_hz samples/s per CPU (cpu-clock) */
+/*
+ * ABI 1.21: in the scheduler tick the kernel already takes (HZ per busy
+ * CPU): no timer of its own. frequency_hz 0 (frequency_out says HZ); a CPU
+ * whose tick stopped while idle (nohz) writes a TPROF_REC_IDLE with the
+ * ticks it skipped at its next tick. EOPNOTSUPP where the hook is missing.
+ */
+#define TPROF_SAMPLE_ON_TICK 0x100
 /* otherwise TPROF_METRIC_SOFTWARE, _HARDWARE or _RAW with event_config and
  * event_period: one sample every event_period occurrences of the event. */
 
@@ -664,6 +674,7 @@ enum tprof_record_type {
 	TPROF_REC_EXIT = 3,   /* a process (its last thread) exited */
 	TPROF_REC_MAP = 4,    /* an executable file mapping of a sampled address space */
 	TPROF_REC_LOST = 5,   /* records dropped on this CPU before this one */
+	TPROF_REC_IDLE = 6,   /* ticks an idle CPU skipped (TPROF_SAMPLE_ON_TICK, ABI 1.21) */
 };
 
 struct tprof_rec_header {
@@ -802,6 +813,22 @@ struct tprof_rec_lost {
 	__u64 time_ns;
 	__u64 lost_samples;   /* since the previous TPROF_REC_LOST of this CPU */
 	__u64 lost_records;
+};
+
+/*
+ * Tick sampling, system-wide: the ticks CPU cpu did not take since its
+ * previous sample because it slept in idle with its tick stopped (the
+ * kernel's own idle time bounds them), written at its first tick after.
+ * iowait_ticks of them had a task of that CPU waiting for I/O. Not a
+ * sample: lost with the other records (lost_records).
+ */
+struct tprof_rec_idle {
+	struct tprof_rec_header hdr;
+	__u64 time_ns;
+	__u32 cpu;
+	__u32 idle_ticks;
+	__u32 iowait_ticks;
+	__u32 __pad;
 };
 
 /* TPROF_IOC_UNWIND_LOAD */
@@ -1342,6 +1369,7 @@ TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_sample) == 56, "tprof_rec_sample siz
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_stack) == 8, "tprof_rec_stack size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_comm) == 48, "tprof_rec_comm size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_exit) == 24, "tprof_rec_exit size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_idle) == 32, "tprof_rec_idle size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_map) == 56, "tprof_rec_map size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_user_stack) == 48, "tprof_rec_user_stack size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_lost) == 32, "tprof_rec_lost size");

@@ -200,6 +200,14 @@ size_t ProfileBuilder::AddRecord(const tprof_rec_header* rec, size_t avail_bytes
       }
       break;
     }
+    case TPROF_REC_IDLE: {
+      tprof_rec_idle i;
+      if ((ok = LoadRecord(rec, hdr.size, &i))) {
+        profile_.idle_ticks += i.idle_ticks;
+        profile_.iowait_ticks += std::min(i.iowait_ticks, i.idle_ticks);
+      }
+      break;
+    }
     default:
       // A newer module's record: its size is trustworthy, so skip it.
       ++profile_.records.unknown;
@@ -580,6 +588,8 @@ Profile ProfileBuilder::TakeInterval() {
   for (auto& [cpu, totals] : profile_.cpus) out.cpus[cpu].samples = std::exchange(totals.samples, 0);
   out.lost_samples_in_records = std::exchange(profile_.lost_samples_in_records, 0);
   out.lost_records_in_records = std::exchange(profile_.lost_records_in_records, 0);
+  out.idle_ticks = std::exchange(profile_.idle_ticks, 0);
+  out.iowait_ticks = std::exchange(profile_.iowait_ticks, 0);
   out.first_time_ns = std::exchange(profile_.first_time_ns, 0);
   out.last_time_ns = std::exchange(profile_.last_time_ns, 0);
   out.records = std::exchange(profile_.records, {});
@@ -639,6 +649,8 @@ ProfileCounts CountsOf(const Profile& p) {
   c.cpus = p.cpus;
   c.lost_samples_in_records = p.lost_samples_in_records;
   c.lost_records_in_records = p.lost_records_in_records;
+  c.idle_ticks = p.idle_ticks;
+  c.iowait_ticks = p.iowait_ticks;
   c.record_samples = p.records.samples;
   c.last_time_ns = p.last_time_ns;
   return c;
@@ -661,6 +673,8 @@ Profile SamplesSince(const Profile& now, const ProfileCounts& before) {
   }
   out.lost_samples_in_records = Less(now.lost_samples_in_records, before.lost_samples_in_records);
   out.lost_records_in_records = Less(now.lost_records_in_records, before.lost_records_in_records);
+  out.idle_ticks = Less(now.idle_ticks, before.idle_ticks);
+  out.iowait_ticks = Less(now.iowait_ticks, before.iowait_ticks);
   out.records.samples = Less(now.records.samples, before.record_samples);
   if (before.last_time_ns != 0 && out.samples.size() != 0) out.first_time_ns = before.last_time_ns;
   return out;

@@ -98,6 +98,9 @@ bool ParseLine(LineReader& r, Profile* p, ParseState* state) {
   } else if (tag == "lost") {
     p->lost_samples_in_records = r.Dec(1);
     p->lost_records_in_records = r.Dec(2);
+  } else if (tag == "idle") {
+    p->idle_ticks = r.Dec(1);
+    p->iowait_ticks = r.Dec(2);
   } else if (tag == "records") {
     RecordStats& s = p->records;
     s = {r.Dec(1), r.Dec(2), r.Dec(3), r.Dec(4), r.Dec(5), r.Dec(6), r.Dec(7)};
@@ -302,6 +305,7 @@ std::string SerializeProfile(const Profile& profile) {
   for (const auto& [k, v] : p.attributes) w.Tag("attr").Str(k).Str(v).End();
   w.Tag("time").Dec(p.first_time_ns).Dec(p.last_time_ns).End();
   w.Tag("lost").Dec(p.lost_samples_in_records).Dec(p.lost_records_in_records).End();
+  if (p.idle_ticks) w.Tag("idle").Dec(p.idle_ticks).Dec(p.iowait_ticks).End();
   const RecordStats& s = p.records;
   w.Tag("records").Dec(s.samples).Dec(s.comms).Dec(s.exits).Dec(s.maps).Dec(s.losts);
   w.Dec(s.unknown).Dec(s.malformed).End();

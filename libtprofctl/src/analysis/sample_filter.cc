@@ -164,6 +164,7 @@ Expected<Profile> FilterProfile(const Profile& p, const SampleFilter& f) {
   out.contexts.clear();
   out.lost_samples_in_records = 0;  // LOST records say no thread, CPU or time
   out.lost_records_in_records = 0;
+  out.idle_ticks = out.iowait_ticks = 0;  // nor do idle ticks: no thread was sampled
   const bool cpu_only = tids.empty() && comms.empty() && !f.start && !f.end;
   const uint64_t lost_before = p.TotalLostSamples();
 

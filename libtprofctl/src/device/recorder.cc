@@ -243,6 +243,7 @@ Expected<Profile> Recorder::Finish() {
   }
   const tprof_sampling_config& c = session.config();
   builder.SetAttribute("frequency_hz", std::to_string(c.frequency_out));
+  if (c.event_type == TPROF_SAMPLE_ON_TICK) builder.SetAttribute(kSamplingClock, "tick");
   builder.SetAttribute("half_bytes", std::to_string(c.half_bytes_out));
   builder.SetAttribute("pid", c.pid == TPROF_PID_ALL ? "all" : std::to_string(c.pid));
   if (c.flags & TPROF_SAMPLING_USER_STACK)

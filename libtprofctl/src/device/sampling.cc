@@ -115,12 +115,19 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
       return st.error();
     c.flags |= TPROF_SAMPLING_USER_CFI;
   }
+  if (o.event_type == TPROF_SAMPLE_ON_TICK) {
+    if (Status st = RequireFeature(fd.get(), TPROF_FEAT_SAMPLING_TICK,
+                                   "sampling in the scheduler tick needs", 21);
+        !st)
+      return st.error();
+  }
+  const bool counter = o.event_type != TPROF_SAMPLE_ON_CLOCK && o.event_type != TPROF_SAMPLE_ON_TICK;
   c.pid = o.pid;
   c.frequency_hz = o.event_type == TPROF_SAMPLE_ON_CLOCK ? o.frequency_hz : 0;
   c.half_bytes = o.half_bytes;
   c.event_type = o.event_type;
-  c.event_config = o.event_config;
-  c.event_period = o.event_type == TPROF_SAMPLE_ON_CLOCK ? 0 : o.event_period;
+  c.event_config = counter ? o.event_config : 0;
+  c.event_period = counter ? o.event_period : 0;
   std::vector<uint64_t> cpu_words;  // the uapi's bitmap: bit n%64 of word n/64
   if (!o.cpus.empty()) {
     if (Status st = RequireFeature(fd.get(), TPROF_FEAT_SAMPLING_CPUS,
@@ -134,8 +141,12 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
     c.cpus = reinterpret_cast<uintptr_t>(cpu_words.data());
     c.cpus_bytes = static_cast<uint32_t>(cpu_words.size() * sizeof(uint64_t));
   }
-  if (::ioctl(fd.get(), TPROF_IOC_SAMPLING_START, &c) != 0)
+  if (::ioctl(fd.get(), TPROF_IOC_SAMPLING_START, &c) != 0) {
+    if (errno == EOPNOTSUPP && o.event_type == TPROF_SAMPLE_ON_TICK)
+      return Error::FromErrno(errno, "starting sampling: the module cannot hook this kernel's "
+                                     "scheduler tick (EOPNOTSUPP)");
     return SamplingError("starting sampling", TPROF_IOC_SAMPLING_START, errno);
+  }
   // MAP_POPULATE: the page faults of the reader's first pass over each
   // half (32 a CPU at the default size) happen now, not while the profiled
   // work runs. The kernel stops populating at the first page of a CPU

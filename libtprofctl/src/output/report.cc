@@ -106,15 +106,26 @@ std::optional<SamplingRate> AchievedSamplingRate(const Profile& p) {
   r.requested_hz = std::strtod(hz.c_str(), nullptr);
   if (!(r.requested_hz > 0)) return std::nullopt;
   const double seconds = static_cast<double>(p.last_time_ns - p.first_time_ns) / 1e9;
-  r.achieved_hz = static_cast<double>(p.TotalSamples() + p.TotalLostSamples()) / seconds /
-                  static_cast<double>(p.cpus.size());
+  // A tick-sampled CPU's idle ticks are its samples of idle.
+  r.achieved_hz =
+      static_cast<double>(p.TotalSamples() + p.TotalLostSamples() + p.idle_ticks) / seconds /
+      static_cast<double>(p.cpus.size());
   r.low = r.achieved_hz < r.requested_hz / 2;
+  r.tick = attribute(kSamplingClock) == "tick";
   return r;
 }
 
 std::string LowRateWarning(const SamplingRate& rate) {
   if (!rate.low) return "";
   std::string out;
+  if (rate.tick) {
+    Appendf(&out,
+            "warning: %.0f samples per second per CPU were taken in the scheduler tick, which "
+            "runs at HZ %.0f: the kernel's tick is not the hrtimer tprof hooks (highres timers "
+            "off?), so most of it was not seen; record again with --clock perf\n",
+            rate.achieved_hz, rate.requested_hz);
+    return out;
+  }
   Appendf(&out,
           "warning: %.0f samples per second per CPU were taken of the %.0f asked for: the "
           "machine could not sample that fast, so the profile shows the sampler's own cost "
@@ -217,7 +228,11 @@ void TextAttribute(const Profile& p, const std::string& key, const std::string& 
     auto it = p.attributes.find(k);
     return it == p.attributes.end() ? std::string("0") : it->second;
   };
-  if (key == "frequency_hz" && n > 0)
+  if (key == kSamplingClock)
+    return;  // said with frequency_hz
+  if (key == "frequency_hz" && n > 0 && p.attributes.count(kSamplingClock))
+    Appendf(out, "sampling: in the scheduler tick, HZ %llu per busy CPU\n", n);
+  else if (key == "frequency_hz" && n > 0)
     Appendf(out, "sampling: on the clock, %llu Hz per CPU\n", n);
   else if (key == "frequency_hz")
     Appendf(out, "sampling: on an event's overflows\n");
@@ -267,8 +282,9 @@ void TextHeader(const Profile& p, const ReportData& d, std::string* out) {
   *out += "\n";
   for (const auto& [key, value] : p.attributes) TextAttribute(p, key, value, out);
   if (auto rate = AchievedSamplingRate(p))
-    Appendf(out, "sampling rate: %.0f Hz per CPU achieved, %.0f asked for%s\n", rate->achieved_hz,
-            rate->requested_hz, rate->low ? " (low: see the warning)" : "");
+    Appendf(out, "sampling rate: %.0f Hz per CPU achieved, %.0f asked for%s%s\n", rate->achieved_hz,
+            rate->requested_hz, rate->tick ? " (HZ: in the scheduler tick)" : "",
+            rate->low ? " (low: see the warning)" : "");
   // Only where it matters: some samples are in the kernel.
   if (!p.kernel_symbols.available && d.shares.kernel > 0)
     Appendf(out, "kernel symbols: unavailable%s%s\n", p.kernel_symbols.note.empty() ? "" : ": ",
@@ -278,6 +294,10 @@ void TextHeader(const Profile& p, const ReportData& d, std::string* out) {
   if (d.lost_records)
     Appendf(out, "lost records: %" PRIu64 " (names, mappings or exits may be missing)\n",
             d.lost_records);
+  if (p.idle_ticks)
+    Appendf(out, "idle ticks: %" PRIu64 " skipped by CPUs asleep with their tick stopped, %" PRIu64
+                 " of them waiting for I/O\n",
+            p.idle_ticks, p.iowait_ticks);
   if (p.attributes.count(kUserStackBytes)) {
     // Per sample: how its user stack was found.
     uint64_t cfi = 0, whole = 0, other = 0, in_module = 0, leaf_only = 0;
@@ -480,6 +500,8 @@ void JsonReport(const Profile& p, const ReportData& d, const ReportOptions& o,
   j["lost_samples"] = d.lost_samples;
   j["lost_records"] = d.lost_records;
   j["idle_samples"] = d.idle_samples;
+  j["idle_ticks"] = p.idle_ticks;
+  j["iowait_ticks"] = p.iowait_ticks;
   j["unresolved_samples"] = d.unresolved_samples;
   j["unresolved_addresses"] = sym.stats().unresolved;
   j["duration_ns"] = p.last_time_ns - p.first_time_ns;

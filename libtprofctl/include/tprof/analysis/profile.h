@@ -208,6 +208,9 @@ inline constexpr char kLeftAtSetuidExec[] = "left_at_setuid_exec";
 // Profile::attributes key: the recorder's own pid, in a recording of every
 // process (which samples the recorder too; reports say how much).
 inline constexpr char kRecorderPid[] = "recorder_pid";
+// Profile::attributes key: "tick" where the samples were taken in the
+// kernel's scheduler tick (TPROF_SAMPLE_ON_TICK; frequency_hz is HZ).
+inline constexpr char kSamplingClock[] = "clock";
 // Profile::attributes keys: perf's limit on sampling,
 // kernel.perf_event_max_sample_rate, when the recording started and
 // ended. perf throttles every counter above it and lowers it when sample
@@ -234,6 +237,10 @@ struct Profile {
   std::map<uint32_t, CpuTotals> cpus;
   uint64_t lost_samples_in_records = 0;  // sums of TPROF_REC_LOST
   uint64_t lost_records_in_records = 0;
+  // Tick sampling (TPROF_REC_IDLE): the ticks idle CPUs skipped with their
+  // tick stopped, and how many of those had a task waiting for I/O. Not
+  // in `samples`: no task was interrupted.
+  uint64_t idle_ticks = 0, iowait_ticks = 0;
   uint64_t first_time_ns = 0, last_time_ns = 0;  // of samples; 0 if none
   RecordStats records;
   KernelSymbols kernel_symbols;
@@ -439,6 +446,7 @@ struct ProfileCounts {
   std::map<StackSampleKey, uint64_t> stack_samples;
   std::map<uint32_t, CpuTotals> cpus;
   uint64_t lost_samples_in_records = 0, lost_records_in_records = 0;
+  uint64_t idle_ticks = 0, iowait_ticks = 0;
   uint64_t record_samples = 0;  // records.samples
   uint64_t last_time_ns = 0;
 };

@@ -5,11 +5,11 @@
 // tprof.data` shows it; files written before were the text itself, and
 // ReadProfile reads both), ParseProfile and SerializeProfile the text.
 //
-// Format, version 1.8 (1.0 had no stacks, 1.1 no buildid/vdso lines, 1.2
+// Format, version 1.9 (1.0 had no stacks, 1.1 no buildid/vdso lines, 1.2
 // no per-sample context, 1.3 the vDSO in hex, 1.4 no checksum, 1.5 no
 // windows, 1.6 sample lines for every sample, 1.7 the stack, ssample, ctx
 // and ksym lines instead of 1.8's compact addr, stk, sskey, ss, cx and
-// ks; all read):
+// ks, 1.8 no idle line; all read):
 // UTF-8/byte text, one item per line, fields separated
 // by one TAB. The first line is
 //     tprof-profile MAJOR MINOR
@@ -24,6 +24,8 @@
 //   attr     KEY VALUE                          Profile::attributes
 //   time     FIRST_NS LAST_NS                   sample time range
 //   lost     LOST_SAMPLES LOST_RECORDS          sums of TPROF_REC_LOST
+//   idle     IDLE_TICKS IOWAIT_TICKS            tick sampling's skipped idle
+//            ticks (1.9; only when some were), Profile::idle_ticks
 //   records  SAMPLES COMMS EXITS MAPS LOSTS UNKNOWN MALFORMED
 //   cpu      CPU SAMPLES HAS_TOTALS TAKEN LOST_SAMPLES LOST_RECORDS
 //   process  PID EXITED EXIT_NS
@@ -99,7 +101,7 @@ namespace tprof {
 
 inline constexpr char kDefaultProfilePath[] = "tprof.data";
 inline constexpr int kProfileFormatMajor = 1;
-inline constexpr int kProfileFormatMinor = 8;
+inline constexpr int kProfileFormatMinor = 9;
 
 std::string SerializeProfile(const Profile& profile);
 // Parses a profile; `name` is used in error messages. Errors: EBADMSG (not

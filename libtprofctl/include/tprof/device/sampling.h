@@ -37,7 +37,10 @@ struct SamplingOptions {
   // copy (user_stack_bytes) is then taken only where they did not cover
   // the walk (a process whose tables are not loaded yet).
   bool unwind_tables = false;
-  uint32_t event_type = TPROF_SAMPLE_ON_CLOCK;  // or TPROF_METRIC_SOFTWARE/HARDWARE/RAW
+  // TPROF_SAMPLE_ON_CLOCK (frequency_hz), TPROF_SAMPLE_ON_TICK (at HZ, in
+  // the scheduler tick: ABI 1.21, before it ENOTSUP), or a counter:
+  // TPROF_METRIC_SOFTWARE/HARDWARE/RAW with event_config and event_period.
+  uint32_t event_type = TPROF_SAMPLE_ON_CLOCK;
   uint64_t event_config = 0;
   uint64_t event_period = 0;   // events per sample (counter sampling)
   // Samples only on these CPUs, as perf record -C (ABI 1.16; a module

@@ -162,6 +162,7 @@ struct SamplingRate {
   double requested_hz = 0;
   double achieved_hz = 0;
   bool low = false;
+  bool tick = false;  // in the scheduler tick: requested_hz is HZ
 };
 // nullopt where the profile cannot say: a process's recording (it runs
 // only part of the time), samples on an event, a filtered profile, a span

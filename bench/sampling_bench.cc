@@ -12,11 +12,15 @@
 //      (--frames N: another depth; two depths give the cost per frame),
 //      `tprofctl record -g` (default depth 64) against `perf record -g`
 //      (frame-pointer call graphs) at 1 kHz and 10 kHz: each one's added
-//      cost over the unprofiled run of the same rep, and the file sizes.
+//      cost over the unprofiled run of the same rep, and the file sizes;
+//   5. the scheduler tick: `tprofctl record --clock tick` against tprof's
+//      and perf's cpu-clock at the same rate (HZ), without and with whole
+//      stacks: the instructions each adds per sample (under --icount).
 // Every profiler runs as a command (fork/exec) the way a user runs it; the
 // workload reports its own wall time, which is what "slowdown" means here.
 //
-//   tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S] [--stacks-only] [--frames N]
+//   tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S] [--stacks-only | --tick-only]
+//                        [--frames N]
 //   tprof_sampling_bench --workload CHUNKS RESULT_FILE [DEPTH]   (the workload)
 #include <dirent.h>
 #include <fcntl.h>
@@ -251,8 +255,11 @@ Run RunPlain(long chunks, int depth = 0) {
 // that the recording builds every table it needs, as the first recording
 // of a program on a machine does; otherwise the store the earlier runs
 // filled (the bench warms it first).
+// tick: in the scheduler tick (--clock tick), at the kernel's HZ;
+// aggregate: counted in the module (--aggregate).
 Run RunTprof(long chunks, unsigned hz, bool stacks = false, int depth = 0,
-             const std::string& call_graph = "", bool cold_tables = false) {
+             const std::string& call_graph = "", bool cold_tables = false, bool tick = false,
+             bool aggregate = false) {
   ::unlink(kWorkloadResult);
   ::unlink(kTprofData);
   const char* const kColdStore = "/tmp/tprof-bench-cold-store";
@@ -260,8 +267,13 @@ Run RunTprof(long chunks, unsigned hz, bool stacks = false, int depth = 0,
   std::filesystem::remove_all(kColdStore, ec);
   if (cold_tables) ::setenv("XDG_CACHE_HOME", kColdStore, 1);
   // -a: every CPU, as perf record -a (record alone follows only the workload).
-  std::vector<std::string> argv = {"tprofctl", "record", "-a", "--freq", std::to_string(hz), "-o",
-                                   kTprofData, "--format", "json", "--top", "1"};
+  std::vector<std::string> argv = {"tprofctl", "record", "-a", "-o", kTprofData, "--format", "json",
+                                   "--top", "1"};
+  if (aggregate) argv.push_back("--aggregate");
+  if (tick)
+    argv.insert(argv.end(), {"--clock", "tick"});
+  else
+    argv.insert(argv.end(), {"--freq", std::to_string(hz)});
   if (stacks && call_graph.empty()) argv.push_back("-g");
   if (stacks && !call_graph.empty()) argv.insert(argv.end(), {"--call-graph", call_graph});
   argv.push_back("--");
@@ -371,6 +383,8 @@ struct Config {
   bool flat = false;  // with a deep workload: the profiler without stacks
   std::string call_graph = "";  // --call-graph MODE instead of -g
   bool cold_tables = false;     // tprof: no unwind tables stored (RunTprof)
+  bool tick = false;            // tprof: in the scheduler tick (hz is HZ)
+  bool aggregate = false;       // tprof: counted in the module
 };
 
 template <typename Field>
@@ -398,7 +412,7 @@ void RunInterleaved(std::vector<Config>& configs, long chunks, int reps, int dep
       const bool stacks = depth > 0 && !c.flat;
       c.runs.push_back(c.tool == '-'   ? RunPlain(chunks, depth)
                        : c.tool == 't' ? RunTprof(chunks, c.hz, stacks, depth, c.call_graph,
-                                                  c.cold_tables)
+                                                  c.cold_tables, c.tick, c.aggregate)
                                        : RunPerf(chunks, c.hz, stacks, depth, c.call_graph));
     }
 }
@@ -502,6 +516,81 @@ bool StackSection(long chunks, int reps) {
   return met;
 }
 
+// The median added workload time of config c over configs[0] (seconds).
+double Added(const std::vector<Config>& configs, const Config& c) {
+  return Med(c, [](const Run& r) { return r.workload_s; }) -
+         Med(configs[0], [](const Run& r) { return r.workload_s; });
+}
+
+// Section 5: the scheduler tick against the cpu-clock timers at its rate,
+// on the flat workload and, with whole stacks, on the deep one. At HZ a
+// run holds few samples, so a recording's fixed costs (start-up, reading
+// kallsyms and the unwind tables, the first MAP records) would weigh on
+// each: the cost of a sample is the marginal one, between a run of the
+// fixed work and one three times as long. Returns whether the tick's cost
+// per sample is at most 0.3x perf's without stacks and 0.7x with them.
+bool TickSection(long chunks, int reps) {
+  // HZ: the rate a tick recording reports asking for.
+  (void)RunTprof(chunks / 2 + 1, 0, false, 0, "", false, true);  // spans over half a second
+  const unsigned hz =
+      static_cast<unsigned>(JsonNumber(ReadFile(kLog), "requested_hz").value_or(0));
+  if (hz == 0) Die("no HZ in a tick recording's report:\n" + ReadFile(kLog));
+  // The unwind tables of the deep workload's files stored, as StackSection does.
+  (void)RunTprof(chunks, 10000, true, g_frames);
+  std::printf("\n5. the scheduler tick (HZ %u) against cpu-clock timers at %u Hz, %d interleaved "
+              "reps\n(per sample: the marginal added workload time between the work and three "
+              "times it,\n over the samples the longer run added; the tick's own interrupt runs "
+              "in the\n unprofiled runs too)\n",
+              hz, hz, reps);
+  bool met = true;
+  for (int depth : {0, g_frames}) {
+    const std::string g = depth ? " -g" : "";
+    std::vector<Config> configs = {
+        {depth ? "unprofiled, " + std::to_string(depth) + " frames deep" : "unprofiled", '-', 0, {}},
+        {"tprofctl record -a --clock tick" + g, 't', hz, {}},
+        {"tprofctl record -a -F " + std::to_string(hz) + g, 't', hz, {}},
+        {"perf record -a -F " + std::to_string(hz) + g, 'p', hz, {}}};
+    configs[1].tick = true;
+    if (g_perf.empty()) configs.pop_back();
+    if (!depth) {  // counted in the module: without stacks only
+      configs.push_back({"tprofctl record -a --clock tick --aggregate", 't', hz, {}});
+      configs.back().tick = configs.back().aggregate = true;
+    }
+    std::vector<Config> longer = configs;
+    for (int r = 0; r < reps; ++r) {
+      RunInterleaved(configs, chunks, 1, depth);
+      RunInterleaved(longer, chunks * 3, 1, depth);
+    }
+    PrintSlowdownTable(longer);
+    std::vector<double> per_sample(configs.size());
+    for (size_t i = 1; i < configs.size(); ++i) {
+      const double samples = Med(longer[i], [](const Run& r) { return r.samples; }) -
+                             Med(configs[i], [](const Run& r) { return r.samples; });
+      const double added = Added(longer, longer[i]) - Added(configs, configs[i]);
+      per_sample[i] = samples > 0 ? added / samples * 1e9 : 0;
+      std::printf("  %-36s %8.0f a sample (the whole recording's added time over its samples: "
+                  "%.0f)\n",
+                  configs[i].name.c_str(), per_sample[i],
+                  Added(longer, longer[i]) / Med(longer[i], [](const Run& r) { return r.samples; }) *
+                      1e9);
+    }
+    if (g_perf.empty()) {
+      met = false;
+      continue;
+    }
+    // The goal is the cheapest tprof way's: without stacks, counted in the module.
+    const double tick = depth ? per_sample[1] : per_sample.back(), perf = per_sample[3];
+    const double goal = depth ? 0.7 : 0.3;
+    const bool ok = perf > 0 && tick <= goal * perf;
+    met &= ok;
+    std::printf("tick%s: %.0f vs perf's %.0f a sample (%.3fx): %s\n", g.c_str(), tick, perf,
+                perf > 0 ? tick / perf : 0.0,
+                ok ? (depth ? "at most 0.7x" : "at most 0.3x")
+                   : (depth ? "MORE than 0.7x" : "MORE than 0.3x"));
+  }
+  return met;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -510,7 +599,7 @@ int main(int argc, char** argv) {
 
   int reps = 5;
   double target_s = 3.0;
-  bool stacks_only = false;
+  bool stacks_only = false, tick_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--perf" && i + 1 < argc)
@@ -521,11 +610,13 @@ int main(int argc, char** argv) {
       target_s = std::max(0.1, std::atof(argv[++i]));
     else if (a == "--stacks-only")
       stacks_only = true;
+    else if (a == "--tick-only")
+      tick_only = true;
     else if (a == "--frames" && i + 1 < argc)
       g_frames = std::clamp(std::atoi(argv[++i]), 1, 60);
     else
-      Die("usage: tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S] [--stacks-only] "
-          "[--frames N]");
+      Die("usage: tprof_sampling_bench [--perf PATH] [--reps N] [--seconds S] [--stacks-only | "
+          "--tick-only] [--frames N]");
   }
   char self[4096];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -553,6 +644,15 @@ int main(int argc, char** argv) {
   const int cpus = NumCpus();
   const char* stacks_target =
       "  stacks: tprof -g adds no more than perf -g, file at most a tenth of perf.data";
+  const char* tick_target =
+      "  tick: added per sample at most 0.3x perf's without stacks, 0.7x with -g";
+  if (tick_only) {
+    std::printf("workload: %d processes x %ld chunks (one per CPU)\n", cpus, chunks);
+    const bool met = TickSection(chunks, reps);
+    std::printf("\ntargets:\n%s: %s\n", tick_target,
+                g_perf.empty() ? "NOT MEASURED (no perf)" : met ? "met" : "NOT met");
+    return 0;
+  }
   if (stacks_only) {
     std::printf("workload: %d processes x %ld chunks (one per CPU)\n", cpus, chunks);
     bool met = StackSection(chunks, reps);
@@ -652,6 +752,9 @@ int main(int argc, char** argv) {
   // ---- 4. whole stacks ------------------------------------------------------
   bool stacks_met = StackSection(chunks, reps);
 
+  // ---- 5. the scheduler tick -----------------------------------------------
+  const bool tick_met = TickSection(chunks, reps);
+
   // ---- targets -----------------------------------------------------------------
   std::printf("\ntargets:\n");
   if (g_perf.empty())
@@ -663,5 +766,7 @@ int main(int argc, char** argv) {
               lost_at_10k == 0 ? "met" : "NOT met");
   std::printf("%s: %s\n", stacks_target,
               g_perf.empty() ? "NOT MEASURED (no perf)" : stacks_met ? "met" : "NOT met");
+  std::printf("%s: %s\n", tick_target,
+              g_perf.empty() ? "NOT MEASURED (no perf)" : tick_met ? "met" : "NOT met");
   return 0;
 }

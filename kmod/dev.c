@@ -70,7 +70,7 @@ static long tprof_ioctl_get_info(struct tprof_info __user *uinfo)
 			 TPROF_FEAT_PMU_COUNTS_ONLY | TPROF_FEAT_PMU_COUNTS_ONLY_CPUS |
 			 TPROF_FEAT_SAMPLING_CPUS | TPROF_FEAT_SAMPLING_USER_STACK |
 			 TPROF_FEAT_UNWIND_TABLES | TPROF_FEAT_UNWIND_SIGNAL_FRAMES |
-			 TPROF_FEAT_SAMPLING_TICK;
+			 TPROF_FEAT_SAMPLING_TICK | TPROF_FEAT_SAMPLING_AGGREGATE;
 	tprof_stats_read_total(&info.total);
 	info.cpu_stats = (u64)(uintptr_t)ustats;
 	info.cpu_stats_count = count;
@@ -111,6 +111,7 @@ static long tprof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	TPROF_IOCTL(TPROF_IOC_SAMPLING_FLUSH, tprof_ioctl_sampling_flush(file));
 	TPROF_IOCTL(TPROF_IOC_UNWIND_LOAD, tprof_ioctl_unwind_load(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_UNWIND_SPACE, tprof_ioctl_unwind_space(file, uarg));
+	TPROF_IOCTL(TPROF_IOC_SAMPLING_AGGREGATE_READ, tprof_ioctl_sampling_aggregate_read(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_WINDOW_ADD, tprof_ioctl_window_add(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_WINDOW_READ, tprof_ioctl_window_read(file, uarg));
 	TPROF_IOCTL(TPROF_IOC_WINDOW_LIST, tprof_ioctl_window_list(file, uarg));

@@ -5,6 +5,7 @@
  *
  *   sampling_hot.c      the sample handler and record writing (IRQ/NMI)
  *   sampling_tick.c     samples taken in the scheduler tick, idle ticks
+ *   sampling_aggregate.c  counts per (process, space, ip) in per-CPU tables
  *   sampling_stack.c    a sample's whole stack (kernel and user part)
  *   sampling_records.c  process records from the hooks, MAP records (worker)
  *   sampling_ioctl.c    the ioctls: user copies, checks, permissions
@@ -58,6 +59,8 @@ long tprof_ioctl_sampling_flush(struct file *file);
 long tprof_ioctl_sampling_release(struct file *file,
 				  struct tprof_buffer_release __user *uarg);
 long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg);
+long tprof_ioctl_sampling_aggregate_read(struct file *file,
+					 struct tprof_aggregate_read __user *uarg);
 long tprof_ioctl_unwind_load(struct file *file, struct tprof_unwind_load __user *uarg);
 long tprof_ioctl_unwind_space(struct file *file, const struct tprof_unwind_space __user *uarg);
 /* sampling_session.c */
@@ -169,6 +172,9 @@ struct tprof_session {
 	char *path_buf;			/* PATH_MAX, for the map worker only */
 	struct irq_work wake_work;
 	wait_queue_head_t wait;
+	/* AGGREGATE: two count tables per CPU (sampling_aggregate.c). */
+	struct tprof_agg_cpu __percpu *agg;
+	struct mutex agg_lock;		/* one AGGREGATE_READ at a time */
 	/* Counting windows (windows.c), RCU; under tprof_windows_mutex. */
 	struct tprof_window_table __rcu *windows;
 };
@@ -236,6 +242,21 @@ void tprof_sample_user_stack(struct pt_regs *uregs, struct tprof_rec_user_stack 
  */
 int tprof_tick_start(struct tprof_session *s);
 void tprof_tick_stop(struct tprof_session *s);
+
+/*
+ * sampling_aggregate.c: the tables (created at start, freed with the
+ * session), a sample's count (IRQs off, nesting guard up; false: no room,
+ * write a record) and AGGREGATE_READ's work.
+ */
+struct tprof_agg_cpu;
+struct tprof_aggregate_read;
+struct tprof_aggregate_entry;
+int tprof_agg_create(struct tprof_session *s);
+void tprof_agg_free(struct tprof_session *s);
+bool tprof_agg_add(struct tprof_session *s, u64 ip, u64 space_id, u32 pid, u32 flags);
+int tprof_agg_read(struct tprof_session *s, unsigned int cpu,
+		   struct tprof_aggregate_read *out,
+		   struct tprof_aggregate_entry __user *uentries);
 
 /* sampling_records.c */
 void tprof_request_maps(struct tprof_session *s, struct tprof_sampling_cpu *pc,

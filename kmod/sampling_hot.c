@@ -119,6 +119,37 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 }
 
 /*
+ * AGGREGATE: counts the sample in this CPU's table (IRQs off). True when
+ * that is all: no record to write (with AGGREGATE_RECORDS the record is
+ * written too, and counts as the sample taken). False also when the table
+ * had no room, or an NMI sample landed inside another write: the record
+ * path then writes it or counts it lost.
+ */
+static bool tprof_sample_aggregate(struct tprof_session *s, struct tprof_sampling_cpu *pc,
+				   struct task_struct *task, u64 ip, bool user, bool idle,
+				   u64 space_id)
+{
+	const bool shown = user || s->show_kernel;
+	const bool records = s->config.flags & TPROF_SAMPLING_AGGREGATE_RECORDS;
+	struct tprof_buffer_ctl *ctl = pc->writer.ctl;
+	bool counted = false;
+
+	if (++pc->nesting == 1) {
+		counted = tprof_agg_add(s, shown ? ip : 0, user ? space_id : 0,
+					idle ? 0 : task_tgid_nr_ns(task, s->pid_ns),
+					(user ? TPROF_SAMPLE_USER : 0) |
+					(idle ? TPROF_SAMPLE_IDLE : 0) |
+					(shown ? 0 : TPROF_SAMPLE_HIDDEN));
+		if (counted && !records)
+			WRITE_ONCE(ctl->samples_taken, ctl->samples_taken + 1);
+		if (counted && user)
+			tprof_request_maps(s, pc, space_id);
+	}
+	pc->nesting--;
+	return counted && !records;
+}
+
+/*
  * One sample of current at @regs, from any producer (a counter's overflow,
  * the tick) once it decided the sample is the session's.
  */
@@ -141,6 +172,10 @@ void tprof_sample_regs(struct tprof_session *s, struct pt_regs *regs)
 	user = user_mode(regs);
 	pc = this_cpu_ptr(s->cpus);
 	space_id = user || (s->config.flags & TPROF_SAMPLING_STACKS) ? tprof_space_id(s, task->mm) : 0;
+	if ((s->config.flags & TPROF_SAMPLING_AGGREGATE) &&
+	    tprof_sample_aggregate(s, pc, task, instruction_pointer(regs), user,
+				   is_idle_task(task), space_id))
+		goto out;
 	if ((s->config.flags & TPROF_SAMPLING_STACKS) && !is_idle_task(task) &&
 	    !pc->stack_busy) {
 		pc->stack_busy = 1;

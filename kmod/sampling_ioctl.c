@@ -33,8 +33,25 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 	    c->cpus_bytes > TPROF_SAMPLING_MAX_CPUS_BYTES)
 		return -EINVAL;
 	if (c->flags & ~(TPROF_SAMPLING_CALLERS | TPROF_SAMPLING_STACKS | TPROF_SAMPLING_USER_STACK |
-			 TPROF_SAMPLING_USER_CFI))
+			 TPROF_SAMPLING_USER_CFI | TPROF_SAMPLING_AGGREGATE |
+			 TPROF_SAMPLING_AGGREGATE_RECORDS))
 		return -EINVAL;
+	/* Counts per address only: no callers or stacks to count them by. */
+	if (c->__pad3 || ((c->flags & TPROF_SAMPLING_AGGREGATE_RECORDS) &&
+			  !(c->flags & TPROF_SAMPLING_AGGREGATE)))
+		return -EINVAL;
+	if (c->flags & TPROF_SAMPLING_AGGREGATE) {
+		if (c->flags & (TPROF_SAMPLING_CALLERS | TPROF_SAMPLING_STACKS))
+			return -EINVAL;
+		if (!c->aggregate_slots)
+			c->aggregate_slots = TPROF_AGGREGATE_DEFAULT_SLOTS;
+		if (c->aggregate_slots < TPROF_AGGREGATE_MIN_SLOTS ||
+		    c->aggregate_slots > TPROF_AGGREGATE_MAX_SLOTS ||
+		    !is_power_of_2(c->aggregate_slots))
+			return -EINVAL;
+	} else if (c->aggregate_slots) {
+		return -EINVAL;
+	}
 	if ((c->flags & TPROF_SAMPLING_USER_CFI) && !(c->flags & TPROF_SAMPLING_STACKS))
 		return -EINVAL;
 	if ((c->flags & TPROF_SAMPLING_STACKS) ?
@@ -254,6 +271,36 @@ long tprof_ioctl_sampling_release(struct file *file,
 	}
 	mutex_unlock(&tprof_sampling_mutex);
 	return ret;
+}
+
+long tprof_ioctl_sampling_aggregate_read(struct file *file,
+					 struct tprof_aggregate_read __user *uarg)
+{
+	struct tprof_aggregate_read rd;
+	struct tprof_session *s;
+	long ret;
+
+	if (copy_from_user(&rd, uarg, sizeof(rd)))
+		return -EFAULT;
+	if (rd.resv[0] || rd.resv[1] || rd.cpu >= nr_cpu_ids || !cpu_possible(rd.cpu))
+		return -EINVAL;
+	mutex_lock(&tprof_sampling_mutex);
+	s = tprof_owned_session(file, &ret);
+	mutex_unlock(&tprof_sampling_mutex);
+	/* The session lives as long as the file this ioctl holds. */
+	if (!s)
+		return ret;
+	if (!(s->config.flags & TPROF_SAMPLING_AGGREGATE))
+		return -EINVAL;
+	if (rd.max_entries < s->config.aggregate_slots)
+		return -ENOSPC;
+	ret = tprof_agg_read(s, rd.cpu, &rd, u64_to_user_ptr(rd.entries));
+	if (ret)
+		return ret;
+	rd.__pad = 0;
+	if (copy_to_user(uarg, &rd, sizeof(rd)))
+		return -EFAULT;
+	return 0;
 }
 
 long tprof_ioctl_sampling_status(struct tprof_sampling_status __user *uarg)

@@ -258,6 +258,11 @@ int tprof_sampling_start_locked(struct file *owner,
 		s->unwind = tprof_unwind_store_create();
 	if (!s->cpus || !s->path_buf || (!s->unwind && (c->flags & TPROF_SAMPLING_USER_CFI)))
 		goto err_free;
+	if (c->flags & TPROF_SAMPLING_AGGREGATE) {
+		ret = tprof_agg_create(s);
+		if (ret)
+			goto err_free;
+	}
 	/*
 	 * Halves for the CPUs online now (not published yet: any CPU may set
 	 * them up); one that comes online later gets its own in cpu_up.
@@ -336,6 +341,7 @@ void tprof_session_free(struct tprof_session *s)
 		fput(s->buf_file);	/* the mappings keep the buffers */
 	kfree(s->path_buf);
 	tprof_unwind_store_free(s->unwind);
+	tprof_agg_free(s);
 	kfree(s);
 }
 

@@ -73,19 +73,25 @@ static void *tprof_function_entry(const char *name)
 
 /*
  * System-wide: the ticks this CPU skipped since its previous one, written
- * as a TPROF_REC_IDLE when some were idle time. IRQs off.
+ * as a TPROF_REC_IDLE when some were idle time. IRQs off. The kernel's
+ * idle and iowait times are read only where ticks were skipped (and at the
+ * first tick): their growth since the previous such read bounds the idle
+ * ticks (it may include idle time whose ticks were taken, so it bounds
+ * from above; a busy nohz_full CPU's stays flat).
  */
 static void tprof_tick_idle(struct tprof_session *s, unsigned int cpu)
 {
 	struct tprof_sampling_cpu *pc = this_cpu_ptr(s->cpus);
 	u64 now = local_clock(), last = pc->tick_last_ns;
-	u64 idle_us = get_cpu_idle_time_us(cpu, NULL);
-	u64 iowait_us = get_cpu_iowait_time_us(cpu, NULL);
-	u64 skipped, slept, iowait = 0;
+	u64 idle_us, iowait_us, skipped, slept, iowait = 0;
 	struct tprof_rec_idle *rec;
 
 	pc->tick_last_ns = now;
-	if (!last || now - last < 3 * TICK_NSEC / 2) {
+	if (last && now - last < 3 * TICK_NSEC / 2)
+		return;		/* the usual tick: none skipped */
+	idle_us = get_cpu_idle_time_us(cpu, NULL);
+	iowait_us = get_cpu_iowait_time_us(cpu, NULL);
+	if (!last) {
 		pc->tick_idle_us = idle_us;
 		pc->tick_iowait_us = iowait_us;
 		return;

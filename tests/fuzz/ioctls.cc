@@ -330,6 +330,10 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
     in->frequency_hz = 0;
     in->event_type = TPROF_SAMPLE_ON_TICK;
   }
+  if (r.OneIn(4) && !(in->flags & TPROF_SAMPLING_STACKS)) {  // counted in the module (ABI 1.21)
+    in->flags = TPROF_SAMPLING_AGGREGATE | (r.OneIn(3) ? TPROF_SAMPLING_AGGREGATE_RECORDS : 0);
+    in->aggregate_slots = uint32_t(r.Pick<u64>({0, 64, 1024, 16384}));
+  }
   if (r.OneIn(4)) {  // chosen CPUs (ABI 1.16): CPU 0 and/or 1, or none
     uint32_t words = 1 + uint32_t(r.Below(TPROF_SAMPLING_MAX_CPUS_BYTES / 8));
     in->cpus = EmbeddedPtr(r, c, sizeof(u64), words);
@@ -351,7 +355,7 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
     }
   }
   if (mode == 2 || (mode == 1 && !r.OneIn(4))) return;
-  switch (r.Below(12)) {
+  switch (r.Below(13)) {
     case 0: in->half_bytes = uint32_t(r.Edgy()); break;
     case 1: in->frequency_hz = uint32_t(r.Edgy()); break;
     case 2: in->event_type = uint32_t(r.Below(8)); in->event_period = r.Edgy(); in->event_config = r.Edgy(); break;
@@ -391,6 +395,24 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
       in->event_period = r.OneIn(2) ? 0 : r.Edgy();
       c.must_fail = true;
       c.defect = "a frequency for the tick";
+      break;
+    case 11:  // aggregation: not with stacks or callers, slots a power of two in range
+      in->flags = TPROF_SAMPLING_AGGREGATE |
+                  uint32_t(r.Pick<u64>({TPROF_SAMPLING_STACKS, TPROF_SAMPLING_CALLERS, 0, 0}));
+      in->stack_depth = (in->flags & TPROF_SAMPLING_STACKS) ? 8 : 0;
+      in->aggregate_slots = uint32_t(r.Pick<u64>({0, 1, 63, 96, TPROF_AGGREGATE_MAX_SLOTS * 2, r.Edgy()}));
+      if (r.OneIn(4)) {
+        in->flags = TPROF_SAMPLING_AGGREGATE_RECORDS;
+        in->aggregate_slots = 0;
+      }
+      {
+        const uint32_t n = in->aggregate_slots;
+        c.must_fail = !(in->flags & TPROF_SAMPLING_AGGREGATE) ||
+                      (in->flags & (TPROF_SAMPLING_STACKS | TPROF_SAMPLING_CALLERS)) ||
+                      (n && (n < TPROF_AGGREGATE_MIN_SLOTS || n > TPROF_AGGREGATE_MAX_SLOTS ||
+                             (n & (n - 1))));
+      }
+      c.defect = "aggregation settings";
       break;
     default: MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv"); break;
   }
@@ -437,6 +459,41 @@ void FillRelease(Rng& r, Worker&, void* a, Call& c) {
   in->cpu = uint32_t(r.OneIn(4) ? r.Edgy() : r.Below(4));
   in->half = uint32_t(r.OneIn(4) ? r.Edgy() : r.Below(2));
   MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv");
+}
+void FillAggregateRead(Rng& r, Worker&, void* a, Call& c) {
+  auto* in = static_cast<tprof_aggregate_read*>(a);
+  std::memset(in, 0, sizeof(*in));
+  in->cpu = uint32_t(r.OneIn(4) ? r.Edgy() : r.Below(4));
+  in->max_entries = uint32_t(r.OneIn(4) ? r.Edgy() : r.Pick<u64>({64, 1024, 2048, 16384}));
+  in->entries = EmbeddedPtr(r, c, sizeof(tprof_aggregate_entry), in->max_entries);
+  MaybeDefectReserved(r, c, in->resv, sizeof(in->resv), "resv");
+}
+// What a session's counts may hold: flags the kernel writes, a count for
+// every entry, no kernel address withheld by HIDDEN, only the unprivileged
+// caller's own processes.
+void CheckAggregateRead(Worker&, const void*, const void* o, const Call& c) {
+  auto* out = static_cast<const tprof_aggregate_read*>(o);
+  if (out->nr_entries > out->max_entries || !AllZero(out->resv, sizeof(out->resv)) ||
+      out->end_ns < out->start_ns)
+    VIOLATION("AGGREGATE_READ: %u entries of %u, resv %d, span %llu..%llu", out->nr_entries,
+              out->max_entries, !AllZero(out->resv, sizeof(out->resv)), out->start_ns, out->end_ns);
+  if (c.embedded != PtrKind::kValid) return;
+  u64 sum = 0;
+  const auto* e = reinterpret_cast<const tprof_aggregate_entry*>(t_scratch->array);
+  for (uint32_t i = 0; i < out->nr_entries && (i + 1) * sizeof(*e) <= c.embedded_bytes; ++i) {
+    sum += e[i].count;
+    if (!e[i].count || (e[i].flags & ~uint32_t(TPROF_SAMPLE_USER | TPROF_SAMPLE_IDLE | TPROF_SAMPLE_HIDDEN)) ||
+        ((e[i].flags & TPROF_SAMPLE_HIDDEN) && e[i].ip) ||
+        (!(e[i].flags & TPROF_SAMPLE_USER) && e[i].space_id))
+      VIOLATION("AGGREGATE_READ entry: pid %u flags 0x%x ip 0x%llx space %llx count %llu", e[i].pid,
+                e[i].flags, e[i].ip, e[i].space_id, e[i].count);
+    if (g_unpriv && (e[i].pid == 0 || !IsOwnPidSettled(e[i].pid)))
+      VIOLATION("AGGREGATE_READ: counts of pid %u (not the unprivileged caller's own)", e[i].pid);
+    if (g_unpriv && !(e[i].flags & TPROF_SAMPLE_USER) && !(e[i].flags & TPROF_SAMPLE_HIDDEN))
+      VIOLATION("AGGREGATE_READ: a kernel address 0x%llx shown to the unprivileged caller", e[i].ip);
+  }
+  if ((out->nr_entries + 1) * sizeof(*e) <= c.embedded_bytes && sum != out->samples)
+    VIOLATION("AGGREGATE_READ: entries sum to %llu, samples says %llu", sum, out->samples);
 }
 void CheckSamplingStatus(Worker&, const void*, const void* o, const Call&) {
   auto* out = static_cast<const tprof_sampling_status*>(o);
@@ -1042,6 +1099,8 @@ const std::vector<IoctlSpec> kIoctls = {
     {"SAMPLING_FLUSH", TPROF_IOC_SAMPLING_FLUSH, false, FillNone, CheckNothing},
     {"UNWIND_LOAD", TPROF_IOC_UNWIND_LOAD, false, FillUnwindLoad, CheckUnwindLoad},
     {"UNWIND_SPACE", TPROF_IOC_UNWIND_SPACE, false, FillUnwindSpace, CheckNothing},
+    {"SAMPLING_AGGREGATE_READ", TPROF_IOC_SAMPLING_AGGREGATE_READ, false, FillAggregateRead,
+     CheckAggregateRead},
     {"PMU_CREATE", TPROF_IOC_PMU_CREATE, false, FillPmuCreate, CheckPmuCreate},
 };
 

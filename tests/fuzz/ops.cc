@@ -80,6 +80,29 @@ void EvictSessions() {
 }  // namespace
 
 // One whole session on a private descriptor; checks the books.
+
+// AGGREGATE: every CPU's counts into the books' delivered samples (with
+// AGGREGATE_RECORDS the records are the delivered samples: the counts are
+// a copy of them).
+void TakeAggregates(int fd, const tprof_sampling_config& cfg, Books* books) {
+  if (!(cfg.flags & TPROF_SAMPLING_AGGREGATE)) return;
+  std::vector<tprof_aggregate_entry> entries(cfg.aggregate_slots);
+  for (uint32_t cpu = 0; cpu < cfg.nr_cpu_ids; ++cpu) {
+    tprof_aggregate_read rd{};
+    rd.cpu = cpu;
+    rd.max_entries = cfg.aggregate_slots;
+    rd.entries = u64(uintptr_t(entries.data()));
+    int err = RawIoctl("SAMPLING_AGGREGATE_READ", fd, TPROF_IOC_SAMPLING_AGGREGATE_READ, &rd);
+    if (err == EINVAL && long(cpu) >= ::sysconf(_SC_NPROCESSORS_CONF)) continue;  // not possible
+    if (err) {
+      VIOLATION("accountant: AGGREGATE_READ of cpu %u of its own session: %s", cpu, ErrName(err).c_str());
+      continue;
+    }
+    if (!(cfg.flags & TPROF_SAMPLING_AGGREGATE_RECORDS)) books->delivered[cpu] += rd.samples;
+    Count("accountant aggregated samples", rd.samples);
+  }
+}
+
 void OpAccountant(Worker& w) {
   t_op = "accountant";
   bool expected = false;
@@ -146,6 +169,7 @@ void OpAccountant(Worker& w) {
     }
     sched_yield();
     if (!lazy) ConsumeHalves(fd, map, cfg.nr_cpu_ids, cfg.ctl_bytes, cfg.half_bytes_out, &books, spid, true);
+    if (!lazy) TakeAggregates(fd, cfg, &books);
     if (in.flags & TPROF_SAMPLING_USER_CFI) FeedUnwindTables(w, fd);
   }
   err = RawIoctl("SAMPLING_STOP", fd, TPROF_IOC_SAMPLING_STOP, nullptr);
@@ -164,6 +188,7 @@ void OpAccountant(Worker& w) {
   }
   if (!hup) VIOLATION("accountant: no POLLHUP within 60 s of stop with every half handed back");
   ConsumeHalves(fd, map, cfg.nr_cpu_ids, cfg.ctl_bytes, cfg.half_bytes_out, &books, spid, true);
+  TakeAggregates(fd, cfg, &books);
   tprof_sampling_status st{};
   u64 taken = 0, lost = 0, lost_records = 0;
   for (uint32_t cpu = 0; cpu < cfg.nr_cpu_ids; ++cpu) {

@@ -133,5 +133,33 @@ TEST(Continuous, KeepsTheNewestFilesAndRunsUnprivileged) {
               static_cast<unsigned long long>(run.total));
 }
 
+// The always-on way: in the scheduler tick, counted in the module, an
+// unprivileged user's own command: each interval's file holds the counts
+// taken in it (pprof's total is its line), and they add up to the total.
+TEST(Continuous, CountsInTheTickAddUpPerIntervalUnprivileged) {
+  ScopedParanoid paranoid(2);
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  Result rec = RunAsNobody(dir.path(),
+                           "mkdir series && tprofctl record --continuous --interval 0.5 --clock tick "
+                           "--aggregate --out-dir series -- tprof-wl-shares --ms 3000");
+  ASSERT_EQ(rec.rc, 0) << rec.out;
+  EXPECT_EQ(rec.out.find("instead"), std::string::npos) << "no fallback:\n" << rec.out;
+  const ContinuousRun run = ParseRun(rec.out);
+  ASSERT_TRUE(run.summary) << rec.out;
+  ASSERT_GE(run.files.size(), 2u) << rec.out;
+  uint64_t sum = 0;
+  for (const IntervalFile& f : run.files) {
+    std::string top;
+    const std::string path = dir.path() + "/" + f.path;
+    EXPECT_EQ(PprofTotal(path, &top), static_cast<int64_t>(f.samples)) << path << "\n" << top;
+    sum += f.samples;
+  }
+  EXPECT_EQ(sum, run.total) << rec.out;
+  EXPECT_GE(run.total, 300u) << "3 s of CPU at HZ (100 at the least)";
+  std::printf("  [continuous] tick, counted: %zu files, %llu samples\n", run.files.size(),
+              static_cast<unsigned long long>(run.total));
+}
+
 }  // namespace
 }  // namespace tprof::test

@@ -682,7 +682,31 @@ TEST(SamplingTest, BadConfigurationsAreRefused) {
   EXPECT_EQ(start(c), EINVAL);
   c = {};
   c.pid = TPROF_PID_ALL;
-  c.resv[1] = 1;
+  c.resv[0] = 1;
+  EXPECT_EQ(start(c), EINVAL);
+  c = {};
+  c.pid = TPROF_PID_ALL;
+  c.__pad3 = 1;
+  EXPECT_EQ(start(c), EINVAL);
+  c = {};
+  c.pid = TPROF_PID_ALL;
+  c.aggregate_slots = 1024;  // without TPROF_SAMPLING_AGGREGATE
+  EXPECT_EQ(start(c), EINVAL);
+  c = {};
+  c.pid = TPROF_PID_ALL;
+  c.flags = TPROF_SAMPLING_AGGREGATE | TPROF_SAMPLING_STACKS;
+  c.stack_depth = 8;
+  EXPECT_EQ(start(c), EINVAL);
+  c.flags = TPROF_SAMPLING_AGGREGATE | TPROF_SAMPLING_CALLERS;
+  c.stack_depth = 0;
+  EXPECT_EQ(start(c), EINVAL);
+  c.flags = TPROF_SAMPLING_AGGREGATE;
+  c.aggregate_slots = 1000;  // not a power of two
+  EXPECT_EQ(start(c), EINVAL);
+  c.aggregate_slots = TPROF_AGGREGATE_MAX_SLOTS * 2;
+  EXPECT_EQ(start(c), EINVAL);
+  c.flags = TPROF_SAMPLING_AGGREGATE_RECORDS;
+  c.aggregate_slots = 0;
   EXPECT_EQ(start(c), EINVAL);
   c = {};
   c.pid = TPROF_PID_ALL;

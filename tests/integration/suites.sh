@@ -21,6 +21,7 @@ KERNEL_PATH_TESTS=ExecSafety*:PmuTest.*:PmuDataRange.*:SamplingSafety.*:Sampling
 KERNEL_PATH_TESTS+=:SelfPageTest.*:ThreadMetrics*:LimitsTest.*:LimitsSelfPageTest.*:GetInfo.*
 KERNEL_PATH_TESTS+=:IoctlErrors.*:ModuleLifecycle.*:KernelLog.*
 KERNEL_PATH_TESTS+=:TickSampling.IdleCpusAreCountedAsIdleTicks:TickSampling.TheModuleChecksTheConfig
+KERNEL_PATH_TESTS+=:Aggregate.CountsEqualTheRecordsOfTheSameSamples:Aggregate.ReadChecks*
 KERNEL_PATH_TESTS+=:StatTest.CountsAtLeastTheKnownFaults*:StatTest.AllCpus*
 # The debug kernel (the KUnit kernel: KASAN, UBSAN, lockdep,
 # atomic-sleep checks, kmemleak, debug objects, hung-task and lockup

@@ -1091,6 +1091,33 @@ TEST(TickIdle, IdleTicksAreCountedApartFromSamples) {
       << "no line where the tick did not sample";
 }
 
+// The module's counts (TPROF_SAMPLING_AGGREGATE): each entry as that many
+// samples of its address, on its CPU, delivered as records' samples are,
+// spanning the read.
+TEST(Aggregate, CountsAreSamplesOfTheirAddress) {
+  ProfileBuilder b;
+  tprof_aggregate_read read{};
+  read.start_ns = 1000;
+  read.end_ns = 5000;
+  std::vector<tprof_aggregate_entry> entries = {
+      {0x401000, 7, 10, TPROF_SAMPLE_USER, 5},
+      {0, 0, 10, TPROF_SAMPLE_HIDDEN, 3},
+      {0x402000, 7, 11, TPROF_SAMPLE_USER, 0}};  // no count: nothing
+  b.AddAggregate(1, read, entries);
+  read.start_ns = 5000;
+  read.end_ns = 9000;
+  b.AddAggregate(1, read, {{0x401000, 7, 10, TPROF_SAMPLE_USER, 2}});
+  const Profile& p = b.profile();
+  EXPECT_EQ((p.samples.at(SampleKey{10, 7, 0x401000, TPROF_SAMPLE_USER})), 7u);
+  EXPECT_EQ((p.samples.at(SampleKey{10, 0, 0, TPROF_SAMPLE_HIDDEN})), 3u);
+  EXPECT_EQ(p.samples.size(), 2u);
+  EXPECT_EQ(p.cpus.at(1).samples, 10u);
+  EXPECT_EQ(p.records.samples, 10u);
+  EXPECT_EQ(p.first_time_ns, 1000u);
+  EXPECT_EQ(p.last_time_ns, 9000u);
+  EXPECT_TRUE(p.contexts.empty());
+}
+
 TEST(TakeInterval, KeepsAPidAForkReused) {
   ProfileBuilder b;
   Records r;

@@ -143,6 +143,10 @@ void AddSamplingOptions(CLI::App* sub, RecordOptions& o) {
                   "default) or tick (the kernel's own scheduler tick at its HZ, 250 on Debian: no "
                   "interrupt of tprof's own; falls back to perf where the tick cannot be hooked)")
       ->check(CLI::IsMember({"perf", "tick"}));
+  sub->add_flag("--aggregate", o.sampling.aggregate,
+                "count samples in the module per process and address, read a few times a second, "
+                "instead of a record for each: far less work a sample; without -g, and without "
+                "the per-thread and time context of `dump --tid/--cpu/--time`");
   sub->add_option("-c,--count,--period", o.period, "events per sample with --event (default 10000)")
       ->transform(Decimal())
       ->check(CLI::Range(uint64_t{1}, UINT64_MAX));
@@ -181,6 +185,13 @@ int SettleOptions(const char* name, RecordOptions* o, bool cmd) {
       return kExitUsage;
     }
     o->sampling.event_type = TPROF_SAMPLE_ON_TICK;
+  }
+  if (o->sampling.aggregate) {
+    if (o->callers) {
+      std::fprintf(stderr, "tprofctl %s: --aggregate counts addresses; -g records stacks\n", name);
+      return kExitUsage;
+    }
+    o->context.granularity_ns = 0;  // counts carry no thread or time
   }
   if (o->stack_depth && !o->callers) {
     std::fprintf(stderr, "tprofctl %s: --stack-depth goes with -g/--callers\n", name);
@@ -239,6 +250,11 @@ uint32_t ProcessOfThread(uint32_t tid) {
 int SettleThreadsAndCpus(RecordOptions* o, bool cmd) {
   SampleFilter& keep = o->keep;
   if (keep.tids.empty() && keep.cpus.empty()) return 0;
+  if (o->sampling.aggregate) {
+    std::fprintf(stderr, "tprofctl record: -t and -C keep samples by their thread and CPU, which "
+                         "--aggregate's counts do not carry\n");
+    return kExitUsage;
+  }
   if (o->context.granularity_ns == 0) {
     std::fprintf(stderr, "tprofctl record: -t and -C keep samples by their thread and CPU, which "
                          "--time-granularity 0 does not record\n");

@@ -221,6 +221,17 @@
  *     TPROF_SAMPLING_FLUSH_INTERVAL_MS (10 ms): a FLUSH sooner after the
  *     previous one first sleeps until the interval is over (EINTR: a
  *     signal came meanwhile; nothing was flushed).
+ *   TPROF_IOC_SAMPLING_AGGREGATE_READ (struct tprof_aggregate_read,
+ *     read/write; ABI 1.21)
+ *     The owner only (another descriptor: EPERM; ENODATA: no session; a
+ *     session without TPROF_SAMPLING_AGGREGATE: EINVAL). Takes CPU cpu's
+ *     counts (struct tprof_aggregate_entry, in no order) and resets them,
+ *     running or stopped; a CPU taken offline keeps its counts for the
+ *     next read. EINVAL: cpu out of range, nonzero resv; ENOSPC:
+ *     max_entries below aggregate_slots; EFAULT: entries not writable (the
+ *     counts are kept for the next read). Samples counted as aggregated
+ *     are in the control area's samples_taken, so per CPU
+ *       aggregated + sample records delivered + lost_samples == samples_taken.
  *   TPROF_IOC_SAMPLING_STOP_ANY (no argument; ABI 1.5)
  *     CAP_PERFMON or CAP_SYS_ADMIN (else EPERM): stops the running session
  *     whoever owns it, as SAMPLING_STOP would, and detaches it: STATUS no
@@ -366,6 +377,7 @@
 #define TPROF_FEAT_UNWIND_TABLES (1ULL << 16) /* TPROF_SAMPLING_USER_CFI, UNWIND_LOAD/SPACE (ABI 1.19) */
 #define TPROF_FEAT_UNWIND_SIGNAL_FRAMES (1ULL << 17) /* TPROF_UNWIND_CFA_SIGNAL rows (ABI 1.20) */
 #define TPROF_FEAT_SAMPLING_TICK (1ULL << 18) /* TPROF_SAMPLE_ON_TICK, TPROF_REC_IDLE (ABI 1.21) */
+#define TPROF_FEAT_SAMPLING_AGGREGATE (1ULL << 19) /* TPROF_SAMPLING_AGGREGATE, _AGGREGATE_READ (ABI 1.21) */
 
 /* tprof_info.state */
 enum tprof_state {
@@ -587,6 +599,16 @@ struct tprof_self_page {
 #define TPROF_SAMPLING_STACKS (1U << 1)  /* whole stacks, stack_depth frames (ABI 1.8) */
 #define TPROF_SAMPLING_USER_STACK (1U << 2) /* and user stack copies (ABI 1.18) */
 #define TPROF_SAMPLING_USER_CFI (1U << 3) /* user parts walked with unwind tables (ABI 1.19) */
+/*
+ * ABI 1.21: counts per (process, address space, ip) in per-CPU tables in
+ * the kernel instead of a record per sample; TPROF_IOC_SAMPLING_AGGREGATE_READ
+ * takes them. Not with CALLERS, STACKS or USER_STACK. A sample that finds
+ * no room in its CPU's table is written as a record, so nothing is lost.
+ * AGGREGATE_RECORDS (with AGGREGATE, a check): every sample is written as
+ * a record too, and counted as taken once.
+ */
+#define TPROF_SAMPLING_AGGREGATE (1U << 4)
+#define TPROF_SAMPLING_AGGREGATE_RECORDS (1U << 5)
 
 /* tprof_sampling_config.stack_depth: 1..TPROF_MAX_STACK_DEPTH with
  * TPROF_SAMPLING_STACKS, else 0. */
@@ -614,6 +636,10 @@ struct tprof_self_page {
 /* tprof_sampling_config.cpus_bytes: bitmaps of up to 8192 CPUs (NR_CPUS's
  * largest configuration). */
 #define TPROF_SAMPLING_MAX_CPUS_BYTES 1024
+/* tprof_sampling_config.aggregate_slots: entries per CPU table (two per CPU). */
+#define TPROF_AGGREGATE_DEFAULT_SLOTS 2048
+#define TPROF_AGGREGATE_MIN_SLOTS 64
+#define TPROF_AGGREGATE_MAX_SLOTS 16384
 
 struct tprof_sampling_config {
 	__u32 flags;          /* in: TPROF_SAMPLING_* */
@@ -633,6 +659,35 @@ struct tprof_sampling_config {
 	__u64 cpus;           /* in: user address of a CPU bitmap, 0 = every CPU (ABI 1.16) */
 	__u32 cpus_bytes;     /* in: its size: a multiple of 8; 0 with cpus 0 */
 	__u32 user_stack_bytes; /* in: with TPROF_SAMPLING_USER_STACK, else 0 (ABI 1.18) */
+	__u32 aggregate_slots; /* in/out: with AGGREGATE, 0 = default, else a power of two
+				* in [MIN, MAX]; without, 0 (ABI 1.21) */
+	__u32 __pad3;
+	__u64 resv[1];
+};
+
+/*
+ * TPROF_IOC_SAMPLING_AGGREGATE_READ: one CPU's counts since its previous
+ * read (or the start), taken and reset. The CPU's samples go into its
+ * other table meanwhile, so none is missed or counted twice.
+ */
+struct tprof_aggregate_entry {
+	__u64 ip;             /* 0 with TPROF_SAMPLE_HIDDEN */
+	__u64 space_id;       /* user samples: as tprof_rec_sample's; else 0 */
+	__u32 pid;            /* in the owner's pid namespace; 0: the idle task */
+	__u32 flags;          /* TPROF_SAMPLE_USER, _IDLE, _HIDDEN */
+	__u64 count;
+};
+
+struct tprof_aggregate_read {
+	__u32 cpu;            /* in */
+	__u32 max_entries;    /* in: at least aggregate_slots */
+	__u64 entries;        /* in: user address of tprof_aggregate_entry[max_entries] */
+	__u32 nr_entries;     /* out: entries written */
+	__u32 __pad;
+	__u64 samples;        /* out: the sum of their counts */
+	__u64 overflowed;     /* out: samples that found no room: written as records */
+	__u64 start_ns;       /* out: local_clock() of the CPU when the counts began */
+	__u64 end_ns;         /* out: and when they were taken */
 	__u64 resv[2];
 };
 
@@ -867,6 +922,8 @@ struct tprof_unwind_space {
 #define TPROF_IOC_SAMPLING_FLUSH _IO(TPROF_IOC_MAGIC, 0x25)    /* ABI 1.8 */
 #define TPROF_IOC_UNWIND_LOAD _IOWR(TPROF_IOC_MAGIC, 0x26, struct tprof_unwind_load) /* ABI 1.19 */
 #define TPROF_IOC_UNWIND_SPACE _IOW(TPROF_IOC_MAGIC, 0x27, struct tprof_unwind_space) /* ABI 1.19 */
+#define TPROF_IOC_SAMPLING_AGGREGATE_READ \
+	_IOWR(TPROF_IOC_MAGIC, 0x28, struct tprof_aggregate_read) /* ABI 1.21 */
 /* SAMPLING_FLUSH: one round of cross-CPU calls per session per interval */
 #define TPROF_SAMPLING_FLUSH_INTERVAL_MS 10
 
@@ -1370,6 +1427,8 @@ TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_stack) == 8, "tprof_rec_stack size")
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_comm) == 48, "tprof_rec_comm size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_exit) == 24, "tprof_rec_exit size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_idle) == 32, "tprof_rec_idle size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_aggregate_entry) == 32, "tprof_aggregate_entry size");
+TPROF_STATIC_ASSERT(sizeof(struct tprof_aggregate_read) == 72, "tprof_aggregate_read size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_map) == 56, "tprof_rec_map size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_user_stack) == 48, "tprof_rec_user_stack size");
 TPROF_STATIC_ASSERT(sizeof(struct tprof_rec_lost) == 32, "tprof_rec_lost size");

@@ -63,7 +63,8 @@
 	  "invalid settings (frequency 1..100000 Hz, buffer a power of two from 4 KiB to 16 MiB, " \
 	  "event period >= 1)")                                                                   \
 	X(SAMPLING_START, EOPNOTSUPP,                                                            \
-	  "that event needs a hardware PMU, which this machine does not offer (e.g. in a VM)")   \
+	  "that event needs a hardware PMU, which this machine does not offer (e.g. in a VM), or " \
+	  "the module cannot hook this kernel's scheduler tick")                                  \
 	X(SAMPLING_START, ENOMEM, "no memory for the buffers")                                   \
 	X(SAMPLING_STOP, EPERM, "the sampling session belongs to another descriptor")            \
 	X(SAMPLING_STOP, ENODATA, "no sampling session on this descriptor")                      \
@@ -73,6 +74,11 @@
 	X(SAMPLING_FLUSH, EPERM, "the sampling session belongs to another descriptor")           \
 	X(SAMPLING_FLUSH, ENODATA, "no sampling session on this descriptor")                     \
 	X(SAMPLING_FLUSH, EINTR, "a signal arrived before the flush; nothing was flushed")       \
+	X(SAMPLING_AGGREGATE_READ, EPERM, "the sampling session belongs to another descriptor")  \
+	X(SAMPLING_AGGREGATE_READ, ENODATA, "no sampling session on this descriptor")            \
+	X(SAMPLING_AGGREGATE_READ, EINVAL, "no such CPU, or a session that does not aggregate")  \
+	X(SAMPLING_AGGREGATE_READ, ENOSPC, "less room than the session's aggregate_slots")       \
+	X(SAMPLING_AGGREGATE_READ, EFAULT, "the entries cannot be written (the counts are kept)") \
 	X(UNWIND_LOAD, EPERM, "the sampling session belongs to another descriptor")              \
 	X(UNWIND_LOAD, ENODATA, "no sampling session on this descriptor")                        \
 	X(UNWIND_LOAD, EINVAL,                                                                   \

@@ -231,6 +231,23 @@ size_t ProfileBuilder::AddRecords(const void* data, size_t bytes) {
   return off;
 }
 
+void ProfileBuilder::AddAggregate(uint32_t cpu, const tprof_aggregate_read& read,
+                                  const std::vector<tprof_aggregate_entry>& entries) {
+  uint64_t total = 0;
+  for (const tprof_aggregate_entry& e : entries) {
+    if (e.count == 0) continue;
+    const bool user = e.flags & TPROF_SAMPLE_USER;
+    profile_.samples[{e.pid, user ? e.space_id : 0, e.ip, e.flags & kSampleKeyFlags}] += e.count;
+    total += e.count;
+  }
+  if (total == 0) return;
+  profile_.cpus[cpu].samples += total;
+  profile_.records.samples += total;  // delivered, as the records' samples are
+  if (profile_.first_time_ns == 0 || read.start_ns < profile_.first_time_ns)
+    profile_.first_time_ns = read.start_ns;
+  profile_.last_time_ns = std::max<uint64_t>(profile_.last_time_ns, read.end_ns);
+}
+
 bool ProfileBuilder::AddSample(const unsigned char* rec, uint32_t size) {
   if (DeferUntilMapped(rec, size)) return true;
   if (RecentSample* seen = recent_->Find(rec, size, profile_.stacks)) {

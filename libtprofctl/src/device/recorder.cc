@@ -68,8 +68,23 @@ struct Recorder::State {
     return n;
   }
 
+  // AGGREGATE: every CPU's counts since the last read, into the builder.
+  Status ReadAggregates() {
+    if (!(session.config().flags & TPROF_SAMPLING_AGGREGATE)) return OkStatus();
+    for (uint32_t cpu = 0; cpu < session.nr_cpu_ids(); ++cpu) {
+      auto read = session.ReadAggregate(cpu, &aggregate_entries);
+      if (!read && read.error().code() == std::errc::invalid_argument) continue;  // not possible
+      if (!read) return read.error();
+      builder.AddAggregate(cpu, *read, aggregate_entries);
+      aggregate_overflowed += read->overflowed;
+    }
+    return OkStatus();
+  }
+
   SamplingSession session;
   ProfileBuilder builder;
+  std::vector<tprof_aggregate_entry> aggregate_entries;
+  uint64_t aggregate_overflowed = 0;
   std::optional<UnwindLoader> unwind;  // TPROF_SAMPLING_USER_CFI
   std::chrono::steady_clock::time_point last_flush{};
   boost::asio::io_context io;
@@ -169,6 +184,7 @@ Expected<Profile> Recorder::Run(const RecorderRunOptions& options) {
       if (ec) return;
       auto n = s_->ConsumeNow();
       if (!n) return fail(n.error());
+      if (Status st = s_->ReadAggregates(); !st) return fail(st);
       period = *n ? options.poll_interval : std::min(period * 2, options.poll_interval * 8);
       tick();
     });
@@ -222,7 +238,11 @@ Expected<Profile> Recorder::Run(const RecorderRunOptions& options) {
   return Finish();
 }
 
-Profile Recorder::TakeInterval() { return s_->builder.TakeInterval(); }
+Profile Recorder::TakeInterval() {
+  // A failed read keeps its counts in the module for the next one.
+  (void)s_->ReadAggregates();
+  return s_->builder.TakeInterval();
+}
 
 Expected<Profile> Recorder::Finish() {
   if (s_->finished) return Error(std::make_error_code(std::errc::invalid_argument),
@@ -237,6 +257,7 @@ Expected<Profile> Recorder::Finish() {
     (void)session.Wait(5);
   }
   if (auto n = s_->ConsumeNow(); !n) return n.error();
+  if (Status st = s_->ReadAggregates(); !st) return st.error();
   for (uint32_t cpu = 0; cpu < session.nr_cpu_ids(); ++cpu) {
     CpuBufferTotals t = session.Totals(cpu);
     builder.SetCpuTotals(cpu, t.samples_taken, t.lost_samples, t.lost_records);
@@ -244,6 +265,10 @@ Expected<Profile> Recorder::Finish() {
   const tprof_sampling_config& c = session.config();
   builder.SetAttribute("frequency_hz", std::to_string(c.frequency_out));
   if (c.event_type == TPROF_SAMPLE_ON_TICK) builder.SetAttribute(kSamplingClock, "tick");
+  if (c.flags & TPROF_SAMPLING_AGGREGATE) {
+    builder.SetAttribute(kAggregateSlots, std::to_string(c.aggregate_slots));
+    builder.SetAttribute(kAggregateOverflowed, std::to_string(s_->aggregate_overflowed));
+  }
   builder.SetAttribute("half_bytes", std::to_string(c.half_bytes_out));
   builder.SetAttribute("pid", c.pid == TPROF_PID_ALL ? "all" : std::to_string(c.pid));
   if (c.flags & TPROF_SAMPLING_USER_STACK)

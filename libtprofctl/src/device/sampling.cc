@@ -121,6 +121,14 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
         !st)
       return st.error();
   }
+  if (o.aggregate) {
+    if (Status st = RequireFeature(fd.get(), TPROF_FEAT_SAMPLING_AGGREGATE,
+                                   "counting samples in the module needs", 21);
+        !st)
+      return st.error();
+    c.flags |= TPROF_SAMPLING_AGGREGATE | (o.aggregate_records ? TPROF_SAMPLING_AGGREGATE_RECORDS : 0);
+    c.aggregate_slots = o.aggregate_slots;
+  }
   const bool counter = o.event_type != TPROF_SAMPLE_ON_CLOCK && o.event_type != TPROF_SAMPLE_ON_TICK;
   c.pid = o.pid;
   c.frequency_hz = o.event_type == TPROF_SAMPLE_ON_CLOCK ? o.frequency_hz : 0;
@@ -241,6 +249,20 @@ Status SamplingSession::Flush() {
   if (::ioctl(fd_.get(), TPROF_IOC_SAMPLING_FLUSH) != 0)
     return SamplingError("publishing the partial buffers", TPROF_IOC_SAMPLING_FLUSH, errno);
   return OkStatus();
+}
+
+Expected<tprof_aggregate_read> SamplingSession::ReadAggregate(
+    uint32_t cpu, std::vector<tprof_aggregate_entry>* entries) const {
+  entries->resize(config_.aggregate_slots);
+  tprof_aggregate_read rd{};
+  rd.cpu = cpu;
+  rd.max_entries = config_.aggregate_slots;
+  rd.entries = reinterpret_cast<uintptr_t>(entries->data());
+  if (::ioctl(fd_.get(), TPROF_IOC_SAMPLING_AGGREGATE_READ, &rd) != 0)
+    return SamplingError("reading the module's sample counts", TPROF_IOC_SAMPLING_AGGREGATE_READ,
+                         errno);
+  entries->resize(std::min(rd.nr_entries, rd.max_entries));
+  return rd;
 }
 
 bool SamplingSession::Finished() const {

@@ -230,6 +230,17 @@ void TextAttribute(const Profile& p, const std::string& key, const std::string& 
   };
   if (key == kSamplingClock)
     return;  // said with frequency_hz
+  if (key == kAggregateSlots) {
+    Appendf(out, "counted in the module: tables of %llu entries per CPU, read a few times a second\n",
+            n);
+    return;
+  }
+  if (key == kAggregateOverflowed) {
+    if (n)
+      Appendf(out, "counted in the module: %llu samples found their table full and came as records\n",
+              n);
+    return;
+  }
   if (key == "frequency_hz" && n > 0 && p.attributes.count(kSamplingClock))
     Appendf(out, "sampling: in the scheduler tick, HZ %llu per busy CPU\n", n);
   else if (key == "frequency_hz" && n > 0)

@@ -211,6 +211,11 @@ inline constexpr char kRecorderPid[] = "recorder_pid";
 // Profile::attributes key: "tick" where the samples were taken in the
 // kernel's scheduler tick (TPROF_SAMPLE_ON_TICK; frequency_hz is HZ).
 inline constexpr char kSamplingClock[] = "clock";
+// Profile::attributes keys: counted in the module (TPROF_SAMPLING_AGGREGATE):
+// entries per CPU table, and the samples that found no room in one and
+// came as records instead.
+inline constexpr char kAggregateSlots[] = "aggregate_slots";
+inline constexpr char kAggregateOverflowed[] = "aggregate_overflowed";
 // Profile::attributes keys: perf's limit on sampling,
 // kernel.perf_event_max_sample_rate, when the recording started and
 // ended. perf throttles every counter above it and lowers it when sample
@@ -300,6 +305,11 @@ class ProfileBuilder {
   // Walks a buffer of records (a published half); stops at the first
   // malformed one. Returns the bytes consumed.
   size_t AddRecords(const void* data, size_t bytes);
+  // Counts the module kept on one CPU (TPROF_SAMPLING_AGGREGATE, one
+  // AGGREGATE_READ): each entry as `count` samples of its address, with
+  // no thread, stack or time finer than the read's span (no context).
+  void AddAggregate(uint32_t cpu, const tprof_aggregate_read& read,
+                    const std::vector<tprof_aggregate_entry>& entries);
   // A CPU's totals from its struct tprof_buffer_ctl, read at stop.
   void SetCpuTotals(uint32_t cpu, uint64_t samples_taken, uint64_t lost_samples,
                     uint64_t lost_records);

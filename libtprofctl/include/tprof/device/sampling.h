@@ -46,6 +46,14 @@ struct SamplingOptions {
   // Samples only on these CPUs, as perf record -C (ABI 1.16; a module
   // before it: ENOTSUP); empty: every CPU.
   std::vector<uint32_t> cpus;
+  // Counts per (process, space, address) in the module's per-CPU tables
+  // instead of a record per sample (ABI 1.21; before it ENOTSUP), read
+  // with ReadAggregate(); not with callers or stacks. aggregate_slots:
+  // entries per CPU table, 0 = the module's default. aggregate_records: a
+  // check: every sample as a record too.
+  bool aggregate = false;
+  bool aggregate_records = false;
+  uint32_t aggregate_slots = 0;
 };
 
 // Parses "--event" names: cpu-clock (clock sampling), page-faults,
@@ -90,6 +98,10 @@ class SamplingSession {
   // Publishes every CPU's partial half while sampling goes on (ABI 1.8):
   // the next Consume() sees everything recorded so far. For live views.
   Status Flush();
+  // AGGREGATE: takes CPU cpu's counts since its previous read into
+  // *entries (replaced); the read's totals and times.
+  [[nodiscard]] Expected<tprof_aggregate_read> ReadAggregate(
+      uint32_t cpu, std::vector<tprof_aggregate_entry>* entries) const;
   // True once stopped (by Stop() or an administrator's StopAnySampling())
   // and every half has been consumed.
   bool Finished() const;

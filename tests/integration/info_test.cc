@@ -26,7 +26,8 @@ TEST(GetInfo, ReportsTheAbiAndModuleVersionOfThisTree) {
                        TPROF_FEAT_INDEX_REHASHES | TPROF_FEAT_PMU_COUNTS_ONLY |
                        TPROF_FEAT_PMU_COUNTS_ONLY_CPUS | TPROF_FEAT_SAMPLING_CPUS |
                        TPROF_FEAT_SAMPLING_USER_STACK | TPROF_FEAT_UNWIND_TABLES |
-                       TPROF_FEAT_UNWIND_SIGNAL_FRAMES;
+                       TPROF_FEAT_UNWIND_SIGNAL_FRAMES | TPROF_FEAT_SAMPLING_TICK |
+                       TPROF_FEAT_SAMPLING_AGGREGATE;
   EXPECT_EQ(info.features, all) << std::hex << info.features;
 }
 

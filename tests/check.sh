@@ -426,7 +426,11 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		if [ "$rc" = 0 ]; then
 			pass "$2: seed $fuzz_seed, no violation, clean kernel log"
 		else
-			fail "$2: seed $fuzz_seed (exit $rc; repeat: $3), see $log"
+			# The summary line is what survives a truncated CI print: it
+			# carries the first cause the log names.
+			local why
+			why=$(grep -m1 -E '^VIOLATION|^kernel log:|^tprof-vm:|FAIL' "$log" | cut -c1-200)
+			fail "$2: seed $fuzz_seed (exit $rc; repeat: $3)${why:+: $why}, see $log"
 		fi
 		echo "($2: $secs s)"
 	}

@@ -359,7 +359,11 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
     case 0: in->half_bytes = uint32_t(r.Edgy()); break;
     case 1: in->frequency_hz = uint32_t(r.Edgy()); break;
     case 2: in->event_type = uint32_t(r.Below(8)); in->event_period = r.Edgy(); in->event_config = r.Edgy(); break;
-    case 3: in->flags = uint32_t(r.Edgy()) | 16; c.must_fail = true; c.defect = "unknown flags"; break;
+    case 3:  // any bits, with at least one the ABI does not define (bit 6 up)
+      in->flags = uint32_t(r.Edgy()) | (0x40u << r.Below(26));
+      c.must_fail = true;
+      c.defect = "unknown flags";
+      break;
     case 4: in->half_bytes = TPROF_SAMPLING_MAX_HALF_BYTES * 2; c.must_fail = true; c.defect = "half_bytes > max"; break;
     case 5: in->half_bytes = 4096 + 8; c.must_fail = true; c.defect = "half_bytes not a power of two"; break;
     case 6: in->frequency_hz = TPROF_SAMPLING_MAX_HZ + 1; in->event_type = 0; c.must_fail = true; c.defect = "frequency > max"; break;

@@ -140,21 +140,28 @@ TEST(Continuous, CountsInTheTickAddUpPerIntervalUnprivileged) {
   ScopedParanoid paranoid(2);
   TempDir dir;
   ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  // Two intervals whatever the guest's clocks do (a TCG guest's thread CPU
+  // time once ran 7x its wall clock, and 3 s of CPU fit in one interval):
+  // the second half of the work starts after the first file is written.
   Result rec = RunAsNobody(dir.path(),
                            "mkdir series && tprofctl record --continuous --interval 0.5 --clock tick "
-                           "--aggregate --out-dir series -- tprof-wl-shares --ms 3000");
+                           "--aggregate --out-dir series -- sh -c 'tprof-wl-shares --ms 1500 && "
+                           "until ls series/tprof-*.pb.gz >/dev/null 2>&1; do sleep 0.05; done && "
+                           "tprof-wl-shares --ms 1500'");
   ASSERT_EQ(rec.rc, 0) << rec.out;
   EXPECT_EQ(rec.out.find("instead"), std::string::npos) << "no fallback:\n" << rec.out;
   const ContinuousRun run = ParseRun(rec.out);
   ASSERT_TRUE(run.summary) << rec.out;
   ASSERT_GE(run.files.size(), 2u) << rec.out;
-  uint64_t sum = 0;
+  uint64_t sum = 0, with_samples = 0;
   for (const IntervalFile& f : run.files) {
     std::string top;
     const std::string path = dir.path() + "/" + f.path;
     EXPECT_EQ(PprofTotal(path, &top), static_cast<int64_t>(f.samples)) << path << "\n" << top;
     sum += f.samples;
+    with_samples += f.samples > 0;
   }
+  EXPECT_GE(with_samples, 2u) << "work before and after the first file:\n" << rec.out;
   EXPECT_EQ(sum, run.total) << rec.out;
   EXPECT_GE(run.total, 300u) << "3 s of CPU at HZ (100 at the least)";
   std::printf("  [continuous] tick, counted: %zu files, %llu samples\n", run.files.size(),

@@ -30,15 +30,33 @@ std::string HostName() {
 
 }  // namespace
 
-Expected<ContinuousResult> RecordContinuously(Recorder& recorder, RecorderRunOptions run,
-                                              const ContinuousOptions& options) {
-  PprofSeries series({.dir = options.out_dir, .host = HostName(), .keep = options.keep});
+struct ContinuousRecording::State {
+  explicit State(const ContinuousOptions& o)
+      : options(o), series({.dir = o.out_dir, .host = HostName(), .keep = o.keep}),
+        live(KernelSymbolsOnly()), symbolizer(live, SymbolizerOptions{.source_lines = false}) {}
   // As top: kernel symbols once, before sampling (reading kallsyms every
   // interval would cost more than the samples), and one symbolizer over
   // `live`, which each interval refills, so ELF files are opened once.
+  static Profile KernelSymbolsOnly() {
+    Profile p;
+    if (auto ks = ReadKallsyms()) p.kernel_symbols = std::move(*ks);
+    return p;
+  }
+  ContinuousOptions options;
+  PprofSeries series;
   Profile live;
-  if (auto ks = ReadKallsyms()) live.kernel_symbols = std::move(*ks);
-  Symbolizer symbolizer(live, SymbolizerOptions{.source_lines = false});
+  Symbolizer symbolizer;
+};
+
+ContinuousRecording::ContinuousRecording(const ContinuousOptions& options)
+    : s_(std::make_unique<State>(options)) {}
+ContinuousRecording::~ContinuousRecording() = default;
+
+Expected<ContinuousResult> ContinuousRecording::Record(Recorder& recorder, RecorderRunOptions run) {
+  const ContinuousOptions& options = s_->options;
+  PprofSeries& series = s_->series;
+  Profile& live = s_->live;
+  Symbolizer& symbolizer = s_->symbolizer;
   size_t files = 0, failed = 0;
   uint64_t samples = 0;  // in the intervals taken
   // On the writer thread (or, for the last interval, after it ended).

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "tprof/analysis/profile.h"
@@ -22,20 +23,35 @@ struct ContinuousOptions {
   bool quiet = false;      // -q: no line per interval
 };
 
-// Runs the recorder (`run`'s child and signals stop it) and writes each
-// interval's samples as a pprof file. An interval whose file is still
-// being written when the next one ends is merged into the next (nothing
-// is dropped); the samples after the last interval are the last file.
-// Returns the whole recording's totals, or the recorder's error; a file
-// that cannot be written is reported on stderr and its samples are lost
-// to the series (counted in `failed`). The recorder holds one interval's
-// counts at a time (Recorder::TakeInterval).
 struct ContinuousResult {
   uint64_t samples = 0, lost = 0;
   size_t files = 0, failed = 0;
 };
-[[nodiscard]] Expected<ContinuousResult> RecordContinuously(Recorder& recorder,
-                                                            RecorderRunOptions run,
-                                                            const ContinuousOptions& options);
+
+// The series being written. Constructed before sampling starts: reading
+// the kernel's symbols takes seconds under emulation, and samples taken
+// meanwhile would wait undrained (and the first interval, timed from
+// Record(), would claim less time than it covered).
+class ContinuousRecording {
+ public:
+  explicit ContinuousRecording(const ContinuousOptions& options);
+  ~ContinuousRecording();
+  ContinuousRecording(const ContinuousRecording&) = delete;
+  ContinuousRecording& operator=(const ContinuousRecording&) = delete;
+
+  // Runs the recorder (`run`'s child and signals stop it) and writes each
+  // interval's samples as a pprof file. An interval whose file is still
+  // being written when the next one ends is merged into the next (nothing
+  // is dropped); the samples after the last interval are the last file.
+  // Returns the whole recording's totals, or the recorder's error; a file
+  // that cannot be written is reported on stderr and its samples are lost
+  // to the series (counted in `failed`). The recorder holds one interval's
+  // counts at a time (Recorder::TakeInterval). Once only.
+  [[nodiscard]] Expected<ContinuousResult> Record(Recorder& recorder, RecorderRunOptions run);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace tprof::cli

@@ -578,6 +578,12 @@ int RunRecord(RecordOptions o) {
   // As perf: an output that cannot be written fails before CMD runs.
   const std::string written = o.continuous.on ? o.continuous.out_dir + "/.tprof-probe" : o.output;
   if (Status st = CheckWritable(written); !st) return ReportError(st.error());
+  // The series' setup (the kernel's symbols) before sampling starts.
+  std::optional<ContinuousRecording> continuous;
+  if (o.continuous.on) {
+    o.continuous.quiet = o.quiet;
+    continuous.emplace(o.continuous);
+  }
 
   // The command waits until sampling covers it (held_child.h); one that
   // cannot run ends the recording with nothing written (the last good
@@ -618,9 +624,8 @@ int RunRecord(RecordOptions o) {
       return 127;
     }
   }
-  if (o.continuous.on) {
-    o.continuous.quiet = o.quiet;
-    auto result = RecordContinuously(recorder, {.child = child}, o.continuous);
+  if (continuous) {
+    auto result = continuous->Record(recorder, {.child = child});
     watcher.reset();
     if (!result) return ReportError(result.error());
     const int rc = has_cmd ? CommandExitCode(recorder) : 0;

@@ -19,7 +19,8 @@
 //     executable mapping of the helper's file (inherited by the child:
 //     arm64 makes it a uprobe of that file for a CAP_PERFMON caller),
 //     software events), a sampling session on
-//     its pid with a process window, THREAD_READ of its tid in a loop.
+//     its pid (perf clock or scheduler tick; records, or counted in the
+//     module) with a process window, THREAD_READ of its tid in a loop.
 //     Checked: the helper exits 0 (a signal, SIGTRAP/SIGILL/SIGSEGV above
 //     all, or an exec failure is a violation); each attach ends in success
 //     or a documented errno (EACCES, ESRCH and EINTR are legal outcomes of
@@ -28,8 +29,8 @@
 //     the helper, a hit in the helper's file or more marker hits than the
 //     child made. Unprivileged: no successful
 //     THREAD_READ names the helper (its comm); the session has no COMM
-//     exec record and no user-mode sample of the pid outside this
-//     process's executable mappings (the child before its exec runs only
+//     exec record and no user-mode sample (record or count) of the pid
+//     outside this process's executable mappings (the child before its exec runs only
 //     code mapped here), and a process window counted no more samples of
 //     it than the records hold (when nothing was lost).
 //   - OpUserNamespace (unprivileged half): a forked child unshares a user
@@ -381,8 +382,15 @@ void RaceCreateProgram(Rng& r, int dev, pid_t child, bool after, std::vector<Rac
 void RaceStartSession(Rng& r, pid_t child, bool after, RaceSession& s) {
   s.fd = OpenTprof();
   if (s.fd < 0) return;
+  s.cfg = {};  // a start that failed before may have left another way
   s.cfg.pid = uint32_t(child);
   s.cfg.frequency_hz = uint32_t(1000 + r.Below(9000));
+  if (r.OneIn(3)) {  // in the scheduler tick (ABI 1.21): at HZ
+    s.cfg.frequency_hz = 0;
+    s.cfg.event_type = TPROF_SAMPLE_ON_TICK;
+  }
+  if (r.OneIn(3))  // counted in the module (ABI 1.21), maybe as records too
+    s.cfg.flags = TPROF_SAMPLING_AGGREGATE | (r.OneIn(2) ? TPROF_SAMPLING_AGGREGATE_RECORDS : 0);
   int err = Ioctl(s.fd, TPROF_IOC_SAMPLING_START, &s.cfg);
   // One session at a time, and the other workers (and the root parent)
   // hold one often: before the child is let go, wait a little for it.
@@ -392,7 +400,7 @@ void RaceStartSession(Rng& r, pid_t child, bool after, RaceSession& s) {
   }
   CountStat(std::string("exec race: SAMPLING_START ") + (after ? "after go " : "before go ") + ErrnoName(err));
   if (err) {
-    if (!In(err, {EACCES, ESRCH, EINTR, EBUSY, ENOMEM, E2BIG}))
+    if (!In(err, {EACCES, ESRCH, EINTR, EBUSY, ENOMEM, E2BIG, EOPNOTSUPP}))  // EOPNOTSUPP: no tick hook
       ReportViolationf("SAMPLING_START on the exec-race child %d: %s (not in its documented set)", int(child),
                       ErrnoName(err).c_str());
     ::close(s.fd);
@@ -436,6 +444,38 @@ void RaceThreadRead(int dev, pid_t child, bool unpriv, bool* named_helper) {
                     "setuid-root helper (comm \"%s\"): a non-dumpable root process is not readable",
                     int(child), comm);
   }
+}
+
+// A counting session's counts of the child (AGGREGATE_READ of every CPU):
+// user-mode counts outside this process's code are the helper's. Returns
+// the child's count.
+u64 RaceCheckCounts(const RaceSession& s, pid_t child) {
+  std::vector<tprof_aggregate_entry> entries(s.cfg.aggregate_slots);
+  u64 foreign = 0, first_ip = 0, total = 0;
+  for (uint32_t cpu = 0; cpu < s.cfg.nr_cpu_ids; ++cpu) {
+    tprof_aggregate_read rd{};
+    rd.cpu = cpu;
+    rd.max_entries = uint32_t(entries.size());
+    rd.entries = u64(uintptr_t(entries.data()));
+    int err = Ioctl(s.fd, TPROF_IOC_SAMPLING_AGGREGATE_READ, &rd);
+    if (err) {
+      ReportViolationf("AGGREGATE_READ of cpu %u of the exec-race session: %s", cpu, ErrnoName(err).c_str());
+      return total;
+    }
+    for (uint32_t i = 0; i < rd.nr_entries && i < entries.size(); ++i) {
+      const tprof_aggregate_entry& e = entries[i];
+      if (e.pid == uint32_t(child)) total += e.count;
+      if (e.pid != uint32_t(child) || !(e.flags & TPROF_SAMPLE_USER) || InOwnCode(e.ip)) continue;
+      if (!foreign) first_ip = e.ip;
+      foreign += e.count;
+    }
+  }
+  CountStat("exec race: counts checked");
+  if (foreign)
+    ReportViolationf("the unprivileged worker's counting session on pid %d counted %llu user-mode samples of it "
+                    "outside the fuzzer's code (first ip 0x%llx): samples of the setuid-root helper it exec'd",
+                    int(child), foreign, first_ip);
+  return total;
 }
 
 // The session's records, after SAMPLING_STOP: samples and exec COMMs of
@@ -504,8 +544,16 @@ void RaceEndSession(RaceSession& s, pid_t child, bool unpriv) {
   }
   // Only the unprivileged half parses: the root half's CPU hotplug can
   // take away a CPU's halves.
+  // Counted samples are the window's too (with AGGREGATE_RECORDS they are
+  // also records).
+  u64 counted_samples = 0;
+  if (unpriv && (s.cfg.flags & TPROF_SAMPLING_AGGREGATE)) {
+    counted_samples = RaceCheckCounts(s, child);
+    if (s.cfg.flags & TPROF_SAMPLING_AGGREGATE_RECORDS) counted_samples = 0;
+  }
   if (unpriv && s.map) {
     RaceRecords rec = RaceParse(s, child);
+    rec.samples += counted_samples;
     CountStat("exec race: sessions parsed");
     if (rec.user_foreign_ip)
       ReportViolationf("the unprivileged worker's session on pid %d recorded %llu user-mode samples of it outside "

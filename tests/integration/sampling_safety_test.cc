@@ -209,110 +209,147 @@ TEST(SamplingSafety, FollowsItsChildNotAReusedPid) {
 // setuid-root program (perf exits task counters at a non-dumpable exec):
 // no samples, no COMM, no MAP of the new image, and its process window
 // stops counting. The same program without the setuid bit is sampled (the
-// control).
+// control). Each way a sample is taken: the perf clock, the scheduler
+// tick, and the tick counted in the module (with every sample a record
+// too: the counts must be those records, so none was counted after the
+// exec either).
+struct SetuidExecMode {
+  const char* name;
+  uint32_t event_type;
+  bool aggregate;
+};
+
+int SetuidExecScene(const char* suid, const SetuidExecMode& mode) {
+  for (int setuid = 0; setuid < 2; ++setuid) {
+    const char* prog = setuid ? suid : "/usr/bin/tprof-wl-child";
+    int go[2];
+    if (pipe(go)) return 1;
+    pid_t c = fork();
+    if (c == 0) {
+      char b;
+      close(go[1]);
+      if (read(go[0], &b, 1) != 1) _exit(1);
+      execl(prog, prog, "--ms", "300", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(go[0]);
+    SamplingOptions o;
+    o.pid = c;
+    o.event_type = mode.event_type;
+    o.aggregate = mode.aggregate;
+    o.aggregate_records = mode.aggregate;
+    auto s = SamplingSession::Start(o);
+    if (!s) {
+      kill(c, SIGKILL);
+      std::fprintf(stderr, "%s: %s\n", mode.name, s.error().message().c_str());
+      return 10 + setuid;
+    }
+    const uint64_t hz = s->config().frequency_out;
+    // A process window on the child counts its user samples: it must
+    // stop at the setuid exec too.
+    tprof_window_add w{};
+    w.kind = TPROF_WINDOW_PROCESS;
+    w.pid = uint32_t(c);
+    w.start = 0;
+    w.length = 1ULL << 47;
+    w.block_bytes = 1U << 30;
+    if (!AddWindow(s->fd(), w)) return 5;
+    if (write(go[1], "x", 1) != 1) return 2;
+    rusage ru{};
+    int st = 0;
+    if (wait4(c, &st, 0, &ru) != c || !WIFEXITED(st) || WEXITSTATUS(st)) return 20 + setuid;
+    uint64_t utime_ms = uint64_t(ru.ru_utime.tv_sec) * 1000 + ru.ru_utime.tv_usec / 1000;
+    if (utime_ms < 200) return 30 + setuid;  // it did not run its 300 ms
+    // A tenth of what the rate gives for the child's CPU time: room for TCG.
+    const uint64_t expected_min = utime_ms * hz / 1000 / 10;
+    bool ok = false;
+    auto recs = StopAndDrain(*s, &ok);
+    if (!ok) return 3;
+    auto windows = ListWindows(s->fd());
+    if (!windows || windows->size() != 1) return 6;
+    uint64_t counted = (*windows)[0].in_range + (*windows)[0].out_of_range;
+    if (!setuid && counted < expected_min) return 60;
+    uint64_t samples = 0, execs = 0, maps = 0, exits = 0, secure_exits = 0;
+    uint64_t exit_ns = 0;
+    for (const Rec& r : recs) {
+      if (r.pid != uint32_t(c)) continue;
+      samples += r.type == TPROF_REC_SAMPLE;
+      execs += r.type == TPROF_REC_COMM && r.kind == TPROF_COMM_EXEC;
+      maps += r.type == TPROF_REC_MAP && r.text.find("tprof-wl-child") != std::string::npos;
+      exits += r.type == TPROF_REC_EXIT;
+      secure_exits += r.type == TPROF_REC_EXIT && (r.flags & TPROF_EXIT_SECURE_EXEC);
+      if (r.type == TPROF_REC_EXIT) exit_ns = r.time_ns;
+    }
+    if (mode.aggregate) {  // the counts of the child are its sample records
+      uint64_t aggregated = 0;
+      std::vector<tprof_aggregate_entry> entries;
+      for (uint32_t cpu = 0; cpu < s->nr_cpu_ids(); ++cpu) {
+        auto read = s->ReadAggregate(cpu, &entries);
+        if (!read) return 7;
+        for (const tprof_aggregate_entry& e : entries) aggregated += e.pid == uint32_t(c) ? e.count : 0;
+      }
+      if (aggregated != samples) {
+        std::fprintf(stderr, "%s: %llu counted, %llu sample records of the child\n", mode.name,
+                     static_cast<unsigned long long>(aggregated), static_cast<unsigned long long>(samples));
+        return 80 + setuid;
+      }
+    }
+    // One EXIT each: the real one, or the one saying it left at the exec.
+    if (exits != 1 || secure_exits != uint64_t(setuid)) return 70 + setuid;
+    if (!setuid) {
+      if (samples < expected_min) return 40;
+      if (!execs) return 41;
+      if (!maps) return 42;
+      continue;
+    }
+    // Before the exec the child only waited and then entered execve:
+    // kernel time, sampled without an ip (several samples in a debug
+    // kernel, whose exec is slow). After the exec (the EXIT record,
+    // written once the new image is in place; perf has removed the
+    // counters before that) nothing.
+    uint64_t after = 0, user = 0;
+    for (const Rec& r : recs) {
+      if (r.pid != uint32_t(c) || r.type != TPROF_REC_SAMPLE) continue;
+      after += r.time_ns >= exit_ns;
+      user += (r.flags & TPROF_SAMPLE_USER) != 0;
+    }
+    if (after) {
+      std::fprintf(stderr, "%s: setuid exec: %llu of %llu samples (%llu user) after the EXIT\n", mode.name,
+                   static_cast<unsigned long long>(after), static_cast<unsigned long long>(samples),
+                   static_cast<unsigned long long>(user));
+      return 50;
+    }
+    std::printf("  [setuid, %s] %llu samples before the exec (%llu user), %llu in the window\n", mode.name,
+                static_cast<unsigned long long>(samples), static_cast<unsigned long long>(user),
+                static_cast<unsigned long long>(counted));
+    // The window counts in the same sample handler, so only what was
+    // sampled before the exec (fewer if it came after the first ones).
+    if (counted > samples) return 61;
+    if (execs) return 51;
+    if (maps) return 52;
+  }
+  return 0;
+}
+
 TEST(SamplingSafety, SetuidExecEndsTheSession) {
   ScopedParanoid level(2);
   ScopedSetuidCopy copy("/usr/bin/tprof-wl-child", "/tmp/tprof-wl-child-suid");
   ASSERT_TRUE(copy.ok());
   const char* suid = copy.path();
-  int rc = RunUnprivileged([suid] {
-    if (prctl(PR_SET_DUMPABLE, 1)) return 4;
-    for (int setuid = 0; setuid < 2; ++setuid) {
-      const char* prog = setuid ? suid : "/usr/bin/tprof-wl-child";
-      int go[2];
-      if (pipe(go)) return 1;
-      pid_t c = fork();
-      if (c == 0) {
-        char b;
-        close(go[1]);
-        if (read(go[0], &b, 1) != 1) _exit(1);
-        execl(prog, prog, "--ms", "300", static_cast<char*>(nullptr));
-        _exit(127);
-      }
-      close(go[0]);
-      SamplingOptions o;
-      o.pid = c;
-      auto s = SamplingSession::Start(o);
-      if (!s) {
-        kill(c, SIGKILL);
-        return 10 + setuid;
-      }
-      // A process window on the child counts its user samples: it must
-      // stop at the setuid exec too.
-      tprof_window_add w{};
-      w.kind = TPROF_WINDOW_PROCESS;
-      w.pid = uint32_t(c);
-      w.start = 0;
-      w.length = 1ULL << 47;
-      w.block_bytes = 1U << 30;
-      if (!AddWindow(s->fd(), w)) return 5;
-      if (write(go[1], "x", 1) != 1) return 2;
-      rusage ru{};
-      int st = 0;
-      if (wait4(c, &st, 0, &ru) != c || !WIFEXITED(st) || WEXITSTATUS(st)) return 20 + setuid;
-      uint64_t utime_ms = uint64_t(ru.ru_utime.tv_sec) * 1000 + ru.ru_utime.tv_usec / 1000;
-      if (utime_ms < 200) return 30 + setuid;  // it did not run its 300 ms
-      bool ok = false;
-      auto recs = StopAndDrain(*s, &ok);
-      if (!ok) return 3;
-      auto windows = ListWindows(s->fd());
-      if (!windows || windows->size() != 1) return 6;
-      uint64_t counted = (*windows)[0].in_range + (*windows)[0].out_of_range;
-      if (!setuid && counted < utime_ms / 10) return 60;
-      uint64_t samples = 0, execs = 0, maps = 0, exits = 0, secure_exits = 0;
-      uint64_t exit_ns = 0;
-      for (const Rec& r : recs) {
-        if (r.pid != uint32_t(c)) continue;
-        samples += r.type == TPROF_REC_SAMPLE;
-        execs += r.type == TPROF_REC_COMM && r.kind == TPROF_COMM_EXEC;
-        maps += r.type == TPROF_REC_MAP && r.text.find("tprof-wl-child") != std::string::npos;
-        exits += r.type == TPROF_REC_EXIT;
-        secure_exits += r.type == TPROF_REC_EXIT && (r.flags & TPROF_EXIT_SECURE_EXEC);
-        if (r.type == TPROF_REC_EXIT) exit_ns = r.time_ns;
-      }
-      // One EXIT each: the real one, or the one saying it left at the exec.
-      if (exits != 1 || secure_exits != uint64_t(setuid)) return 70 + setuid;
-      if (!setuid) {
-        // ~utime_ms samples at 1 kHz; a tenth leaves room for TCG.
-        if (samples < utime_ms / 10) return 40;
-        if (!execs) return 41;
-        if (!maps) return 42;
-      } else {
-        // Before the exec the child only waited and then entered execve:
-        // kernel time, sampled without an ip (several samples in a debug
-        // kernel, whose exec is slow). After the exec (the EXIT record,
-        // written once the new image is in place; perf has removed the
-        // counters before that) nothing.
-        uint64_t after = 0, user = 0;
-        for (const Rec& r : recs) {
-          if (r.pid != uint32_t(c) || r.type != TPROF_REC_SAMPLE) continue;
-          after += r.time_ns >= exit_ns;
-          user += (r.flags & TPROF_SAMPLE_USER) != 0;
-        }
-        if (after) {
-          std::fprintf(stderr, "setuid exec: %llu of %llu samples (%llu user) after the EXIT\n",
-                       static_cast<unsigned long long>(after),
-                       static_cast<unsigned long long>(samples),
-                       static_cast<unsigned long long>(user));
-          return 50;
-        }
-        std::printf("  [setuid] %llu samples before the exec (%llu user), %llu in the window\n",
-                    static_cast<unsigned long long>(samples), static_cast<unsigned long long>(user),
-                    static_cast<unsigned long long>(counted));
-        // The window counts in the same sample handler, so only what was
-        // sampled before the exec (fewer if it came after the first ones).
-        if (counted > samples) return 61;
-        if (execs) return 51;
-        if (maps) return 52;
-      }
-    }
-    return 0;
-  });
-  EXPECT_EQ(rc, 0) << "control (plain exec): 40 samples, 41 COMM, 42 MAP missing; setuid exec: "
-                      "50 samples after the exec, 51 COMM, 52 MAP of the setuid image; 30/31 the program did not run; "
-                      "60 the control's process window counted nothing, 61 the window counted more than "
-                      "was sampled before the setuid exec; 70 the control's EXIT missing or flagged, 71 no single EXIT "
-                      "with TPROF_EXIT_SECURE_EXEC at the setuid exec";
+  for (const SetuidExecMode& mode : {SetuidExecMode{"perf clock", TPROF_SAMPLE_ON_CLOCK, false},
+                                     SetuidExecMode{"tick", TPROF_SAMPLE_ON_TICK, false},
+                                     SetuidExecMode{"tick, counted", TPROF_SAMPLE_ON_TICK, true}}) {
+    int rc = RunUnprivileged([suid, mode] {
+      if (prctl(PR_SET_DUMPABLE, 1)) return 4;
+      return SetuidExecScene(suid, mode);
+    });
+    EXPECT_EQ(rc, 0) << mode.name << ": control (plain exec): 40 samples, 41 COMM, 42 MAP missing; setuid exec: "
+                        "50 samples after the exec, 51 COMM, 52 MAP of the setuid image; 30/31 the program did not run; "
+                        "60 the control's process window counted nothing, 61 the window counted more than "
+                        "was sampled before the setuid exec; 70 the control's EXIT missing or flagged, 71 no single EXIT "
+                        "with TPROF_EXIT_SECURE_EXEC at the setuid exec; 80/81 the counts are not the sample records "
+                        "(control/setuid); 10/11 no session (stderr says why)";
+  }
 }
 
 }  // namespace

@@ -2,13 +2,15 @@
 # make bench: builds the benchmark programs and runs them in one guest boot
 # per kernel, printing ratios against baselines measured in the same boot;
 # then the metrics costs again in an instruction-counting (--icount) guest.
-#   bench/run.sh [6.1|6.12|arm64|stacks|top|tick]...   (default: 6.1; arm64: the arm64
+#   bench/run.sh [6.1|6.12|arm64|stacks|top|tick|continuous]...   (default: 6.1; arm64: the arm64
 #   6.1 guest under --icount only, with Debian's arm64 perf for the PMU
 #   programs' perf stat rows; stacks: only the sampling benchmark's
 #   whole-stack rows, tprofctl record -g against perf record -g, in the x86
 #   6.1 guest under --icount; top: tprofctl top's own share of the CPU
 #   beside a CPU-bound program, refresh by refresh, in the same guest; tick:
-#   the sampling benchmark's scheduler-tick rows alone, under --icount)
+#   the sampling benchmark's scheduler-tick rows alone, under --icount;
+#   continuous: its always-on rows alone, record --continuous in the tick,
+#   counted in the module, under --icount)
 # The sampling benchmark compares with `perf record` (Debian's linux-perf,
 # installed by `make deps`): the perf ELF binary is added to the guest, and
 # tools/tprof-vm copies the shared libraries it needs.
@@ -73,6 +75,15 @@ for k in "${kernels[@]}"; do
 		TPROF_VM_NO_BUILD=1 tools/tprof-vm --kernel 6.1 --smp 1 --icount --mem 2048 --timeout 1800 \
 			--add build/bench/tprof_sampling_bench "${perf_add[@]}" -- \
 			sh -c "./tprof_sampling_bench --tick-only --reps 2 --seconds 2 $perf_arg"
+		continue
+	fi
+	if [ "$k" = continuous ]; then
+		k1=$(tools/vm/find-kernel --image 6.1)
+		make -s vm-inputs KVER="$k1"
+		echo "== Debian 6.1 kernel, QEMU TCG --icount (guest ns = instructions), -smp 1: always on =="
+		TPROF_VM_NO_BUILD=1 tools/tprof-vm --kernel 6.1 --smp 1 --icount --mem 2048 --timeout 1800 \
+			--add build/bench/tprof_sampling_bench -- \
+			sh -c "./tprof_sampling_bench --continuous-only --reps 3 --seconds 6"
 		continue
 	fi
 	if [ "$k" = stacks ]; then

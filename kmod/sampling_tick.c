@@ -15,8 +15,8 @@
  * An idle CPU stops its tick (nohz): at its first tick after, the ticks it
  * skipped are written as one TPROF_REC_IDLE, bounded by the idle time the
  * kernel accounted meanwhile (a tick stopped on a busy nohz_full CPU is
- * not idle). Where highres timers are off, the tick is no hrtimer and no
- * sample comes: the achieved rate the recorder reports says so.
+ * not idle). Where highres timers are off, the tick is no hrtimer: start
+ * refuses (EOPNOTSUPP) and the recorder falls back to the perf clock.
  */
 #include <linux/hrtimer.h>
 #include <linux/kallsyms.h>
@@ -166,6 +166,12 @@ int tprof_tick_start(struct tprof_session *s)
 	lockdep_assert_held(&tprof_sampling_mutex);
 	(void)tprof_tick_check_probe_type;
 	if (!READ_ONCE(tick_sampling))
+		return -EOPNOTSUPP;
+	/*
+	 * Low resolution (highres=off, or no CONFIG_HIGH_RES_TIMERS): the tick
+	 * is no hrtimer, the probe would see none. clock_getres() reads the same.
+	 */
+	if (hrtimer_resolution != 1)
 		return -EOPNOTSUPP;
 	if (!tprof_tick_tp)
 		for_each_kernel_tracepoint(tprof_tick_match, NULL);

@@ -357,6 +357,10 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 		# no TSC.
 		want 6.1 && TPROF_VM_CPU=qemu64 job integration-no-constant-tsc vm --kernel 6.1 -- \
 			"${GT[@]}" --gtest_filter='SelfPageTest.Tsc*'
+		# And one booted with highres=off, whose tick is no hrtimer: tick
+		# sampling is refused there and record falls back to the perf clock.
+		want 6.1 && TPROF_VM_APPEND=highres=off job integration-no-highres vm --kernel 6.1 -- \
+			"${GT[@]}" --gtest_filter='TickSampling.NeedsHighResolutionTimers'
 		if [ "$arm64_61_ok" = 1 ]; then
 			job integration-arm64-6.1 vm --arch arm64 -- \
 				"${GT[@]}" --gtest_filter="$LOAD_SMOKE_TESTS:-$HW_TESTS"
@@ -441,6 +445,7 @@ if [ "$build_ok" = 1 ] && [ "$host_tier" = 0 ]; then
 	report_suite trixie "smoke suite in Debian 13's (trixie's) 6.12 kernel"
 	report_suite sid "integration tests in Debian sid's newest kernel"
 	report_suite no-constant-tsc "self page on a CPU without constant_tsc (6.1)"
+	report_suite no-highres "tick sampling where timers are not high resolution (6.1, highres=off)"
 	report_suite arm64-6.1 "load smoke suite in Debian's arm64 6.1 kernel (emulated PMU)"
 	report_suite arm64-6.1-icount "hardware counts of known loops in the arm64 6.1 kernel (--icount)"
 	for shift in 1 2; do

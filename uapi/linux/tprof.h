@@ -622,7 +622,8 @@ struct tprof_self_page {
  * ABI 1.21: in the scheduler tick the kernel already takes (HZ per busy
  * CPU): no timer of its own. frequency_hz 0 (frequency_out says HZ); a CPU
  * whose tick stopped while idle (nohz) writes a TPROF_REC_IDLE with the
- * ticks it skipped at its next tick. EOPNOTSUPP where the hook is missing.
+ * ticks it skipped at its next tick. EOPNOTSUPP where the hook is missing
+ * or timers are not high resolution (highres=off: the tick is no hrtimer).
  */
 #define TPROF_SAMPLE_ON_TICK 0x100
 /* otherwise TPROF_METRIC_SOFTWARE, _HARDWARE or _RAW with event_config and

@@ -150,9 +150,16 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
     c.cpus_bytes = static_cast<uint32_t>(cpu_words.size() * sizeof(uint64_t));
   }
   if (::ioctl(fd.get(), TPROF_IOC_SAMPLING_START, &c) != 0) {
-    if (errno == EOPNOTSUPP && o.event_type == TPROF_SAMPLE_ON_TICK)
-      return Error::FromErrno(errno, "starting sampling: the module cannot hook this kernel's "
-                                     "scheduler tick (EOPNOTSUPP)");
+    if (errno == EOPNOTSUPP && o.event_type == TPROF_SAMPLE_ON_TICK) {
+      // clock_getres() gives what the module checks: 1 ns with high-resolution timers.
+      timespec res{};
+      const bool low_res = ::clock_getres(CLOCK_MONOTONIC, &res) == 0 && (res.tv_sec || res.tv_nsec > 1);
+      return Error::FromErrno(EOPNOTSUPP, low_res ? "starting sampling: timers are not high resolution "
+                                                    "(highres=off), so the scheduler tick is no hrtimer "
+                                                    "the module can hook (EOPNOTSUPP)"
+                                                  : "starting sampling: the module cannot hook this kernel's "
+                                                    "scheduler tick (EOPNOTSUPP)");
+    }
     return SamplingError("starting sampling", TPROF_IOC_SAMPLING_START, errno);
   }
   // MAP_POPULATE: the page faults of the reader's first pass over each

@@ -106,38 +106,40 @@ __attribute__((noinline)) uint64_t Deep(int depth, long chunks) {
   return r ^ uint64_t(depth);
 }
 
-// CPU time of every thread of `pid` in ns (schedstat's first field: exact,
-// and under --icount instructions); 0 if unreadable.
-uint64_t ProcessCpuNs(pid_t pid) {
+// The sum over every thread of `pid` of what `read` takes from that
+// thread's /proc/PID/task/TID/`file`; 0 if unreadable.
+template <typename Read>
+uint64_t SumOverThreads(pid_t pid, const char* file, Read read) {
   uint64_t total = 0;
   std::string dir = "/proc/" + std::to_string(pid) + "/task";
   DIR* d = ::opendir(dir.c_str());
   if (!d) return 0;
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    std::ifstream in(dir + "/" + e->d_name + "/schedstat");
-    uint64_t ns = 0;
-    if (in >> ns) total += ns;
+    std::ifstream in(dir + "/" + e->d_name + "/" + file);
+    total += read(in);
   }
   ::closedir(d);
   return total;
 }
 
-// Voluntary context switches of every thread of `pid` (each a sleep it woke
-// from); 0 if unreadable.
+// CPU time of every thread of `pid` in ns (schedstat's first field: exact,
+// and under --icount instructions).
+uint64_t ProcessCpuNs(pid_t pid) {
+  return SumOverThreads(pid, "schedstat", [](std::ifstream& in) {
+    uint64_t ns = 0;
+    return in >> ns ? ns : 0;
+  });
+}
+
+// Voluntary context switches of every thread of `pid` (each a sleep it
+// woke from).
 uint64_t ProcessWakeups(pid_t pid) {
-  uint64_t total = 0;
-  std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return 0;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream in(dir + "/" + e->d_name + "/status");
+  return SumOverThreads(pid, "status", [](std::ifstream& in) {
     for (std::string line; std::getline(in, line);)
-      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) total += std::strtoull(line.c_str() + 24, nullptr, 10);
-  }
-  ::closedir(d);
-  return total;
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::strtoull(line.c_str() + 24, nullptr, 10);
+    return 0ull;
+  });
 }
 
 int NumCpus() {

@@ -140,19 +140,20 @@ TEST(Continuous, CountsInTheTickAddUpPerIntervalUnprivileged) {
   ScopedParanoid paranoid(2);
   TempDir dir;
   ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
-  // Two intervals whatever the guest's clocks do (a TCG guest's thread CPU
-  // time once ran 7x its wall clock, and 3 s of CPU fit in one interval):
-  // the second half of the work starts after the first file is written.
+  // Five intervals at least, whatever the guest's clocks do: the work
+  // comes in five parts, part k+1 after the k-th file is written (so
+  // part 1's samples and part 5's are in different files).
   Result rec = RunAsNobody(dir.path(),
                            "mkdir series && tprofctl record --continuous --interval 0.5 --clock tick "
-                           "--aggregate --out-dir series -- sh -c 'tprof-wl-shares --ms 1500 && "
-                           "until ls series/tprof-*.pb.gz >/dev/null 2>&1; do sleep 0.05; done && "
-                           "tprof-wl-shares --ms 1500'");
+                           "--aggregate --out-dir series -- sh -c 'for i in 1 2 3 4; do "
+                           "tprof-wl-shares --ms 600 || exit 1; "
+                           "until [ $(ls series | grep -c \"^tprof-.*[.]pb[.]gz$\") -ge $i ]; do sleep 0.05; done; "
+                           "done; tprof-wl-shares --ms 600'");
   ASSERT_EQ(rec.rc, 0) << rec.out;
   EXPECT_EQ(rec.out.find("instead"), std::string::npos) << "no fallback:\n" << rec.out;
   const ContinuousRun run = ParseRun(rec.out);
   ASSERT_TRUE(run.summary) << rec.out;
-  ASSERT_GE(run.files.size(), 2u) << rec.out;
+  ASSERT_GE(run.files.size(), 5u) << rec.out;
   uint64_t sum = 0, with_samples = 0;
   for (const IntervalFile& f : run.files) {
     std::string top;
@@ -161,7 +162,7 @@ TEST(Continuous, CountsInTheTickAddUpPerIntervalUnprivileged) {
     sum += f.samples;
     with_samples += f.samples > 0;
   }
-  EXPECT_GE(with_samples, 2u) << "work before and after the first file:\n" << rec.out;
+  EXPECT_GE(with_samples, 2u) << "the first part's samples and the last's:\n" << rec.out;
   EXPECT_EQ(sum, run.total) << rec.out;
   EXPECT_GE(run.total, 300u) << "3 s of CPU at HZ (100 at the least)";
   std::printf("  [continuous] tick, counted: %zu files, %llu samples\n", run.files.size(),

@@ -162,18 +162,27 @@ int tprof_agg_read(struct tprof_session *s, unsigned int cpu,
 	out->start_ns = t->start_ns;
 	out->overflowed = t->overflowed;
 	out->samples = 0;
-	for (i = 0; i < s->config.aggregate_slots && !ret; i++) {
+	/*
+	 * The entries with counts to the front, then one copy (a copy each
+	 * cost more than the walk). No writer adds to the spare, so its slots
+	 * need not stay where they hash; a failed copy leaves them compacted.
+	 */
+	for (i = 0; i < s->config.aggregate_slots; i++) {
 		if (!t->e[i].count)
 			continue;
-		if (copy_to_user(uentries + n, &t->e[i], sizeof(t->e[i])))
-			ret = -EFAULT;
 		out->samples += t->e[i].count;
+		if (i != n) {
+			t->e[n] = t->e[i];
+			memset(&t->e[i], 0, sizeof(t->e[i]));
+		}
 		n++;
 	}
+	if (n && copy_to_user(uentries, t->e, n * sizeof(t->e[0])))
+		ret = -EFAULT;
 	out->nr_entries = n;
 	/* A failed copy keeps the counts in the spare, for the next read. */
 	if (!ret) {
-		memset(t->e, 0, s->config.aggregate_slots * sizeof(t->e[0]));
+		memset(t->e, 0, n * sizeof(t->e[0]));	/* the rest is zero */
 		t->used = 0;
 		t->overflowed = 0;
 	}

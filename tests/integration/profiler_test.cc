@@ -1299,7 +1299,13 @@ void CheckOnlyTheTree(const Json& j, const std::string& who) {
     child_samples += N(pf->at("samples"));
   }
   EXPECT_TRUE(ProcessRow(j, "tprof-wl-spawn")) << "the command itself:" << names;
-  EXPECT_GE(children, 3u) << "the command's children:" << names;
+  // A lost record can be a child's exec COMM or its samples (a recorder
+  // starved on a loaded host): then at least one child is asked for.
+  const uint64_t lost = N(j.at("lost_samples")) + N(j.at("lost_records"));
+  EXPECT_GE(children, lost ? 1u : 3u) << "the command's children:" << names << " (" << N(j.at("lost_samples"))
+                                      << " samples and " << N(j.at("lost_records")) << " records lost)";
+  if (lost) std::printf("  [%s] %zu children with samples, %llu lost\n", who.c_str(), children,
+                        static_cast<unsigned long long>(lost));
   // Each child burns 100 ms of its CPU time in wl_child_work after loading
   // (which under TCG takes as long): its samples are there and in the loader.
   EXPECT_GT(child_work, 0u) << "no samples in the children's wl_child_work, of " << child_samples;

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ namespace {
 struct BothWays {
   Profile from_records, from_counts;
   uint64_t overflowed = 0, taken = 0, lost = 0;
+  std::map<uint32_t, uint64_t> overflowed_on;  // by CPU
 };
 
 BothWays ReadBothWays(SamplingSession& session) {
@@ -52,6 +54,7 @@ BothWays ReadBothWays(SamplingSession& session) {
     if (!read) continue;
     counts.AddAggregate(cpu, *read, entries);
     b.overflowed += read->overflowed;
+    b.overflowed_on[cpu] += read->overflowed;
     b.taken += session.Totals(cpu).samples_taken;
     b.lost += session.Totals(cpu).lost_samples;
   }
@@ -61,7 +64,10 @@ BothWays ReadBothWays(SamplingSession& session) {
 }
 
 // The same samples both ways: AGGREGATE_RECORDS writes each as a record
-// too, so the counts must equal the records' reduction key by key.
+// too, so the counts must equal the records' reduction key by key, but for
+// the samples that overflowed: a key whose probed slots (8 from its hash)
+// were all taken by other keys is a record only, however empty the rest of
+// the table (1 of 3,937 samples in the arm64 debug kernel).
 TEST(Aggregate, CountsEqualTheRecordsOfTheSameSamples) {
   for (uint32_t clock : {uint32_t{TPROF_SAMPLE_ON_CLOCK}, uint32_t{TPROF_SAMPLE_ON_TICK}}) {
     SCOPED_TRACE(clock == TPROF_SAMPLE_ON_TICK ? "in the tick" : "on the clock");
@@ -78,20 +84,27 @@ TEST(Aggregate, CountsEqualTheRecordsOfTheSameSamples) {
     ASSERT_TRUE(session->Stop());
     BothWays b = ReadBothWays(*session);
     ASSERT_EQ(b.lost, 0u);
-    EXPECT_EQ(b.overflowed, 0u) << "the tables had room for this run";
+    EXPECT_LE(b.overflowed * 100, b.from_records.TotalSamples()) << "the tables had room: few overflow";
     EXPECT_GT(b.from_counts.TotalSamples(), 100u);
-    EXPECT_EQ(b.from_counts.TotalSamples(), b.from_records.TotalSamples());
+    EXPECT_EQ(b.from_counts.TotalSamples() + b.overflowed, b.from_records.TotalSamples());
     EXPECT_EQ(b.from_records.TotalSamples(), b.taken) << "each sample taken once";
-    EXPECT_EQ(b.from_counts.samples.size(), b.from_records.samples.size());
+    uint64_t uncounted = 0;  // records without their count: the overflowed
     for (const auto& [key, n] : b.from_records.samples) {
       auto it = b.from_counts.samples.find(key);
-      EXPECT_TRUE(it != b.from_counts.samples.end() && it->second == n)
-          << "pid " << key.pid << " ip 0x" << std::hex << key.ip << " flags 0x" << key.flags
-          << std::dec << ": records " << n << ", counts "
-          << (it == b.from_counts.samples.end() ? 0 : it->second);
+      const uint64_t counted = it == b.from_counts.samples.end() ? 0 : it->second;
+      EXPECT_LE(counted, n) << "pid " << key.pid << " ip 0x" << std::hex << key.ip << " flags 0x" << key.flags
+                            << std::dec << ": records " << n << ", counts " << counted;
+      uncounted += n > counted ? n - counted : 0;
     }
+    EXPECT_EQ(uncounted, b.overflowed) << "the counts lack exactly what overflowed";
+    for (const auto& [key, n] : b.from_counts.samples)
+      EXPECT_TRUE(b.from_records.samples.count(key))
+          << "counted without a record: pid " << key.pid << " ip 0x" << std::hex << key.ip;
     for (const auto& [cpu, c] : b.from_records.cpus)
-      EXPECT_EQ(b.from_counts.cpus[cpu].samples, c.samples) << "cpu " << cpu;
+      EXPECT_EQ(b.from_counts.cpus[cpu].samples + b.overflowed_on[cpu], c.samples) << "cpu " << cpu;
+    if (b.overflowed) std::printf("  [aggregate] %llu of %llu samples overflowed\n",
+                                  static_cast<unsigned long long>(b.overflowed),
+                                  static_cast<unsigned long long>(b.from_records.TotalSamples()));
   }
 }
 

@@ -582,10 +582,9 @@ bool TickSection(long chunks, int reps) {
         {"perf record -a -F " + std::to_string(hz) + g, 'p', hz, {}}};
     configs[1].tick = true;
     if (g_perf.empty()) configs.pop_back();
-    if (!depth) {  // counted in the module: without stacks only
-      configs.push_back({"tprofctl record -a --clock tick --aggregate", 't', hz, {}});
-      configs.back().tick = configs.back().aggregate = true;
-    }
+    // Counted in the module, by address or by stack.
+    configs.push_back({"tprofctl record -a --clock tick --aggregate" + g, 't', hz, {}});
+    configs.back().tick = configs.back().aggregate = true;
     std::vector<Config> longer = configs;
     for (int r = 0; r < reps; ++r) {
       RunInterleaved(configs, chunks, 1, depth);
@@ -608,8 +607,8 @@ bool TickSection(long chunks, int reps) {
       met = false;
       continue;
     }
-    // The goal is the cheapest tprof way's: without stacks, counted in the module.
-    const double tick = depth ? per_sample[1] : per_sample.back(), perf = per_sample[3];
+    // The goal is the cheapest tprof way's: counted in the module.
+    const double tick = per_sample.back(), perf = per_sample[3];
     const double goal = depth ? 0.7 : 0.3;
     const bool ok = perf > 0 && tick <= goal * perf;
     met &= ok;

@@ -70,7 +70,8 @@ static long tprof_ioctl_get_info(struct tprof_info __user *uinfo)
 			 TPROF_FEAT_PMU_COUNTS_ONLY | TPROF_FEAT_PMU_COUNTS_ONLY_CPUS |
 			 TPROF_FEAT_SAMPLING_CPUS | TPROF_FEAT_SAMPLING_USER_STACK |
 			 TPROF_FEAT_UNWIND_TABLES | TPROF_FEAT_UNWIND_SIGNAL_FRAMES |
-			 TPROF_FEAT_SAMPLING_TICK | TPROF_FEAT_SAMPLING_AGGREGATE;
+			 TPROF_FEAT_SAMPLING_TICK | TPROF_FEAT_SAMPLING_AGGREGATE |
+			 TPROF_FEAT_SAMPLING_AGGREGATE_STACKS;
 	tprof_stats_read_total(&info.total);
 	info.cpu_stats = (u64)(uintptr_t)ustats;
 	info.cpu_stats_count = count;

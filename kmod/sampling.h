@@ -253,7 +253,9 @@ struct tprof_aggregate_read;
 struct tprof_aggregate_entry;
 int tprof_agg_create(struct tprof_session *s);
 void tprof_agg_free(struct tprof_session *s);
-bool tprof_agg_add(struct tprof_session *s, u64 ip, u64 space_id, u32 pid, u32 flags);
+struct tprof_aggregate_entry *tprof_agg_add(struct tprof_session *s, u64 ip, u64 space_id,
+					    u32 pid, u32 flags, bool *fresh);
+void tprof_agg_unadd(struct tprof_session *s, struct tprof_aggregate_entry *e);
 int tprof_agg_read(struct tprof_session *s, unsigned int cpu,
 		   struct tprof_aggregate_read *out,
 		   struct tprof_aggregate_entry __user *uentries);

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * In-kernel aggregation (TPROF_SAMPLING_AGGREGATE): a sample adds one to
- * its (pid, address space, ip, flags) entry in its CPU's table instead of
- * writing a record, so a recorder reads counts once per interval instead of
- * every sample. Each CPU has two tables: samples go into the active one;
- * AGGREGATE_READ makes the other active on that CPU (a cross-CPU call: the
- * writers run there with IRQs off, an NMI writer runs to its end before the
- * call goes on), then copies the one it took and clears it.
+ * its (pid, address space, ip or stack key, flags) entry in its CPU's table
+ * instead of writing a record (sampling_hot.c defines a stack's key), so a
+ * recorder reads counts once per interval instead of every sample. Each
+ * CPU has two tables: samples go into the active one; AGGREGATE_READ makes
+ * the other active on that CPU (a cross-CPU call: the writers run there
+ * with IRQs off, an NMI writer runs to its end before the call goes on),
+ * then copies the one it took and clears it.
  *
  * A table is open addressing with a short probe; it is kept at most three
  * quarters full. A sample that finds no room is written as a record by the
@@ -44,9 +45,11 @@ static u32 tprof_agg_hash(u64 ip, u64 space_id, u32 pid, u32 flags)
 
 /*
  * Adds one sample to this CPU's active table. IRQs off, nesting guard up.
- * False where it found no room: the caller writes a record instead.
+ * Returns its entry (*fresh: new in the table), or NULL where it found no
+ * room: the caller writes a record instead.
  */
-bool tprof_agg_add(struct tprof_session *s, u64 ip, u64 space_id, u32 pid, u32 flags)
+struct tprof_aggregate_entry *tprof_agg_add(struct tprof_session *s, u64 ip, u64 space_id,
+					    u32 pid, u32 flags, bool *fresh)
 {
 	struct tprof_agg_cpu *ac = this_cpu_ptr(s->agg);
 	struct tprof_agg_table *t = ac->t[READ_ONCE(ac->active)];
@@ -65,15 +68,33 @@ bool tprof_agg_add(struct tprof_session *s, u64 ip, u64 space_id, u32 pid, u32 f
 			e->flags = flags;
 			e->count = 1;
 			t->used++;
-			return true;
+			*fresh = true;
+			return e;
 		}
 		if (e->ip == ip && e->space_id == space_id && e->pid == pid && e->flags == flags) {
 			e->count++;
-			return true;
+			*fresh = false;
+			return e;
 		}
 	}
 	t->overflowed++;
-	return false;
+	return NULL;
+}
+
+/*
+ * Takes back a sample tprof_agg_add() just counted, on the same CPU with
+ * IRQs still off (the table cannot have been swapped). An entry it made is
+ * emptied: a key an NMI added past it meanwhile may then be found no more
+ * and get a second entry, whose counts a reader adds up.
+ */
+void tprof_agg_unadd(struct tprof_session *s, struct tprof_aggregate_entry *e)
+{
+	struct tprof_agg_cpu *ac = this_cpu_ptr(s->agg);
+
+	if (--e->count)
+		return;
+	memset(e, 0, sizeof(*e));
+	ac->t[ac->active]->used--;
 }
 
 static size_t tprof_agg_table_bytes(u32 slots)

@@ -119,34 +119,43 @@ void tprof_sample(struct perf_event *event, struct perf_sample_data *data,
 }
 
 /*
- * AGGREGATE: counts the sample in this CPU's table (IRQs off). True when
- * that is all: no record to write (with AGGREGATE_RECORDS the record is
- * written too, and counts as the sample taken). False also when the table
- * had no room, or an NMI sample landed inside another write: the record
- * path then writes it or counts it lost.
+ * AGGREGATE: counts the sample under @ip (an address, or a stack's key) in
+ * this CPU's table (IRQs off). Returns its entry (*fresh: new there), or
+ * NULL where the table had no room or an NMI sample landed inside another
+ * write: the record path then writes it or counts it lost.
  */
-static bool tprof_sample_aggregate(struct tprof_session *s, struct tprof_sampling_cpu *pc,
-				   struct task_struct *task, u64 ip, bool user, bool idle,
-				   u64 space_id)
+static struct tprof_aggregate_entry *
+tprof_sample_count(struct tprof_session *s, struct tprof_sampling_cpu *pc, u64 ip,
+		   u64 space_id, u32 pid, u32 flags, bool *fresh)
 {
-	const bool shown = user || s->show_kernel;
-	const bool records = s->config.flags & TPROF_SAMPLING_AGGREGATE_RECORDS;
-	struct tprof_buffer_ctl *ctl = pc->writer.ctl;
-	bool counted = false;
+	struct tprof_aggregate_entry *e = NULL;
 
-	if (++pc->nesting == 1) {
-		counted = tprof_agg_add(s, shown ? ip : 0, user ? space_id : 0,
-					idle ? 0 : task_tgid_nr_ns(task, s->pid_ns),
-					(user ? TPROF_SAMPLE_USER : 0) |
-					(idle ? TPROF_SAMPLE_IDLE : 0) |
-					(shown ? 0 : TPROF_SAMPLE_HIDDEN));
-		if (counted && !records)
-			WRITE_ONCE(ctl->samples_taken, ctl->samples_taken + 1);
-		if (counted && user)
-			tprof_request_maps(s, pc, space_id);
-	}
+	if (++pc->nesting == 1)
+		e = tprof_agg_add(s, ip, space_id, pid, flags, fresh);
 	pc->nesting--;
-	return counted && !records;
+	return e;
+}
+
+/* A count whose record could not be written: the sample is lost, not counted. */
+static void tprof_sample_uncount(struct tprof_session *s, struct tprof_sampling_cpu *pc,
+				 struct tprof_aggregate_entry *e)
+{
+	pc->nesting++;	/* an NMI's sample meanwhile is lost, not put in this slot */
+	tprof_agg_unadd(s, e);
+	pc->nesting--;
+}
+
+/*
+ * A stack's key in the counting tables: a hash of the sample's ip and
+ * walk, keyed by the session so that no process can make two stacks
+ * collide; the entry adds pid, space and flags.
+ */
+static u64 tprof_stack_key(struct tprof_session *s, u64 ip, const struct tprof_rec_stack *st,
+			   const u64 *frames, unsigned int nframes)
+{
+	return siphash_3u64(siphash(frames, nframes * sizeof(u64), &s->space_key), ip,
+			    (u64)st->nr_kernel << 48 | (u64)st->nr_user << 32 | st->flags,
+			    &s->space_key);
 }
 
 /*
@@ -159,7 +168,9 @@ void tprof_sample_regs(struct tprof_session *s, struct pt_regs *regs)
 	struct tprof_sampling_cpu *pc;
 	struct tprof_rec_sample *rec;
 	struct tprof_rec_stack st = {};
+	struct tprof_aggregate_entry *counted = NULL;
 	struct pt_regs *uregs = NULL;
+	u64 key = 0;
 	unsigned int nframes = 0;
 	bool user, idle, stack = false, ustack;
 	unsigned long flags;
@@ -170,17 +181,40 @@ void tprof_sample_regs(struct tprof_session *s, struct pt_regs *regs)
 
 	local_irq_save(flags);
 	user = user_mode(regs);
+	idle = is_idle_task(task);
 	pc = this_cpu_ptr(s->cpus);
 	space_id = user || (s->config.flags & TPROF_SAMPLING_STACKS) ? tprof_space_id(s, task->mm) : 0;
-	if ((s->config.flags & TPROF_SAMPLING_AGGREGATE) &&
-	    tprof_sample_aggregate(s, pc, task, instruction_pointer(regs), user,
-				   is_idle_task(task), space_id))
-		goto out;
-	if ((s->config.flags & TPROF_SAMPLING_STACKS) && !is_idle_task(task) &&
-	    !pc->stack_busy) {
+	if ((s->config.flags & TPROF_SAMPLING_STACKS) && !idle && !pc->stack_busy) {
 		pc->stack_busy = 1;
 		nframes = tprof_sample_stack(s, regs, user, space_id, &st, pc->stack, &uregs);
 		stack = true;
+	}
+	/*
+	 * Counted in the table: a sample already there is taken (unless a
+	 * record is asked for too); a stack new there is written below as its
+	 * key's definition, before any reader can take the count.
+	 */
+	if (s->config.flags & TPROF_SAMPLING_AGGREGATE) {
+		const bool shown = user || s->show_kernel;
+		u32 eflags = (user ? TPROF_SAMPLE_USER : 0) | (idle ? TPROF_SAMPLE_IDLE : 0) |
+			     (shown ? 0 : TPROF_SAMPLE_HIDDEN);
+		u64 ip = shown ? instruction_pointer(regs) : 0;
+		bool fresh = false;
+
+		if (stack) {
+			key = tprof_stack_key(s, ip, &st, pc->stack, nframes);
+			eflags |= TPROF_SAMPLE_STACK_KEY;
+		}
+		counted = tprof_sample_count(s, pc, stack ? key : ip,
+					     user || (st.flags & TPROF_STACK_USER_IP) ? space_id : 0,
+					     idle ? 0 : task_tgid_nr_ns(task, s->pid_ns), eflags, &fresh);
+		if (counted && (user || (st.flags & TPROF_STACK_USER_IP)))
+			tprof_request_maps(s, pc, space_id);
+		if (counted && !(s->config.flags & TPROF_SAMPLING_AGGREGATE_RECORDS) &&
+		    !(stack && fresh)) {
+			WRITE_ONCE(pc->writer.ctl->samples_taken, pc->writer.ctl->samples_taken + 1);
+			goto out;
+		}
 	}
 	/* With unwind tables, a copy only where they did not cover the walk. */
 	ustack = uregs && (s->config.flags & TPROF_SAMPLING_USER_STACK) &&
@@ -188,9 +222,11 @@ void tprof_sample_regs(struct tprof_session *s, struct pt_regs *regs)
 	size = sizeof(*rec) + (stack ? sizeof(st) + nframes * sizeof(u64) : 0) +
 	       (ustack ? sizeof(struct tprof_rec_user_stack) + s->config.user_stack_bytes : 0);
 	rec = tprof_record_begin(s, &pc, size, true);
-	if (!rec)
+	if (!rec) {
+		if (counted)
+			tprof_sample_uncount(s, pc, counted);
 		goto out;
-	idle = is_idle_task(task);
+	}
 	rec->hdr.type = TPROF_REC_SAMPLE;
 	rec->hdr.size = size;
 	rec->time_ns = local_clock();
@@ -211,6 +247,12 @@ void tprof_sample_regs(struct tprof_session *s, struct pt_regs *regs)
 		rec->flags |= TPROF_SAMPLE_STACK;
 		memcpy(rec + 1, &st, sizeof(st));
 		memcpy((u8 *)(rec + 1) + sizeof(st), pc->stack, nframes * sizeof(u64));
+		if (counted) {
+			rec->caller = key;
+			rec->flags |= TPROF_SAMPLE_STACK_KEY |
+				      (s->config.flags & TPROF_SAMPLING_AGGREGATE_RECORDS ?
+				       0 : TPROF_SAMPLE_COUNTED);
+		}
 	}
 	if (ustack) {
 		struct tprof_rec_user_stack *us = (void *)((u8 *)(rec + 1) + sizeof(st) +

@@ -36,12 +36,12 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 			 TPROF_SAMPLING_USER_CFI | TPROF_SAMPLING_AGGREGATE |
 			 TPROF_SAMPLING_AGGREGATE_RECORDS))
 		return -EINVAL;
-	/* Counts per address only: no callers or stacks to count them by. */
 	if (c->__pad3 || ((c->flags & TPROF_SAMPLING_AGGREGATE_RECORDS) &&
 			  !(c->flags & TPROF_SAMPLING_AGGREGATE)))
 		return -EINVAL;
+	/* Counts per address or stack: a caller alone or a stack copy is no key. */
 	if (c->flags & TPROF_SAMPLING_AGGREGATE) {
-		if (c->flags & (TPROF_SAMPLING_CALLERS | TPROF_SAMPLING_STACKS))
+		if (c->flags & (TPROF_SAMPLING_CALLERS | TPROF_SAMPLING_USER_STACK))
 			return -EINVAL;
 		if (!c->aggregate_slots)
 			c->aggregate_slots = TPROF_AGGREGATE_DEFAULT_SLOTS;

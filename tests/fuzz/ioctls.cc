@@ -330,8 +330,11 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
     in->frequency_hz = 0;
     in->event_type = TPROF_SAMPLE_ON_TICK;
   }
-  if (r.OneIn(4) && !(in->flags & TPROF_SAMPLING_STACKS)) {  // counted in the module (ABI 1.21)
-    in->flags = TPROF_SAMPLING_AGGREGATE | (r.OneIn(3) ? TPROF_SAMPLING_AGGREGATE_RECORDS : 0);
+  // Counted in the module (ABI 1.21), by stack too (1.22): not with a
+  // caller alone or stack copies.
+  if (r.OneIn(4) && !(in->flags & TPROF_SAMPLING_USER_STACK)) {
+    in->flags = (in->flags & (TPROF_SAMPLING_STACKS | TPROF_SAMPLING_USER_CFI)) |
+                TPROF_SAMPLING_AGGREGATE | (r.OneIn(3) ? TPROF_SAMPLING_AGGREGATE_RECORDS : 0);
     in->aggregate_slots = uint32_t(r.Pick<u64>({0, 64, 1024, 16384}));
   }
   if (r.OneIn(4)) {  // chosen CPUs (ABI 1.16): CPU 0 and/or 1, or none
@@ -400,10 +403,12 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
       c.must_fail = true;
       c.defect = "a frequency for the tick";
       break;
-    case 11:  // aggregation: not with stacks or callers, slots a power of two in range
+    case 11:  // aggregation: not with callers or stack copies, slots a power of two in range
       in->flags = TPROF_SAMPLING_AGGREGATE |
-                  uint32_t(r.Pick<u64>({TPROF_SAMPLING_STACKS, TPROF_SAMPLING_CALLERS, 0, 0}));
+                  uint32_t(r.Pick<u64>({TPROF_SAMPLING_STACKS, TPROF_SAMPLING_CALLERS,
+                                        TPROF_SAMPLING_STACKS | TPROF_SAMPLING_USER_STACK, 0, 0}));
       in->stack_depth = (in->flags & TPROF_SAMPLING_STACKS) ? 8 : 0;
+      in->user_stack_bytes = (in->flags & TPROF_SAMPLING_USER_STACK) ? 256 : 0;
       in->aggregate_slots = uint32_t(r.Pick<u64>({0, 1, 63, 96, TPROF_AGGREGATE_MAX_SLOTS * 2, r.Edgy()}));
       if (r.OneIn(4)) {
         in->flags = TPROF_SAMPLING_AGGREGATE_RECORDS;
@@ -412,7 +417,7 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
       {
         const uint32_t n = in->aggregate_slots;
         c.must_fail = !(in->flags & TPROF_SAMPLING_AGGREGATE) ||
-                      (in->flags & (TPROF_SAMPLING_STACKS | TPROF_SAMPLING_CALLERS)) ||
+                      (in->flags & (TPROF_SAMPLING_USER_STACK | TPROF_SAMPLING_CALLERS)) ||
                       (n && (n < TPROF_AGGREGATE_MIN_SLOTS || n > TPROF_AGGREGATE_MAX_SLOTS ||
                              (n & (n - 1))));
       }
@@ -486,9 +491,13 @@ void CheckAggregateRead(Worker&, const void*, const void* o, const Call& c) {
   const auto* e = reinterpret_cast<const tprof_aggregate_entry*>(t_scratch->array);
   for (uint32_t i = 0; i < out->nr_entries && (i + 1) * sizeof(*e) <= c.embedded_bytes; ++i) {
     sum += e[i].count;
-    if (!e[i].count || (e[i].flags & ~uint32_t(TPROF_SAMPLE_USER | TPROF_SAMPLE_IDLE | TPROF_SAMPLE_HIDDEN)) ||
-        ((e[i].flags & TPROF_SAMPLE_HIDDEN) && e[i].ip) ||
-        (!(e[i].flags & TPROF_SAMPLE_USER) && e[i].space_id))
+    // With STACK_KEY, ip is a stack's key, and a kernel sample's stack has a space.
+    const bool keyed = e[i].flags & TPROF_SAMPLE_STACK_KEY;
+    if (!e[i].count ||
+        (e[i].flags & ~uint32_t(TPROF_SAMPLE_USER | TPROF_SAMPLE_IDLE | TPROF_SAMPLE_HIDDEN |
+                                TPROF_SAMPLE_STACK_KEY)) ||
+        ((e[i].flags & TPROF_SAMPLE_HIDDEN) && e[i].ip && !keyed) ||
+        (!(e[i].flags & TPROF_SAMPLE_USER) && e[i].space_id && !keyed))
       VIOLATION("AGGREGATE_READ entry: pid %u flags 0x%x ip 0x%llx space %llx count %llu", e[i].pid,
                 e[i].flags, e[i].ip, e[i].space_id, e[i].count);
     if (g_unpriv && (e[i].pid == 0 || !IsOwnPidSettled(e[i].pid)))

@@ -96,7 +96,12 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
         tprof_rec_sample s;
         std::memcpy(&s, p, sizeof(s));
         if (s.cpu != cpu) VIOLATION("a sample of cpu %u in cpu %u's buffer", s.cpu, cpu);
-        if (s.flags & ~0x3fu) VIOLATION("sample flags 0x%x", s.flags);
+        if (s.flags & ~0xffu) VIOLATION("sample flags 0x%x", s.flags);
+        // ABI 1.22: a counted stack's key, only on a sample with a stack.
+        if (((s.flags & TPROF_SAMPLE_STACK_KEY) && !(s.flags & TPROF_SAMPLE_STACK)) ||
+            ((s.flags & TPROF_SAMPLE_COUNTED) && !(s.flags & TPROF_SAMPLE_STACK_KEY)) ||
+            ((s.flags & TPROF_SAMPLE_STACK_KEY) && (s.flags & TPROF_SAMPLE_CALLER)))
+          VIOLATION("sample flags 0x%x: a stack key without its stack", s.flags);
         if ((s.flags & TPROF_SAMPLE_USER_STACK) && !(s.flags & TPROF_SAMPLE_STACK))
           VIOLATION("a user stack copy without a stack: flags 0x%x", s.flags);
         if (s.flags & TPROF_SAMPLE_STACK) {
@@ -134,14 +139,16 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
         if ((s.flags & TPROF_SAMPLE_USER) && (s.ip >= kUserEnd))
           VIOLATION("user sample with ip 0x%llx", s.ip);
         if (g_unpriv && !(s.flags & TPROF_SAMPLE_USER) &&
-            (s.ip || s.caller || !(s.flags & TPROF_SAMPLE_HIDDEN)))
+            (s.ip || (s.caller && !(s.flags & TPROF_SAMPLE_STACK_KEY)) ||
+             !(s.flags & TPROF_SAMPLE_HIDDEN)))
           VIOLATION("unprivileged kernel sample: ip 0x%llx caller 0x%llx flags 0x%x",
                     s.ip, s.caller, s.flags);
         // space_id is a hash: any value.
         CheckNoKernelPointers("SAMPLE record", &s, {U64F(tprof_rec_sample, time_ns), U64F(tprof_rec_sample, ip),
                                                     U64F(tprof_rec_sample, caller)});
         pid = s.pid;
-        if (books) books->delivered[cpu]++;
+        // A key's definition is counted in the table, not delivered here.
+        if (books && !(s.flags & TPROF_SAMPLE_COUNTED)) books->delivered[cpu]++;
         // A one-process session follows the children its target creates
         // after start (perf's inherit): those are the fuzzer's own here.
         if (session_pid != TPROF_PID_ALL && s.pid != session_pid &&

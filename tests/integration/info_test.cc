@@ -27,7 +27,7 @@ TEST(GetInfo, ReportsTheAbiAndModuleVersionOfThisTree) {
                        TPROF_FEAT_PMU_COUNTS_ONLY_CPUS | TPROF_FEAT_SAMPLING_CPUS |
                        TPROF_FEAT_SAMPLING_USER_STACK | TPROF_FEAT_UNWIND_TABLES |
                        TPROF_FEAT_UNWIND_SIGNAL_FRAMES | TPROF_FEAT_SAMPLING_TICK |
-                       TPROF_FEAT_SAMPLING_AGGREGATE;
+                       TPROF_FEAT_SAMPLING_AGGREGATE | TPROF_FEAT_SAMPLING_AGGREGATE_STACKS;
   EXPECT_EQ(info.features, all) << std::hex << info.features;
 }
 

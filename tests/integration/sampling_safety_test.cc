@@ -217,6 +217,7 @@ struct SetuidExecMode {
   const char* name;
   uint32_t event_type;
   bool aggregate;
+  bool stacks = false;  // counted by stack (ABI 1.22)
 };
 
 int SetuidExecScene(const char* suid, const SetuidExecMode& mode) {
@@ -238,6 +239,7 @@ int SetuidExecScene(const char* suid, const SetuidExecMode& mode) {
     o.event_type = mode.event_type;
     o.aggregate = mode.aggregate;
     o.aggregate_records = mode.aggregate;
+    o.stack_depth = mode.stacks ? 32 : 0;
     auto s = SamplingSession::Start(o);
     if (!s) {
       kill(c, SIGKILL);
@@ -338,7 +340,9 @@ TEST(SamplingSafety, SetuidExecEndsTheSession) {
   const char* suid = copy.path();
   for (const SetuidExecMode& mode : {SetuidExecMode{"perf clock", TPROF_SAMPLE_ON_CLOCK, false},
                                      SetuidExecMode{"tick", TPROF_SAMPLE_ON_TICK, false},
-                                     SetuidExecMode{"tick, counted", TPROF_SAMPLE_ON_TICK, true}}) {
+                                     SetuidExecMode{"tick, counted", TPROF_SAMPLE_ON_TICK, true},
+                                     SetuidExecMode{"tick, counted by stack", TPROF_SAMPLE_ON_TICK, true,
+                                                    true}}) {
     int rc = RunUnprivileged([suid, mode] {
       if (prctl(PR_SET_DUMPABLE, 1)) return 4;
       return SetuidExecScene(suid, mode);

@@ -694,11 +694,13 @@ TEST(SamplingTest, BadConfigurationsAreRefused) {
   EXPECT_EQ(start(c), EINVAL);
   c = {};
   c.pid = TPROF_PID_ALL;
-  c.flags = TPROF_SAMPLING_AGGREGATE | TPROF_SAMPLING_STACKS;
+  c.flags = TPROF_SAMPLING_AGGREGATE | TPROF_SAMPLING_STACKS | TPROF_SAMPLING_USER_STACK;
   c.stack_depth = 8;
+  c.user_stack_bytes = 256;  // stacks are counted (ABI 1.22), copies are not
   EXPECT_EQ(start(c), EINVAL);
   c.flags = TPROF_SAMPLING_AGGREGATE | TPROF_SAMPLING_CALLERS;
   c.stack_depth = 0;
+  c.user_stack_bytes = 0;
   EXPECT_EQ(start(c), EINVAL);
   c.flags = TPROF_SAMPLING_AGGREGATE;
   c.aggregate_slots = 1000;  // not a power of two

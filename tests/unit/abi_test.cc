@@ -126,7 +126,7 @@ TEST(Abi, VersionMacrosUnpackModuleVersion) {
   const unsigned v = (2u << 16) | (7u << 8) | 3u;
   EXPECT_EQ(TPROF_VERSION_MAJOR(v), 2u);
   EXPECT_EQ(TPROF_VERSION_MINOR(v), 7u);
-  EXPECT_EQ(TPROF_ABI_MINOR, 21) << "1.21: sampling in the scheduler tick";
+  EXPECT_EQ(TPROF_ABI_MINOR, 22) << "1.22: stacks counted in the module";
   EXPECT_EQ(sizeof(tprof_rec_idle), 32u);
   EXPECT_EQ(TPROF_UNWIND_CFA_MAX, TPROF_UNWIND_CFA_SIGNAL);
   EXPECT_EQ(TPROF_PMU_CTR_FLAGS, 0x3fu) << "TPROF_PMU_CTR_COUNT is bit 5";

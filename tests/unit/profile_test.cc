@@ -1118,6 +1118,45 @@ TEST(Aggregate, CountsAreSamplesOfTheirAddress) {
   EXPECT_TRUE(p.contexts.empty());
 }
 
+// Counted stacks (ABI 1.22): a record with STACK_KEY | COUNTED defines a
+// key and is no sample; the entries that name the key are its ip and
+// stack, counted; a definition is kept one interval on (the module defines
+// a key again in each table); a key nobody defined is counted at ip 0.
+TEST(Aggregate, StackKeysAreTheStacksTheirRecordsDefine) {
+  ProfileBuilder b;
+  Records r;
+  auto def = SampleRec(10, 7, 0x401000, TPROF_SAMPLE_USER, 0);
+  def.flags |= TPROF_SAMPLE_STACK_KEY | TPROF_SAMPLE_COUNTED;
+  def.caller = 0xfeedull;
+  r.StackSample(def, TPROF_STACK_LEAF_RA, {}, {0x401000, 0x402200});
+  EXPECT_EQ(b.AddRecords(r.data(), r.size()), r.size());
+  EXPECT_EQ(b.profile().records.samples, 0u) << "a definition is no sample";
+  tprof_aggregate_read read{};
+  read.end_ns = 1;
+  b.AddAggregate(2, read, {{0xfeed, 7, 10, TPROF_SAMPLE_USER | TPROF_SAMPLE_STACK_KEY, 6}});
+  Profile one = b.TakeInterval();
+  const SampleKey key{10, 7, 0x401000, TPROF_SAMPLE_USER};
+  EXPECT_EQ(one.samples.at(key), 6u);
+  ASSERT_EQ(one.stacks.size(), 1u);
+  EXPECT_EQ(one.stacks[0].user, (std::vector<uint64_t>{0x401000, 0x402200}));
+  EXPECT_EQ((one.stack_samples.at({key, 1})), 6u);
+  EXPECT_EQ(one.cpus.at(2).samples, 6u);
+  // The next interval's table names the key the previous interval defined.
+  b.AddAggregate(2, read, {{0xfeed, 7, 10, TPROF_SAMPLE_USER | TPROF_SAMPLE_STACK_KEY, 2}});
+  Profile two = b.TakeInterval();
+  EXPECT_EQ((two.stack_samples.at({key, 1})), 2u);
+  EXPECT_EQ(b.undefined_stack_key_samples(), 0u);
+  b.AddAggregate(2, read, {{0xbad, 7, 10, TPROF_SAMPLE_USER | TPROF_SAMPLE_STACK_KEY, 3}});
+  EXPECT_EQ(b.undefined_stack_key_samples(), 3u);
+  EXPECT_EQ((b.profile().samples.at(SampleKey{10, 7, 0, TPROF_SAMPLE_USER})), 3u);
+  // A definition that is a record too (AGGREGATE_RECORDS) is one sample.
+  Records both;
+  def.flags &= ~TPROF_SAMPLE_COUNTED;
+  both.StackSample(def, TPROF_STACK_LEAF_RA, {}, {0x401000, 0x402200});
+  EXPECT_EQ(b.AddRecords(both.data(), both.size()), both.size());
+  EXPECT_EQ(b.profile().samples.at(key), 1u);
+}
+
 TEST(TakeInterval, KeepsAPidAForkReused) {
   ProfileBuilder b;
   Records r;

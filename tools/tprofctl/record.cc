@@ -144,9 +144,10 @@ void AddSamplingOptions(CLI::App* sub, RecordOptions& o) {
                   "interrupt of tprof's own; falls back to perf where the tick cannot be hooked)")
       ->check(CLI::IsMember({"perf", "tick"}));
   sub->add_flag("--aggregate", o.sampling.aggregate,
-                "count samples in the module per process and address, read a few times a second, "
-                "instead of a record for each: far less work a sample; without -g, and without "
-                "the per-thread and time context of `dump --tid/--cpu/--time`");
+                "count samples in the module per process and address (with -g: per stack, each "
+                "stack written once per interval), read a few times a second, instead of a record "
+                "for each: far less work a sample; without the per-thread and time context of "
+                "`dump --tid/--cpu/--time`");
   sub->add_option("-c,--count,--period", o.period, "events per sample with --event (default 10000)")
       ->transform(Decimal())
       ->check(CLI::Range(uint64_t{1}, UINT64_MAX));
@@ -187,11 +188,14 @@ int SettleOptions(const char* name, RecordOptions* o, bool cmd) {
     o->sampling.event_type = TPROF_SAMPLE_ON_TICK;
   }
   if (o->sampling.aggregate) {
-    if (o->callers) {
-      std::fprintf(stderr, "tprofctl %s: --aggregate counts addresses; -g records stacks\n", name);
+    // Counted by the stacks the module walks: a copy to walk later is no key.
+    if (o->sampling.user_stack_bytes && !o->sampling.unwind_tables) {
+      std::fprintf(stderr, "tprofctl %s: --aggregate counts the stacks the module walks; "
+                           "--call-graph dwarf copies them for later (use cfi or fp)\n", name);
       return kExitUsage;
     }
-    o->context.granularity_ns = 0;  // counts carry no thread or time
+    o->sampling.user_stack_bytes = 0;  // cfi: frame pointers until the tables are loaded
+    o->context.granularity_ns = 0;     // counts carry no thread or time
   }
   if (o->stack_depth && !o->callers) {
     std::fprintf(stderr, "tprofctl %s: --stack-depth goes with -g/--callers\n", name);
@@ -201,7 +205,7 @@ int SettleOptions(const char* name, RecordOptions* o, bool cmd) {
   // -g alone: cfi, its copies cut to what the chosen buffers hold.
   if (o->callers && !o->call_graph_chosen) {
     o->sampling.unwind_tables = true;
-    o->sampling.user_stack_bytes = kDefaultUserStackBytes;
+    o->sampling.user_stack_bytes = o->sampling.aggregate ? 0 : kDefaultUserStackBytes;
     if (o->sampling.half_bytes)
       o->sampling.user_stack_bytes =
           std::min(o->sampling.user_stack_bytes, o->sampling.half_bytes / 4 & ~7u);

@@ -339,7 +339,7 @@
 #include <linux/tprof_unwind.h> /* struct tprof_unwind_row (UNWIND_LOAD) */
 
 #define TPROF_ABI_MAJOR 1
-#define TPROF_ABI_MINOR 21 /* 1.21: sampling in the scheduler tick (TPROF_SAMPLE_ON_TICK) */
+#define TPROF_ABI_MINOR 22 /* 1.22: stacks counted in the module (AGGREGATE with STACKS) */
 
 /* The device node the module creates. */
 #define TPROF_DEVICE_PATH "/dev/tprof"
@@ -378,6 +378,7 @@
 #define TPROF_FEAT_UNWIND_SIGNAL_FRAMES (1ULL << 17) /* TPROF_UNWIND_CFA_SIGNAL rows (ABI 1.20) */
 #define TPROF_FEAT_SAMPLING_TICK (1ULL << 18) /* TPROF_SAMPLE_ON_TICK, TPROF_REC_IDLE (ABI 1.21) */
 #define TPROF_FEAT_SAMPLING_AGGREGATE (1ULL << 19) /* TPROF_SAMPLING_AGGREGATE, _AGGREGATE_READ (ABI 1.21) */
+#define TPROF_FEAT_SAMPLING_AGGREGATE_STACKS (1ULL << 20) /* AGGREGATE with STACKS, TPROF_SAMPLE_STACK_KEY (ABI 1.22) */
 
 /* tprof_info.state */
 enum tprof_state {
@@ -602,10 +603,20 @@ struct tprof_self_page {
 /*
  * ABI 1.21: counts per (process, address space, ip) in per-CPU tables in
  * the kernel instead of a record per sample; TPROF_IOC_SAMPLING_AGGREGATE_READ
- * takes them. Not with CALLERS, STACKS or USER_STACK. A sample that finds
- * no room in its CPU's table is written as a record, so nothing is lost.
+ * takes them. Not with CALLERS or USER_STACK. A sample that finds no room
+ * in its CPU's table is written as a record, so nothing is lost.
  * AGGREGATE_RECORDS (with AGGREGATE, a check): every sample is written as
  * a record too, and counted as taken once.
+ * ABI 1.22, with STACKS: a sample with a stack is counted by its stack's
+ * key (a keyed hash of ip and frames, TPROF_SAMPLE_STACK_KEY in the
+ * entry's flags, the key in its ip). The first sample of a key in a table
+ * is also written as a record with TPROF_SAMPLE_STACK_KEY | _COUNTED and
+ * the key in caller: it defines the key, and is counted in the table, not
+ * as a record. It is in the buffer before the count is in the table, so a
+ * reader that takes a table, then flushes and reads the buffers, has every
+ * key it holds. A definition that cannot be written is not counted either
+ * (a lost sample). Samples without a stack (idle, or an NMI inside a walk)
+ * are counted by ip.
  */
 #define TPROF_SAMPLING_AGGREGATE (1U << 4)
 #define TPROF_SAMPLING_AGGREGATE_RECORDS (1U << 5)
@@ -672,10 +683,10 @@ struct tprof_sampling_config {
  * other table meanwhile, so none is missed or counted twice.
  */
 struct tprof_aggregate_entry {
-	__u64 ip;             /* 0 with TPROF_SAMPLE_HIDDEN */
+	__u64 ip;             /* 0 with TPROF_SAMPLE_HIDDEN; the key with _STACK_KEY */
 	__u64 space_id;       /* user samples: as tprof_rec_sample's; else 0 */
 	__u32 pid;            /* in the owner's pid namespace; 0: the idle task */
-	__u32 flags;          /* TPROF_SAMPLE_USER, _IDLE, _HIDDEN */
+	__u32 flags;          /* TPROF_SAMPLE_USER, _IDLE, _HIDDEN, _STACK_KEY */
 	__u64 count;
 };
 
@@ -745,6 +756,8 @@ struct tprof_rec_header {
 #define TPROF_SAMPLE_HIDDEN (1U << 3)   /* kernel addresses withheld (no CAP_PERFMON) */
 #define TPROF_SAMPLE_STACK (1U << 4)    /* a struct tprof_rec_stack follows (ABI 1.8) */
 #define TPROF_SAMPLE_USER_STACK (1U << 5) /* a struct tprof_rec_user_stack follows it (ABI 1.18) */
+#define TPROF_SAMPLE_STACK_KEY (1U << 6) /* caller holds the stack's aggregate key (ABI 1.22) */
+#define TPROF_SAMPLE_COUNTED (1U << 7)   /* a key's definition: the sample is in the table (ABI 1.22) */
 
 struct tprof_rec_sample {
 	struct tprof_rec_header hdr;
@@ -752,7 +765,8 @@ struct tprof_rec_sample {
 	__u32 pid;            /* thread group id; 0 for the idle task */
 	__u32 tid;
 	__u64 ip;             /* interrupted instruction address */
-	__u64 caller;         /* return address of its function (if TPROF_SAMPLE_CALLER) */
+	__u64 caller;         /* return address of its function (if TPROF_SAMPLE_CALLER),
+			       * or the stack key (if TPROF_SAMPLE_STACK_KEY) */
 	__u64 space_id;       /* address-space id (user samples), matches tprof_rec_map;
 			       * one space's for the session's life: never an
 			       * earlier space's whose memory the kernel reused */

@@ -236,9 +236,13 @@ void ProfileBuilder::AddAggregate(uint32_t cpu, const tprof_aggregate_read& read
   uint64_t total = 0;
   for (const tprof_aggregate_entry& e : entries) {
     if (e.count == 0) continue;
+    total += e.count;
+    if (e.flags & TPROF_SAMPLE_STACK_KEY) {
+      AddCountedStack(e);
+      continue;
+    }
     const bool user = e.flags & TPROF_SAMPLE_USER;
     profile_.samples[{e.pid, user ? e.space_id : 0, e.ip, e.flags & kSampleKeyFlags}] += e.count;
-    total += e.count;
   }
   if (total == 0) return;
   profile_.cpus[cpu].samples += total;
@@ -248,7 +252,40 @@ void ProfileBuilder::AddAggregate(uint32_t cpu, const tprof_aggregate_read& read
   profile_.last_time_ns = std::max<uint64_t>(profile_.last_time_ns, read.end_ns);
 }
 
+void ProfileBuilder::AddCountedStack(const tprof_aggregate_entry& e) {
+  auto def = stack_keys_.find(e.ip);
+  if (def == stack_keys_.end()) {
+    if (auto before = stack_keys_before_.find(e.ip); before != stack_keys_before_.end())
+      def = stack_keys_.insert(stack_keys_before_.extract(before)).position;
+  }
+  const bool user = e.flags & TPROF_SAMPLE_USER;
+  SampleKey key{e.pid, user ? e.space_id : 0, 0, e.flags & kSampleKeyFlags};
+  if (def == stack_keys_.end()) {
+    undefined_stack_key_samples_ += e.count;
+    profile_.samples[key] += e.count;
+    return;
+  }
+  const std::vector<unsigned char>& rec = def->second;
+  tprof_rec_sample s;
+  std::memcpy(&s, rec.data(), sizeof(s));
+  key.ip = s.ip;
+  uint32_t stack = 0;
+  if (s.flags & TPROF_SAMPLE_STACK) (void)AddStack(s, rec.data() + sizeof(s), rec.size() - sizeof(s), &stack);
+  profile_.samples[key] += e.count;
+  if (stack) profile_.stack_samples[{key, stack}] += e.count;
+}
+
 bool ProfileBuilder::AddSample(const unsigned char* rec, uint32_t size) {
+  // A stack key's definition: kept for the counts that name it; the sample
+  // itself is counted in the module's table unless it is a record too.
+  uint32_t flags;
+  std::memcpy(&flags, rec + offsetof(tprof_rec_sample, flags), sizeof(flags));
+  if (flags & TPROF_SAMPLE_STACK_KEY) {
+    uint64_t key;
+    std::memcpy(&key, rec + offsetof(tprof_rec_sample, caller), sizeof(key));
+    stack_keys_.try_emplace(key, rec, rec + size);
+    if (flags & TPROF_SAMPLE_COUNTED) return true;
+  }
   if (DeferUntilMapped(rec, size)) return true;
   if (RecentSample* seen = recent_->Find(rec, size, profile_.stacks)) {
     uint64_t time_ns;
@@ -613,6 +650,7 @@ Profile ProfileBuilder::TakeInterval() {
   // The counts recent_ and the stack ids pointed to went with `out`.
   stack_ids_.clear();
   recent_->Clear();
+  stack_keys_before_ = std::exchange(stack_keys_, {});
   ++context_epoch_;
   std::set<uint32_t> sampled;
   for (const auto& [key, count] : out.samples) sampled.insert(key.pid);

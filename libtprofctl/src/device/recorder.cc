@@ -69,21 +69,41 @@ struct Recorder::State {
   }
 
   // AGGREGATE: every CPU's counts since the last read, into the builder.
+  // Counted stacks are defined by records written before their counts: the
+  // buffers up to the reads (flushed) go to the builder first.
   Status ReadAggregates() {
-    if (!(session.config().flags & TPROF_SAMPLING_AGGREGATE)) return OkStatus();
+    const uint32_t flags = session.config().flags;
+    if (!(flags & TPROF_SAMPLING_AGGREGATE)) return OkStatus();
+    aggregate_reads.resize(session.nr_cpu_ids());
+    Status failed = OkStatus();
     for (uint32_t cpu = 0; cpu < session.nr_cpu_ids(); ++cpu) {
-      auto read = session.ReadAggregate(cpu, &aggregate_entries);
-      if (!read && read.error().code() == std::errc::invalid_argument) continue;  // not possible
-      if (!read) return read.error();
-      builder.AddAggregate(cpu, *read, aggregate_entries);
-      aggregate_overflowed += read->overflowed;
+      auto& [read, entries] = aggregate_reads[cpu];
+      auto r = session.ReadAggregate(cpu, &entries);
+      read = r ? *r : tprof_aggregate_read{};
+      if (r) continue;
+      entries.clear();
+      if (r.error().code() == std::errc::invalid_argument) continue;  // not a possible CPU
+      failed = r.error();  // the reads before it are counted all the same
+      break;
     }
-    return OkStatus();
+    if (flags & TPROF_SAMPLING_STACKS) {
+      if (Status st = session.Flush(); !st) return st;
+      if (auto n = ConsumeNow(); !n) return n.error();
+    }
+    for (uint32_t cpu = 0; cpu < aggregate_reads.size(); ++cpu) {
+      auto& [read, entries] = aggregate_reads[cpu];
+      if (entries.empty() && !read.overflowed) continue;
+      builder.AddAggregate(cpu, read, entries);
+      aggregate_overflowed += read.overflowed;
+      entries.clear();
+    }
+    return failed;
   }
 
   SamplingSession session;
   ProfileBuilder builder;
-  std::vector<tprof_aggregate_entry> aggregate_entries;
+  // One read per CPU, held while the buffers are read.
+  std::vector<std::pair<tprof_aggregate_read, std::vector<tprof_aggregate_entry>>> aggregate_reads;
   uint64_t aggregate_overflowed = 0;
   std::optional<UnwindLoader> unwind;  // TPROF_SAMPLING_USER_CFI
   std::chrono::steady_clock::time_point last_flush{};
@@ -119,7 +139,8 @@ Recorder::Recorder(SamplingSession session)
     std::error_code ec;
     s_->builder.SetRecorder(static_cast<uint32_t>(::getpid()),
                             std::filesystem::read_symlink("/proc/self/exe", ec).string());
-    s_->unwind.emplace(s_->session.fd(), static_cast<uint32_t>(::getpid()), std::move(tables));
+    s_->unwind.emplace(s_->session.fd(), static_cast<uint32_t>(::getpid()), std::move(tables),
+                       !(s_->session.config().flags & TPROF_SAMPLING_USER_STACK));
   }
   if (std::string hz = PerfMaxSampleRate(); !hz.empty())
     s_->builder.SetAttribute(kPerfMaxRateAtStart, hz);
@@ -268,6 +289,9 @@ Expected<Profile> Recorder::Finish() {
   if (c.flags & TPROF_SAMPLING_AGGREGATE) {
     builder.SetAttribute(kAggregateSlots, std::to_string(c.aggregate_slots));
     builder.SetAttribute(kAggregateOverflowed, std::to_string(s_->aggregate_overflowed));
+    if (c.flags & TPROF_SAMPLING_STACKS)
+      builder.SetAttribute(kAggregateUndefinedStacks,
+                           std::to_string(builder.undefined_stack_key_samples()));
   }
   builder.SetAttribute("half_bytes", std::to_string(c.half_bytes_out));
   builder.SetAttribute("pid", c.pid == TPROF_PID_ALL ? "all" : std::to_string(c.pid));

@@ -126,6 +126,11 @@ Expected<SamplingSession> SamplingSession::Start(const SamplingOptions& o,
                                    "counting samples in the module needs", 21);
         !st)
       return st.error();
+    if (Status st = o.stack_depth ? RequireFeature(fd.get(), TPROF_FEAT_SAMPLING_AGGREGATE_STACKS,
+                                                   "counting stacks in the module needs", 22)
+                                  : OkStatus();
+        !st)
+      return st.error();
     c.flags |= TPROF_SAMPLING_AGGREGATE | (o.aggregate_records ? TPROF_SAMPLING_AGGREGATE_RECORDS : 0);
     c.aggregate_slots = o.aggregate_slots;
   }

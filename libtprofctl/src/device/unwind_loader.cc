@@ -13,8 +13,8 @@
 namespace tprof {
 
 UnwindLoader::UnwindLoader(int session_fd, uint32_t self_pid,
-                           std::shared_ptr<UnwindTableCache> tables)
-    : fd_(session_fd), self_pid_(self_pid), tables_(std::move(tables)) {
+                           std::shared_ptr<UnwindTableCache> tables, bool build_mapped)
+    : fd_(session_fd), self_pid_(self_pid), tables_(std::move(tables)), build_mapped_(build_mapped) {
   tprof_info info{};
   signal_rows_ = ::ioctl(fd_, TPROF_IOC_GET_INFO, &info) == 0 &&
                  (FeaturesOf(info) & TPROF_FEAT_UNWIND_SIGNAL_FRAMES);
@@ -139,7 +139,8 @@ void UnwindLoader::SendSpace(uint64_t space_id) {
   for (const auto& [start, m] : maps) {
     // Only files a walk went through have a table: built in this
     // recording or stored by an earlier one (see the header).
-    const UnwindTable* table = tables_->FindOrReadStored(m.path);
+    const UnwindTable* table =
+        build_mapped_ ? tables_->Get(m.path) : tables_->FindOrReadStored(m.path);
     if (!table) continue;
     const uint32_t id = Load(m.path, *table);
     if (!id) continue;

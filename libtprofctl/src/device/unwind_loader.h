@@ -5,8 +5,9 @@
 // recorder walks the copy (StackUnwinder), which builds the tables it uses
 // into the cache shared with this loader. A mapped file whose table an
 // earlier recording stored is read at once instead (unwind_table_store.h).
-// Each table is loaded once
-// per session (TPROF_IOC_UNWIND_LOAD), and each space that maps it, or
+// Without copies (counted stacks) the tables of every file a sampled space
+// maps are built when its mappings come. Each table is loaded once per
+// session (TPROF_IOC_UNWIND_LOAD), and each space that maps it, or
 // whose mappings changed, is sent whole (TPROF_IOC_UNWIND_SPACE). A
 // process's spaces are forgotten at its EXIT, and a table with them once no
 // space uses it (the module drops it; the cache keeps the rows). Building
@@ -35,7 +36,11 @@ class UnwindLoader {
   // self_pid: the recorder's pid in the records' namespace (its spaces get
   // no tables, nor do spaces that map its program: its child before exec).
   // tables: shared with the ProfileBuilder that walks the copies.
-  UnwindLoader(int session_fd, uint32_t self_pid, std::shared_ptr<UnwindTableCache> tables);
+  // build_mapped: the session takes no copies (counted stacks, record
+  // --aggregate -g), so no walk builds a table: every file a sampled
+  // space maps gets one when the space's mappings come.
+  UnwindLoader(int session_fd, uint32_t self_pid, std::shared_ptr<UnwindTableCache> tables,
+               bool build_mapped = false);
 
   // A record the recorder read (MAP and EXIT matter; the rest is ignored).
   void Note(const tprof_rec_header* rec, size_t avail);
@@ -93,6 +98,7 @@ class UnwindLoader {
   std::map<uint64_t, std::vector<uint32_t>> tables_of_space_;
   std::map<uint32_t, unsigned> users_;  // as the module counts them
   bool needs_mappings_ = false;
+  bool build_mapped_ = false;
   bool signal_rows_ = false;  // the module takes TPROF_UNWIND_CFA_SIGNAL (ABI 1.20)
   // Per space, flushes asked for since its mappings last changed: at most
   // kFlushesPerChange.

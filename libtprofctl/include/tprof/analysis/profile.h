@@ -216,6 +216,9 @@ inline constexpr char kSamplingClock[] = "clock";
 // came as records instead.
 inline constexpr char kAggregateSlots[] = "aggregate_slots";
 inline constexpr char kAggregateOverflowed[] = "aggregate_overflowed";
+// With -g: samples counted under a stack key no record defined (0 unless
+// the reader is wrong; counted at ip 0 without a stack).
+inline constexpr char kAggregateUndefinedStacks[] = "aggregate_undefined_stacks";
 // Profile::attributes keys: perf's limit on sampling,
 // kernel.perf_event_max_sample_rate, when the recording started and
 // ended. perf throttles every counter above it and lowers it when sample
@@ -306,10 +309,15 @@ class ProfileBuilder {
   // malformed one. Returns the bytes consumed.
   size_t AddRecords(const void* data, size_t bytes);
   // Counts the module kept on one CPU (TPROF_SAMPLING_AGGREGATE, one
-  // AGGREGATE_READ): each entry as `count` samples of its address, with
-  // no thread, stack or time finer than the read's span (no context).
+  // AGGREGATE_READ): each entry as `count` samples of its address, or of
+  // the ip and stack its key's record defined (TPROF_SAMPLE_STACK_KEY:
+  // that record must have been added first), with no thread or time
+  // finer than the read's span (no context).
   void AddAggregate(uint32_t cpu, const tprof_aggregate_read& read,
                     const std::vector<tprof_aggregate_entry>& entries);
+  // Samples counted under a stack key no record had defined (a reader that
+  // took a table before reading the buffers): counted at ip 0, no stack.
+  uint64_t undefined_stack_key_samples() const { return undefined_stack_key_samples_; }
   // A CPU's totals from its struct tprof_buffer_ctl, read at stop.
   void SetCpuTotals(uint32_t cpu, uint64_t samples_taken, uint64_t lost_samples,
                     uint64_t lost_records);
@@ -352,6 +360,8 @@ class ProfileBuilder {
   void Count(RecentSample& counted, uint64_t time_ns);
   void AddComm(const tprof_rec_comm& c);
   void AddMap(const tprof_rec_map& m, const char* path, size_t path_bytes);
+  // `count` samples of a counted stack key, as its defining record's.
+  void AddCountedStack(const tprof_aggregate_entry& e);
   // Interns the stack after a sample; false if it does not fit the record.
   bool AddStack(const tprof_rec_sample& s, const unsigned char* rest, size_t rest_bytes,
                 uint32_t* id_out);
@@ -416,6 +426,11 @@ class ProfileBuilder {
   std::vector<std::pair<SampleContextKey, uint64_t>> pending_contexts_;
   // The processes that had exited at the last TakeInterval().
   std::vector<uint32_t> exited_at_last_take_;
+  // Stack keys' defining records (TPROF_SAMPLE_STACK_KEY), read since the
+  // last TakeInterval() and in the interval before it: the module defines
+  // a key again in each table it fills, so older ones are never needed.
+  std::unordered_map<uint64_t, std::vector<unsigned char>> stack_keys_, stack_keys_before_;
+  uint64_t undefined_stack_key_samples_ = 0;
 };
 
 // Drops the processes no sample belongs to (their `process` and `name`

@@ -48,7 +48,8 @@ struct SamplingOptions {
   std::vector<uint32_t> cpus;
   // Counts per (process, space, address) in the module's per-CPU tables
   // instead of a record per sample (ABI 1.21; before it ENOTSUP), read
-  // with ReadAggregate(); not with callers or stacks. aggregate_slots:
+  // with ReadAggregate(); with stacks (stack_depth) per stack key (ABI
+  // 1.22), not with callers or user stack copies. aggregate_slots:
   // entries per CPU table, 0 = the module's default. aggregate_records: a
   // check: every sample as a record too.
   bool aggregate = false;

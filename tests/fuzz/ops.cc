@@ -86,6 +86,7 @@ void EvictSessions() {
 // a copy of them).
 void TakeAggregates(int fd, const tprof_sampling_config& cfg, Books* books) {
   if (!(cfg.flags & TPROF_SAMPLING_AGGREGATE)) return;
+  if (cfg.flags & TPROF_SAMPLING_STACKS) Count("accountant sessions counting stacks", 1);
   std::vector<tprof_aggregate_entry> entries(cfg.aggregate_slots);
   for (uint32_t cpu = 0; cpu < cfg.nr_cpu_ids; ++cpu) {
     tprof_aggregate_read rd{};

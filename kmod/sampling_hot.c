@@ -189,12 +189,17 @@ void tprof_sample_regs(struct tprof_session *s, struct pt_regs *regs)
 		nframes = tprof_sample_stack(s, regs, user, space_id, &st, pc->stack, &uregs);
 		stack = true;
 	}
+	/* With unwind tables, a copy only where they did not cover the walk. */
+	ustack = uregs && (s->config.flags & TPROF_SAMPLING_USER_STACK) &&
+		 (!s->unwind || (st.flags & TPROF_STACK_USER_UNCOVERED));
 	/*
 	 * Counted in the table: a sample already there is taken (unless a
 	 * record is asked for too); a stack new there is written below as its
-	 * key's definition, before any reader can take the count.
+	 * key's definition, before any reader can take the count. A stack the
+	 * tables did not cover goes as a record with its copy, for the reader
+	 * to walk: its key would be the partial walk's.
 	 */
-	if (s->config.flags & TPROF_SAMPLING_AGGREGATE) {
+	if ((s->config.flags & TPROF_SAMPLING_AGGREGATE) && !ustack) {
 		const bool shown = user || s->show_kernel;
 		u32 eflags = (user ? TPROF_SAMPLE_USER : 0) | (idle ? TPROF_SAMPLE_IDLE : 0) |
 			     (shown ? 0 : TPROF_SAMPLE_HIDDEN);
@@ -216,9 +221,6 @@ void tprof_sample_regs(struct tprof_session *s, struct pt_regs *regs)
 			goto out;
 		}
 	}
-	/* With unwind tables, a copy only where they did not cover the walk. */
-	ustack = uregs && (s->config.flags & TPROF_SAMPLING_USER_STACK) &&
-		 (!s->unwind || (st.flags & TPROF_STACK_USER_UNCOVERED));
 	size = sizeof(*rec) + (stack ? sizeof(st) + nframes * sizeof(u64) : 0) +
 	       (ustack ? sizeof(struct tprof_rec_user_stack) + s->config.user_stack_bytes : 0);
 	rec = tprof_record_begin(s, &pc, size, true);

@@ -39,9 +39,13 @@ static int tprof_sampling_check_config(struct tprof_sampling_config *c)
 	if (c->__pad3 || ((c->flags & TPROF_SAMPLING_AGGREGATE_RECORDS) &&
 			  !(c->flags & TPROF_SAMPLING_AGGREGATE)))
 		return -EINVAL;
-	/* Counts per address or stack: a caller alone or a stack copy is no key. */
+	/*
+	 * Counts per address or stack: a caller alone is no key, and copies
+	 * only for the walks unwind tables did not cover (they go as records).
+	 */
 	if (c->flags & TPROF_SAMPLING_AGGREGATE) {
-		if (c->flags & (TPROF_SAMPLING_CALLERS | TPROF_SAMPLING_USER_STACK))
+		if ((c->flags & TPROF_SAMPLING_CALLERS) ||
+		    ((c->flags & TPROF_SAMPLING_USER_STACK) && !(c->flags & TPROF_SAMPLING_USER_CFI)))
 			return -EINVAL;
 		if (!c->aggregate_slots)
 			c->aggregate_slots = TPROF_AGGREGATE_DEFAULT_SLOTS;

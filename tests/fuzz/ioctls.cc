@@ -331,9 +331,9 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
     in->event_type = TPROF_SAMPLE_ON_TICK;
   }
   // Counted in the module (ABI 1.21), by stack too (1.22): not with a
-  // caller alone or stack copies.
-  if (r.OneIn(4) && !(in->flags & TPROF_SAMPLING_USER_STACK)) {
-    in->flags = (in->flags & (TPROF_SAMPLING_STACKS | TPROF_SAMPLING_USER_CFI)) |
+  // caller alone, copies only with tables.
+  if (r.OneIn(4) && (!(in->flags & TPROF_SAMPLING_USER_STACK) || (in->flags & TPROF_SAMPLING_USER_CFI))) {
+    in->flags = (in->flags & (TPROF_SAMPLING_STACKS | TPROF_SAMPLING_USER_CFI | TPROF_SAMPLING_USER_STACK)) |
                 TPROF_SAMPLING_AGGREGATE | (r.OneIn(3) ? TPROF_SAMPLING_AGGREGATE_RECORDS : 0);
     in->aggregate_slots = uint32_t(r.Pick<u64>({0, 64, 1024, 16384}));
   }
@@ -403,10 +403,13 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
       c.must_fail = true;
       c.defect = "a frequency for the tick";
       break;
-    case 11:  // aggregation: not with callers or stack copies, slots a power of two in range
+    case 11:  // aggregation: not with callers or copies without tables, slots a power of two in range
       in->flags = TPROF_SAMPLING_AGGREGATE |
                   uint32_t(r.Pick<u64>({TPROF_SAMPLING_STACKS, TPROF_SAMPLING_CALLERS,
-                                        TPROF_SAMPLING_STACKS | TPROF_SAMPLING_USER_STACK, 0, 0}));
+                                        TPROF_SAMPLING_STACKS | TPROF_SAMPLING_USER_STACK,
+                                        TPROF_SAMPLING_STACKS | TPROF_SAMPLING_USER_STACK |
+                                            TPROF_SAMPLING_USER_CFI,
+                                        0, 0}));
       in->stack_depth = (in->flags & TPROF_SAMPLING_STACKS) ? 8 : 0;
       in->user_stack_bytes = (in->flags & TPROF_SAMPLING_USER_STACK) ? 256 : 0;
       in->aggregate_slots = uint32_t(r.Pick<u64>({0, 1, 63, 96, TPROF_AGGREGATE_MAX_SLOTS * 2, r.Edgy()}));
@@ -417,7 +420,8 @@ void FillSamplingConfig(Rng& r, tprof_sampling_config* in, Call& c, int mode) {
       {
         const uint32_t n = in->aggregate_slots;
         c.must_fail = !(in->flags & TPROF_SAMPLING_AGGREGATE) ||
-                      (in->flags & (TPROF_SAMPLING_USER_STACK | TPROF_SAMPLING_CALLERS)) ||
+                      (in->flags & TPROF_SAMPLING_CALLERS) ||
+                      ((in->flags & TPROF_SAMPLING_USER_STACK) && !(in->flags & TPROF_SAMPLING_USER_CFI)) ||
                       (n && (n < TPROF_AGGREGATE_MIN_SLOTS || n > TPROF_AGGREGATE_MAX_SLOTS ||
                              (n & (n - 1))));
       }

@@ -100,7 +100,7 @@ void ParseHalf(const char* base, uint32_t used, uint32_t half_bytes, uint32_t cp
         // ABI 1.22: a counted stack's key, only on a sample with a stack.
         if (((s.flags & TPROF_SAMPLE_STACK_KEY) && !(s.flags & TPROF_SAMPLE_STACK)) ||
             ((s.flags & TPROF_SAMPLE_COUNTED) && !(s.flags & TPROF_SAMPLE_STACK_KEY)) ||
-            ((s.flags & TPROF_SAMPLE_STACK_KEY) && (s.flags & TPROF_SAMPLE_CALLER)))
+            ((s.flags & TPROF_SAMPLE_STACK_KEY) && (s.flags & (TPROF_SAMPLE_CALLER | TPROF_SAMPLE_USER_STACK))))
           VIOLATION("sample flags 0x%x: a stack key without its stack", s.flags);
         if ((s.flags & TPROF_SAMPLE_USER_STACK) && !(s.flags & TPROF_SAMPLE_STACK))
           VIOLATION("a user stack copy without a stack: flags 0x%x", s.flags);

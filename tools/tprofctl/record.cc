@@ -188,14 +188,14 @@ int SettleOptions(const char* name, RecordOptions* o, bool cmd) {
     o->sampling.event_type = TPROF_SAMPLE_ON_TICK;
   }
   if (o->sampling.aggregate) {
-    // Counted by the stacks the module walks: a copy to walk later is no key.
+    // Counted by the stacks the module walks: with cfi, a copy (a record)
+    // only while a process's tables are not loaded; dwarf copies them all.
     if (o->sampling.user_stack_bytes && !o->sampling.unwind_tables) {
       std::fprintf(stderr, "tprofctl %s: --aggregate counts the stacks the module walks; "
                            "--call-graph dwarf copies them for later (use cfi or fp)\n", name);
       return kExitUsage;
     }
-    o->sampling.user_stack_bytes = 0;  // cfi: frame pointers until the tables are loaded
-    o->context.granularity_ns = 0;     // counts carry no thread or time
+    o->context.granularity_ns = 0;  // counts carry no thread or time
   }
   if (o->stack_depth && !o->callers) {
     std::fprintf(stderr, "tprofctl %s: --stack-depth goes with -g/--callers\n", name);
@@ -205,7 +205,7 @@ int SettleOptions(const char* name, RecordOptions* o, bool cmd) {
   // -g alone: cfi, its copies cut to what the chosen buffers hold.
   if (o->callers && !o->call_graph_chosen) {
     o->sampling.unwind_tables = true;
-    o->sampling.user_stack_bytes = o->sampling.aggregate ? 0 : kDefaultUserStackBytes;
+    o->sampling.user_stack_bytes = kDefaultUserStackBytes;
     if (o->sampling.half_bytes)
       o->sampling.user_stack_bytes =
           std::min(o->sampling.user_stack_bytes, o->sampling.half_bytes / 4 & ~7u);

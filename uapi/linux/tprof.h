@@ -603,8 +603,9 @@ struct tprof_self_page {
 /*
  * ABI 1.21: counts per (process, address space, ip) in per-CPU tables in
  * the kernel instead of a record per sample; TPROF_IOC_SAMPLING_AGGREGATE_READ
- * takes them. Not with CALLERS or USER_STACK. A sample that finds no room
- * in its CPU's table is written as a record, so nothing is lost.
+ * takes them. Not with CALLERS, nor USER_STACK without USER_CFI. A sample
+ * that finds no room in its CPU's table is written as a record, so nothing
+ * is lost.
  * AGGREGATE_RECORDS (with AGGREGATE, a check): every sample is written as
  * a record too, and counted as taken once.
  * ABI 1.22, with STACKS: a sample with a stack is counted by its stack's
@@ -616,7 +617,9 @@ struct tprof_self_page {
  * reader that takes a table, then flushes and reads the buffers, has every
  * key it holds. A definition that cannot be written is not counted either
  * (a lost sample). Samples without a stack (idle, or an NMI inside a walk)
- * are counted by ip.
+ * are counted by ip. With USER_CFI and USER_STACK, a sample whose user
+ * walk the tables did not cover is written as a record with its copy (for
+ * the reader to walk), not counted.
  */
 #define TPROF_SAMPLING_AGGREGATE (1U << 4)
 #define TPROF_SAMPLING_AGGREGATE_RECORDS (1U << 5)

@@ -582,9 +582,15 @@ bool TickSection(long chunks, int reps) {
         {"perf record -a -F " + std::to_string(hz) + g, 'p', hz, {}}};
     configs[1].tick = true;
     if (g_perf.empty()) configs.pop_back();
-    // Counted in the module, by address or by stack.
+    // Counted in the module, by address or by stack; with stacks also
+    // walked as perf -g walks them (frame pointers, not the CFI tables).
     configs.push_back({"tprofctl record -a --clock tick --aggregate" + g, 't', hz, {}});
     configs.back().tick = configs.back().aggregate = true;
+    if (depth) {
+      configs.push_back({"tprofctl record -a --clock tick --aggregate --call-graph fp", 't', hz, {}});
+      configs.back().tick = configs.back().aggregate = true;
+      configs.back().call_graph = "fp";
+    }
     std::vector<Config> longer = configs;
     for (int r = 0; r < reps; ++r) {
       RunInterleaved(configs, chunks, 1, depth);
@@ -607,7 +613,8 @@ bool TickSection(long chunks, int reps) {
       met = false;
       continue;
     }
-    // The goal is the cheapest tprof way's: counted in the module.
+    // The goal is the cheapest tprof way's: counted in the module (with -g, walking frame
+    // pointers as perf -g does).
     const double tick = per_sample.back(), perf = per_sample[3];
     const double goal = depth ? 0.7 : 0.3;
     const bool ok = perf > 0 && tick <= goal * perf;
